@@ -1,0 +1,27 @@
+// ESM TypeScript through SWC. Unit tests need no server; the e2e project boots the
+// platform once per run (test/global-setup.ts) and talks to it like a client would.
+const base = {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', {
+      jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+      module: { type: 'es6' },
+    }],
+  },
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+};
+
+export default {
+  testTimeout: 60000,
+  projects: [
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/lib/src/**/*.test.ts', '<rootDir>/services/*/src/**/*.test.ts'] },
+    {
+      ...base,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/global-setup.ts',
+      globalTeardown: '<rootDir>/test/global-teardown.ts',
+    },
+  ],
+};
