@@ -14,14 +14,15 @@ const base = {
 
 export default {
   testTimeout: 60000,
+  reporters: ['default', '<rootDir>/test/summary-reporter.mjs'],
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/lib/src/**/*.test.ts', '<rootDir>/services/*/src/**/*.test.ts'] },
     {
       ...base,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/**/*.test.ts'],
-      globalSetup: '<rootDir>/test/global-setup.ts',
-      globalTeardown: '<rootDir>/test/global-teardown.ts',
+      globalSetup: '<rootDir>/test/global-setup.mjs',
+      globalTeardown: '<rootDir>/test/global-teardown.mjs',
     },
   ],
 };

@@ -1,0 +1,64 @@
+import type { Logger } from './logger.js';
+import { subjectMatches, type Bus, type BusHandler, type BusMessage } from './bus.js';
+
+interface Subscription {
+  durable: string;
+  subjects: string[];
+  handler: BusHandler;
+}
+
+const DEDUPE_WINDOW = 10_000;
+const MAX_ATTEMPTS = 10;
+
+/**
+ * Embedded mode's bus. `publish` resolves once every subscriber has handled the message,
+ * so the outbox marks a row published only after delivery; a failing handler is retried
+ * with backoff, like a JetStream nak.
+ */
+export class MemoryBus implements Bus {
+  private readonly subs: Subscription[] = [];
+  private readonly seen = new Set<string>();
+  private closed = false;
+
+  constructor(private readonly logger: Logger) {}
+
+  async publish(subject: string, data: unknown, id: string): Promise<void> {
+    if (this.closed) throw new Error('bus closed');
+    if (this.seen.has(id)) return;
+    this.remember(id);
+    const message: BusMessage = { id, subject, data };
+    const targets = this.subs.filter((s) => s.subjects.some((p) => subjectMatches(p, subject)));
+    await Promise.all(targets.map((s) => this.deliver(s, message)));
+  }
+
+  async subscribe(durable: string, subjects: string[], handler: BusHandler): Promise<void> {
+    this.subs.push({ durable, subjects, handler });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private async deliver(sub: Subscription, message: BusMessage): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await sub.handler(structuredClone(message));
+        return;
+      } catch (err) {
+        if (attempt >= MAX_ATTEMPTS || this.closed) {
+          this.logger.error({ err, durable: sub.durable, subject: message.subject }, 'bus handler gave up');
+          return;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** attempt, 5000)));
+      }
+    }
+  }
+
+  private remember(id: string): void {
+    this.seen.add(id);
+    if (this.seen.size > DEDUPE_WINDOW) {
+      const oldest = this.seen.values().next().value;
+      if (oldest !== undefined) this.seen.delete(oldest);
+    }
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * The message bus between services. Publishers go through the outbox (lib/outbox.ts);
+ * subscribers are durable and must be idempotent: delivery is at least once.
+ */
+export interface BusMessage {
+  /** Stable id (`<service>-<outbox id>`): the dedupe key, also for idempotent consumers. */
+  id: string;
+  /** Subject without the deployment prefix, e.g. `contacts.updated`. */
+  subject: string;
+  data: unknown;
+}
+
+export type BusHandler = (message: BusMessage) => Promise<void>;
+
+export interface Bus {
+  publish(subject: string, data: unknown, id: string): Promise<void>;
+  /** `durable` names the consumer; its position survives restarts (JetStream) or the process (in-process). */
+  subscribe(durable: string, subjects: string[], handler: BusHandler): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** JetStream streams and the subjects each holds (relative to the prefix). */
+export const STREAMS = [
+  { name: 'CONTACTS', subjects: ['contacts.>'] },
+  { name: 'EVENTS', subjects: ['events.>'] },
+  { name: 'EMAILS', subjects: ['emails.>'] },
+  { name: 'IDENTITY', subjects: ['identity.>'] },
+] as const;
+
+/** NATS-style subject match: `*` one token, `>` the rest. */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return s.length > i;
+    if (i >= s.length) return false;
+    if (p[i] !== '*' && p[i] !== s[i]) return false;
+  }
+  return p.length === s.length;
+}
+
+export function streamOf(subject: string): string {
+  const stream = STREAMS.find((st) => st.subjects.some((p) => subjectMatches(p, subject)));
+  if (!stream) throw new Error(`no stream holds subject ${subject}`);
+  return stream.name;
+}

@@ -1,0 +1,154 @@
+import { z } from 'zod';
+
+/** The services of the platform, in start order (the gateway last: it calls the others). */
+export const SERVICES = ['identity', 'contacts', 'messaging', 'campaigns', 'segments', 'workflows', 'gateway'] as const;
+export type ServiceName = (typeof SERVICES)[number];
+export type RpcServiceName = Exclude<ServiceName, 'gateway'>;
+
+const DEFAULT_RPC_PORTS: Record<RpcServiceName, number> = {
+  identity: 50051,
+  contacts: 50052,
+  messaging: 50053,
+  campaigns: 50054,
+  segments: 50055,
+  workflows: 50056,
+};
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const url = z.string().url();
+
+const schema = z.object({
+  PORT: port.default(8080),
+  BIND_HOST: z.string().min(1).default('0.0.0.0'),
+  PUBLIC_URL: url.optional(),
+  DATABASE_URL: url.optional(),
+  NATS_URL: z.string().min(1).optional(),
+  REDIS_URL: url.optional(),
+  SMTP_URL: url.optional(),
+  DNS_SERVERS: z
+    .string()
+    .regex(/^\s*[^,\s]+(\s*,\s*[^,\s]+)*\s*$/, 'expected a comma-separated host:port list')
+    .optional(),
+  SESSION_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  RATE_LIMIT_PER_MINUTE: positiveInt.default(1000),
+  IDEMPOTENCY_TTL_SECONDS: positiveInt.default(86400),
+  KEY_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).default(5),
+  SIGNUP_DISABLED: bool.default('false'),
+  BUS_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only').default('svc'),
+  DATA_DIR: z.string().min(1).default('.data'),
+  EMBEDDED_PG_PORT: port.default(54329),
+  BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i, 'expected e.g. 1mb').default('1mb'),
+  SHUTDOWN_TIMEOUT_MS: positiveInt.default(10000),
+  IDENTITY_PORT: port.default(DEFAULT_RPC_PORTS.identity),
+  CONTACTS_PORT: port.default(DEFAULT_RPC_PORTS.contacts),
+  MESSAGING_PORT: port.default(DEFAULT_RPC_PORTS.messaging),
+  CAMPAIGNS_PORT: port.default(DEFAULT_RPC_PORTS.campaigns),
+  SEGMENTS_PORT: port.default(DEFAULT_RPC_PORTS.segments),
+  WORKFLOWS_PORT: port.default(DEFAULT_RPC_PORTS.workflows),
+  IDENTITY_URL: url.optional(),
+  CONTACTS_URL: url.optional(),
+  MESSAGING_URL: url.optional(),
+  CAMPAIGNS_URL: url.optional(),
+  SEGMENTS_URL: url.optional(),
+  WORKFLOWS_URL: url.optional(),
+});
+
+type Env = z.infer<typeof schema>;
+
+export interface Config {
+  port: number;
+  bindHost: string;
+  publicUrl: string;
+  databaseUrl?: string;
+  natsUrl?: string;
+  redisUrl?: string;
+  smtpUrl?: string;
+  dnsServers: string[];
+  sessionSecret?: string;
+  logLevel: Env['LOG_LEVEL'];
+  rateLimitPerMinute: number;
+  idempotencyTtlSeconds: number;
+  keyCacheTtlSeconds: number;
+  signupDisabled: boolean;
+  busPrefix: string;
+  dataDir: string;
+  embeddedPgPort: number;
+  bodyLimit: string;
+  shutdownTimeoutMs: number;
+  rpcPorts: Record<RpcServiceName, number>;
+  rpcUrls: Record<RpcServiceName, string>;
+  /** Raw environment, for per-service overrides such as DATABASE_URL_CONTACTS. */
+  env: Record<string, string | undefined>;
+}
+
+export class ConfigError extends Error {}
+
+/** Validates the environment; the message names the first bad variable in one line. */
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const result = schema.safeParse(cleaned);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const name = issue.path.join('.');
+    throw new ConfigError(`invalid environment variable ${name}: ${issue.message}`);
+  }
+  const e = result.data;
+  const rpcPorts: Record<RpcServiceName, number> = {
+    identity: e.IDENTITY_PORT,
+    contacts: e.CONTACTS_PORT,
+    messaging: e.MESSAGING_PORT,
+    campaigns: e.CAMPAIGNS_PORT,
+    segments: e.SEGMENTS_PORT,
+    workflows: e.WORKFLOWS_PORT,
+  };
+  const urlOf = (s: RpcServiceName, v?: string) => v ?? `http://127.0.0.1:${rpcPorts[s]}`;
+  return {
+    port: e.PORT,
+    bindHost: e.BIND_HOST,
+    publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+    databaseUrl: e.DATABASE_URL,
+    natsUrl: e.NATS_URL,
+    redisUrl: e.REDIS_URL,
+    smtpUrl: e.SMTP_URL,
+    dnsServers: e.DNS_SERVERS ? e.DNS_SERVERS.split(',').map((s) => s.trim()) : [],
+    sessionSecret: e.SESSION_SECRET,
+    logLevel: e.LOG_LEVEL,
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
+    keyCacheTtlSeconds: e.KEY_CACHE_TTL_SECONDS,
+    signupDisabled: e.SIGNUP_DISABLED,
+    busPrefix: e.BUS_PREFIX,
+    dataDir: e.DATA_DIR,
+    embeddedPgPort: e.EMBEDDED_PG_PORT,
+    bodyLimit: e.BODY_LIMIT,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    rpcPorts,
+    rpcUrls: {
+      identity: urlOf('identity', e.IDENTITY_URL),
+      contacts: urlOf('contacts', e.CONTACTS_URL),
+      messaging: urlOf('messaging', e.MESSAGING_URL),
+      campaigns: urlOf('campaigns', e.CAMPAIGNS_URL),
+      segments: urlOf('segments', e.SEGMENTS_URL),
+      workflows: urlOf('workflows', e.WORKFLOWS_URL),
+    },
+    env,
+  };
+}
+
+/** Process entry points call this: a bad value stops the process with one clear line. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  try {
+    return parseConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`config error: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}

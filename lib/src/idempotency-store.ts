@@ -1,0 +1,77 @@
+import type { Redis } from 'ioredis';
+
+export interface StoredResponse {
+  status: number;
+  body: string;
+  contentType?: string;
+}
+
+export interface IdempotencyRecord {
+  fingerprint: string;
+  method: string;
+  path: string;
+  startedAt: string;
+  response?: StoredResponse;
+}
+
+/** Claim-then-complete store: `claim` succeeds for exactly one of concurrent duplicates. */
+export interface IdempotencyStore {
+  /** Returns null when this caller now owns the key, else the record already there. */
+  claim(key: string, record: IdempotencyRecord, ttlSeconds: number): Promise<IdempotencyRecord | null>;
+  complete(key: string, record: IdempotencyRecord, ttlSeconds: number): Promise<void>;
+  release(key: string): Promise<void>;
+  get(key: string): Promise<IdempotencyRecord | null>;
+}
+
+export class RedisIdempotencyStore implements IdempotencyStore {
+  constructor(private readonly redis: Redis, private readonly prefix = 'idem') {}
+
+  async claim(key: string, record: IdempotencyRecord, ttlSeconds: number): Promise<IdempotencyRecord | null> {
+    const k = `${this.prefix}:${key}`;
+    const ok = await this.redis.set(k, JSON.stringify(record), 'EX', ttlSeconds, 'NX');
+    if (ok === 'OK') return null;
+    return (await this.get(key)) ?? this.claim(key, record, ttlSeconds);
+  }
+
+  async complete(key: string, record: IdempotencyRecord, ttlSeconds: number): Promise<void> {
+    await this.redis.set(`${this.prefix}:${key}`, JSON.stringify(record), 'EX', ttlSeconds);
+  }
+
+  async release(key: string): Promise<void> {
+    await this.redis.del(`${this.prefix}:${key}`);
+  }
+
+  async get(key: string): Promise<IdempotencyRecord | null> {
+    const raw = await this.redis.get(`${this.prefix}:${key}`);
+    return raw ? (JSON.parse(raw) as IdempotencyRecord) : null;
+  }
+}
+
+export class MemoryIdempotencyStore implements IdempotencyStore {
+  private readonly entries = new Map<string, { record: IdempotencyRecord; expiresAt: number }>();
+
+  async claim(key: string, record: IdempotencyRecord, ttlSeconds: number): Promise<IdempotencyRecord | null> {
+    const existing = await this.get(key);
+    if (existing) return existing;
+    this.entries.set(key, { record, expiresAt: Date.now() + ttlSeconds * 1000 });
+    return null;
+  }
+
+  async complete(key: string, record: IdempotencyRecord, ttlSeconds: number): Promise<void> {
+    this.entries.set(key, { record, expiresAt: Date.now() + ttlSeconds * 1000 });
+  }
+
+  async release(key: string): Promise<void> {
+    this.entries.delete(key);
+  }
+
+  async get(key: string): Promise<IdempotencyRecord | null> {
+    const e = this.entries.get(key);
+    if (!e) return null;
+    if (e.expiresAt <= Date.now()) {
+      this.entries.delete(key);
+      return null;
+    }
+    return e.record;
+  }
+}

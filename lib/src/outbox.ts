@@ -1,0 +1,132 @@
+import type { Bus } from './bus.js';
+import type { Pool, Queryable } from './db.js';
+import type { Logger } from './logger.js';
+import type { Migration } from './migrate.js';
+
+/** Every service's migrations include this table: messages commit with the state they describe. */
+export const OUTBOX_MIGRATION: Migration = {
+  id: '000_outbox',
+  sql: `
+    CREATE TABLE outbox (
+      id bigserial PRIMARY KEY,
+      subject text NOT NULL,
+      payload jsonb NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      published_at timestamptz
+    );
+    CREATE INDEX outbox_unpublished ON outbox (id) WHERE published_at IS NULL;
+  `,
+};
+
+const NOTIFY_CHANNEL = 'outbox';
+
+/** Call inside the transaction that changes the state the message describes. */
+export async function enqueue(tx: Queryable, subject: string, payload: unknown): Promise<void> {
+  await tx.query('INSERT INTO outbox (subject, payload) VALUES ($1, $2)', [subject, JSON.stringify(payload)]);
+  await tx.query(`NOTIFY ${NOTIFY_CHANNEL}`);
+}
+
+export interface RelayOptions {
+  service: string;
+  pool: Pool;
+  bus: Bus;
+  logger: Logger;
+  pollMs?: number;
+  batchSize?: number;
+  retentionMinutes?: number;
+}
+
+/**
+ * Publishes committed outbox rows in id order with `<service>-<id>` as the message id,
+ * so a row published twice (crash between publish and mark) is dropped by the bus's dedupe.
+ */
+export class OutboxRelay {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private again = false;
+  private stopped = false;
+  private listener?: import('pg').PoolClient;
+
+  constructor(private readonly opts: RelayOptions) {}
+
+  async start(): Promise<void> {
+    this.listener = await this.opts.pool.connect();
+    this.listener.on('notification', () => this.kick());
+    await this.listener.query(`LISTEN ${NOTIFY_CHANNEL}`);
+    this.timer = setInterval(() => this.kick(), this.opts.pollMs ?? 1000);
+    this.kick();
+  }
+
+  /** Runs a drain now, or once more after the one in progress. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.drain()
+      .then(() => undefined, (err) => this.opts.logger.warn({ err }, 'outbox relay pass failed; will retry'))
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  /** Publishes until nothing is pending; returns how many messages went out. */
+  async drain(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const sent = await this.publishBatch();
+      total += sent;
+      if (sent < (this.opts.batchSize ?? 200)) break;
+    }
+    await this.opts.pool.query(
+      `DELETE FROM outbox WHERE published_at < now() - make_interval(mins => $1)`,
+      [this.opts.retentionMinutes ?? 60],
+    );
+    return total;
+  }
+
+  private async publishBatch(): Promise<number> {
+    const client = await this.opts.pool.connect();
+    const published: number[] = [];
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ id: string; subject: string; payload: unknown }>(
+        `SELECT id::text, subject, payload FROM outbox WHERE published_at IS NULL
+         ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [this.opts.batchSize ?? 200],
+      );
+      try {
+        for (const row of rows) {
+          await this.opts.bus.publish(row.subject, row.payload, `${this.opts.service}-${row.id}`);
+          published.push(Number(row.id));
+        }
+      } finally {
+        if (published.length) {
+          await client.query('UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])', [published]);
+        }
+        await client.query('COMMIT');
+      }
+      return published.length;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+    if (this.listener) {
+      await this.listener.query(`UNLISTEN ${NOTIFY_CHANNEL}`).catch(() => undefined);
+      this.listener.release();
+    }
+  }
+}

@@ -1,0 +1,5 @@
+import { Redis } from 'ioredis';
+
+export function createRedis(url: string): Redis {
+  return new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+}

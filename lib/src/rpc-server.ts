@@ -1,0 +1,81 @@
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { create } from '@bufbuild/protobuf';
+import type { ConnectRouter, Interceptor } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { Health, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from '@svc/proto/grpc/health/v1/health_pb';
+import { AppError } from './errors.js';
+import type { Logger } from './logger.js';
+import { toConnectError } from './rpc-errors.js';
+
+export interface RpcServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+export interface RpcServerOptions {
+  name: string;
+  host: string;
+  port: number;
+  routes: (router: ConnectRouter) => void;
+  logger: Logger;
+  shutdownTimeoutMs: number;
+}
+
+function errorInterceptor(logger: Logger): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.status >= 500) {
+        logger.error({ err, procedure: req.method.name }, 'rpc failed');
+      }
+      throw toConnectError(err);
+    }
+  };
+}
+
+/**
+ * One HTTP/2 port speaking gRPC, gRPC-Web and Connect, with the standard gRPC health
+ * service. Close stops accepting, lets in-flight calls finish, then cuts what remains.
+ */
+export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer> {
+  let serving = true;
+  const handler = connectNodeAdapter({
+    interceptors: [errorInterceptor(opts.logger)],
+    routes: (router) => {
+      opts.routes(router);
+      router.service(Health, {
+        check: () =>
+          create(HealthCheckResponseSchema, {
+            status: serving ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING,
+          }),
+      });
+    },
+  });
+  const server = http2.createServer(handler);
+  const sessions = new Set<http2.Http2Session>();
+  server.on('session', (s) => {
+    sessions.add(s);
+    s.on('close', () => sessions.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  opts.logger.info({ service: opts.name, port }, 'rpc server listening');
+  return {
+    port,
+    async close() {
+      serving = false;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of sessions) s.close();
+      const timer = setTimeout(() => {
+        for (const s of sessions) s.destroy();
+      }, opts.shutdownTimeoutMs);
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}

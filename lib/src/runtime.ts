@@ -1,0 +1,44 @@
+import type { Bus } from './bus.js';
+import type { Config } from './config.js';
+import { createPool, ensureDatabase, serviceDatabaseUrl, type Pool } from './db.js';
+import type { Logger } from './logger.js';
+import { migrate, type Migration } from './migrate.js';
+import { OUTBOX_MIGRATION, OutboxRelay } from './outbox.js';
+
+/** What every service receives from the launcher, in either run mode. */
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  bus: Bus;
+}
+
+export interface RunningService {
+  name: string;
+  stop(): Promise<void>;
+}
+
+export interface ServiceDatabase {
+  pool: Pool;
+  relay: OutboxRelay;
+  close(): Promise<void>;
+}
+
+/** Creates (if needed) and migrates the service's own database, then starts its outbox relay. */
+export async function openServiceDatabase(service: string, rt: Runtime, migrations: Migration[]): Promise<ServiceDatabase> {
+  if (!rt.config.databaseUrl) throw new Error('DATABASE_URL is not set');
+  const url = serviceDatabaseUrl(service, rt.config.databaseUrl, rt.config.env);
+  await ensureDatabase(url);
+  const pool = createPool(url);
+  const applied = await migrate(pool, [OUTBOX_MIGRATION, ...migrations]);
+  if (applied.length) rt.logger.info({ service, applied }, 'migrations applied');
+  const relay = new OutboxRelay({ service, pool, bus: rt.bus, logger: rt.logger.child({ service, part: 'outbox' }) });
+  await relay.start();
+  return {
+    pool,
+    relay,
+    async close() {
+      await relay.stop();
+      await pool.end();
+    },
+  };
+}

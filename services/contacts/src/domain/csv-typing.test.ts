@@ -1,0 +1,104 @@
+import { AppError } from '@svc/lib/errors';
+import { rowToContact, typeCsvCell, validateCsvHeader } from './csv-typing.js';
+
+describe('typeCsvCell', () => {
+  test('cells are trimmed and an empty cell is ignored (undefined)', () => {
+    expect(typeCsvCell('  Paris ')).toBe('Paris');
+    expect(typeCsvCell('')).toBeUndefined();
+    expect(typeCsvCell('   ')).toBeUndefined();
+  });
+
+  test('true, false, yes, no (case-insensitive) are stored as booleans', () => {
+    expect([typeCsvCell('true'), typeCsvCell('YES'), typeCsvCell('False'), typeCsvCell('no')]).toEqual([true, true, false, false]);
+  });
+
+  test('plain integers and decimals are stored as numbers', () => {
+    expect([typeCsvCell('42'), typeCsvCell('-7'), typeCsvCell('3.25'), typeCsvCell('0'), typeCsvCell('0.5'), typeCsvCell('-0.5')]).toEqual([
+      42, -7, 3.25, 0, 0.5, -0.5,
+    ]);
+  });
+
+  test('values with a leading zero, a plus sign or scientific notation stay strings', () => {
+    for (const s of ['007', '0123', '+33', '+1.5', '1e5', '2E-3', '00.5', '1.', '.5', '1,000']) {
+      expect(typeCsvCell(s)).toBe(s);
+    }
+  });
+
+  test('any other text stays a string, including names of Object.prototype members', () => {
+    expect(typeCsvCell('constructor')).toBe('constructor');
+    expect(typeCsvCell('toString')).toBe('toString');
+  });
+
+  test('integers too long to store exactly as a number stay strings', () => {
+    expect(typeCsvCell('12345678901234567890')).toBe('12345678901234567890');
+  });
+
+  test('ISO 8601 dates stay strings (type inference types them as dates)', () => {
+    expect(typeCsvCell('2024-05-01')).toBe('2024-05-01');
+    expect(typeCsvCell('2024-05-01T10:00:00Z')).toBe('2024-05-01T10:00:00Z');
+  });
+});
+
+describe('validateCsvHeader', () => {
+  test('the email column is required: a header without one is a 400', () => {
+    let caught: unknown;
+    try {
+      validateCsvHeader(['name', 'plan']);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(AppError);
+    expect(caught).toMatchObject({ status: 400, code: 'BAD_REQUEST' });
+  });
+
+  test('the email column matches case-insensitively, trimmed, after a UTF-8 BOM', () => {
+    expect(() => validateCsvHeader(['\uFEFF Email ', 'plan'])).not.toThrow();
+  });
+});
+
+describe('rowToContact', () => {
+  test('every other column becomes a data key with a typed value', () => {
+    expect(rowToContact(['email', 'plan', 'seats', 'vip'], ['ada@example.com', 'pro', '3', 'yes'], 2)).toEqual({
+      ok: true,
+      email: 'ada@example.com',
+      data: { plan: 'pro', seats: 3, vip: true },
+    });
+  });
+
+  test('a header with dots becomes a nested object (data.profile.tier)', () => {
+    const row = rowToContact(['email', 'profile.tier', 'profile.since'], ['a@example.com', 'gold', '2020-01-01'], 2);
+    expect(row).toMatchObject({ ok: true, data: { profile: { tier: 'gold', since: '2020-01-01' } } });
+  });
+
+  test('columns id, subscribed, createdAt, updatedAt and the generated URL variables are silently dropped', () => {
+    const header = ['email', 'id', 'subscribed', 'createdAt', 'updatedAt', 'svc_id', 'svc_email', 'unsubscribeUrl', 'subscribeUrl', 'manageUrl', 'plan'];
+    const cells = ['a@example.com', '9', 'false', '2020-01-01', '2020-01-01', 'x', 'x', 'u', 's', 'm', 'pro'];
+    expect(rowToContact(header, cells, 2)).toEqual({ ok: true, email: 'a@example.com', data: { plan: 'pro' } });
+  });
+
+  test('empty cells do not overwrite stored data (they are left out of the patch)', () => {
+    expect(rowToContact(['email', 'plan', 'city'], ['a@example.com', '', 'Paris'], 2)).toMatchObject({ data: { city: 'Paris' } });
+    expect(rowToContact(['email', 'plan'], ['a@example.com'], 2)).toMatchObject({ data: {} });
+  });
+
+  test('an invalid email is reported with its row and reason invalid_email', () => {
+    expect(rowToContact(['name', 'EMAIL'], ['Ada', 'not-an-email'], 5)).toEqual({
+      ok: false,
+      error: { row: 5, email: 'not-an-email', reason: 'invalid_email' },
+    });
+  });
+
+  test('a missing email is reported like an invalid one', () => {
+    expect(rowToContact(['email', 'plan'], ['  ', 'pro'], 3)).toEqual({ ok: false, error: { row: 3, email: '', reason: 'invalid_email' } });
+  });
+
+  test('the email cell is trimmed and the header BOM is stripped', () => {
+    expect(rowToContact(['\uFEFFemail', 'plan'], [' a@example.com ', 'pro'], 2)).toMatchObject({ ok: true, email: 'a@example.com' });
+  });
+
+  test('a __proto__ column becomes a data key and never a prototype', () => {
+    const row = rowToContact(['email', '__proto__.polluted'], ['a@example.com', 'yes'], 2);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(row.ok && JSON.stringify(row.data)).toBe('{"__proto__":{"polluted":true}}');
+  });
+});

@@ -1,0 +1,127 @@
+import { compileFilter, SqlParams } from './filter-sql.js';
+import { parseFilterTree } from './filter-tree.js';
+
+const PROJECT = '11111111-1111-4111-8111-111111111111';
+const SEGMENT_ID = '3f1c2a9e-5b7d-4c1e-9a2b-0d4e6f8a1b2c';
+
+function compile(...filters: unknown[]) {
+  const params = new SqlParams([PROJECT]);
+  const sql = compileFilter(parseFilterTree({ logic: 'AND', groups: [{ filters }] }), params);
+  return { sql, values: params.values };
+}
+
+describe('SqlParams', () => {
+  test('values bound at construction keep their numbers; added values continue from there', () => {
+    const params = new SqlParams(['p']);
+    expect(params.add('a')).toBe('$2');
+    expect(params.add('b')).toBe('$3');
+    expect(params.values).toEqual(['p', 'a', 'b']);
+  });
+});
+
+describe('compileFilter', () => {
+  test('an empty tree matches every contact', () => {
+    expect(compileFilter(parseFilterTree({ groups: [] }), new SqlParams())).toBe('TRUE');
+  });
+
+  test('filters in a group are ANDed with the nested conditions; groups combine by the tree logic', () => {
+    const params = new SqlParams([PROJECT]);
+    const sql = compileFilter(
+      parseFilterTree({
+        logic: 'OR',
+        groups: [
+          {
+            filters: [{ field: 'subscribed', operator: 'equals', value: true }],
+            conditions: { logic: 'OR', groups: [{ filters: [{ field: 'email', operator: 'equals', value: 'a@x.io' }] }, { filters: [{ field: 'email', operator: 'equals', value: 'b@x.io' }] }] },
+          },
+          { filters: [{ field: 'event.signup', operator: 'triggered' }] },
+        ],
+      }),
+      params,
+    );
+    expect(sql).toBe(
+      '(((c.subscribed = $2::boolean) AND ((lower(c.email) = lower($3)) OR (lower(c.email) = lower($4)))) OR ' +
+        '(EXISTS (SELECT 1 FROM events f_act WHERE f_act.project_id = c.project_id AND f_act.contact_id = c.id AND f_act.name = $5)))',
+    );
+    expect(params.values).toEqual([PROJECT, true, 'a@x.io', 'b@x.io', 'signup']);
+  });
+
+  test('email compares case-insensitively; contains is ILIKE with % and _ escaped', () => {
+    expect(compile({ field: 'email', operator: 'contains', value: '50%_off\\' })).toEqual({
+      sql: '(c.email ILIKE $2)',
+      values: [PROJECT, '%50\\%\\_off\\\\%'],
+    });
+    expect(compile({ field: 'email', operator: 'notEquals', value: 'A@X.io' }).sql).toBe('(lower(c.email) <> lower($2))');
+  });
+
+  test('equals on data uses jsonb containment of the nested object so the GIN index serves it', () => {
+    expect(compile({ field: 'data.profile.tier', operator: 'equals', value: 'gold' })).toEqual({
+      sql: '(c.data @> $2::jsonb)',
+      values: [PROJECT, '{"profile":{"tier":"gold"}}'],
+    });
+  });
+
+  test('data paths are bound as a text[] parameter, never interpolated', () => {
+    const { sql, values } = compile({ field: "data.it's", operator: 'exists' });
+    expect(sql).toBe("(jsonb_typeof((c.data #> $2::text[])) <> 'null')");
+    expect(values).toEqual([PROJECT, ["it's"]]);
+  });
+
+  test('numeric comparisons on data only read values whose JSON type is number', () => {
+    expect(compile({ field: 'data.seats', operator: 'gte', value: 5 })).toEqual({
+      sql: "(CASE WHEN jsonb_typeof((c.data #> $2::text[])) = 'number' THEN (c.data #> $2::text[])::numeric END >= $3::numeric)",
+      values: [PROJECT, ['seats'], 5],
+    });
+  });
+
+  test('within on data only casts texts matching a full ISO 8601 date-time; the interval is a parameter', () => {
+    const { sql, values } = compile({ field: 'data.lastSeen', operator: 'within', value: 2, unit: 'hours' });
+    expect(sql).toMatch(/^\(\(CASE WHEN \(c\.data #>> \$2::text\[\]\) ~ '\^.*\$' THEN \(c\.data #>> \$2::text\[\]\)::timestamptz END\) >= \(now\(\) - make_interval\(secs => \$3::double precision\)\)\)$/);
+    expect(values).toEqual([PROJECT, ['lastSeen'], 7200]);
+  });
+
+  test('olderThan on createdAt compares the column directly', () => {
+    expect(compile({ field: 'createdAt', operator: 'olderThan', value: 30 })).toEqual({
+      sql: '(c.created_at < (now() - make_interval(secs => $2::double precision)))',
+      values: [PROJECT, 30 * 86400],
+    });
+  });
+
+  test('createdAt comparisons take dates; a bare date means midnight UTC', () => {
+    expect(compile({ field: 'createdAt', operator: 'greaterThan', value: '2024-01-01' })).toEqual({
+      sql: '(c.created_at > $2::timestamptz)',
+      values: [PROJECT, '2024-01-01T00:00:00Z'],
+    });
+  });
+
+  test('subscribed equals takes a boolean', () => {
+    expect(compile({ field: 'subscribed', operator: 'notEquals', value: false })).toEqual({
+      sql: '(c.subscribed <> $2::boolean)',
+      values: [PROJECT, false],
+    });
+  });
+
+  test('notTriggeredWithin is NOT EXISTS an event in the interval; email.<activity> reads email_activity.type', () => {
+    expect(compile({ field: 'email.open', operator: 'notTriggeredWithin', value: 10, unit: 'minutes' })).toEqual({
+      sql:
+        '(NOT EXISTS (SELECT 1 FROM email_activity f_act WHERE f_act.project_id = c.project_id AND f_act.contact_id = c.id AND f_act.type = $2 ' +
+        'AND f_act.created_at >= (now() - make_interval(secs => $3::double precision))))',
+      values: [PROJECT, 'open', 600],
+    });
+  });
+
+  test('memberOfSegment is EXISTS in segment_members', () => {
+    expect(compile({ field: `segment.${SEGMENT_ID}`, operator: 'notMemberOfSegment' })).toEqual({
+      sql: '(NOT EXISTS (SELECT 1 FROM segment_members f_sm WHERE f_sm.segment_id = $2::uuid AND f_sm.contact_id = c.id AND f_sm.project_id = c.project_id))',
+      values: [PROJECT, SEGMENT_ID],
+    });
+  });
+
+  test('the table alias is configurable and must be a plain identifier', () => {
+    const params = new SqlParams();
+    expect(compileFilter(parseFilterTree({ groups: [{ filters: [{ field: 'subscribed', operator: 'equals', value: true }] }] }), params, 'x')).toBe(
+      '(x.subscribed = $1::boolean)',
+    );
+    expect(() => compileFilter(parseFilterTree({ groups: [] }), params, 'c; DROP TABLE contacts')).toThrow();
+  });
+});

@@ -1,0 +1,203 @@
+import { parseFilterField, type Filter, type FilterGroup, type FilterTree, type TimeUnit } from './filter-tree.js';
+
+// Compiles a parsed filter tree (filter-tree.ts) into one parameterised PostgreSQL boolean
+// expression over `contacts <alias>`. User input only ever reaches the SQL as $n parameters.
+
+/** Collects bind values; the values already bound (e.g. the project id as $1) keep their numbers. */
+export class SqlParams {
+  readonly values: unknown[];
+
+  constructor(bound: readonly unknown[] = []) {
+    this.values = [...bound];
+  }
+
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+const UNIT_SECONDS: Record<TimeUnit, number> = { minutes: 60, hours: 3600, days: 86400 };
+
+// A real calendar date (leap years included, year 0000 excluded) so that a matching text never
+// makes the ::timestamptz cast throw; the same text is valid for JavaScript and PostgreSQL regexes.
+const LEAP_YEAR = '(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)';
+const CALENDAR_DATE =
+  '(?!0000)(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))' +
+  `|${LEAP_YEAR}-02-29)`;
+/** Full ISO 8601 date-time with a zone, the only form `within`/`olderThan` read (SPEC.md "Type inference"). */
+const ISO_DATE_TIME_PATTERN =
+  `^${CALENDAR_DATE}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:[.][0-9]{1,9})?(?:Z|[+-](?:0[0-9]|1[0-4]):[0-5][0-9])$`;
+/** A bare date: comparisons read it as midnight UTC. */
+const ISO_DATE_PATTERN = `^${CALENDAR_DATE}$`;
+
+/** The WHERE condition for `tree`; an empty tree (or group) matches every contact. */
+export function compileFilter(tree: FilterTree, params: SqlParams, alias = 'c'): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(alias)) throw new Error(`Unsafe SQL alias "${alias}"`);
+  return compileTree(tree, params, alias);
+}
+
+function compileTree(tree: FilterTree, params: SqlParams, c: string): string {
+  return combine(tree.groups.map((group) => compileGroup(group, params, c)), tree.logic);
+}
+
+// Inside a group the filters and the nested `conditions` tree are ANDed (DESIGN.md "Filter trees").
+function compileGroup(group: FilterGroup, params: SqlParams, c: string): string {
+  const parts = group.filters.map((filter) => compileOne(filter, params, c));
+  if (group.conditions) parts.push(compileTree(group.conditions, params, c));
+  return combine(parts, 'AND');
+}
+
+function combine(parts: string[], logic: 'AND' | 'OR'): string {
+  if (parts.length === 0) return 'TRUE';
+  return parts.length === 1 ? parts[0] : `(${parts.join(` ${logic} `)})`;
+}
+
+function compileOne(filter: Filter, params: SqlParams, c: string): string {
+  const field = parseFilterField(filter.field);
+  if (!field) throw new Error(`Filter field "${filter.field}" was not validated by parseFilterTree`);
+  switch (field.kind) {
+    case 'email':
+      return emailSql(filter, params, c);
+    case 'subscribed':
+      return `(${c}.subscribed ${filter.operator === 'notEquals' ? '<>' : '='} ${params.add(filter.value)}::boolean)`;
+    case 'timestamp':
+      return timestampSql(filter, field.name === 'createdAt' ? `${c}.created_at` : `${c}.updated_at`, params);
+    case 'data':
+      return dataSql(filter, field.path, params, c);
+    case 'event':
+      return activitySql(filter, 'events', 'name', field.name, params, c);
+    case 'emailActivity':
+      return activitySql(filter, 'email_activity', 'type', field.activity, params, c);
+    case 'segment': {
+      const member = `EXISTS (SELECT 1 FROM segment_members f_sm WHERE f_sm.segment_id = ${params.add(field.segmentId)}::uuid AND f_sm.contact_id = ${c}.id AND f_sm.project_id = ${c}.project_id)`;
+      return filter.operator === 'notMemberOfSegment' ? `(NOT ${member})` : `(${member})`;
+    }
+  }
+}
+
+// SPEC.md: email matches case-insensitively.
+function emailSql(filter: Filter, params: SqlParams, c: string): string {
+  switch (filter.operator) {
+    case 'equals':
+      return `(lower(${c}.email) = lower(${params.add(filter.value)}))`;
+    case 'notEquals':
+      return `(lower(${c}.email) <> lower(${params.add(filter.value)}))`;
+    case 'contains':
+      return `(${c}.email ILIKE ${params.add(likePattern(filter.value))})`;
+    case 'notContains':
+      return `(${c}.email NOT ILIKE ${params.add(likePattern(filter.value))})`;
+    case 'exists':
+      return `(${c}.email IS NOT NULL)`;
+    case 'notExists':
+      return `(${c}.email IS NULL)`;
+    default:
+      throw unsupported(filter);
+  }
+}
+
+function timestampSql(filter: Filter, column: string, params: SqlParams): string {
+  const comparison = comparisonOperator(filter);
+  if (comparison) return `(${column} ${comparison} ${params.add(dateValue(filter.value))}::timestamptz)`;
+  if (filter.operator === 'within') return `(${column} >= ${cutoff(filter, params)})`;
+  if (filter.operator === 'olderThan') return `(${column} < ${cutoff(filter, params)})`;
+  throw unsupported(filter);
+}
+
+function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): string {
+  const { operator, value } = filter;
+  // Equality by containment so the jsonb_path_ops GIN index (contacts_data_gin) serves it.
+  if (operator === 'equals' || operator === 'notEquals') {
+    const contains = `${c}.data @> ${params.add(JSON.stringify(nestValue(path, value)))}::jsonb`;
+    return operator === 'equals' ? `(${contains})` : `(NOT ${contains})`;
+  }
+  const p = params.add(path);
+  const json = `(${c}.data #> ${p}::text[])`;
+  const text = `(${c}.data #>> ${p}::text[])`;
+  const comparison = comparisonOperator(filter);
+  if (comparison && typeof value === 'number') {
+    // CASE, not AND: PostgreSQL may evaluate AND operands in any order and the cast would throw.
+    return `(CASE WHEN jsonb_typeof(${json}) = 'number' THEN ${json}::numeric END ${comparison} ${params.add(value)}::numeric)`;
+  }
+  if (comparison) return `(${storedDate(text, true)} ${comparison} ${params.add(dateValue(value))}::timestamptz)`;
+  switch (operator) {
+    case 'contains':
+    case 'notContains': {
+      // Strings match by substring (case-insensitive); arrays match when they hold the value.
+      const match = `((jsonb_typeof(${json}) = 'string' AND ${text} ILIKE ${params.add(likePattern(value))}) OR (jsonb_typeof(${json}) = 'array' AND ${json} @> ${params.add(JSON.stringify([value]))}::jsonb))`;
+      return operator === 'contains' ? match : negate(match);
+    }
+    case 'exists':
+      return `(jsonb_typeof(${json}) <> 'null')`;
+    case 'notExists':
+      return negate(`(jsonb_typeof(${json}) <> 'null')`);
+    case 'within':
+      return `(${storedDate(text, false)} >= ${cutoff(filter, params)})`;
+    case 'olderThan':
+      return `(${storedDate(text, false)} < ${cutoff(filter, params)})`;
+    default:
+      throw unsupported(filter);
+  }
+}
+
+// Only texts the regex proves castable are cast; anything else yields NULL and matches nothing.
+function storedDate(text: string, acceptBareDate: boolean): string {
+  const dateTime = `WHEN ${text} ~ '${ISO_DATE_TIME_PATTERN}' THEN ${text}::timestamptz`;
+  const bareDate = acceptBareDate ? ` WHEN ${text} ~ '${ISO_DATE_PATTERN}' THEN (${text} || 'T00:00:00Z')::timestamptz` : '';
+  return `(CASE ${dateTime}${bareDate} END)`;
+}
+
+function activitySql(filter: Filter, table: 'events' | 'email_activity', column: string, name: string, params: SqlParams, c: string): string {
+  const conditions = [
+    `f_act.project_id = ${c}.project_id`,
+    `f_act.contact_id = ${c}.id`,
+    `f_act.${column} = ${params.add(name)}`,
+  ];
+  if (filter.operator === 'triggeredWithin' || filter.operator === 'notTriggeredWithin') {
+    conditions.push(`f_act.created_at >= ${cutoff(filter, params)}`);
+  } else if (filter.operator === 'triggeredOlderThan') {
+    conditions.push(`f_act.created_at < ${cutoff(filter, params)}`);
+  }
+  const exists = `EXISTS (SELECT 1 FROM ${table} f_act WHERE ${conditions.join(' AND ')})`;
+  const negated = filter.operator === 'notTriggered' || filter.operator === 'notTriggeredWithin';
+  return negated ? `(NOT ${exists})` : `(${exists})`;
+}
+
+function comparisonOperator(filter: Filter): string | undefined {
+  const sql: Partial<Record<Filter['operator'], string>> = {
+    greaterThan: '>',
+    lessThan: '<',
+    greaterThanOrEqual: '>=',
+    lessThanOrEqual: '<=',
+  };
+  return sql[filter.operator];
+}
+
+/** now() minus the filter's amount of units, the amount bound as seconds. */
+function cutoff(filter: Filter, params: SqlParams): string {
+  const seconds = Number(filter.value) * UNIT_SECONDS[filter.unit ?? 'days'];
+  return `(now() - make_interval(secs => ${params.add(seconds)}::double precision))`;
+}
+
+// Bare dates compare as midnight UTC so the session time zone never changes a result.
+function dateValue(value: Filter['value']): string {
+  const text = String(value);
+  return new RegExp(ISO_DATE_PATTERN).test(text) ? `${text}T00:00:00Z` : text;
+}
+
+function likePattern(value: Filter['value']): string {
+  return `%${String(value).replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+}
+
+function nestValue(path: string[], value: unknown): unknown {
+  return path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), value);
+}
+
+// The negation also matches contacts where the positive test is NULL (the key is absent).
+function negate(condition: string): string {
+  return `(NOT COALESCE(${condition}, FALSE))`;
+}
+
+function unsupported(filter: Filter): Error {
+  return new Error(`Operator ${filter.operator} on ${filter.field} was not validated by parseFilterTree`);
+}

@@ -1,0 +1,241 @@
+import { z } from 'zod';
+import { validationError } from '@svc/lib/errors';
+import { fieldErrors } from '@svc/lib/zod-errors';
+import { inferType } from './type-inference.js';
+
+// The filter tree of segment conditions and campaign audiences (SPEC.md "Filter tree", names
+// from DESIGN.md "Names for what SPEC.md leaves open"). Parsing yields one canonical form.
+
+const OPERATORS = [
+  'equals', 'notEquals', 'contains', 'notContains',
+  'greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual',
+  'exists', 'notExists', 'within', 'olderThan',
+  'triggered', 'triggeredWithin', 'triggeredOlderThan', 'notTriggered', 'notTriggeredWithin',
+  'memberOfSegment', 'notMemberOfSegment',
+] as const;
+export type FilterOperator = (typeof OPERATORS)[number];
+
+const EMAIL_ACTIVITIES = ['sent', 'delivery', 'open', 'click', 'bounce', 'complaint'] as const;
+export type EmailActivity = (typeof EMAIL_ACTIVITIES)[number];
+
+const UNITS = ['minutes', 'hours', 'days'] as const;
+export type TimeUnit = (typeof UNITS)[number];
+
+export type FilterValue = string | number | boolean;
+
+export interface Filter {
+  field: string;
+  operator: FilterOperator;
+  value?: FilterValue;
+  unit?: TimeUnit;
+}
+export interface FilterGroup {
+  filters: Filter[];
+  conditions?: FilterTree;
+}
+export interface FilterTree {
+  logic: 'AND' | 'OR';
+  groups: FilterGroup[];
+}
+
+/** What a filter's `field` string addresses. */
+export type FilterField =
+  | { kind: 'email' }
+  | { kind: 'subscribed' }
+  | { kind: 'timestamp'; name: 'createdAt' | 'updatedAt' }
+  | { kind: 'data'; path: string[] }
+  | { kind: 'event'; name: string }
+  | { kind: 'emailActivity'; activity: EmailActivity }
+  | { kind: 'segment'; segmentId: string };
+
+const MAX_DEPTH = 5;
+const MAX_FILTERS = 50;
+const MAX_INTERVAL_DAYS = 36525; // 100 years: keeps now() - interval far from PostgreSQL's range limits
+const UNIT_DAYS: Record<TimeUnit, number> = { minutes: 1 / 1440, hours: 1 / 24, days: 1 };
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const OPERATOR_NAMES = new Map<string, FilterOperator>([
+  ...OPERATORS.map((op) => [op.toLowerCase(), op] as const),
+  ['gt', 'greaterThan'], ['lt', 'lessThan'], ['gte', 'greaterThanOrEqual'], ['lte', 'lessThanOrEqual'],
+]);
+
+const TEXT_OPS: readonly FilterOperator[] = ['equals', 'notEquals', 'contains', 'notContains'];
+const COMPARE_OPS: readonly FilterOperator[] = ['greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual'];
+const PRESENCE_OPS: readonly FilterOperator[] = ['exists', 'notExists'];
+const AGE_OPS: readonly FilterOperator[] = ['within', 'olderThan'];
+const TRIGGER_OPS: readonly FilterOperator[] = [
+  'triggered', 'triggeredWithin', 'triggeredOlderThan', 'notTriggered', 'notTriggeredWithin',
+];
+const SEGMENT_OPS: readonly FilterOperator[] = ['memberOfSegment', 'notMemberOfSegment'];
+const INTERVAL_OPS: readonly FilterOperator[] = [...AGE_OPS, 'triggeredWithin', 'triggeredOlderThan', 'notTriggeredWithin'];
+
+const OPERATORS_BY_FIELD: Record<FilterField['kind'], readonly FilterOperator[]> = {
+  email: [...TEXT_OPS, ...PRESENCE_OPS],
+  subscribed: ['equals', 'notEquals'],
+  timestamp: [...COMPARE_OPS, ...AGE_OPS],
+  data: [...TEXT_OPS, ...COMPARE_OPS, ...PRESENCE_OPS, ...AGE_OPS],
+  event: TRIGGER_OPS,
+  emailActivity: TRIGGER_OPS,
+  segment: SEGMENT_OPS,
+};
+
+/** Reads a field string; null when it names nothing a filter can address. */
+export function parseFilterField(field: string): FilterField | null {
+  if (field === 'email') return { kind: 'email' };
+  if (field === 'subscribed') return { kind: 'subscribed' };
+  if (field === 'createdAt' || field === 'updatedAt') return { kind: 'timestamp', name: field };
+  const dot = field.indexOf('.');
+  if (dot < 0) return null;
+  const [prefix, rest] = [field.slice(0, dot), field.slice(dot + 1)];
+  if (prefix === 'data') {
+    const path = rest.split('.');
+    return path.every((key) => key !== '') ? { kind: 'data', path } : null;
+  }
+  if (prefix === 'event') return rest.trim() === '' ? null : { kind: 'event', name: rest };
+  if (prefix === 'email') {
+    const activity = EMAIL_ACTIVITIES.find((a) => a === rest);
+    return activity ? { kind: 'emailActivity', activity } : null;
+  }
+  if (prefix === 'segment') return UUID.test(rest) ? { kind: 'segment', segmentId: rest.toLowerCase() } : null;
+  return null;
+}
+
+const rawFilter = z.object({
+  field: z.string().min(1),
+  operator: z.string(),
+  value: z.unknown().optional(),
+  unit: z.unknown().optional(),
+});
+
+const filterSchema = rawFilter.transform((raw, ctx): Filter => {
+  const fail = (path: string, code: string, message: string) => {
+    ctx.addIssue({ code: z.ZodIssueCode.custom, path: [path], message, params: { code } });
+    return z.NEVER;
+  };
+  const operator = OPERATOR_NAMES.get(raw.operator.toLowerCase());
+  if (!operator) return fail('operator', 'invalid_operator', `Unknown operator "${raw.operator}"`);
+
+  if (SEGMENT_OPS.includes(operator)) {
+    // Membership is written either as field `segment.<id>` or as a segment id in `value`.
+    const fromField = parseFilterField(raw.field);
+    const fromValue = typeof raw.value === 'string' && UUID.test(raw.value) ? raw.value.toLowerCase() : undefined;
+    const segmentId = fromField?.kind === 'segment' ? fromField.segmentId : fromValue;
+    if (!segmentId) return fail('value', 'invalid_value', `${operator} needs field segment.<id> or a segment id as value`);
+    if (fromValue && fromValue !== segmentId) return fail('value', 'invalid_value', 'value and field name different segments');
+    return { field: `segment.${segmentId}`, operator };
+  }
+
+  const field = parseFilterField(raw.field);
+  if (!field) {
+    return fail('field', 'invalid_field', `Unknown field "${raw.field}": use email, subscribed, createdAt, updatedAt, data.<key>, event.<name>, email.<activity> or segment.<id>`);
+  }
+  if (!OPERATORS_BY_FIELD[field.kind].includes(operator)) {
+    return fail('operator', 'invalid_operator', `Operator ${operator} cannot be used on field ${raw.field}`);
+  }
+
+  if (INTERVAL_OPS.includes(operator)) {
+    const unit = raw.unit === undefined || raw.unit === null ? 'days' : UNITS.find((u) => u === String(raw.unit).toLowerCase());
+    if (!unit) return fail('unit', 'invalid_unit', 'unit must be minutes, hours or days');
+    const amount = toNumber(raw.value);
+    if (amount === undefined || amount <= 0) return fail('value', 'invalid_value', `${operator} needs a positive number of ${unit}`);
+    if (amount * UNIT_DAYS[unit] > MAX_INTERVAL_DAYS) return fail('value', 'too_big', `${operator} spans at most 100 years`);
+    return { field: raw.field, operator, value: amount, unit };
+  }
+  if (PRESENCE_OPS.includes(operator) || TRIGGER_OPS.includes(operator)) {
+    return { field: raw.field, operator }; // these take no value; one sent anyway is ignored
+  }
+
+  const value = filterValue(field, operator, raw.value);
+  if (value === undefined) return fail('value', 'invalid_value', valueHint(field, operator));
+  return { field: raw.field, operator, value };
+});
+
+function filterValue(field: FilterField, operator: FilterOperator, value: unknown): FilterValue | undefined {
+  if (COMPARE_OPS.includes(operator)) {
+    if (typeof value === 'string' && inferType(value) === 'date') return value;
+    return field.kind === 'data' ? toNumber(value) : undefined;
+  }
+  if (operator === 'contains' || operator === 'notContains') {
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  }
+  // equals / notEquals
+  if (field.kind === 'subscribed') {
+    if (typeof value === 'boolean') return value;
+    return value === 'true' ? true : value === 'false' ? false : undefined;
+  }
+  if (field.kind === 'email') return typeof value === 'string' && value !== '' ? value : undefined;
+  const ok = typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+  return ok ? (value as FilterValue) : undefined;
+}
+
+function valueHint(field: FilterField, operator: FilterOperator): string {
+  if (COMPARE_OPS.includes(operator)) {
+    return field.kind === 'data'
+      ? `${operator} needs a number or a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS[.sss]Z)`
+      : `${operator} needs a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS[.sss]Z)`;
+  }
+  if (field.kind === 'subscribed') return `${operator} on subscribed needs true or false`;
+  if (field.kind === 'data' && (operator === 'equals' || operator === 'notEquals')) {
+    return `${operator} needs a string, number or boolean`;
+  }
+  return `${operator} needs a non-empty string`;
+}
+
+// Numbers may arrive as numeric strings from form-built trees.
+function toNumber(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value.trim())) return Number(value);
+  return undefined;
+}
+
+const logicSchema = z.unknown().transform((raw, ctx): FilterTree['logic'] => {
+  if (raw === undefined || raw === null) return 'AND';
+  const logic = typeof raw === 'string' ? raw.toUpperCase() : '';
+  if (logic === 'AND' || logic === 'OR') return logic;
+  ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'logic must be AND or OR', params: { code: 'invalid_enum_value' } });
+  return z.NEVER;
+});
+
+const treeSchema: z.ZodType<FilterTree, z.ZodTypeDef, unknown> = z.lazy(() =>
+  z.object({ logic: logicSchema, groups: z.array(groupSchema) }),
+);
+
+const groupSchema: z.ZodType<FilterGroup, z.ZodTypeDef, unknown> = z
+  .object({ filters: z.array(filterSchema), conditions: treeSchema.nullish() })
+  .transform(({ filters, conditions }) => (conditions ? { filters, conditions } : { filters }));
+
+/** Validates and normalises a filter tree; 422 with field paths under `fieldPrefix` otherwise. */
+export function parseFilterTree(input: unknown, fieldPrefix = 'condition'): FilterTree {
+  const at = (path: string) => [fieldPrefix, path].filter((p) => p !== '').join('.');
+  const tooDeep = findTooDeep(input, 1, '');
+  if (tooDeep !== null) {
+    throw validationError([{ field: at(tooDeep), message: `Filter trees nest at most ${MAX_DEPTH} levels`, code: 'too_big' }]);
+  }
+  const result = treeSchema.safeParse(input);
+  if (!result.success) {
+    throw validationError(fieldErrors(result.error).map((e) => ({ ...e, field: at(e.field) })));
+  }
+  const count = countFilters(result.data);
+  if (count > MAX_FILTERS) {
+    throw validationError([{ field: at(''), message: `A filter tree holds at most ${MAX_FILTERS} filters (got ${count})`, code: 'too_big' }]);
+  }
+  return result.data;
+}
+
+// Checked on the raw input, before the recursive schema walks it.
+function findTooDeep(node: unknown, depth: number, path: string): string | null {
+  if (depth > MAX_DEPTH) return path;
+  const groups = (node as { groups?: unknown } | null)?.groups;
+  if (!Array.isArray(groups)) return null;
+  for (const [i, group] of groups.entries()) {
+    const conditions = (group as { conditions?: unknown } | null)?.conditions;
+    if (conditions === undefined || conditions === null) continue;
+    const found = findTooDeep(conditions, depth + 1, [path, 'groups', i, 'conditions'].filter((p) => p !== '').join('.'));
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+function countFilters(tree: FilterTree): number {
+  return tree.groups.reduce((sum, g) => sum + g.filters.length + (g.conditions ? countFilters(g.conditions) : 0), 0);
+}

@@ -1,0 +1,70 @@
+import cookieParser from 'cookie-parser';
+import express, { type RequestHandler } from 'express';
+import type { Config } from '@svc/lib/config';
+import type { IdempotencyStore } from '@svc/lib/idempotency-store';
+import type { Logger } from '@svc/lib/logger';
+import type { RateLimiter } from '@svc/lib/rate-limit';
+import type { Clients } from './clients.js';
+import { Authenticator } from './http/auth.js';
+import { errorHandler, routeNotFound } from './http/envelope.js';
+import { idempotency } from './http/idempotency.js';
+import type { KeyCache } from './http/key-cache.js';
+import { rateLimit } from './http/rate-limit.js';
+import { requestId } from './http/request-id.js';
+import { identityRouter } from './routes/identity.js';
+
+export interface GatewayDeps {
+  config: Config;
+  logger: Logger;
+  clients: Clients;
+  limiter: RateLimiter;
+  idempotencyStore: IdempotencyStore;
+  keyCache: KeyCache;
+  sessionSecret: string;
+  embedded: boolean;
+}
+
+/** The middleware chains API-key routes use: authenticate, count against the project's budget, honour Idempotency-Key. */
+export interface KeyGuards {
+  secret: RequestHandler[];
+  public: RequestHandler[];
+}
+
+export function createApp(deps: GatewayDeps) {
+  const { config, logger, clients } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+
+  const auth = new Authenticator(clients.identity, deps.keyCache, config.publicUrl.startsWith('https:'));
+  const limit = rateLimit(deps.limiter, config.rateLimitPerMinute);
+  const idem = idempotency(deps.idempotencyStore, config.idempotencyTtlSeconds);
+  const guards: KeyGuards = {
+    secret: [auth.key('secret'), limit, idem],
+    public: [auth.key('public'), limit, idem],
+  };
+
+  app.use(requestId(logger));
+  app.use(cookieParser(deps.sessionSecret));
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/config', (_req, res) => {
+    res.json({
+      signupEnabled: !config.signupDisabled,
+      oauthProviders: [],
+      embedded: deps.embedded,
+    });
+  });
+
+  // /v1/send carries attachments (10 MB, base64-encoded) inside a 40 MB message.
+  app.use('/v1/send', express.json({ limit: '56mb' }));
+  app.use(express.json({ limit: config.bodyLimit }));
+
+  app.use(identityRouter(clients.identity, auth));
+  void guards;
+
+  app.use(routeNotFound);
+  app.use(errorHandler(logger));
+  return app;
+}

@@ -1,0 +1,14 @@
+import type { Client } from '@connectrpc/connect';
+import type { Config } from '@svc/lib/config';
+import { createRpcClient } from '@svc/lib/rpc-client';
+import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
+
+export interface Clients {
+  identity: Client<typeof IdentityService>;
+}
+
+export function createClients(config: Config): Clients {
+  return {
+    identity: createRpcClient(IdentityService, config.rpcUrls.identity),
+  };
+}

@@ -1,0 +1,96 @@
+import type { Request, RequestHandler, Response } from 'express';
+import type { Client } from '@connectrpc/connect';
+import { AppError, forbidden, unauthorized } from '@svc/lib/errors';
+import { IdentityService, KeyType } from '@svc/proto/svc/identity/v1/identity_pb';
+import type { KeyCache, KeyIdentity } from './key-cache.js';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    projectId: string;
+    userId: string;
+    sessionToken: string;
+  }
+}
+
+export const SESSION_COOKIE = 'svc_session';
+const SESSION_MAX_AGE_MS = 30 * 24 * 3600 * 1000;
+
+export type KeyKind = 'secret' | 'public';
+
+const WRONG_KIND: Record<KeyKind, string> = {
+  secret: 'This endpoint requires a secret key (sk_*). Public keys (pk_*) are only accepted by /v1/track.',
+  public: 'This endpoint requires a public key (pk_*). Secret keys (sk_*) must not be used here.',
+};
+
+function bearer(req: Request): string | null {
+  const header = req.get('authorization');
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1] : '';
+}
+
+export class Authenticator {
+  constructor(
+    private readonly identity: Client<typeof IdentityService>,
+    private readonly cache: KeyCache,
+    private readonly secureCookies: boolean,
+  ) {}
+
+  private async resolve(key: string): Promise<KeyIdentity> {
+    const cached = await this.cache.get(key);
+    if (cached) return cached;
+    const r = await this.identity.verifyApiKey({ key });
+    const found: KeyIdentity = {
+      projectId: r.projectId,
+      kind: r.keyType === KeyType.SECRET ? 'secret' : 'public',
+      disabled: r.projectDisabled,
+    };
+    await this.cache.set(key, found);
+    return found;
+  }
+
+  /** API-key routes: the project comes from the key, and the key type must match the route. */
+  key(kind: KeyKind): RequestHandler {
+    return async (req, _res, next) => {
+      const key = bearer(req);
+      if (key === null) throw unauthorized('MISSING_AUTH', 'Missing Authorization header. Send "Authorization: Bearer <API_KEY>".');
+      if (!key) throw unauthorized('INVALID_API_KEY', 'Malformed Authorization header. Send "Authorization: Bearer <API_KEY>".');
+      const keyKind = key.startsWith('sk_') ? 'secret' : key.startsWith('pk_') ? 'public' : null;
+      if (keyKind && keyKind !== kind) throw unauthorized('INVALID_API_KEY', WRONG_KIND[kind]);
+      const found = await this.resolve(key);
+      if (found.kind !== kind) throw unauthorized('INVALID_API_KEY', WRONG_KIND[kind]);
+      if (found.disabled) throw forbidden('This project is disabled', 'PROJECT_DISABLED');
+      req.projectId = found.projectId;
+      next();
+    };
+  }
+
+  /** Dashboard routes: the signed session cookie. */
+  session(): RequestHandler {
+    return async (req, _res, next) => {
+      const token = req.signedCookies?.[SESSION_COOKIE];
+      if (typeof token !== 'string' || !token) throw unauthorized('UNAUTHORIZED', 'Not signed in');
+      const r = await this.identity.getSession({ sessionToken: token }).catch((err) => {
+        throw err instanceof AppError && err.status === 401 ? unauthorized('UNAUTHORIZED', 'Session expired; sign in again') : err;
+      });
+      req.userId = r.user!.id;
+      req.sessionToken = token;
+      next();
+    };
+  }
+
+  setSession(res: Response, token: string): void {
+    res.cookie(SESSION_COOKIE, token, {
+      signed: true,
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: this.secureCookies,
+      maxAge: SESSION_MAX_AGE_MS,
+      path: '/',
+    });
+  }
+
+  clearSession(res: Response): void {
+    res.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure: this.secureCookies });
+  }
+}

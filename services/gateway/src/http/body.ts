@@ -1,0 +1,19 @@
+import { validationError } from '@svc/lib/errors';
+
+/** Request bodies must be JSON objects; anything else reads as an empty object. */
+export function objectBody(body: unknown): Record<string, unknown> {
+  return body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+}
+
+/**
+ * Reads an optional string field for an RPC request: wrong JSON types are a 422 here,
+ * because protobuf fields cannot carry them to the service's own validation.
+ */
+export function stringField(body: Record<string, unknown>, name: string): string | undefined {
+  const v = body[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') {
+    throw validationError([{ field: name, message: `Expected string, received ${Array.isArray(v) ? 'array' : typeof v}`, code: 'invalid_type', received: v }]);
+  }
+  return v;
+}

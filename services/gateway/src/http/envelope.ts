@@ -1,0 +1,49 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { AppError, internal } from '@svc/lib/errors';
+import type { Logger } from '@svc/lib/logger';
+
+/** Public endpoints answer `{success: true, data}`; dashboard endpoints answer the resource itself. */
+export const wrapped = (data: unknown) => ({ success: true, data });
+
+function fromExpressError(err: { type?: string; status?: number; message?: string }): AppError | null {
+  if (err.type === 'entity.parse.failed') {
+    return new AppError({ code: 'BAD_REQUEST', status: 400, message: 'Malformed JSON in request body' });
+  }
+  if (err.type === 'entity.too.large') {
+    return new AppError({ code: 'PAYLOAD_TOO_LARGE', status: 413, message: 'Request body is too large' });
+  }
+  if (err.type === 'encoding.unsupported' || err.type === 'charset.unsupported') {
+    return new AppError({ code: 'BAD_REQUEST', status: 415, message: err.message ?? 'Unsupported body encoding' });
+  }
+  return null;
+}
+
+export function envelopeOf(err: AppError, requestId: string) {
+  if (err.flat) return { error: err.message };
+  return {
+    success: false,
+    error: {
+      code: err.code,
+      message: err.message,
+      statusCode: err.status,
+      requestId,
+      ...(err.errors?.length ? { errors: err.errors } : {}),
+      ...(err.details ? { details: err.details } : {}),
+      ...(err.suggestion ? { suggestion: err.suggestion } : {}),
+    },
+    timestamp: new Date().toISOString(),
+  };
+}
+
+/** The one place that turns errors into HTTP answers. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const app = err instanceof AppError ? err : (fromExpressError(err) ?? internal());
+    if (app.status >= 500) logger.error({ err, requestId: req.requestId, path: req.path }, 'request failed');
+    if (app.status === 429 && typeof app.details?.retryAfter === 'number') res.setHeader('Retry-After', String(app.details.retryAfter));
+    res.status(app.status).json(envelopeOf(app, req.requestId));
+  };
+}
+
+export const routeNotFound: RequestHandler = (req, _res, next) =>
+  next(new AppError({ code: 'RESOURCE_NOT_FOUND', status: 404, message: `No route for ${req.method} ${req.path}`, details: { resource: 'Route', id: req.path } }));

@@ -1,0 +1,56 @@
+import type { RequestHandler, Response } from 'express';
+import { conflict } from '@svc/lib/errors';
+import type { IdempotencyRecord, IdempotencyStore } from '@svc/lib/idempotency-store';
+import { checkIdempotencyKey, decide, fingerprint } from './idempotency-rules.js';
+
+const WAIT_STEP_MS = 50;
+const WAIT_MAX_MS = 10_000;
+
+function replay(res: Response, record: IdempotencyRecord): void {
+  const r = record.response!;
+  res.setHeader('Idempotent-Replayed', 'true');
+  res.status(r.status).type(r.contentType ?? 'application/json').send(r.body);
+}
+
+/**
+ * `Idempotency-Key`, scoped to the project: the first request runs and its answer is kept
+ * for the TTL; the same request again gets that answer; a different request with the key
+ * gets 409; a duplicate arriving while the first still runs waits for its answer.
+ * Answers of 5xx are not kept, so the client can retry.
+ */
+export function idempotency(store: IdempotencyStore, ttlSeconds: number): RequestHandler {
+  return async (req, res, next) => {
+    const key = req.get('idempotency-key');
+    if (key === undefined) return next();
+    checkIdempotencyKey(key);
+    const storeKey = `${req.projectId}:${key}`;
+    const record: IdempotencyRecord = {
+      fingerprint: fingerprint(req.method, req.path, req.body),
+      method: req.method,
+      path: req.originalUrl.split('?')[0],
+      startedAt: new Date().toISOString(),
+    };
+
+    for (let waited = 0; ; waited += WAIT_STEP_MS) {
+      const existing = await store.claim(storeKey, record, ttlSeconds);
+      if (!existing) break;
+      const decision = decide(key, existing, record.fingerprint);
+      if (decision.action === 'replay') return replay(res, decision.record);
+      if (waited >= WAIT_MAX_MS) throw conflict('A request with this Idempotency-Key is still in progress', { key });
+      await new Promise((r) => setTimeout(r, WAIT_STEP_MS));
+    }
+
+    const send = res.send.bind(res);
+    res.send = (body?: unknown) => {
+      const status = res.statusCode;
+      const text = typeof body === 'string' ? body : Buffer.isBuffer(body) ? body.toString('utf8') : JSON.stringify(body ?? '');
+      const done =
+        status >= 500
+          ? store.release(storeKey)
+          : store.complete(storeKey, { ...record, response: { status, body: text, contentType: String(res.get('content-type') ?? '') || undefined } }, ttlSeconds);
+      done.catch((err) => req.log.warn({ err }, 'idempotency record not saved'));
+      return send(body);
+    };
+    next();
+  };
+}

@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { MemoryIdempotencyStore, RedisIdempotencyStore } from '@svc/lib/idempotency-store';
+import { MemoryRateLimiter, RedisRateLimiter } from '@svc/lib/rate-limit';
+import { createRedis } from '@svc/lib/redis';
+import type { RunningService, Runtime } from '@svc/lib/runtime';
+import { createApp } from './app.js';
+import { createClients } from './clients.js';
+import { KeyCache } from './http/key-cache.js';
+
+export interface RunningGateway extends RunningService {
+  url: string;
+}
+
+export async function startGateway(rt: Runtime, opts: { embedded: boolean }): Promise<RunningGateway> {
+  const { config, logger } = rt;
+  const redis = config.redisUrl ? createRedis(config.redisUrl) : undefined;
+  let sessionSecret = config.sessionSecret;
+  if (!sessionSecret) {
+    // Sessions then last as long as this process: fine for one embedded instance, not for replicas.
+    logger.warn('SESSION_SECRET is not set; using a random one for this process');
+    sessionSecret = randomBytes(32).toString('hex');
+  }
+  const app = createApp({
+    config,
+    logger,
+    clients: createClients(config),
+    limiter: redis ? new RedisRateLimiter(redis) : new MemoryRateLimiter(),
+    idempotencyStore: redis ? new RedisIdempotencyStore(redis) : new MemoryIdempotencyStore(),
+    keyCache: new KeyCache(config.keyCacheTtlSeconds, redis),
+    sessionSecret,
+    embedded: opts.embedded,
+  });
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(config.port, config.bindHost, () => resolve(s));
+    s.once('error', reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ port }, 'gateway listening');
+  return {
+    name: 'gateway',
+    url: `http://localhost:${port}`,
+    async stop() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+      await closed;
+      clearTimeout(timer);
+      redis?.disconnect();
+    },
+  };
+}

@@ -1,0 +1,31 @@
+import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
+import { Role, type Member, type Project, type User } from '@svc/proto/svc/identity/v1/identity_pb';
+
+export const iso = (t?: Timestamp) => (t ? timestampDate(t).toISOString() : null);
+
+const ROLE_NAMES: Record<number, string> = { [Role.OWNER]: 'owner', [Role.ADMIN]: 'admin', [Role.MEMBER]: 'member' };
+
+export const roleName = (r: Role) => ROLE_NAMES[r] ?? null;
+
+export function roleValue(name: unknown): Role {
+  const entry = Object.entries(ROLE_NAMES).find(([, n]) => n === name);
+  return entry ? (Number(entry[0]) as Role) : Role.UNSPECIFIED;
+}
+
+export const userJson = (u: User) => ({ id: u.id, email: u.email, emailVerified: u.emailVerified, createdAt: iso(u.createdAt) });
+
+/** Full keys appear only when just issued (creation, rotation); otherwise their display prefixes. */
+export const projectJson = (p: Project) => ({
+  id: p.id,
+  name: p.name,
+  ...(p.publicKey ? { publicKey: p.publicKey } : {}),
+  ...(p.secretKey ? { secretKey: p.secretKey } : {}),
+  publicKeyPrefix: p.publicKeyPrefix,
+  secretKeyPrefix: p.secretKeyPrefix,
+  disabled: p.disabled,
+  role: roleName(p.role),
+  createdAt: iso(p.createdAt),
+  updatedAt: iso(p.updatedAt),
+});
+
+export const memberJson = (m: Member) => ({ userId: m.userId, email: m.email, role: roleName(m.role), createdAt: iso(m.createdAt) });

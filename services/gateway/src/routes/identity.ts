@@ -1,0 +1,98 @@
+import { Router } from 'express';
+import type { Client } from '@connectrpc/connect';
+import type { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
+import type { Authenticator } from '../http/auth.js';
+import { objectBody, stringField } from '../http/body.js';
+import { memberJson, projectJson, roleValue, userJson } from './identity-json.js';
+
+/** Session-authenticated user, project and member management (SPEC.md "User and project management"). */
+export function identityRouter(identity: Client<typeof IdentityService>, auth: Authenticator): Router {
+  const r = Router();
+  const session = auth.session();
+
+  r.post('/auth/signup', async (req, res) => {
+    const body = objectBody(req.body);
+    const out = await identity.signUp({ email: stringField(body, 'email') ?? '', password: stringField(body, 'password') ?? '' });
+    auth.setSession(res, out.sessionToken);
+    res.status(201).json(userJson(out.user!));
+  });
+
+  r.post('/auth/login', async (req, res) => {
+    const body = objectBody(req.body);
+    const out = await identity.login({ email: stringField(body, 'email') ?? '', password: stringField(body, 'password') ?? '' });
+    auth.setSession(res, out.sessionToken);
+    res.json(userJson(out.user!));
+  });
+
+  r.get('/auth/logout', async (req, res) => {
+    const token = req.signedCookies?.svc_session;
+    if (typeof token === 'string' && token) await identity.logout({ sessionToken: token });
+    auth.clearSession(res);
+    res.json({ success: true });
+  });
+
+  r.get('/auth/oauth-config', async (_req, res) => {
+    const out = await identity.getOAuthConfig({});
+    res.json({ providers: out.providers.map((p) => ({ id: p.id, name: p.name })) });
+  });
+
+  r.get('/users/@me', session, async (req, res) => {
+    res.json(userJson((await identity.getUser({ userId: req.userId })).user!));
+  });
+
+  r.get('/users/@me/projects', session, async (req, res) => {
+    res.json((await identity.listProjects({ userId: req.userId })).projects.map(projectJson));
+  });
+
+  r.post('/users/@me/projects', session, async (req, res) => {
+    const name = stringField(objectBody(req.body), 'name') ?? '';
+    res.status(201).json(projectJson((await identity.createProject({ userId: req.userId, name })).project!));
+  });
+
+  r.patch('/users/@me/projects/:id', session, async (req, res) => {
+    const name = stringField(objectBody(req.body), 'name');
+    const out = await identity.updateProject({ userId: req.userId, projectId: String(req.params.id), name });
+    res.json(projectJson(out.project!));
+  });
+
+  r.post('/users/@me/projects/:id/regenerate-keys', session, async (req, res) => {
+    res.json(projectJson((await identity.regenerateKeys({ userId: req.userId, projectId: String(req.params.id) })).project!));
+  });
+
+  r.delete('/users/@me/projects/:id', session, async (req, res) => {
+    await identity.deleteProject({ userId: req.userId, projectId: String(req.params.id) });
+    res.status(204).end();
+  });
+
+  r.get('/projects/:id/members', session, async (req, res) => {
+    res.json((await identity.listMembers({ userId: req.userId, projectId: String(req.params.id) })).members.map(memberJson));
+  });
+
+  r.post('/projects/:id/members', session, async (req, res) => {
+    const body = objectBody(req.body);
+    const out = await identity.addMember({
+      userId: req.userId,
+      projectId: String(req.params.id),
+      email: stringField(body, 'email') ?? '',
+      role: roleValue(body.role ?? 'member'),
+    });
+    res.status(201).json(memberJson(out.member!));
+  });
+
+  r.patch('/projects/:id/members/:userId', session, async (req, res) => {
+    const out = await identity.updateMember({
+      userId: req.userId,
+      projectId: String(req.params.id),
+      memberUserId: String(req.params.userId),
+      role: roleValue(objectBody(req.body).role),
+    });
+    res.json(memberJson(out.member!));
+  });
+
+  r.delete('/projects/:id/members/:userId', session, async (req, res) => {
+    await identity.removeMember({ userId: req.userId, projectId: String(req.params.id), memberUserId: String(req.params.userId) });
+    res.status(204).end();
+  });
+
+  return r;
+}

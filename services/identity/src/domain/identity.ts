@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { withTransaction } from '@svc/lib/db';
+import { conflict, forbidden, notFound, unauthorized, validationError } from '@svc/lib/errors';
+import { isUuid } from '@svc/lib/ids';
+import { enqueue } from '@svc/lib/outbox';
+import { parseOrThrow } from '@svc/lib/zod-errors';
+import type { IdentityStore, KeyHashes, MemberRow, ProjectRow, UserRow } from '../store/identity-store.js';
+import { generateKey, generateSessionToken, hashKey, kindOfKey, type KeyKind } from './api-keys.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+import { canChangeMember, canDeleteProject, canManageProject, type Role } from './roles.js';
+
+const SESSION_TTL_SECONDS = 30 * 24 * 3600;
+
+const credentialsSchema = z.object({
+  email: z.string().trim().email().max(254),
+  password: z.string().min(8, 'Password must be at least 8 characters').max(200),
+});
+const projectNameSchema = z.string().trim().min(1).max(100);
+
+export interface IssuedKeys {
+  publicKey: string;
+  secretKey: string;
+}
+
+export interface ProjectView extends ProjectRow {
+  keys?: IssuedKeys;
+}
+
+function newKeys(): { issued: IssuedKeys; hashes: KeyHashes } {
+  const pk = generateKey('public');
+  const sk = generateKey('secret');
+  return {
+    issued: { publicKey: pk.key, secretKey: sk.key },
+    hashes: { publicHash: pk.hash, publicPrefix: pk.prefix, secretHash: sk.hash, secretPrefix: sk.prefix },
+  };
+}
+
+const projectNotFound = (id: string) => notFound('Project', id);
+
+export interface IdentityOptions {
+  signupDisabled: boolean;
+}
+
+/** Users, sessions, projects, keys and members: the rules, over the identity store. */
+export class Identity {
+  constructor(private readonly store: IdentityStore, private readonly opts: IdentityOptions) {}
+
+  async signUp(input: { email: string; password: string }): Promise<{ user: UserRow; sessionToken: string }> {
+    if (this.opts.signupDisabled) throw forbidden('Sign-up is disabled on this deployment', 'SIGNUP_DISABLED');
+    const { email, password } = parseOrThrow(credentialsSchema, input);
+    const passwordHash = await hashPassword(password);
+    const token = generateSessionToken();
+    return withTransaction(this.store.pool, async (tx) => {
+      const user = await this.store.insertUser(tx, { id: randomUUID(), email, passwordHash });
+      if (!user) throw conflict('A user with this email already exists', { field: 'email' });
+      await this.store.insertSession(tx, token.hash, user.id, SESSION_TTL_SECONDS);
+      await enqueue(tx, 'identity.user.created', { userId: user.id, email: user.email });
+      return { user, sessionToken: token.key };
+    });
+  }
+
+  async login(input: { email: string; password: string }): Promise<{ user: UserRow; sessionToken: string }> {
+    const invalid = unauthorized('INVALID_CREDENTIALS', 'Invalid email or password');
+    const parsed = credentialsSchema.safeParse(input);
+    if (!parsed.success) throw invalid;
+    const user = await this.store.userByEmail(parsed.data.email);
+    if (!user || !(await verifyPassword(parsed.data.password, user.password_hash))) throw invalid;
+    const token = generateSessionToken();
+    await this.store.insertSession(this.store.pool, token.hash, user.id, SESSION_TTL_SECONDS);
+    return { user, sessionToken: token.key };
+  }
+
+  async logout(sessionToken: string): Promise<void> {
+    if (sessionToken) await this.store.deleteSession(hashKey(sessionToken));
+  }
+
+  async session(sessionToken: string): Promise<UserRow> {
+    const user = sessionToken ? await this.store.userBySession(hashKey(sessionToken)) : null;
+    if (!user) throw unauthorized('UNAUTHORIZED', 'Not signed in or the session has expired');
+    return user;
+  }
+
+  async user(userId: string): Promise<UserRow> {
+    const user = isUuid(userId) ? await this.store.userById(userId) : null;
+    if (!user) throw notFound('User', userId);
+    return user;
+  }
+
+  listProjects(userId: string): Promise<ProjectRow[]> {
+    return this.store.projectsOfUser(userId);
+  }
+
+  async createProject(userId: string, name: string): Promise<ProjectView> {
+    const projectName = parseOrThrow(z.object({ name: projectNameSchema }), { name }).name;
+    const { issued, hashes } = newKeys();
+    return withTransaction(this.store.pool, async (tx) => {
+      const project = await this.store.insertProject(tx, { id: randomUUID(), name: projectName, ownerId: userId, keys: hashes });
+      await enqueue(tx, 'identity.project.created', { projectId: project.id, name: project.name });
+      return { ...project, keys: issued };
+    });
+  }
+
+  async project(userId: string, projectId: string): Promise<ProjectRow> {
+    const project = isUuid(projectId) ? await this.store.projectForUser(projectId, userId) : null;
+    if (!project) throw projectNotFound(projectId);
+    return project;
+  }
+
+  async updateProject(userId: string, projectId: string, patch: { name?: string }): Promise<ProjectRow> {
+    const project = await this.project(userId, projectId);
+    if (!canManageProject(project.role!)) throw forbidden('Only owners and admins can change project settings', 'PROJECT_ACCESS_DENIED');
+    if (patch.name !== undefined) {
+      const name = parseOrThrow(z.object({ name: projectNameSchema }), patch).name;
+      await this.store.renameProject(projectId, name);
+    }
+    return this.project(userId, projectId);
+  }
+
+  async deleteProject(userId: string, projectId: string): Promise<void> {
+    const project = await this.project(userId, projectId);
+    if (!canDeleteProject(project.role!)) throw forbidden('Only the owner can delete a project', 'PROJECT_ACCESS_DENIED');
+    await withTransaction(this.store.pool, async (tx) => {
+      await this.store.deleteProject(tx, projectId);
+      await enqueue(tx, 'identity.project.deleted', { projectId });
+    });
+  }
+
+  /** Both keys rotate together; the old ones stop working at once (gateway caches expire within seconds). */
+  async regenerateKeys(userId: string, projectId: string): Promise<ProjectView> {
+    const project = await this.project(userId, projectId);
+    if (!canManageProject(project.role!)) throw forbidden('Only owners and admins can rotate keys', 'PROJECT_ACCESS_DENIED');
+    const { issued, hashes } = newKeys();
+    await this.store.replaceKeys(projectId, hashes);
+    return { ...(await this.project(userId, projectId)), keys: issued };
+  }
+
+  async verifyKey(key: string): Promise<{ projectId: string; kind: KeyKind; disabled: boolean }> {
+    const invalid = unauthorized('INVALID_API_KEY', 'Invalid API key');
+    if (!kindOfKey(key)) throw invalid;
+    const found = await this.store.projectByKeyHash(hashKey(key));
+    if (!found) throw invalid;
+    return { projectId: found.id, kind: found.kind, disabled: found.disabled };
+  }
+
+  async members(userId: string, projectId: string): Promise<MemberRow[]> {
+    await this.project(userId, projectId);
+    return this.store.members(projectId);
+  }
+
+  /** Adds an existing user by email; people without an account sign up first. */
+  async addMember(userId: string, projectId: string, email: string, role: Role): Promise<MemberRow> {
+    const project = await this.project(userId, projectId);
+    const parsed = z.string().trim().email().safeParse(email);
+    if (!parsed.success) throw validationError([{ field: 'email', message: 'Invalid email', code: 'invalid_string', received: email }]);
+    if (!canChangeMember(project.role!, 'member', role)) throw forbidden('Not allowed to add a member with this role', 'PROJECT_ACCESS_DENIED');
+    const user = await this.store.userByEmail(parsed.data);
+    if (!user) throw notFound('User', parsed.data, 'USER_NOT_FOUND');
+    if (!(await this.store.insertMember(projectId, user.id, role))) throw conflict('This user is already a member of the project');
+    return (await this.store.member(projectId, user.id))!;
+  }
+
+  async updateMember(userId: string, projectId: string, memberId: string, role: Role): Promise<MemberRow> {
+    const project = await this.project(userId, projectId);
+    const target = isUuid(memberId) ? await this.store.member(projectId, memberId) : null;
+    if (!target) throw notFound('Member', memberId);
+    if (!canChangeMember(project.role!, target.role, role)) throw forbidden('Not allowed to change this member', 'PROJECT_ACCESS_DENIED');
+    await this.store.updateMemberRole(projectId, memberId, role);
+    return (await this.store.member(projectId, memberId))!;
+  }
+
+  async removeMember(userId: string, projectId: string, memberId: string): Promise<void> {
+    const project = await this.project(userId, projectId);
+    const target = isUuid(memberId) ? await this.store.member(projectId, memberId) : null;
+    if (!target) throw notFound('Member', memberId);
+    // Leaving a project yourself is always allowed, except for the owner.
+    const self = memberId === userId && target.role !== 'owner';
+    if (!self && !canChangeMember(project.role!, target.role)) throw forbidden('Not allowed to remove this member', 'PROJECT_ACCESS_DENIED');
+    await this.store.deleteMember(projectId, memberId);
+  }
+}
+
+export function isRole(value: string): value is Role {
+  return value === 'owner' || value === 'admin' || value === 'member';
+}
+

@@ -1,0 +1,115 @@
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { ConnectRouter } from '@connectrpc/connect';
+import { validationError } from '@svc/lib/errors';
+import {
+  IdentityService,
+  KeyType,
+  MemberSchema,
+  ProjectSchema,
+  Role as ProtoRole,
+  UserSchema,
+} from '@svc/proto/svc/identity/v1/identity_pb';
+import type { Identity, ProjectView } from './domain/identity.js';
+import type { Role } from './domain/roles.js';
+import type { MemberRow, UserRow } from './store/identity-store.js';
+
+const ROLE_TO_PROTO: Record<Role, ProtoRole> = { owner: ProtoRole.OWNER, admin: ProtoRole.ADMIN, member: ProtoRole.MEMBER };
+
+function roleFromProto(role: ProtoRole, field = 'role'): Role {
+  const found = (Object.keys(ROLE_TO_PROTO) as Role[]).find((r) => ROLE_TO_PROTO[r] === role);
+  if (!found || found === 'owner') {
+    throw validationError([{ field, message: 'Role must be admin or member', code: 'invalid_enum_value' }]);
+  }
+  return found;
+}
+
+const user = (u: UserRow) =>
+  create(UserSchema, { id: u.id, email: u.email, emailVerified: u.email_verified, createdAt: timestampFromDate(u.created_at) });
+
+const project = (p: ProjectView) =>
+  create(ProjectSchema, {
+    id: p.id,
+    name: p.name,
+    publicKey: p.keys?.publicKey ?? '',
+    secretKey: p.keys?.secretKey ?? '',
+    publicKeyPrefix: p.public_key_prefix,
+    secretKeyPrefix: p.secret_key_prefix,
+    disabled: p.disabled,
+    role: p.role ? ROLE_TO_PROTO[p.role] : ProtoRole.UNSPECIFIED,
+    createdAt: timestampFromDate(p.created_at),
+    updatedAt: timestampFromDate(p.updated_at),
+  });
+
+const member = (m: MemberRow) =>
+  create(MemberSchema, { userId: m.user_id, email: m.email, role: ROLE_TO_PROTO[m.role], createdAt: timestampFromDate(m.created_at) });
+
+export function identityRoutes(identity: Identity) {
+  return (router: ConnectRouter) =>
+    router.service(IdentityService, {
+      async signUp(req) {
+        const r = await identity.signUp(req);
+        return { user: user(r.user), sessionToken: r.sessionToken };
+      },
+      async login(req) {
+        const r = await identity.login(req);
+        return { user: user(r.user), sessionToken: r.sessionToken };
+      },
+      async logout(req) {
+        await identity.logout(req.sessionToken);
+        return {};
+      },
+      async getSession(req) {
+        return { user: user(await identity.session(req.sessionToken)) };
+      },
+      async getUser(req) {
+        return { user: user(await identity.user(req.userId)) };
+      },
+      async listProjects(req) {
+        return { projects: (await identity.listProjects(req.userId)).map(project) };
+      },
+      async createProject(req) {
+        return { project: project(await identity.createProject(req.userId, req.name)) };
+      },
+      async getProject(req) {
+        return { project: project(await identity.project(req.userId, req.projectId)) };
+      },
+      async updateProject(req) {
+        return { project: project(await identity.updateProject(req.userId, req.projectId, { name: req.name })) };
+      },
+      async deleteProject(req) {
+        await identity.deleteProject(req.userId, req.projectId);
+        return {};
+      },
+      async regenerateKeys(req) {
+        return { project: project(await identity.regenerateKeys(req.userId, req.projectId)) };
+      },
+      async verifyApiKey(req) {
+        const r = await identity.verifyKey(req.key);
+        return {
+          projectId: r.projectId,
+          keyType: r.kind === 'secret' ? KeyType.SECRET : KeyType.PUBLIC,
+          projectDisabled: r.disabled,
+        };
+      },
+      async listMembers(req) {
+        return { members: (await identity.members(req.userId, req.projectId)).map(member) };
+      },
+      async addMember(req) {
+        return { member: member(await identity.addMember(req.userId, req.projectId, req.email, roleFromProto(req.role))) };
+      },
+      async updateMember(req) {
+        return {
+          member: member(await identity.updateMember(req.userId, req.projectId, req.memberUserId, roleFromProto(req.role))),
+        };
+      },
+      async removeMember(req) {
+        await identity.removeMember(req.userId, req.projectId, req.memberUserId);
+        return {};
+      },
+      async getOAuthConfig() {
+        // No OAuth provider is configurable yet: the list is empty, as the spine issue asks.
+        return { providers: [] };
+      },
+    });
+}

@@ -1,0 +1,46 @@
+import type { Migration } from '@svc/lib/migrate';
+
+export const migrations: Migration[] = [
+  {
+    id: '001_identity',
+    sql: `
+      CREATE TABLE users (
+        id uuid PRIMARY KEY,
+        email text NOT NULL,
+        password_hash text NOT NULL,
+        email_verified boolean NOT NULL DEFAULT false,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE UNIQUE INDEX users_email ON users (lower(email));
+
+      CREATE TABLE sessions (
+        token_hash text PRIMARY KEY,
+        user_id uuid NOT NULL REFERENCES users ON DELETE CASCADE,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL
+      );
+      CREATE INDEX sessions_user ON sessions (user_id);
+
+      CREATE TABLE projects (
+        id uuid PRIMARY KEY,
+        name text NOT NULL,
+        disabled boolean NOT NULL DEFAULT false,
+        public_key_hash text NOT NULL UNIQUE,
+        public_key_prefix text NOT NULL,
+        secret_key_hash text NOT NULL UNIQUE,
+        secret_key_prefix text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+
+      CREATE TABLE members (
+        project_id uuid NOT NULL REFERENCES projects ON DELETE CASCADE,
+        user_id uuid NOT NULL REFERENCES users ON DELETE CASCADE,
+        role text NOT NULL CHECK (role IN ('owner', 'admin', 'member')),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (project_id, user_id)
+      );
+      CREATE INDEX members_user ON members (user_id);
+    `,
+  },
+];

@@ -1,0 +1,169 @@
+import { z } from 'zod';
+import { validationError, type FieldError } from '@svc/lib/errors';
+import { fieldErrors } from '@svc/lib/zod-errors';
+import { addressSchema, isValidEmail, type Address } from './address.js';
+
+// Body of POST /v1/send, per SPEC.md; the attachment shape is DESIGN.md's.
+
+/** SPEC.md Limits: "10 MB total by default" (binary megabytes, decoded size). */
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+const MAX_ATTACHMENTS = 10;
+const MAX_RECIPIENTS = 50;
+const MAX_HEADERS = 100;
+const MAX_LINE = 998; // RFC 5322 line length, SPEC.md's subject and header value limit
+const LINE_BREAK = /[\r\n]/;
+
+export interface SendLimits {
+  maxAttachmentBytes?: number;
+}
+
+export interface Attachment {
+  filename: string;
+  /** Base64 with any line-wrapping removed. */
+  content: string;
+  contentType: string;
+  contentId?: string;
+  disposition: 'attachment' | 'inline';
+}
+
+export interface SendRequest {
+  to: Address[];
+  subject?: string;
+  body?: string;
+  template?: string;
+  /** The deprecated `name` is already folded in here when it applies. */
+  from?: Address;
+  subscribed?: boolean;
+  data?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  reply?: string;
+  attachments?: Attachment[];
+}
+
+const noLineBreaks = (what: string) => [
+  (s: string) => !LINE_BREAK.test(s),
+  { message: `${what} must not contain line breaks`, params: { code: 'invalid_string' } },
+] as const;
+
+const toSchema = z.unknown().transform((value, ctx): Address[] => {
+  const one = (item: unknown, path: (string | number)[]): Address | undefined => {
+    const result = addressSchema.safeParse(item);
+    if (result.success) return result.data;
+    for (const issue of result.error.issues) ctx.addIssue({ ...issue, path: [...path, ...issue.path] } as z.IssueData);
+    return undefined;
+  };
+  if (!Array.isArray(value)) {
+    const address = one(value, []);
+    return address ? [address] : z.NEVER;
+  }
+  if (value.length === 0 || value.length > MAX_RECIPIENTS) {
+    const message = value.length === 0 ? 'At least one recipient is required' : `At most ${MAX_RECIPIENTS} recipients per request`;
+    ctx.addIssue({ code: 'custom', message, params: { code: value.length === 0 ? 'too_small' : 'too_big' } });
+    return z.NEVER;
+  }
+  const addresses = value.map((item, i) => one(item, [i]));
+  return addresses.every(Boolean) ? (addresses as Address[]) : z.NEVER;
+});
+
+// RFC 5322 field-name: printable US-ASCII except colon (so no space, CR or LF either).
+const HEADER_NAME = /^[\x21-\x39\x3B-\x7E]+$/;
+// Headers the service composes itself: letting a caller override them would break addressing,
+// MIME structure, DKIM or the one-click unsubscribe (RFC 8058). Cc/Bcc/Sender/Return-Path would
+// reach or claim people outside the per-recipient rules of /v1/send.
+const RESERVED_HEADERS = new Set([
+  'from', 'to', 'cc', 'bcc', 'subject', 'reply-to', 'sender', 'return-path', 'date', 'message-id',
+  'content-type', 'content-transfer-encoding', 'mime-version', 'dkim-signature',
+  'list-unsubscribe', 'list-unsubscribe-post',
+]);
+
+const headersSchema = z.record(z.string(), z.unknown()).superRefine((headers, ctx) => {
+  const entries = Object.entries(headers);
+  if (entries.length > MAX_HEADERS) {
+    ctx.addIssue({ code: 'custom', message: `At most ${MAX_HEADERS} headers`, params: { code: 'too_big' } });
+  }
+  for (const [name, value] of entries) {
+    const issue = (message: string, code: string) => ctx.addIssue({ code: 'custom', path: [name], message, params: { code } });
+    if (!HEADER_NAME.test(name)) issue('Header names are printable ASCII without spaces, colons or line breaks', 'invalid_header_name');
+    else if (RESERVED_HEADERS.has(name.toLowerCase())) issue(`The ${name} header is set by the service and cannot be overridden`, 'reserved_header');
+    if (typeof value !== 'string') issue('Header values must be strings', 'invalid_type');
+    else if (LINE_BREAK.test(value)) issue('Header values must not contain line breaks', 'invalid_string');
+    else if (value.length > MAX_LINE) issue(`Header values must be at most ${MAX_LINE} characters`, 'too_big');
+  }
+}) as unknown as z.ZodType<Record<string, string>>;
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
+// Control characters would break the Content-Disposition header; separators would let a
+// receiving client write outside its download folder.
+const UNSAFE_FILENAME = /[\x00-\x1f\x7f/\\]/;
+
+function decodedSize(base64: string): number {
+  const padding = base64.endsWith('==') ? 2 : base64.endsWith('=') ? 1 : 0;
+  return (base64.length / 4) * 3 - padding;
+}
+
+const attachmentSchema = z.object({
+  filename: z.string().min(1).max(255)
+    .refine((s) => !UNSAFE_FILENAME.test(s) && s !== '.' && s !== '..', { message: 'Filename must not contain line breaks, control characters or path separators', params: { code: 'invalid_string' } }),
+  // Line-wrapped base64 (MIME style) is common, so whitespace is dropped before checking.
+  content: z.string().transform((s) => s.replace(/\s+/g, ''))
+    .refine((s) => s.length % 4 === 0 && BASE64.test(s), { message: 'Content must be base64', params: { code: 'invalid_base64' } }),
+  contentType: z.string().regex(MIME_TYPE, 'Content type must look like type/subtype'),
+  contentId: z.string().min(1).max(255).regex(/^[^\s<>]+$/, 'Content id must not contain spaces or angle brackets').optional(),
+  disposition: z.enum(['attachment', 'inline']).default('attachment'),
+}).superRefine((a, ctx) => {
+  // An inline part is only reachable from the HTML through `cid:<contentId>`.
+  if (a.disposition === 'inline' && a.contentId === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['contentId'], message: 'contentId is required for inline attachments', params: { code: 'required' } });
+  }
+});
+
+const attachmentsSchema = (maxBytes: number) => z.array(attachmentSchema).max(MAX_ATTACHMENTS, `At most ${MAX_ATTACHMENTS} attachments`)
+  .superRefine((items, ctx) => {
+    const total = items.reduce((sum, a) => sum + decodedSize(a.content), 0);
+    if (total > maxBytes) {
+      ctx.addIssue({ code: 'custom', message: `Attachments total ${total} bytes, more than the ${maxBytes} byte limit`, params: { code: 'too_big' } });
+    }
+  });
+
+const sendSchema = (limits: Required<SendLimits>) => z.object({
+  to: toSchema,
+  subject: z.string().min(1).max(MAX_LINE).refine(...noLineBreaks('Subject')).optional(),
+  body: z.string().min(1).optional(),
+  template: z.string().uuid().optional(),
+  from: addressSchema.optional(),
+  name: z.string().max(200).refine(...noLineBreaks('Name')).optional(),
+  subscribed: z.boolean().optional(),
+  data: z.record(z.string(), z.unknown()).optional(),
+  headers: headersSchema.optional(),
+  reply: z.string().refine(isValidEmail, { message: 'Invalid email', params: { code: 'invalid_string' } }).optional(),
+  attachments: attachmentsSchema(limits.maxAttachmentBytes).optional(),
+});
+
+/** Rule 1: "either `template`, or both `subject` and `body`". Checked on the raw input so it is reported alongside other errors. */
+function contentRequired(input: unknown): FieldError[] {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return [];
+  const body = input as Record<string, unknown>;
+  if (body.template !== undefined) return [];
+  return (['subject', 'body'] as const)
+    .filter((field) => body[field] === undefined)
+    .map((field) => ({ field, code: 'required', message: `${field} is required when no template is given` }));
+}
+
+/** Validates and normalises a /v1/send body; throws 422 VALIDATION_ERROR listing every problem. */
+export function parseSendRequest(input: unknown, limits: SendLimits = {}): SendRequest {
+  const result = sendSchema({ maxAttachmentBytes: limits.maxAttachmentBytes ?? MAX_ATTACHMENT_BYTES }).safeParse(input);
+  const errors = [...(result.success ? [] : fieldErrors(result.error)), ...contentRequired(input)];
+  if (!result.success || errors.length) throw validationError(errors);
+
+  const { name, from, ...rest } = result.data;
+  const fromWasString = typeof (input as { from?: unknown }).from === 'string';
+  // SPEC.md: `name` is "used only as fallback when `from` is a string without a name".
+  const fallbackName = name?.trim();
+  const sender = from && fromWasString && !from.name && fallbackName ? { name: fallbackName, email: from.email } : from;
+  const request: SendRequest = { ...rest, from: sender };
+  for (const key of Object.keys(request) as (keyof SendRequest)[]) {
+    if (request[key] === undefined) delete request[key];
+  }
+  return request;
+}

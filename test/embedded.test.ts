@@ -1,0 +1,35 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { call } from './support/client.js';
+import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
+
+/** The `npm start` path: one process, embedded PostgreSQL, in-process bus and limiter. */
+describe('embedded mode', () => {
+  test('boots with no servers configured and signs a user up', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-embedded-'));
+    const port = await freePort();
+    const env: Record<string, string> = {
+      DATABASE_URL: '',
+      NATS_URL: '',
+      REDIS_URL: '',
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      EMBEDDED_PG_PORT: String(await freePort()),
+    };
+    for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS']) env[`${s}_PORT`] = String(await freePort());
+    const child = startPlatform([], env, 'embedded');
+    try {
+      const baseUrl = `http://127.0.0.1:${port}`;
+      await waitFor('embedded platform', () => httpOk(`${baseUrl}/healthz`), child, 120_000);
+      const signup = await call('POST', '/auth/signup', { email: 'first@example.com', password: 'password-123' }, { baseUrl });
+      expect(signup.status).toBe(201);
+      const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const project = await call('POST', '/users/@me/projects', { name: 'Embedded' }, { baseUrl, cookie });
+      expect(project.body.secretKey).toMatch(/^sk_/);
+    } finally {
+      await stopProcess(child);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
+});

@@ -1,0 +1,102 @@
+import { call, expectEnvelope, newTenant, signUp, uniqueEmail } from './support/client.js';
+
+describe('identity through the gateway', () => {
+  test('signup sets an HttpOnly session cookie and /users/@me answers the user', async () => {
+    const email = uniqueEmail();
+    const { cookie, userId } = await signUp(email);
+    expect(cookie).toMatch(/^svc_session=/);
+    const me = await call('GET', '/users/@me', undefined, { cookie });
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ id: userId, email });
+  });
+
+  test('signup validates email and password, and a taken email is a 409', async () => {
+    expectEnvelope(await call('POST', '/auth/signup', { email: 'nope', password: 'password-123' }), 422, 'VALIDATION_ERROR');
+    const short = await call('POST', '/auth/signup', { email: uniqueEmail(), password: 'short' });
+    expectEnvelope(short, 422, 'VALIDATION_ERROR');
+    expect(short.body.error.errors[0]).toMatchObject({ field: 'password' });
+    expectEnvelope(await call('POST', '/auth/signup', { email: 42, password: 'password-123' }), 422, 'VALIDATION_ERROR');
+    const email = uniqueEmail();
+    await signUp(email);
+    expectEnvelope(await call('POST', '/auth/signup', { email: email.toUpperCase(), password: 'password-123' }), 409, 'CONFLICT');
+  });
+
+  test('login with the right password sets the session; a wrong one is INVALID_CREDENTIALS', async () => {
+    const email = uniqueEmail();
+    await signUp(email, 'right-password');
+    expectEnvelope(await call('POST', '/auth/login', { email, password: 'wrong-password' }), 401, 'INVALID_CREDENTIALS');
+    expectEnvelope(await call('POST', '/auth/login', { email: uniqueEmail(), password: 'right-password' }), 401, 'INVALID_CREDENTIALS');
+    const ok = await call('POST', '/auth/login', { email, password: 'right-password' });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.getSetCookie().join(';')).toMatch(/svc_session=.*HttpOnly/i);
+  });
+
+  test('session routes refuse a missing or forged cookie, and logout ends the session', async () => {
+    expectEnvelope(await call('GET', '/users/@me'), 401, 'UNAUTHORIZED');
+    expectEnvelope(await call('GET', '/users/@me', undefined, { cookie: 'svc_session=s%3Aforged.sig' }), 401, 'UNAUTHORIZED');
+    const { cookie } = await signUp();
+    expect((await call('GET', '/auth/logout', undefined, { cookie })).status).toBe(200);
+    expectEnvelope(await call('GET', '/users/@me', undefined, { cookie }), 401, 'UNAUTHORIZED');
+  });
+
+  test('a project is created with pk_ and sk_ keys shown once, then only their prefixes', async () => {
+    const t = await newTenant();
+    expect(t.publicKey).toMatch(/^pk_/);
+    expect(t.secretKey).toMatch(/^sk_/);
+    const list = await call('GET', '/users/@me/projects', undefined, { cookie: t.cookie });
+    expect(list.status).toBe(200);
+    expect(list.body).toHaveLength(1);
+    expect(list.body[0]).toMatchObject({ id: t.projectId, role: 'owner', secretKeyPrefix: t.secretKey.slice(0, 10) });
+    expect(list.body[0].secretKey).toBeUndefined();
+    expectEnvelope(await call('POST', '/users/@me/projects', { name: '' }, { cookie: t.cookie }), 422, 'VALIDATION_ERROR');
+  });
+
+  test('projects are renamed and deleted by their owner; another user gets 404', async () => {
+    const t = await newTenant();
+    const renamed = await call('PATCH', `/users/@me/projects/${t.projectId}`, { name: 'Renamed' }, { cookie: t.cookie });
+    expect(renamed.body).toMatchObject({ id: t.projectId, name: 'Renamed' });
+    const other = await signUp();
+    expectEnvelope(await call('PATCH', `/users/@me/projects/${t.projectId}`, { name: 'x' }, { cookie: other.cookie }), 404, 'RESOURCE_NOT_FOUND');
+    expectEnvelope(await call('DELETE', `/users/@me/projects/${t.projectId}`, undefined, { cookie: other.cookie }), 404, 'RESOURCE_NOT_FOUND');
+    expectEnvelope(await call('POST', `/users/@me/projects/not-a-uuid/regenerate-keys`, undefined, { cookie: t.cookie }), 404, 'RESOURCE_NOT_FOUND');
+    expect((await call('DELETE', `/users/@me/projects/${t.projectId}`, undefined, { cookie: t.cookie })).status).toBe(204);
+    expect((await call('GET', '/users/@me/projects', undefined, { cookie: t.cookie })).body).toEqual([]);
+  });
+
+  test('members: owners add existing users with a role, admins cannot touch the owner, members cannot manage', async () => {
+    const t = await newTenant();
+    const admin = await signUp();
+    const member = await signUp();
+    const added = await call('POST', `/projects/${t.projectId}/members`, { email: admin.email, role: 'admin' }, { cookie: t.cookie });
+    expect(added.status).toBe(201);
+    expect(added.body).toMatchObject({ userId: admin.userId, role: 'admin' });
+    expectEnvelope(await call('POST', `/projects/${t.projectId}/members`, { email: admin.email, role: 'admin' }, { cookie: t.cookie }), 409, 'CONFLICT');
+    expectEnvelope(await call('POST', `/projects/${t.projectId}/members`, { email: uniqueEmail(), role: 'member' }, { cookie: t.cookie }), 404, 'USER_NOT_FOUND');
+    expect((await call('POST', `/projects/${t.projectId}/members`, { email: member.email }, { cookie: admin.cookie })).status).toBe(201);
+
+    const list = await call('GET', `/projects/${t.projectId}/members`, undefined, { cookie: member.cookie });
+    expect(list.body.map((m: { role: string }) => m.role).sort()).toEqual(['admin', 'member', 'owner']);
+
+    expectEnvelope(await call('DELETE', `/projects/${t.projectId}/members/${t.userId}`, undefined, { cookie: admin.cookie }), 403, 'PROJECT_ACCESS_DENIED');
+    expectEnvelope(await call('PATCH', `/projects/${t.projectId}/members/${admin.userId}`, { role: 'member' }, { cookie: member.cookie }), 403, 'PROJECT_ACCESS_DENIED');
+    expectEnvelope(await call('POST', `/users/@me/projects/${t.projectId}/regenerate-keys`, undefined, { cookie: member.cookie }), 403, 'PROJECT_ACCESS_DENIED');
+    expectEnvelope(await call('PATCH', `/projects/${t.projectId}/members/${member.userId}`, { role: 'owner' }, { cookie: t.cookie }), 422, 'VALIDATION_ERROR');
+
+    const demoted = await call('PATCH', `/projects/${t.projectId}/members/${admin.userId}`, { role: 'member' }, { cookie: t.cookie });
+    expect(demoted.body.role).toBe('member');
+    expect((await call('DELETE', `/projects/${t.projectId}/members/${member.userId}`, undefined, { cookie: member.cookie })).status).toBe(204);
+    expectEnvelope(await call('GET', `/projects/${t.projectId}/members`, undefined, { cookie: member.cookie }), 404, 'RESOURCE_NOT_FOUND');
+  });
+
+  test('GET /config needs no authentication and /auth/oauth-config lists no providers by default', async () => {
+    const config = await call('GET', '/config');
+    expect(config.status).toBe(200);
+    expect(config.body.signupEnabled).toBe(true);
+    expect((await call('GET', '/auth/oauth-config')).body).toEqual({ providers: [] });
+  });
+
+  test('malformed JSON is a 400 and an unknown route a 404, both in the envelope', async () => {
+    expectEnvelope(await call('POST', '/auth/login', undefined, { raw: '{"email":' }), 400, 'BAD_REQUEST');
+    expectEnvelope(await call('GET', '/no/such/route'), 404, 'RESOURCE_NOT_FOUND');
+  });
+});

@@ -1,0 +1,44 @@
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { freePort, httpOk, portOpen, ROOT, startPlatform, waitFor } from './support/processes.js';
+
+/**
+ * Boots the platform once per test run in distributed mode: one process per service,
+ * against the machine's real PostgreSQL, NATS JetStream and Redis, with databases and
+ * stream names unique to this run.
+ */
+export const RPC_SERVICES = ['identity'] as const;
+
+export default async function setup(): Promise<void> {
+  const runId = `t${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
+  const env: Record<string, string> = {
+    DATABASE_URL: process.env.TEST_DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/${runId}`,
+    NATS_URL: process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222',
+    REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    BUS_PREFIX: runId,
+    SESSION_SECRET: 'test-session-secret-0123456789',
+    KEY_CACHE_TTL_SECONDS: '1',
+    PORT: String(await freePort()),
+  };
+  for (const s of RPC_SERVICES) env[`${s.toUpperCase()}_PORT`] = String(await freePort());
+  env.PUBLIC_URL = `http://localhost:${env.PORT}`;
+
+  const started = (process.env.TEST_SERVICES ?? RPC_SERVICES.join(',')).split(',');
+  const children: ChildProcess[] = [];
+  const ready: Promise<void>[] = [];
+  for (const s of started) {
+    const child = startPlatform([s], env, s);
+    children.push(child);
+    ready.push(waitFor(s, () => portOpen(Number(env[`${s.toUpperCase()}_PORT`])), child));
+  }
+  await Promise.all(ready);
+  const gateway = startPlatform(['gateway'], env, 'gateway');
+  children.push(gateway);
+  await waitFor('gateway', () => httpOk(`http://127.0.0.1:${env.PORT}/healthz`), gateway);
+
+  const info = { runId, env, gatewayUrl: `http://127.0.0.1:${env.PORT}`, pids: children.map((c) => c.pid) };
+  mkdirSync(path.join(ROOT, '.test-run'), { recursive: true });
+  writeFileSync(path.join(ROOT, '.test-run', 'platform.json'), JSON.stringify(info, null, 2));
+  (globalThis as Record<string, unknown>).__PLATFORM__ = { children, info };
+}

@@ -1,0 +1,27 @@
+import type { ChildProcess } from 'node:child_process';
+import { connect } from 'nats';
+import pg from 'pg';
+import { stopProcess } from './support/processes.js';
+
+export default async function teardown(): Promise<void> {
+  const platform = (globalThis as Record<string, unknown>).__PLATFORM__ as
+    | { children: ChildProcess[]; info: { runId: string; env: Record<string, string> } }
+    | undefined;
+  if (!platform) return;
+  await Promise.all(platform.children.map((c) => stopProcess(c)));
+  const { runId, env } = platform.info;
+  if (process.env.TEST_KEEP_DATA) return;
+
+  const admin = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
+  await admin.connect();
+  const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${runId}%`]);
+  for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`);
+  await admin.end();
+
+  const nc = await connect({ servers: env.NATS_URL });
+  const jsm = await nc.jetstreamManager();
+  for await (const s of jsm.streams.list()) {
+    if (s.config.name.startsWith(`${runId}_`)) await jsm.streams.delete(s.config.name);
+  }
+  await nc.drain();
+}

@@ -1,0 +1,68 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+export const ROOT = path.resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts `bin/platform.ts` with the given service names (none: all in one process). */
+export function startPlatform(args: string[], env: Record<string, string>, logName: string): ChildProcess {
+  const logDir = path.join(ROOT, '.test-run', 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const log = createWriteStream(path.join(logDir, `${logName}.log`));
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin/platform.ts'), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.pipe(log);
+  child.stderr!.pipe(log);
+  return child;
+}
+
+/** Polls until `probe` succeeds; a dead child fails fast with its log's name. */
+export async function waitFor(what: string, probe: () => Promise<boolean>, child?: ChildProcess, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child && child.exitCode !== null) throw new Error(`${what}: process exited with ${child.exitCode}; see .test-run/logs`);
+    if (await probe().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what}: not ready after ${timeoutMs} ms`);
+}
+
+export async function httpOk(url: string): Promise<boolean> {
+  const res = await fetch(url);
+  return res.ok;
+}
+
+export function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+export async function stopProcess(child: ChildProcess, timeoutMs = 15_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  await exited;
+  clearTimeout(timer);
+}
