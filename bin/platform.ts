@@ -12,12 +12,14 @@ import { loadConfig, SERVICES, type Config, type ServiceName } from '@svc/lib/co
 import { createLogger, type Logger } from '@svc/lib/logger';
 import type { RunningService, Runtime } from '@svc/lib/runtime';
 import { startGateway } from '@svc/gateway';
+import { startContacts } from '@svc/contacts';
 import { startIdentity } from '@svc/identity';
 
 type Starter = (rt: Runtime, embedded: boolean) => Promise<RunningService & { url?: string }>;
 
 const STARTERS: Partial<Record<ServiceName, Starter>> = {
   identity: (rt) => startIdentity(rt),
+  contacts: (rt) => startContacts(rt),
   gateway: (rt, embedded) => startGateway(rt, { embedded }),
 };
 

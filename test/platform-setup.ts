@@ -8,7 +8,7 @@ import { freePort, httpOk, portOpen, ROOT, startPlatform, waitFor } from './supp
  * against the machine's real PostgreSQL, NATS JetStream and Redis, with databases and
  * stream names unique to this run.
  */
-export const RPC_SERVICES = ['identity'] as const;
+export const RPC_SERVICES = ['identity', 'contacts'] as const;
 
 export default async function setup(): Promise<void> {
   const runId = `t${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;

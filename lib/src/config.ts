@@ -56,6 +56,13 @@ const schema = z.object({
   CAMPAIGNS_URL: url.optional(),
   SEGMENTS_URL: url.optional(),
   WORKFLOWS_URL: url.optional(),
+  WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  SEND_RATE_PER_SECOND: positiveInt.default(100),
+  SEND_MAX_ATTEMPTS: positiveInt.default(6),
+  SEND_RETRY_BASE_MS: positiveInt.default(30000),
+  SMTP_POOL_SIZE: positiveInt.default(5),
+  EMBEDDED_SMTP_PORT: port.default(2525),
+  DOMAIN_CHECK_INTERVAL_SECONDS: positiveInt.default(300),
 });
 
 type Env = z.infer<typeof schema>;
@@ -82,6 +89,17 @@ export interface Config {
   shutdownTimeoutMs: number;
   rpcPorts: Record<RpcServiceName, number>;
   rpcUrls: Record<RpcServiceName, string>;
+  /** Shared secret of provider webhooks (`X-Webhook-Secret`); unset: webhooks are refused. */
+  webhookSecret?: string;
+  /** Per-project delivery throttle, messages per second. */
+  sendRatePerSecond: number;
+  sendMaxAttempts: number;
+  /** First retry delay after a temporary (4xx) SMTP failure; doubles per attempt. */
+  sendRetryBaseMs: number;
+  smtpPoolSize: number;
+  /** Embedded mode's local SMTP sink port (used when SMTP_URL is unset). */
+  embeddedSmtpPort: number;
+  domainCheckIntervalSeconds: number;
   /** Raw environment, for per-service overrides such as DATABASE_URL_CONTACTS. */
   env: Record<string, string | undefined>;
 }
@@ -136,6 +154,13 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       segments: urlOf('segments', e.SEGMENTS_URL),
       workflows: urlOf('workflows', e.WORKFLOWS_URL),
     },
+    webhookSecret: e.WEBHOOK_SECRET,
+    sendRatePerSecond: e.SEND_RATE_PER_SECOND,
+    sendMaxAttempts: e.SEND_MAX_ATTEMPTS,
+    sendRetryBaseMs: e.SEND_RETRY_BASE_MS,
+    smtpPoolSize: e.SMTP_POOL_SIZE,
+    embeddedSmtpPort: e.EMBEDDED_SMTP_PORT,
+    domainCheckIntervalSeconds: e.DOMAIN_CHECK_INTERVAL_SECONDS,
     env,
   };
 }

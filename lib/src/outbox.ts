@@ -130,3 +130,13 @@ export class OutboxRelay {
     }
   }
 }
+
+/** Many messages of one subject in one statement (imports and bulk jobs). */
+export async function enqueueMany(tx: Queryable, subject: string, payloads: unknown[]): Promise<void> {
+  if (!payloads.length) return;
+  await tx.query(
+    'INSERT INTO outbox (subject, payload) SELECT $1, p FROM unnest($2::jsonb[]) AS p',
+    [subject, payloads.map((p) => JSON.stringify(p))],
+  );
+  await tx.query(`NOTIFY ${NOTIFY_CHANNEL}`);
+}

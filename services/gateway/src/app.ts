@@ -11,6 +11,7 @@ import { idempotency } from './http/idempotency.js';
 import type { KeyCache } from './http/key-cache.js';
 import { rateLimit } from './http/rate-limit.js';
 import { requestId } from './http/request-id.js';
+import { contactsRouter } from './routes/contacts.js';
 import { identityRouter } from './routes/identity.js';
 
 export interface GatewayDeps {
@@ -26,8 +27,14 @@ export interface GatewayDeps {
 
 /** The middleware chains API-key routes use: authenticate, count against the project's budget, honour Idempotency-Key. */
 export interface KeyGuards {
-  secret: RequestHandler[];
-  public: RequestHandler[];
+  secret: RequestHandler;
+  public: RequestHandler;
+}
+
+function chain(...handlers: RequestHandler[]): RequestHandler {
+  const router = express.Router();
+  router.use(...handlers);
+  return router;
 }
 
 export function createApp(deps: GatewayDeps) {
@@ -40,8 +47,8 @@ export function createApp(deps: GatewayDeps) {
   const limit = rateLimit(deps.limiter, config.rateLimitPerMinute);
   const idem = idempotency(deps.idempotencyStore, config.idempotencyTtlSeconds);
   const guards: KeyGuards = {
-    secret: [auth.key('secret'), limit, idem],
-    public: [auth.key('public'), limit, idem],
+    secret: chain(auth.key('secret'), limit, idem),
+    public: chain(auth.key('public'), limit, idem),
   };
 
   app.use(requestId(logger));
@@ -62,7 +69,8 @@ export function createApp(deps: GatewayDeps) {
   app.use(express.json({ limit: config.bodyLimit }));
 
   app.use(identityRouter(clients.identity, auth));
-  void guards;
+  app.use(contactsRouter(clients.contacts, guards));
+  // messaging routes mount here
 
   app.use(routeNotFound);
   app.use(errorHandler(logger));

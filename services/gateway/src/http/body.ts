@@ -17,3 +17,12 @@ export function stringField(body: Record<string, unknown>, name: string): string
   }
   return v;
 }
+
+export function boolField(body: Record<string, unknown>, name: string): boolean | undefined {
+  const v = body[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') {
+    throw validationError([{ field: name, message: `Expected boolean, received ${Array.isArray(v) ? 'array' : typeof v}`, code: 'invalid_type', received: v }]);
+  }
+  return v;
+}

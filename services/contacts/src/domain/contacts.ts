@@ -1,0 +1,229 @@
+import { randomUUID } from 'node:crypto';
+import { withTransaction, type Pool, type Queryable } from '@svc/lib/db';
+import { conflict, flatBadRequest, notFound, validationError } from '@svc/lib/errors';
+import { isUuid } from '@svc/lib/ids';
+import { enqueue } from '@svc/lib/outbox';
+import type { ContactRow, EventRow } from '../store/contact-rows.js';
+import type { ContactsStore, SortColumn } from '../store/contacts-store.js';
+import type { EventsStore } from '../store/events-store.js';
+import type { FieldsStore } from '../store/fields-store.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { applyDataPatch, splitDataPatch, type DataPatch } from './custom-data.js';
+import { isValidEmail } from './email-address.js';
+import { nextSubscription, subscriptionEvent, type WriteMode } from './subscription.js';
+import { newFieldTypes, type FieldType } from './type-inference.js';
+
+export interface UpsertInput {
+  projectId: string;
+  email: unknown;
+  subscribed?: boolean;
+  defaultSubscribed: boolean;
+  data: unknown;
+  mode: WriteMode;
+}
+
+export interface UpsertResult {
+  contact: ContactRow;
+  isNew: boolean;
+  isUpdate: boolean;
+  patch: DataPatch;
+}
+
+export interface ListInput {
+  projectId: string;
+  limit: number;
+  cursor?: string;
+  search?: string;
+  subscribed?: boolean;
+  sort?: string;
+  dir?: string;
+}
+
+export const contactNotFound = (id: string) => notFound('Contact', id, 'CONTACT_NOT_FOUND');
+
+export function contactMessage(c: ContactRow) {
+  return {
+    projectId: c.project_id,
+    contact: { id: c.id, email: c.email, subscribed: c.subscribed, data: c.data, createdAt: c.created_at, updatedAt: c.updated_at },
+  };
+}
+
+export function eventMessage(e: EventRow) {
+  return { projectId: e.project_id, contactId: e.contact_id, eventId: e.id, name: e.name, data: e.data, createdAt: e.created_at };
+}
+
+export function checkEmail(email: unknown, field = 'email'): string {
+  if (typeof email !== 'string' || !isValidEmail(email.trim())) {
+    throw validationError([{ field, message: 'Invalid email', code: typeof email === 'string' ? 'invalid_string' : 'invalid_type', received: email }]);
+  }
+  return email.trim();
+}
+
+/** Contacts and their custom data: every write path (API, track, send, import, bulk) goes through here. */
+export class Contacts {
+  /** Per project, the inferred field types already recorded (saves a write per request). */
+  private readonly knownTypes = new Map<string, Map<string, FieldType>>();
+
+  constructor(
+    readonly pool: Pool,
+    private readonly store: ContactsStore,
+    private readonly events: EventsStore,
+    private readonly fields: FieldsStore,
+  ) {}
+
+  upsert(input: UpsertInput): Promise<UpsertResult> {
+    const email = checkEmail(input.email);
+    const patch = splitDataPatch(input.data);
+    return withTransaction(this.pool, (tx) => this.upsertIn(tx, { ...input, email }, patch));
+  }
+
+  /** One contact write inside the caller's transaction (track and import add their own rows to it). */
+  async upsertIn(tx: Queryable, input: UpsertInput & { email: string }, patch: DataPatch): Promise<UpsertResult> {
+    const { projectId, email } = input;
+    let existing = await this.store.byEmailForUpdate(tx, projectId, email);
+    if (!existing) {
+      const inserted = await this.store.insert(tx, {
+        id: randomUUID(),
+        projectId,
+        email,
+        subscribed: nextSubscription(undefined, input.subscribed, input.defaultSubscribed, input.mode),
+        data: applyDataPatch({}, patch.patch).data,
+      });
+      if (inserted) {
+        await this.recordTypes(tx, projectId, inserted.data);
+        await enqueue(tx, 'contacts.created', contactMessage(inserted));
+        return { contact: inserted, isNew: true, isUpdate: false, patch };
+      }
+      existing = (await this.store.byEmailForUpdate(tx, projectId, email))!; // lost a concurrent insert race
+    }
+    const { data, changed } = applyDataPatch(existing.data, patch.patch);
+    const subscribed = nextSubscription(existing.subscribed, input.subscribed, input.defaultSubscribed, input.mode);
+    let contact = existing;
+    if (changed || subscribed !== existing.subscribed) {
+      contact = await this.store.update(tx, projectId, existing.id, { email: existing.email, subscribed, data });
+      await this.recordTypes(tx, projectId, patch.patch);
+      await enqueue(tx, 'contacts.updated', contactMessage(contact));
+      await this.emitFlip(tx, existing.subscribed, contact);
+    }
+    return { contact, isNew: false, isUpdate: true, patch };
+  }
+
+  async get(projectId: string, id: string): Promise<ContactRow> {
+    const contact = isUuid(id) ? await this.store.byId(projectId, id) : null;
+    if (!contact) throw contactNotFound(id);
+    return contact;
+  }
+
+  async update(projectId: string, id: string, input: { email?: unknown; subscribed?: boolean; data?: unknown }): Promise<ContactRow> {
+    if (!isUuid(id)) throw contactNotFound(id);
+    const email = input.email === undefined ? undefined : checkEmail(input.email);
+    const patch = splitDataPatch(input.data);
+    return withTransaction(this.pool, async (tx) => {
+      const existing = await this.store.byIdForUpdate(tx, projectId, id);
+      if (!existing) throw contactNotFound(id);
+      if (email && email.toLowerCase() !== existing.email.toLowerCase() && (await this.store.emailTakenByOther(tx, projectId, email, id))) {
+        throw conflict('Another contact in this project already uses this email', { field: 'email', email });
+      }
+      const { data, changed } = applyDataPatch(existing.data, patch.patch);
+      const subscribed = input.subscribed ?? existing.subscribed;
+      const newEmail = email ?? existing.email;
+      if (!changed && subscribed === existing.subscribed && newEmail === existing.email) return existing;
+      const contact = await this.store.update(tx, projectId, id, { email: newEmail, subscribed, data });
+      await this.recordTypes(tx, projectId, patch.patch);
+      await enqueue(tx, 'contacts.updated', contactMessage(contact));
+      await this.emitFlip(tx, existing.subscribed, contact);
+      return contact;
+    });
+  }
+
+  async remove(projectId: string, id: string): Promise<void> {
+    if (!isUuid(id)) throw contactNotFound(id);
+    await withTransaction(this.pool, async (tx) => {
+      const deleted = await this.store.delete(tx, projectId, id);
+      if (!deleted) throw contactNotFound(id);
+      await enqueue(tx, 'contacts.deleted', { projectId, contactId: id, email: deleted.email });
+    });
+  }
+
+  /** Subscribes/unsubscribes/deletes in one transaction per batch; flips emit their events. */
+  async applyBulk(tx: Queryable, projectId: string, operation: 'subscribe' | 'unsubscribe' | 'delete', ids: string[]): Promise<{ done: string[]; missing: string[] }> {
+    const rows = await this.store.byIds(tx, projectId, ids);
+    const found = new Set(rows.map((r) => r.id));
+    for (const row of rows) {
+      if (operation === 'delete') {
+        await this.store.delete(tx, projectId, row.id);
+        await enqueue(tx, 'contacts.deleted', { projectId, contactId: row.id, email: row.email });
+        continue;
+      }
+      const subscribed = operation === 'subscribe';
+      if (row.subscribed === subscribed) continue;
+      const contact = await this.store.update(tx, projectId, row.id, { email: row.email, subscribed, data: row.data });
+      await enqueue(tx, 'contacts.updated', contactMessage(contact));
+      await this.emitFlip(tx, row.subscribed, contact);
+    }
+    return { done: ids.filter((i) => found.has(i)), missing: ids.filter((i) => !found.has(i)) };
+  }
+
+  async list(input: ListInput) {
+    const sort: SortColumn = input.sort === 'email' ? 'email' : 'createdAt';
+    const dir = input.dir === 'asc' ? 'asc' : 'desc';
+    const after = input.cursor ? decodeCursor(input.cursor, sort, dir) : undefined;
+    const { rows, total } = await this.store.list({
+      projectId: input.projectId,
+      limit: input.limit,
+      search: input.search || undefined,
+      subscribed: input.subscribed,
+      sort,
+      dir,
+      after: after && { value: after.value, id: after.id },
+    });
+    const hasMore = rows.length > input.limit;
+    const page = rows.slice(0, input.limit);
+    const last = page[page.length - 1];
+    return {
+      contacts: page,
+      hasMore,
+      cursor: hasMore && last ? encodeCursor({ sort, dir, value: last.sort_value, id: last.id }) : '',
+      total: total ?? 0,
+    };
+  }
+
+  async lookup(projectId: string, emails: unknown): Promise<{ found: ContactRow[]; missing: string[] }> {
+    if (!Array.isArray(emails) || emails.some((e) => typeof e !== 'string')) {
+      throw validationError([{ field: 'emails', message: 'emails must be an array of strings', code: 'invalid_type' }]);
+    }
+    if (emails.length > 500) throw validationError([{ field: 'emails', message: 'At most 500 emails per call', code: 'too_big' }]);
+    const found = await this.store.byEmails(projectId, emails as string[]);
+    const have = new Set(found.map((c) => c.email.toLowerCase()));
+    return { found, missing: (emails as string[]).filter((e) => !have.has(e.toLowerCase())) };
+  }
+
+  /** Records `contact.subscribed` / `contact.unsubscribed` when a write flipped the state. */
+  private async emitFlip(tx: Queryable, before: boolean, contact: ContactRow): Promise<void> {
+    const name = subscriptionEvent(before, contact.subscribed);
+    if (!name) return;
+    const event = await this.events.insert(tx, { id: randomUUID(), projectId: contact.project_id, contactId: contact.id, name, data: {} });
+    await enqueue(tx, 'events.tracked', eventMessage(event));
+  }
+
+  async recordTypes(tx: Queryable, projectId: string, data: Record<string, unknown>): Promise<void> {
+    let known = this.knownTypes.get(projectId);
+    if (!known) {
+      known = new Map((await this.fields.types(projectId)).map((t) => [t.path, t.type]));
+      this.knownTypes.set(projectId, known);
+    }
+    const fresh = newFieldTypes(known, data);
+    if (!fresh.length) return;
+    await this.fields.record(tx, projectId, fresh);
+    for (const t of fresh) known.set(t.path, t.type);
+  }
+
+  forgetTypes(projectId: string): void {
+    this.knownTypes.delete(projectId);
+  }
+}
+
+/** POST /contacts answers a missing email with SPEC.md's flat 400. */
+export function requireEmailPresent(email: unknown): void {
+  if (email === undefined || email === null || email === '') throw flatBadRequest('email is required');
+}

@@ -1,0 +1,32 @@
+import { badRequest } from '@svc/lib/errors';
+import { isUuid } from '@svc/lib/ids';
+
+/**
+ * Opaque keyset cursor: the sort it belongs to, and the sort value and id of the last row
+ * served. A cursor that does not decode, or belongs to another sort, is a 400.
+ */
+export interface Cursor {
+  sort: string;
+  dir: string;
+  value: string;
+  id: string;
+}
+
+export function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify([c.sort, c.dir, c.value, c.id])).toString('base64url');
+}
+
+export function decodeCursor(raw: string, sort: string, dir: string): Cursor {
+  const invalid = badRequest('Invalid cursor: pass the cursor of the previous page unchanged, with the same sort and dir');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid;
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 4 || !parsed.every((p) => typeof p === 'string')) throw invalid;
+  const [s, d, value, id] = parsed as string[];
+  if (s !== sort || d !== dir || !isUuid(id) || value.length > 1000) throw invalid;
+  if (sort === 'createdAt' && Number.isNaN(Date.parse(value.replace(' ', 'T')))) throw invalid;
+  return { sort: s, dir: d, value, id };
+}

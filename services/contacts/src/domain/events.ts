@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import { withTransaction } from '@svc/lib/db';
+import { badRequest, validationError } from '@svc/lib/errors';
+import { isUuid } from '@svc/lib/ids';
+import { enqueue } from '@svc/lib/outbox';
+import type { EventRow } from '../store/contact-rows.js';
+import type { EventsStore } from '../store/events-store.js';
+import { checkEmail, eventMessage, type Contacts } from './contacts.js';
+import { splitDataPatch } from './custom-data.js';
+import { checkTrackableEventName } from './event-names.js';
+
+export interface TrackInput {
+  projectId: string;
+  email: unknown;
+  event: unknown;
+  subscribed?: boolean;
+  data: unknown;
+}
+
+function withoutDeletions(patch: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== null));
+}
+
+/** Tracked events: /v1/track, the dashboard alias, and the email lifecycle recorded from the bus. */
+export class Events {
+  constructor(private readonly contacts: Contacts, private readonly store: EventsStore) {}
+
+  /**
+   * Upserts the contact (new contacts subscribed) and records the event in one transaction.
+   * The event keeps the data sent with it: persistent values (also saved on the contact) and
+   * the one-off `{value, persistent: false}` values, which only the event carries.
+   */
+  async track(input: TrackInput): Promise<{ contactId: string; event: EventRow }> {
+    const email = checkEmail(input.email);
+    const name = checkTrackableEventName(input.event);
+    const patch = splitDataPatch(input.data);
+    return withTransaction(this.contacts.pool, async (tx) => {
+      const { contact } = await this.contacts.upsertIn(
+        tx,
+        { projectId: input.projectId, email, subscribed: input.subscribed, defaultSubscribed: true, data: input.data, mode: 'track' },
+        patch,
+      );
+      const event = await this.store.insert(tx, {
+        id: randomUUID(),
+        projectId: input.projectId,
+        contactId: contact.id,
+        name,
+        data: { ...withoutDeletions(patch.patch), ...patch.oneOff },
+      });
+      await enqueue(tx, 'events.tracked', eventMessage(event));
+      return { contactId: contact.id, event };
+    });
+  }
+
+  async list(q: { projectId: string; limit: number; cursor?: string; name?: string; contactId?: string }) {
+    if (q.contactId !== undefined) await this.contacts.get(q.projectId, q.contactId);
+    let after: { at: string; id: string } | undefined;
+    if (q.cursor) {
+      try {
+        const [at, id] = JSON.parse(Buffer.from(q.cursor, 'base64url').toString('utf8')) as string[];
+        if (typeof at !== 'string' || !isUuid(id) || Number.isNaN(Date.parse(at.replace(' ', 'T')))) throw new Error();
+        after = { at, id };
+      } catch {
+        throw badRequest('Invalid cursor');
+      }
+    }
+    const rows = await this.store.list({ ...q, after });
+    const hasMore = rows.length > q.limit;
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    return {
+      events: page,
+      hasMore,
+      cursor: hasMore && last ? Buffer.from(JSON.stringify([last.at, last.id])).toString('base64url') : '',
+    };
+  }
+
+  stats(projectId: string, days: number) {
+    if (!Number.isInteger(days) || days < 1 || days > 3650) {
+      throw validationError([{ field: 'days', message: 'days must be an integer from 1 to 3650', code: 'invalid_type', received: days }]);
+    }
+    return this.store.stats(projectId, days);
+  }
+
+  names(projectId: string) {
+    return this.store.names(projectId);
+  }
+
+  deleteByName(projectId: string, name: string) {
+    return this.store.deleteByName(projectId, name);
+  }
+
+  /** Email lifecycle from messaging: an `email.<type>` event plus a row the filters read. */
+  async recordEmailActivity(messageId: string, m: { projectId: string; contactId: string; emailId: string; type: string; occurredAt: string; data?: object }): Promise<void> {
+    if (!isUuid(m.projectId) || !isUuid(m.contactId)) return;
+    await withTransaction(this.contacts.pool, async (tx) => {
+      if (!(await this.store.markProcessed(tx, 'email-activity', messageId))) return;
+      const contact = await this.contacts.get(m.projectId, m.contactId).catch(() => null);
+      if (!contact) return; // deleted since the email went out
+      await this.store.insertEmailActivity(tx, { projectId: m.projectId, contactId: m.contactId, emailId: m.emailId, type: m.type, at: m.occurredAt });
+      const event = await this.store.insert(tx, {
+        id: randomUUID(),
+        projectId: m.projectId,
+        contactId: m.contactId,
+        name: `email.${m.type}`,
+        data: { emailId: m.emailId, ...(m.data ?? {}) },
+      });
+      await enqueue(tx, 'events.tracked', eventMessage(event));
+    });
+  }
+}
+

@@ -1,0 +1,71 @@
+import { openServiceDatabase, type RunningService, type Runtime } from '@svc/lib/runtime';
+import { startRpcServer } from '@svc/lib/rpc-server';
+import { Audiences } from './domain/audiences.js';
+import { Bulk } from './domain/bulk.js';
+import { Contacts } from './domain/contacts.js';
+import { Events } from './domain/events.js';
+import { Fields } from './domain/fields.js';
+import { Imports } from './domain/imports.js';
+import { JobRunner } from './domain/job-runner.js';
+import { contactsRoutes } from './rpc.js';
+import { subscribeContactsConsumers } from './consumers.js';
+import { ContactBatches, ContactsStore } from './store/contacts-store.js';
+import { EventsStore } from './store/events-store.js';
+import { FieldsStore } from './store/fields-store.js';
+import { JobsStore } from './store/jobs-store.js';
+import { migrations } from './store/migrations.js';
+
+export async function startContacts(rt: Runtime): Promise<RunningService> {
+  const db = await openServiceDatabase('contacts', rt, migrations);
+  const contactsStore = new ContactsStore(db.pool);
+  const eventsStore = new EventsStore(db.pool);
+  const fieldsStore = new FieldsStore(db.pool);
+  const jobsStore = new JobsStore(db.pool);
+  const contacts = new Contacts(db.pool, contactsStore, eventsStore, fieldsStore);
+  const events = new Events(contacts, eventsStore);
+  const imports = new Imports(jobsStore, new ContactBatches(db.pool), contacts);
+  const bulk = new Bulk(jobsStore, contacts);
+  await jobsStore.requeueStale();
+  const runner = new JobRunner(
+    [
+      async () => {
+        const job = await jobsStore.claimImport();
+        if (job) await imports.process(job);
+        return job !== null;
+      },
+      async () => {
+        const job = await jobsStore.claimBulk();
+        if (job) await bulk.process(job);
+        return job !== null;
+      },
+    ],
+    rt.logger.child({ service: 'contacts', part: 'jobs' }),
+  );
+  runner.start();
+  await subscribeContactsConsumers(rt.bus, { events, contacts: contactsStore, forgetTypes: (p) => contacts.forgetTypes(p) });
+
+  const server = await startRpcServer({
+    name: 'contacts',
+    host: rt.config.bindHost,
+    port: rt.config.rpcPorts.contacts,
+    routes: contactsRoutes({
+      contacts,
+      events,
+      fields: new Fields(fieldsStore),
+      audiences: new Audiences(contactsStore),
+      imports,
+      bulk,
+      kickJobs: () => runner.kick(),
+    }),
+    logger: rt.logger,
+    shutdownTimeoutMs: rt.config.shutdownTimeoutMs,
+  });
+  return {
+    name: 'contacts',
+    async stop() {
+      await server.close();
+      await runner.stop();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,192 @@
+import { create, fromJson, toJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
+import { timestampFromDate, ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
+import type { ConnectRouter } from '@connectrpc/connect';
+import {
+  BulkJobSchema,
+  ContactSchema,
+  ContactsService,
+  EventSchema,
+  ImportJobSchema,
+} from '@svc/proto/svc/contacts/v1/contacts_pb';
+import type { Audiences } from './domain/audiences.js';
+import type { Bulk } from './domain/bulk.js';
+import { requireEmailPresent, type Contacts } from './domain/contacts.js';
+import type { Events } from './domain/events.js';
+import type { Fields } from './domain/fields.js';
+import type { Imports } from './domain/imports.js';
+import type { ContactRow, EventRow } from './store/contact-rows.js';
+import type { BulkJobRow, ImportJobRow } from './store/jobs-store.js';
+
+export interface ContactsDomain {
+  contacts: Contacts;
+  events: Events;
+  fields: Fields;
+  audiences: Audiences;
+  imports: Imports;
+  bulk: Bulk;
+  /** Wakes the job runner after a job is queued. */
+  kickJobs(): void;
+}
+
+/** `undefined` when the client sent no value (field omitted), JSON otherwise. */
+const json = (v?: Value): JsonValue | undefined => (v === undefined ? undefined : toJson(ValueSchema, v));
+
+export const contactPb = (c: ContactRow) =>
+  create(ContactSchema, {
+    id: c.id,
+    email: c.email,
+    subscribed: c.subscribed,
+    snoozedUntil: c.snoozed_until ? timestampFromDate(c.snoozed_until) : undefined,
+    data: c.data as JsonObject,
+    createdAt: timestampFromDate(c.created_at),
+    updatedAt: timestampFromDate(c.updated_at),
+  });
+
+const eventPb = (e: EventRow) =>
+  create(EventSchema, {
+    id: e.id,
+    contactId: e.contact_id,
+    name: e.name,
+    data: e.data as JsonObject,
+    createdAt: timestampFromDate(e.created_at),
+    contactEmail: e.contact_email ?? '',
+  });
+
+const importPb = (j: ImportJobRow) =>
+  create(ImportJobSchema, {
+    jobId: j.id,
+    status: j.status === 'running' ? 'queued' : j.status,
+    totalRows: j.total_rows,
+    processed: j.processed,
+    imported: j.imported,
+    updated: j.updated,
+    skipped: j.skipped,
+    errors: j.errors,
+    failure: j.failure ?? '',
+    createdAt: timestampFromDate(j.created_at),
+    completedAt: j.completed_at ? timestampFromDate(j.completed_at) : undefined,
+  });
+
+const bulkPb = (j: BulkJobRow) =>
+  create(BulkJobSchema, {
+    jobId: j.id,
+    operation: j.operation,
+    status: j.status === 'running' ? 'queued' : j.status,
+    total: j.contact_ids.length,
+    processed: j.processed,
+    succeeded: j.succeeded,
+    notFound: j.not_found,
+    createdAt: timestampFromDate(j.created_at),
+    completedAt: j.completed_at ? timestampFromDate(j.completed_at) : undefined,
+  });
+
+export function contactsRoutes(d: ContactsDomain) {
+  return (router: ConnectRouter) =>
+    router.service(ContactsService, {
+      async listContacts(req) {
+        const r = await d.contacts.list({
+          projectId: req.projectId,
+          limit: req.limit,
+          cursor: req.cursor || undefined,
+          search: req.search,
+          subscribed: req.subscribed,
+          sort: req.sort,
+          dir: req.dir,
+        });
+        return { contacts: r.contacts.map(contactPb), cursor: r.cursor, hasMore: r.hasMore, total: BigInt(r.total) };
+      },
+      async upsertContact(req) {
+        requireEmailPresent(req.email);
+        const r = await d.contacts.upsert({
+          projectId: req.projectId,
+          email: req.email,
+          subscribed: req.subscribed,
+          defaultSubscribed: req.defaultSubscribed,
+          data: json(req.data),
+          mode: 'set',
+        });
+        return { contact: contactPb(r.contact), isNew: r.isNew, isUpdate: r.isUpdate, oneOff: r.patch.oneOff as JsonObject };
+      },
+      async getContact(req) {
+        return { contact: contactPb(await d.contacts.get(req.projectId, req.id)) };
+      },
+      async updateContact(req) {
+        const c = await d.contacts.update(req.projectId, req.id, { email: req.email, subscribed: req.subscribed, data: json(req.data) });
+        return { contact: contactPb(c) };
+      },
+      async deleteContact(req) {
+        await d.contacts.remove(req.projectId, req.id);
+        return {};
+      },
+      async lookupContacts(req) {
+        const r = await d.contacts.lookup(req.projectId, req.emails);
+        return { found: r.found.map(contactPb), missing: r.missing };
+      },
+      async listFields(req) {
+        return { fields: await d.fields.list(req.projectId) };
+      },
+      async listFieldValues(req) {
+        const values = await d.fields.values(req.projectId, req.field, req.limit || 50);
+        return { values: values.map((v) => ({ value: fromJson(ValueSchema, v.value as JsonValue), count: BigInt(v.count) })) };
+      },
+      async deleteField(req) {
+        return { contactsUpdated: BigInt(await d.fields.remove(req.projectId, req.field)) };
+      },
+      async trackEvent(req) {
+        const r = await d.events.track({ projectId: req.projectId, email: req.email, event: req.event, subscribed: req.subscribed, data: json(req.data) });
+        return { contactId: r.contactId, eventId: r.event.id, timestamp: timestampFromDate(r.event.created_at) };
+      },
+      async listEvents(req) {
+        const r = await d.events.list({
+          projectId: req.projectId,
+          limit: req.limit,
+          cursor: req.cursor || undefined,
+          name: req.name || undefined,
+          contactId: req.contactId || undefined,
+        });
+        return { events: r.events.map(eventPb), cursor: r.cursor, hasMore: r.hasMore };
+      },
+      async getEventStats(req) {
+        const s = await d.events.stats(req.projectId, req.days || 30);
+        return {
+          total: BigInt(s.total),
+          last24h: BigInt(s.last24h),
+          names: s.names.map((n) => ({ name: n.name, count: BigInt(n.count), contacts: BigInt(n.contacts), lastSeen: timestampFromDate(n.last_seen) })),
+        };
+      },
+      async listEventNames(req) {
+        return { names: await d.events.names(req.projectId) };
+      },
+      async deleteEvents(req) {
+        return { deleted: BigInt(await d.events.deleteByName(req.projectId, req.name)) };
+      },
+      async count(req) {
+        return { count: BigInt(await d.audiences.count(req.projectId, json(req.condition))) };
+      },
+      async page(req) {
+        const r = await d.audiences.page(req.projectId, json(req.condition), req.limit || 20, req.offset);
+        return { contacts: r.contacts.map(contactPb), total: BigInt(r.total) };
+      },
+      async *stream(req) {
+        for await (const batch of d.audiences.stream(req.projectId, json(req.condition), req.subscribedOnly)) {
+          yield { contactIds: batch.map((b) => b.id), emails: batch.map((b) => b.email) };
+        }
+      },
+      async startImport(req) {
+        const job = await d.imports.start(req.projectId, Buffer.from(req.csv), req.filename);
+        d.kickJobs();
+        return { job: importPb(job) };
+      },
+      async getImportJob(req) {
+        return { job: importPb(await d.imports.get(req.projectId, req.jobId)) };
+      },
+      async startBulkJob(req) {
+        const job = await d.bulk.start(req.projectId, req.operation, req.contactIds);
+        d.kickJobs();
+        return { job: bulkPb(job) };
+      },
+      async getBulkJob(req) {
+        return { job: bulkPb(await d.bulk.get(req.projectId, req.jobId)) };
+      },
+    });
+}

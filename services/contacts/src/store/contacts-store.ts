@@ -1,0 +1,198 @@
+import type { Pool, Queryable } from '@svc/lib/db';
+import type { ContactRow } from './contact-rows.js';
+
+export type SortColumn = 'createdAt' | 'email';
+
+export interface ListQuery {
+  projectId: string;
+  limit: number;
+  search?: string;
+  subscribed?: boolean;
+  sort: SortColumn;
+  dir: 'asc' | 'desc';
+  /** Keyset position: the sort value (as text) and id of the last row of the previous page. */
+  after?: { value: string; id: string };
+}
+
+const SORT_EXPR: Record<SortColumn, string> = { createdAt: 'created_at', email: 'lower(email)' };
+
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (m) => `\\${m}`);
+
+export class ContactsStore {
+  constructor(readonly pool: Pool) {}
+
+  async byEmailForUpdate(tx: Queryable, projectId: string, email: string): Promise<ContactRow | null> {
+    const { rows } = await tx.query<ContactRow>(
+      'SELECT * FROM contacts WHERE project_id = $1 AND lower(email) = lower($2) FOR UPDATE',
+      [projectId, email],
+    );
+    return rows[0] ?? null;
+  }
+
+  async byIdForUpdate(tx: Queryable, projectId: string, id: string): Promise<ContactRow | null> {
+    const { rows } = await tx.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1 AND id = $2 FOR UPDATE', [projectId, id]);
+    return rows[0] ?? null;
+  }
+
+  async byId(projectId: string, id: string): Promise<ContactRow | null> {
+    const { rows } = await this.pool.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1 AND id = $2', [projectId, id]);
+    return rows[0] ?? null;
+  }
+
+  /** Inserts unless the email exists (concurrent upserts): null tells the caller to re-read. */
+  async insert(tx: Queryable, c: { id: string; projectId: string; email: string; subscribed: boolean; data: object }): Promise<ContactRow | null> {
+    const { rows } = await tx.query<ContactRow>(
+      `INSERT INTO contacts (id, project_id, email, subscribed, data) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING *`,
+      [c.id, c.projectId, c.email, c.subscribed, JSON.stringify(c.data)],
+    );
+    return rows[0] ?? null;
+  }
+
+  async update(tx: Queryable, projectId: string, id: string, c: { email: string; subscribed: boolean; data: object }): Promise<ContactRow> {
+    const { rows } = await tx.query<ContactRow>(
+      `UPDATE contacts SET email = $3, subscribed = $4, data = $5, updated_at = now()
+       WHERE project_id = $1 AND id = $2 RETURNING *`,
+      [projectId, id, c.email, c.subscribed, JSON.stringify(c.data)],
+    );
+    return rows[0];
+  }
+
+  async emailTakenByOther(tx: Queryable, projectId: string, email: string, id: string): Promise<boolean> {
+    const { rowCount } = await tx.query('SELECT 1 FROM contacts WHERE project_id = $1 AND lower(email) = lower($2) AND id <> $3', [projectId, email, id]);
+    return rowCount! > 0;
+  }
+
+  async delete(tx: Queryable, projectId: string, id: string): Promise<ContactRow | null> {
+    const { rows } = await tx.query<ContactRow>('DELETE FROM contacts WHERE project_id = $1 AND id = $2 RETURNING *', [projectId, id]);
+    if (rows[0]) {
+      await tx.query('DELETE FROM events WHERE contact_id = $1', [id]);
+      await tx.query('DELETE FROM email_activity WHERE contact_id = $1', [id]);
+      await tx.query('DELETE FROM segment_members WHERE contact_id = $1', [id]);
+    }
+    return rows[0] ?? null;
+  }
+
+  async list(q: ListQuery): Promise<{ rows: Array<ContactRow & { sort_value: string }>; total?: number }> {
+    const where = ['project_id = $1'];
+    const params: unknown[] = [q.projectId];
+    if (q.search) {
+      params.push(`%${escapeLike(q.search.toLowerCase())}%`);
+      where.push(`lower(email) LIKE $${params.length}`);
+    }
+    if (q.subscribed !== undefined) {
+      params.push(q.subscribed);
+      where.push(`subscribed = $${params.length}`);
+    }
+    const filterWhere = where.join(' AND ');
+    const filterParams = [...params];
+    const expr = SORT_EXPR[q.sort];
+    const cmp = q.dir === 'desc' ? '<' : '>';
+    if (q.after) {
+      params.push(q.after.value, q.after.id);
+      const valueCast = q.sort === 'createdAt' ? `$${params.length - 1}::timestamptz` : `$${params.length - 1}`;
+      where.push(`(${expr}, id) ${cmp} (${valueCast}, $${params.length}::uuid)`);
+    }
+    params.push(q.limit + 1);
+    const { rows } = await this.pool.query<ContactRow & { sort_value: string }>(
+      `SELECT *, ${expr}::text AS sort_value FROM contacts WHERE ${where.join(' AND ')}
+       ORDER BY ${expr} ${q.dir}, id ${q.dir} LIMIT $${params.length}`,
+      params,
+    );
+    let total: number | undefined;
+    if (!q.after) {
+      const count = await this.pool.query<{ n: number }>(`SELECT count(*) AS n FROM contacts WHERE ${filterWhere}`, filterParams);
+      total = count.rows[0].n;
+    }
+    return { rows, total };
+  }
+
+  async byEmails(projectId: string, emails: string[]): Promise<ContactRow[]> {
+    const { rows } = await this.pool.query<ContactRow>(
+      'SELECT * FROM contacts WHERE project_id = $1 AND lower(email) = ANY($2::text[])',
+      [projectId, emails.map((e) => e.toLowerCase())],
+    );
+    return rows;
+  }
+
+  async byIds(tx: Queryable, projectId: string, ids: string[]): Promise<ContactRow[]> {
+    const { rows } = await tx.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1 AND id = ANY($2::uuid[]) FOR UPDATE', [projectId, ids]);
+    return rows;
+  }
+
+  async count(projectId: string, condition: string, params: unknown[]): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>(`SELECT count(*) AS n FROM contacts c WHERE c.project_id = $1 AND ${condition}`, params);
+    return rows[0].n;
+  }
+
+  async page(condition: string, params: unknown[], limit: number, offset: number): Promise<ContactRow[]> {
+    const p = [...params, limit, offset];
+    const { rows } = await this.pool.query<ContactRow>(
+      `SELECT c.* FROM contacts c WHERE c.project_id = $1 AND ${condition}
+       ORDER BY c.created_at DESC, c.id DESC LIMIT $${p.length - 1} OFFSET $${p.length}`,
+      p,
+    );
+    return rows;
+  }
+
+  /** Matching contacts in id order, `batch` at a time (keyset, so it never holds a cursor open). */
+  async *idsMatching(condition: string, params: unknown[], subscribedOnly: boolean, batch = 1000): AsyncGenerator<Array<{ id: string; email: string }>> {
+    let after = '00000000-0000-0000-0000-000000000000';
+    for (;;) {
+      const p = [...params, after, batch];
+      const { rows } = await this.pool.query<{ id: string; email: string }>(
+        `SELECT c.id, c.email FROM contacts c WHERE c.project_id = $1 AND ${condition}
+         ${subscribedOnly ? 'AND c.subscribed' : ''} AND c.id > $${p.length - 1}::uuid ORDER BY c.id LIMIT $${p.length}`,
+        p,
+      );
+      if (rows.length) yield rows;
+      if (rows.length < batch) return;
+      after = rows[rows.length - 1].id;
+    }
+  }
+
+  async deleteProject(projectId: string): Promise<void> {
+    for (const table of ['contacts', 'events', 'email_activity', 'segment_members', 'field_types', 'import_jobs', 'bulk_jobs']) {
+      await this.pool.query(`DELETE FROM ${table} WHERE project_id = $1`, [projectId]);
+    }
+  }
+}
+
+/** Set-based writes for CSV import batches. */
+export class ContactBatches {
+  constructor(private readonly pool: Pool) {}
+
+  async lockByEmails(tx: Queryable, projectId: string, emails: string[]): Promise<ContactRow[]> {
+    const { rows } = await tx.query<ContactRow>(
+      'SELECT * FROM contacts WHERE project_id = $1 AND lower(email) = ANY($2::text[]) FOR UPDATE',
+      [projectId, emails.map((e) => e.toLowerCase())],
+    );
+    return rows;
+  }
+
+  /** New contacts are created subscribed (SPEC.md CSV import); a concurrent duplicate is skipped and returned absent. */
+  async insertMany(tx: Queryable, projectId: string, rows: Array<{ id: string; email: string; data: object }>): Promise<ContactRow[]> {
+    if (!rows.length) return [];
+    const { rows: inserted } = await tx.query<ContactRow>(
+      `INSERT INTO contacts (id, project_id, email, subscribed, data)
+       SELECT x.id, $1, x.email, true, x.data FROM unnest($2::uuid[], $3::text[], $4::jsonb[]) AS x(id, email, data)
+       ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING *`,
+      [projectId, rows.map((r) => r.id), rows.map((r) => r.email), rows.map((r) => JSON.stringify(r.data))],
+    );
+    return inserted;
+  }
+
+  async updateDataMany(tx: Queryable, projectId: string, rows: Array<{ id: string; data: object }>): Promise<ContactRow[]> {
+    if (!rows.length) return [];
+    const { rows: updated } = await tx.query<ContactRow>(
+      `UPDATE contacts c SET data = x.data, updated_at = now()
+       FROM unnest($2::uuid[], $3::jsonb[]) AS x(id, data) WHERE c.project_id = $1 AND c.id = x.id RETURNING c.*`,
+      [projectId, rows.map((r) => r.id), rows.map((r) => JSON.stringify(r.data))],
+    );
+    return updated;
+  }
+
+  get db(): Pool {
+    return this.pool;
+  }
+}

@@ -1,0 +1,80 @@
+import type { Pool, Queryable } from '@svc/lib/db';
+import type { EventRow } from './contact-rows.js';
+
+export class EventsStore {
+  constructor(readonly pool: Pool) {}
+
+  async insert(tx: Queryable, e: { id: string; projectId: string; contactId: string; name: string; data: object }): Promise<EventRow> {
+    const { rows } = await tx.query<EventRow>(
+      'INSERT INTO events (id, project_id, contact_id, name, data) VALUES ($1, $2, $3, $4, $5) RETURNING *',
+      [e.id, e.projectId, e.contactId, e.name, JSON.stringify(e.data)],
+    );
+    return rows[0];
+  }
+
+  async list(q: { projectId: string; limit: number; name?: string; contactId?: string; after?: { at: string; id: string } }): Promise<Array<EventRow & { at: string }>> {
+    const where = ['e.project_id = $1'];
+    const params: unknown[] = [q.projectId];
+    if (q.name) {
+      params.push(q.name);
+      where.push(`e.name = $${params.length}`);
+    }
+    if (q.contactId) {
+      params.push(q.contactId);
+      where.push(`e.contact_id = $${params.length}`);
+    }
+    if (q.after) {
+      params.push(q.after.at, q.after.id);
+      where.push(`(e.created_at, e.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+    }
+    params.push(q.limit + 1);
+    const { rows } = await this.pool.query<EventRow & { at: string }>(
+      `SELECT e.*, e.created_at::text AS at, c.email AS contact_email FROM events e
+       LEFT JOIN contacts c ON c.id = e.contact_id
+       WHERE ${where.join(' AND ')} ORDER BY e.created_at DESC, e.id DESC LIMIT $${params.length}`,
+      params,
+    );
+    return rows;
+  }
+
+  async stats(projectId: string, days: number): Promise<{ total: number; last24h: number; names: Array<{ name: string; count: number; contacts: number; last_seen: Date }> }> {
+    const totals = await this.pool.query<{ total: number; last24h: number }>(
+      `SELECT count(*) AS total, count(*) FILTER (WHERE created_at > now() - interval '24 hours') AS last24h
+       FROM events WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)`,
+      [projectId, days],
+    );
+    const names = await this.pool.query<{ name: string; count: number; contacts: number; last_seen: Date }>(
+      `SELECT name, count(*) AS count, count(DISTINCT contact_id) AS contacts, max(created_at) AS last_seen
+       FROM events WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
+       GROUP BY name ORDER BY count(*) DESC, name LIMIT 100`,
+      [projectId, days],
+    );
+    return { ...totals.rows[0], names: names.rows };
+  }
+
+  async names(projectId: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ name: string }>('SELECT DISTINCT name FROM events WHERE project_id = $1 ORDER BY name', [projectId]);
+    return rows.map((r) => r.name);
+  }
+
+  async deleteByName(projectId: string, name: string): Promise<number> {
+    const { rowCount } = await this.pool.query('DELETE FROM events WHERE project_id = $1 AND name = $2', [projectId, name]);
+    return rowCount ?? 0;
+  }
+
+  async insertEmailActivity(tx: Queryable, a: { projectId: string; contactId: string; emailId: string; type: string; at: string }): Promise<void> {
+    await tx.query(
+      'INSERT INTO email_activity (project_id, contact_id, email_id, type, created_at) VALUES ($1, $2, $3, $4, $5)',
+      [a.projectId, a.contactId, a.emailId, a.type, a.at],
+    );
+  }
+
+  /** True the first time a consumer sees a message id: redeliveries are skipped. */
+  async markProcessed(tx: Queryable, consumer: string, messageId: string): Promise<boolean> {
+    const { rowCount } = await tx.query(
+      'INSERT INTO processed_messages (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+      [consumer, messageId],
+    );
+    return rowCount === 1;
+  }
+}

@@ -1,0 +1,108 @@
+import type { Pool } from '@svc/lib/db';
+
+export interface ImportJobRow {
+  id: string;
+  project_id: string;
+  status: 'queued' | 'running' | 'completed' | 'failed';
+  filename: string;
+  total_rows: number;
+  processed: number;
+  imported: number;
+  updated: number;
+  skipped: number;
+  errors: Array<{ row: number; email: string; reason: string }>;
+  failure: string | null;
+  created_at: Date;
+  completed_at: Date | null;
+}
+
+export interface BulkJobRow {
+  id: string;
+  project_id: string;
+  operation: 'subscribe' | 'unsubscribe' | 'delete';
+  status: 'queued' | 'running' | 'completed' | 'failed';
+  contact_ids: string[];
+  processed: number;
+  succeeded: number;
+  not_found: string[];
+  created_at: Date;
+  completed_at: Date | null;
+}
+
+const IMPORT_COLUMNS = 'id, project_id, status, filename, total_rows, processed, imported, updated, skipped, errors, failure, created_at, completed_at';
+
+export class JobsStore {
+  constructor(private readonly pool: Pool) {}
+
+  async createImport(j: { id: string; projectId: string; filename: string; csv: Buffer }): Promise<ImportJobRow> {
+    const { rows } = await this.pool.query<ImportJobRow>(
+      `INSERT INTO import_jobs (id, project_id, status, filename, csv) VALUES ($1, $2, 'queued', $3, $4) RETURNING ${IMPORT_COLUMNS}`,
+      [j.id, j.projectId, j.filename, j.csv],
+    );
+    return rows[0];
+  }
+
+  async importJob(projectId: string, id: string): Promise<ImportJobRow | null> {
+    const { rows } = await this.pool.query<ImportJobRow>(`SELECT ${IMPORT_COLUMNS} FROM import_jobs WHERE project_id = $1 AND id = $2`, [projectId, id]);
+    return rows[0] ?? null;
+  }
+
+  /** Claims the oldest queued import (SKIP LOCKED: one worker per job across replicas). */
+  async claimImport(): Promise<(ImportJobRow & { csv: Buffer }) | null> {
+    const { rows } = await this.pool.query<ImportJobRow & { csv: Buffer }>(
+      `UPDATE import_jobs SET status = 'running' WHERE id = (
+         SELECT id FROM import_jobs WHERE status = 'queued' ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1
+       ) RETURNING ${IMPORT_COLUMNS}, csv`,
+    );
+    return rows[0] ?? null;
+  }
+
+  async importProgress(id: string, p: { totalRows?: number; processed: number; imported: number; updated: number; skipped: number; errors: unknown[] }): Promise<void> {
+    await this.pool.query(
+      `UPDATE import_jobs SET total_rows = COALESCE($2, total_rows), processed = $3, imported = $4, updated = $5, skipped = $6, errors = $7 WHERE id = $1`,
+      [id, p.totalRows ?? null, p.processed, p.imported, p.updated, p.skipped, JSON.stringify(p.errors)],
+    );
+  }
+
+  async finishImport(id: string, status: 'completed' | 'failed', failure?: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE import_jobs SET status = $2, failure = $3, completed_at = now(), csv = NULL WHERE id = $1`,
+      [id, status, failure ?? null],
+    );
+  }
+
+  /** Jobs left running by a process that died go back to the queue. */
+  async requeueStale(): Promise<void> {
+    await this.pool.query(`UPDATE import_jobs SET status = 'queued' WHERE status = 'running' AND csv IS NOT NULL AND created_at < now() - interval '10 minutes'`);
+    await this.pool.query(`UPDATE bulk_jobs SET status = 'queued' WHERE status = 'running' AND created_at < now() - interval '10 minutes'`);
+  }
+
+  async createBulk(j: { id: string; projectId: string; operation: string; ids: string[] }): Promise<BulkJobRow> {
+    const { rows } = await this.pool.query<BulkJobRow>(
+      `INSERT INTO bulk_jobs (id, project_id, operation, status, contact_ids) VALUES ($1, $2, $3, 'queued', $4::uuid[]) RETURNING *`,
+      [j.id, j.projectId, j.operation, j.ids],
+    );
+    return rows[0];
+  }
+
+  async bulkJob(projectId: string, id: string): Promise<BulkJobRow | null> {
+    const { rows } = await this.pool.query<BulkJobRow>('SELECT * FROM bulk_jobs WHERE project_id = $1 AND id = $2', [projectId, id]);
+    return rows[0] ?? null;
+  }
+
+  async claimBulk(): Promise<BulkJobRow | null> {
+    const { rows } = await this.pool.query<BulkJobRow>(
+      `UPDATE bulk_jobs SET status = 'running' WHERE id = (
+         SELECT id FROM bulk_jobs WHERE status = 'queued' ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1
+       ) RETURNING *`,
+    );
+    return rows[0] ?? null;
+  }
+
+  async finishBulk(id: string, r: { status: 'completed' | 'failed'; processed: number; succeeded: number; notFound: string[] }): Promise<void> {
+    await this.pool.query(
+      `UPDATE bulk_jobs SET status = $2, processed = $3, succeeded = $4, not_found = $5, completed_at = now() WHERE id = $1`,
+      [id, r.status, r.processed, r.succeeded, JSON.stringify(r.notFound)],
+    );
+  }
+}

@@ -1,0 +1,101 @@
+import type { Migration } from '@svc/lib/migrate';
+
+export const migrations: Migration[] = [
+  {
+    id: '001_contacts',
+    sql: `
+      CREATE TABLE contacts (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        email text NOT NULL,
+        subscribed boolean NOT NULL,
+        snoozed_until timestamptz,
+        data jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE UNIQUE INDEX contacts_project_email ON contacts (project_id, lower(email));
+      CREATE INDEX contacts_project_created ON contacts (project_id, created_at, id);
+      CREATE INDEX contacts_data_gin ON contacts USING gin (data jsonb_path_ops);
+
+      CREATE TABLE events (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        contact_id uuid NOT NULL,
+        name text NOT NULL,
+        data jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX events_contact_name_time ON events (contact_id, name, created_at);
+      CREATE INDEX events_project_name_time ON events (project_id, name, created_at);
+      CREATE INDEX events_project_time ON events (project_id, created_at, id);
+
+      CREATE TABLE email_activity (
+        id bigserial PRIMARY KEY,
+        project_id uuid NOT NULL,
+        contact_id uuid NOT NULL,
+        email_id text NOT NULL,
+        type text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX email_activity_contact_type_time ON email_activity (contact_id, type, created_at);
+
+      CREATE TABLE segment_members (
+        project_id uuid NOT NULL,
+        segment_id uuid NOT NULL,
+        contact_id uuid NOT NULL,
+        PRIMARY KEY (segment_id, contact_id)
+      );
+      CREATE INDEX segment_members_contact ON segment_members (contact_id);
+
+      -- The inferred type of each custom field, fixed at the first non-null value (SPEC.md "Type inference").
+      CREATE TABLE field_types (
+        project_id uuid NOT NULL,
+        path text NOT NULL,
+        type text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (project_id, path)
+      );
+
+      CREATE TABLE import_jobs (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        status text NOT NULL,
+        filename text NOT NULL DEFAULT '',
+        csv bytea,
+        total_rows int NOT NULL DEFAULT 0,
+        processed int NOT NULL DEFAULT 0,
+        imported int NOT NULL DEFAULT 0,
+        updated int NOT NULL DEFAULT 0,
+        skipped int NOT NULL DEFAULT 0,
+        errors jsonb NOT NULL DEFAULT '[]',
+        failure text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        completed_at timestamptz
+      );
+      CREATE INDEX import_jobs_queued ON import_jobs (created_at) WHERE status = 'queued';
+
+      CREATE TABLE bulk_jobs (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        operation text NOT NULL,
+        status text NOT NULL,
+        contact_ids uuid[] NOT NULL,
+        processed int NOT NULL DEFAULT 0,
+        succeeded int NOT NULL DEFAULT 0,
+        not_found jsonb NOT NULL DEFAULT '[]',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        completed_at timestamptz
+      );
+      CREATE INDEX bulk_jobs_queued ON bulk_jobs (created_at) WHERE status = 'queued';
+
+      -- Bus messages already applied, so redelivery changes nothing (consumers are idempotent).
+      CREATE TABLE processed_messages (
+        consumer text NOT NULL,
+        message_id text NOT NULL,
+        processed_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (consumer, message_id)
+      );
+    `,
+  },
+];

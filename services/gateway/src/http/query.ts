@@ -1,0 +1,39 @@
+import { validationError } from '@svc/lib/errors';
+
+type Query = Record<string, unknown>;
+
+const first = (v: unknown) => (Array.isArray(v) ? v[0] : v);
+
+/** Cursor-list `limit`: default 20, clamped to 1..100 (SPEC.md); a non-integer is a 422. */
+export function limitParam(q: Query, def = 20, max = 100): number {
+  const raw = first(q.limit);
+  if (raw === undefined || raw === '') return def;
+  const n = Number(raw);
+  if (!Number.isInteger(n)) throw validationError([{ field: 'limit', message: 'limit must be an integer', code: 'invalid_type', received: raw }]);
+  return Math.min(max, Math.max(1, n));
+}
+
+export function stringParam(q: Query, name: string): string | undefined {
+  const v = first(q[name]);
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+export function boolParam(q: Query, name: string): boolean | undefined {
+  const v = stringParam(q, name);
+  if (v === undefined) return undefined;
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  throw validationError([{ field: name, message: `${name} must be true or false`, code: 'invalid_enum_value', received: v }]);
+}
+
+/** Offset pagination: `page` >= 1 (default 1), `pageSize` >= 1 (default 20, capped at `max`). */
+export function pageParams(q: Query, max = 100): { page: number; pageSize: number } {
+  const read = (name: string, def: number) => {
+    const raw = first(q[name]);
+    if (raw === undefined || raw === '') return def;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw validationError([{ field: name, message: `${name} must be an integer of at least 1`, code: 'invalid_type', received: raw }]);
+    return n;
+  };
+  return { page: read('page', 1), pageSize: Math.min(max, read('pageSize', 20)) };
+}
