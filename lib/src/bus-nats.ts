@@ -62,20 +62,16 @@ export class NatsBus implements Bus {
     await this.js.publish(`${this.prefix}.${subject}`, Buffer.from(JSON.stringify(data)), { msgID: id });
   }
 
+  /** One durable consumer per subject (single `filter_subject` works on every JetStream server version). */
   async subscribe(durable: string, subjects: string[], handler: BusHandler): Promise<void> {
-    const byStream = new Map<string, string[]>();
     for (const subject of subjects) {
-      const stream = streamOf(subject.replace(/\.[*>]$/, '.x'));
-      byStream.set(stream, [...(byStream.get(stream) ?? []), subject]);
-    }
-    for (const [stream, filters] of byStream) {
-      const name = this.streamName(stream);
-      const durableName = `${durable}_${stream}`.replace(/[^A-Za-z0-9_-]/g, '_');
+      const name = this.streamName(streamOf(subject.replace(/\.[*>]$/, '.x')));
+      const durableName = `${durable}_${subject}`.replace(/[^A-Za-z0-9_-]/g, '_');
       await this.jsm.consumers.add(name, {
         durable_name: durableName,
         ack_policy: AckPolicy.Explicit,
         deliver_policy: DeliverPolicy.All,
-        filter_subjects: filters.map((f) => `${this.prefix}.${f}`),
+        filter_subject: `${this.prefix}.${subject}`,
         ack_wait: nanos(30_000),
         max_deliver: -1,
       });
