@@ -12,6 +12,11 @@ export interface Cursor {
   id: string;
 }
 
+const PG_TIMESTAMP = /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}(:?\d{2})?)?$/;
+
+/** A timestamptz as PostgreSQL prints it (kept as text so keyset positions keep their microseconds). */
+export const isPgTimestamp = (v: unknown): v is string => typeof v === 'string' && PG_TIMESTAMP.test(v);
+
 export function encodeCursor(c: Cursor): string {
   return Buffer.from(JSON.stringify([c.sort, c.dir, c.value, c.id])).toString('base64url');
 }
@@ -27,6 +32,6 @@ export function decodeCursor(raw: string, sort: string, dir: string): Cursor {
   if (!Array.isArray(parsed) || parsed.length !== 4 || !parsed.every((p) => typeof p === 'string')) throw invalid;
   const [s, d, value, id] = parsed as string[];
   if (s !== sort || d !== dir || !isUuid(id) || value.length > 1000) throw invalid;
-  if (sort === 'createdAt' && Number.isNaN(Date.parse(value.replace(' ', 'T')))) throw invalid;
+  if (sort === 'createdAt' && !isPgTimestamp(value)) throw invalid;
   return { sort: s, dir: d, value, id };
 }

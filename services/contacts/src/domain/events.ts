@@ -6,6 +6,7 @@ import { enqueue } from '@svc/lib/outbox';
 import type { EventRow } from '../store/contact-rows.js';
 import type { EventsStore } from '../store/events-store.js';
 import { checkEmail, eventMessage, type Contacts } from './contacts.js';
+import { isPgTimestamp } from './cursor.js';
 import { splitDataPatch } from './custom-data.js';
 import { checkTrackableEventName } from './event-names.js';
 
@@ -58,7 +59,7 @@ export class Events {
     if (q.cursor) {
       try {
         const [at, id] = JSON.parse(Buffer.from(q.cursor, 'base64url').toString('utf8')) as string[];
-        if (typeof at !== 'string' || !isUuid(id) || Number.isNaN(Date.parse(at.replace(' ', 'T')))) throw new Error();
+        if (!isPgTimestamp(at) || !isUuid(id)) throw new Error();
         after = { at, id };
       } catch {
         throw badRequest('Invalid cursor');
