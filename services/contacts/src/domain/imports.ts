@@ -51,7 +51,7 @@ export class Imports {
   async process(job: ImportJobRow & { csv: Buffer }): Promise<void> {
     const progress = { processed: 0, imported: 0, updated: 0, skipped: 0, errors: [] as Array<{ row: number; email: string; reason: string }> };
     try {
-      const parser = parse(job.csv, { bom: true, relax_column_count: true, skip_empty_lines: true, trim: false });
+      const parser = parse(job.csv, { bom: true, relax_column_count: true, skip_empty_lines: true, skip_records_with_empty_values: true });
       let header: string[] | undefined;
       let rowNumber = 1;
       let batch: Array<{ email: string; data: Record<string, unknown> }> = [];

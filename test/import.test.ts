@@ -1,0 +1,119 @@
+import { call, eventually, expectEnvelope, newTenant, type Tenant } from './support/client.js';
+
+function csvForm(content: string | Buffer, filename = 'contacts.csv'): FormData {
+  const form = new FormData();
+  form.append('file', new Blob([content], { type: 'text/csv' }), filename);
+  return form;
+}
+
+async function importCsv(t: Tenant, content: string | Buffer) {
+  const start = await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: csvForm(content) });
+  expect(start.status).toBe(202);
+  expect(start.body).toEqual({ jobId: expect.any(String), status: 'queued' });
+  return eventually(async () => {
+    const job = await call('GET', `/contacts/import/${start.body.jobId}`, undefined, { key: t.secretKey });
+    return ['completed', 'failed'].includes(job.body.status) ? job.body : undefined;
+  }, 30_000, 'import completion');
+}
+
+const byEmail = async (t: Tenant, email: string) => (await call('POST', '/contacts/lookup', { emails: [email] }, { key: t.secretKey })).body.found[0];
+const full = async (t: Tenant, email: string) => (await call('GET', `/contacts/${(await byEmail(t, email)).id}`, undefined, { key: t.secretKey })).body;
+
+describe('CSV import', () => {
+  test('types cells as SPEC.md says, drops reserved columns, reports invalid emails by row, creates subscribed contacts', async () => {
+    const t = await newTenant();
+    const csv = [
+      'email,name,active,paid,age,score,zip,phone,sci,joined,seen,id,subscribed,profile.tier',
+      'one@example.com,One,true,no,42,3.5,00123,+4412345,1e5,2024-01-02,2024-01-02T10:00:00Z,evil,false,gold',
+      'not-an-email,Bad,true,,,,,,,,,,,',
+      'two@example.com,"Two, Jr.",YES,false,,0.5,0,,,,,,,',
+      ',,,,,,,,,,,,,',
+    ].join('\n');
+    const job = await importCsv(t, csv);
+    expect(job).toMatchObject({ status: 'completed', totalRows: 3, imported: 2, updated: 0, skipped: 1 });
+    expect(job.errors).toEqual([{ row: 3, email: 'not-an-email', reason: 'invalid_email' }]);
+    const one = await full(t, 'one@example.com');
+    expect(one.subscribed).toBe(true);
+    expect(one.data).toEqual({
+      name: 'One', active: true, paid: false, age: 42, score: 3.5, zip: '00123', phone: '+4412345', sci: '1e5',
+      joined: '2024-01-02', seen: '2024-01-02T10:00:00Z', profile: { tier: 'gold' },
+    });
+    expect((await full(t, 'two@example.com')).data).toEqual({ name: 'Two, Jr.', active: true, paid: false, score: 0.5, zip: 0 });
+    const fields = await call('GET', '/contacts/fields', undefined, { key: t.secretKey });
+    const types = Object.fromEntries(fields.body.map((f: { field: string; type: string }) => [f.field, f.type]));
+    expect(types).toMatchObject({ 'data.age': 'number', 'data.active': 'boolean', 'data.joined': 'date', 'data.seen': 'date', 'data.zip': 'string', 'data.profile.tier': 'string' });
+  });
+
+  test('a BOM, quoted commas and CRLF parse; re-running a file updates in place; duplicates in one file create one contact', async () => {
+    const t = await newTenant();
+    const csv = '\uFEFFEmail,city\r\ndup@example.com,"Paris, FR"\r\nDUP@example.com,Lyon\r\nother@example.com,Nice\r\n';
+    const first = await importCsv(t, csv);
+    expect(first).toMatchObject({ status: 'completed', totalRows: 3, imported: 2, updated: 1, skipped: 0 });
+    expect((await full(t, 'dup@example.com')).data).toEqual({ city: 'Lyon' });
+    await call('PATCH', `/contacts/${(await byEmail(t, 'other@example.com')).id}`, { subscribed: false, data: { kept: 1 } }, { key: t.secretKey });
+    const again = await importCsv(t, csv);
+    expect(again).toMatchObject({ status: 'completed', imported: 0, updated: 3 });
+    const list = await call('GET', '/contacts', undefined, { key: t.secretKey });
+    expect(list.body.total).toBe(2);
+    const other = await full(t, 'other@example.com');
+    expect(other).toMatchObject({ subscribed: false, data: { city: 'Nice', kept: 1 } });
+  });
+
+  test('files over 5 MB, without an email column, not UTF-8, or missing are refused with a clear error', async () => {
+    const t = await newTenant();
+    const big = Buffer.alloc(5 * 1024 * 1024 + 1, 'a');
+    const tooBig = await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: csvForm(big) });
+    expectEnvelope(tooBig, 413, 'PAYLOAD_TOO_LARGE');
+    expect(tooBig.body.error.message).toMatch(/5 MB/);
+    expectEnvelope(await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: csvForm('name,city\nA,B\n') }), 400, 'BAD_REQUEST');
+    expectEnvelope(await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: csvForm(Buffer.from([0x65, 0x6d, 0x61, 0x69, 0x6c, 0x0a, 0xff, 0xfe])) }), 400, 'BAD_REQUEST');
+    expectEnvelope(await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: new FormData() }), 400, 'BAD_REQUEST');
+    expectEnvelope(await call('GET', '/contacts/import/00000000-0000-4000-8000-000000000000', undefined, { key: t.secretKey }), 404, 'RESOURCE_NOT_FOUND');
+    expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).body.total).toBe(0);
+  });
+
+  test("another project's import job is a 404", async () => {
+    const a = await newTenant();
+    const b = await newTenant();
+    const start = await call('POST', '/contacts/import', undefined, { key: a.secretKey, raw: csvForm('email\nx@example.com\n') });
+    expectEnvelope(await call('GET', `/contacts/import/${start.body.jobId}`, undefined, { key: b.secretKey }), 404, 'RESOURCE_NOT_FOUND');
+  });
+});
+
+describe('bulk jobs', () => {
+  test('bulk unsubscribe, subscribe and delete by id, queued and polled; flips emit contact events', async () => {
+    const t = await newTenant();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await call('POST', '/contacts', { email: `bulk${i}@example.com` }, { key: t.secretKey })).body.id);
+    const missing = '00000000-0000-4000-8000-000000000000';
+    const run = async (op: string, contactIds: string[]) => {
+      const start = await call('POST', `/contacts/bulk-${op}`, { contactIds }, { key: t.secretKey });
+      expect(start.status).toBe(202);
+      return eventually(async () => {
+        const job = await call('GET', `/contacts/bulk/${start.body.jobId}`, undefined, { key: t.secretKey });
+        return job.body.status === 'completed' ? job.body : undefined;
+      });
+    };
+    const unsub = await run('unsubscribe', [...ids, missing]);
+    expect(unsub).toMatchObject({ operation: 'unsubscribe', total: 4, succeeded: 3, notFound: [missing] });
+    const after = await call('GET', '/contacts?subscribed=false', undefined, { key: t.secretKey });
+    expect(after.body.total).toBe(3);
+    const events = await call('GET', `/events/contact/${ids[0]}`, undefined, { key: t.secretKey });
+    expect(events.body.data.map((e: { name: string }) => e.name)).toEqual(['contact.unsubscribed']);
+    await run('subscribe', [ids[0]]);
+    expect((await call('GET', `/contacts/${ids[0]}`, undefined, { key: t.secretKey })).body.subscribed).toBe(true);
+    await run('delete', ids.slice(1));
+    expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).body.total).toBe(1);
+  });
+
+  test('bad bulk input: not an array, over 1000 ids, invalid ids', async () => {
+    const t = await newTenant();
+    expectEnvelope(await call('POST', '/contacts/bulk-delete', { contactIds: 'x' }, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(await call('POST', '/contacts/bulk-delete', { contactIds: [] }, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
+    const many = Array.from({ length: 1001 }, () => crypto.randomUUID());
+    expectEnvelope(await call('POST', '/contacts/bulk-delete', { contactIds: many }, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
+    const bad = await call('POST', '/contacts/bulk-subscribe', { contactIds: ['nope'] }, { key: t.secretKey });
+    expectEnvelope(bad, 422, 'VALIDATION_ERROR');
+    expect(bad.body.error.errors[0].field).toBe('contactIds.0');
+  });
+});
