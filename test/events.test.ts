@@ -61,6 +61,18 @@ describe('/v1/track', () => {
     expect(await contactByEmail(t, 'nothing@example.com')).toBeUndefined();
   });
 
+  test('concurrent tracks share commits yet each records its event, and one email makes one contact', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => track(t, { email: i % 2 ? 'burst@example.com' : `burst${i}@example.com`, event: 'burst', data: { i } })),
+    );
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(new Set(answers.map((a) => a.body.data.event)).size).toBe(40);
+    const burst = answers.filter((_, i) => i % 2).map((a) => a.body.data.contact);
+    expect(new Set(burst).size).toBe(1);
+    const events = await call('GET', `/events/contact/${burst[0]}`, undefined, { key: t.secretKey });
+    expect(events.body.data.filter((e: { name: string }) => e.name === 'burst')).toHaveLength(20);
+  });
+
   test('POST /events/track is the dashboard alias with the secret key', async () => {
     const res = await call('POST', '/events/track', { email: 'alias@example.com', event: 'alias_event' }, { key: t.secretKey });
     expect(res.status).toBe(200);

@@ -2,7 +2,7 @@ import { call, eventually, expectEnvelope, newTenant, type Tenant } from './supp
 
 function csvForm(content: string | Buffer, filename = 'contacts.csv'): FormData {
   const form = new FormData();
-  form.append('file', new Blob([content], { type: 'text/csv' }), filename);
+  form.append('file', new Blob([typeof content === 'string' ? content : new Uint8Array(content)], { type: 'text/csv' }), filename);
   return form;
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { withTransaction } from '@svc/lib/db';
+import { withTransaction, type Queryable } from '@svc/lib/db';
 import { badRequest, validationError } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
 import { enqueue } from '@svc/lib/outbox';
@@ -7,7 +7,8 @@ import type { EventRow } from '../store/contact-rows.js';
 import type { EventsStore } from '../store/events-store.js';
 import { checkEmail, eventMessage, type Contacts } from './contacts.js';
 import { isPgTimestamp } from './cursor.js';
-import { splitDataPatch } from './custom-data.js';
+import { splitDataPatch, type DataPatch } from './custom-data.js';
+import { GroupCommit } from './group-commit.js';
 import { checkTrackableEventName } from './event-names.js';
 
 export interface TrackInput {
@@ -18,13 +19,19 @@ export interface TrackInput {
   data: unknown;
 }
 
+type TrackWrite = TrackInput & { email: string; name: string; patch: DataPatch };
+
 function withoutDeletions(patch: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== null));
 }
 
 /** Tracked events: /v1/track, the dashboard alias, and the email lifecycle recorded from the bus. */
 export class Events {
-  constructor(private readonly contacts: Contacts, private readonly store: EventsStore) {}
+  private readonly commits: GroupCommit<TrackWrite, { contactId: string; event: EventRow }>;
+
+  constructor(private readonly contacts: Contacts, private readonly store: EventsStore) {
+    this.commits = new GroupCommit(() => contacts.pool.connect(), (tx, w) => this.write(tx, w));
+  }
 
   /**
    * Upserts the contact (new contacts subscribed) and records the event in one transaction.
@@ -35,22 +42,24 @@ export class Events {
     const email = checkEmail(input.email);
     const name = checkTrackableEventName(input.event);
     const patch = splitDataPatch(input.data);
-    return withTransaction(this.contacts.pool, async (tx) => {
-      const { contact } = await this.contacts.upsertIn(
-        tx,
-        { projectId: input.projectId, email, subscribed: input.subscribed, defaultSubscribed: true, data: input.data, mode: 'track' },
-        patch,
-      );
-      const event = await this.store.insert(tx, {
-        id: randomUUID(),
-        projectId: input.projectId,
-        contactId: contact.id,
-        name,
-        data: { ...withoutDeletions(patch.patch), ...patch.oneOff },
-      });
-      await enqueue(tx, 'events.tracked', eventMessage(event));
-      return { contactId: contact.id, event };
+    return this.commits.submit({ ...input, email, name, patch });
+  }
+
+  private async write(tx: Queryable, w: TrackWrite): Promise<{ contactId: string; event: EventRow }> {
+    const { contact } = await this.contacts.upsertIn(
+      tx,
+      { projectId: w.projectId, email: w.email, subscribed: w.subscribed, defaultSubscribed: true, data: w.data, mode: 'track' },
+      w.patch,
+    );
+    const event = await this.store.insert(tx, {
+      id: randomUUID(),
+      projectId: w.projectId,
+      contactId: contact.id,
+      name: w.name,
+      data: { ...withoutDeletions(w.patch.patch), ...w.patch.oneOff },
     });
+    await enqueue(tx, 'events.tracked', eventMessage(event));
+    return { contactId: contact.id, event };
   }
 
   async list(q: { projectId: string; limit: number; cursor?: string; name?: string; contactId?: string }) {
