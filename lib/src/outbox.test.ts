@@ -1,0 +1,122 @@
+import pg from 'pg';
+import type { Bus, BusMessage } from './bus.js';
+import { MemoryBus } from './bus-memory.js';
+import { createPool, withTransaction, type Pool } from './db.js';
+import { createLogger } from './logger.js';
+import { migrate } from './migrate.js';
+import { enqueue, enqueueMany, OUTBOX_MIGRATION, OutboxRelay } from './outbox.js';
+
+const ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
+const dbName = `outbox_test_${process.pid}_${Date.now().toString(36)}`;
+const logger = createLogger('silent');
+let pool: Pool;
+
+beforeAll(async () => {
+  const admin = new pg.Client({ connectionString: ADMIN });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  await admin.end();
+  pool = createPool(ADMIN.replace(/\/postgres$/, `/${dbName}`));
+  await migrate(pool, [OUTBOX_MIGRATION]);
+});
+
+afterAll(async () => {
+  await pool.end();
+  const admin = new pg.Client({ connectionString: ADMIN });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await admin.end();
+});
+
+beforeEach(async () => {
+  await pool.query('TRUNCATE outbox');
+});
+
+function recordingBus(): Bus & { got: BusMessage[]; failNext: number } {
+  const got: BusMessage[] = [];
+  return {
+    got,
+    failNext: 0,
+    async publish(subject, data, id) {
+      if (this.failNext > 0) {
+        this.failNext--;
+        throw new Error('bus down');
+      }
+      got.push({ id, subject, data });
+    },
+    async subscribe() {},
+    async close() {},
+  };
+}
+
+describe('outbox relay', () => {
+  test('publishes committed messages in order with <service>-<id> message ids, once', async () => {
+    const bus = recordingBus();
+    const relay = new OutboxRelay({ service: 'svc', pool, bus, logger });
+    await withTransaction(pool, async (tx) => {
+      await enqueue(tx, 'contacts.created', { n: 1 });
+      await enqueue(tx, 'contacts.updated', { n: 2 });
+    });
+    await enqueueMany(pool, 'events.tracked', [{ n: 3 }, { n: 4 }]);
+    expect(await relay.drain()).toBe(4);
+    expect(bus.got.map((m) => (m.data as { n: number }).n)).toEqual([1, 2, 3, 4]);
+    expect(bus.got.every((m) => /^svc-\d+$/.test(m.id))).toBe(true);
+    expect(await relay.drain()).toBe(0);
+    expect(bus.got).toHaveLength(4);
+  });
+
+  test('a rolled-back transaction publishes nothing', async () => {
+    const bus = recordingBus();
+    const relay = new OutboxRelay({ service: 'svc', pool, bus, logger });
+    await expect(
+      withTransaction(pool, async (tx) => {
+        await enqueue(tx, 'contacts.created', { n: 1 });
+        throw new Error('rollback');
+      }),
+    ).rejects.toThrow('rollback');
+    expect(await relay.drain()).toBe(0);
+    expect(bus.got).toEqual([]);
+  });
+
+  test('messages survive a bus failure and go out on the next pass, still in order', async () => {
+    const bus = recordingBus();
+    const relay = new OutboxRelay({ service: 'svc', pool, bus, logger });
+    await enqueueMany(pool, 'events.tracked', [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    bus.failNext = 1;
+    await expect(relay.drain()).rejects.toThrow('bus down');
+    expect(bus.got).toEqual([]);
+    expect(await relay.drain()).toBe(3);
+    expect(bus.got.map((m) => (m.data as { n: number }).n)).toEqual([1, 2, 3]);
+  });
+
+  test('the relay wakes on NOTIFY and delivers to in-process subscribers, which see each message id once', async () => {
+    const bus = new MemoryBus(logger);
+    const seen: BusMessage[] = [];
+    await bus.subscribe('test', ['contacts.>'], async (m) => {
+      seen.push(m);
+    });
+    const relay = new OutboxRelay({ service: 'svc', pool, bus, logger, pollMs: 60_000 });
+    await relay.start();
+    try {
+      await enqueue(pool, 'contacts.created', { n: 1 });
+      const deadline = Date.now() + 5000;
+      while (!seen.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(seen).toHaveLength(1);
+      await bus.publish('contacts.created', { n: 1 }, seen[0].id);
+      expect(seen).toHaveLength(1);
+    } finally {
+      await relay.stop();
+    }
+  });
+
+  test('an in-process subscriber that fails is retried', async () => {
+    const bus = new MemoryBus(logger);
+    let attempts = 0;
+    await bus.subscribe('flaky', ['events.>'], async () => {
+      attempts++;
+      if (attempts < 3) throw new Error('not yet');
+    });
+    await bus.publish('events.tracked', {}, 'x-1');
+    expect(attempts).toBe(3);
+  });
+});
