@@ -27,6 +27,10 @@ describe('embedded mode', () => {
       const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
       const project = await call('POST', '/users/@me/projects', { name: 'Embedded' }, { baseUrl, cookie });
       expect(project.body.secretKey).toMatch(/^sk_/);
+      const tracked = await call('POST', '/v1/track', { email: 'first@example.com', event: 'signup' }, { baseUrl, key: project.body.publicKey });
+      expect(tracked.status).toBe(200);
+      const contacts = await call('GET', '/contacts', undefined, { baseUrl, key: project.body.secretKey });
+      expect(contacts.body.total).toBe(1);
     } finally {
       await stopProcess(child);
       rmSync(dataDir, { recursive: true, force: true });

@@ -1,3 +1,7 @@
+import { fromJson } from '@bufbuild/protobuf';
+import { ValueSchema } from '@bufbuild/protobuf/wkt';
+import { createRpcClient } from '@svc/lib/rpc-client';
+import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { connect } from 'nats';
 import { call, eventually, expectEnvelope, newTenant, platform, type Tenant } from './support/client.js';
 
@@ -67,6 +71,15 @@ describe('filter trees over contacts, events and email activity', () => {
     expect(emails(await filter(t, tree({ field: 'email.open', operator: 'triggered' })))).toEqual(['a@example.com']);
     const events = await call('GET', `/events/contact/${a.id}`, undefined, { key: t.secretKey });
     expect(events.body.data.filter((e: { name: string }) => e.name === 'email.open')).toHaveLength(1);
+  });
+
+  test('the Count and Stream RPCs serve campaigns and segments the matching contact ids', async () => {
+    const client = createRpcClient(ContactsService, `http://127.0.0.1:${platform.env.CONTACTS_PORT}`);
+    const condition = fromJson(ValueSchema, tree({ field: 'data.plan', operator: 'equals', value: 'pro' }));
+    expect((await client.count({ projectId: t.projectId, condition })).count).toBe(2n);
+    const streamed: string[] = [];
+    for await (const batch of client.stream({ projectId: t.projectId, condition, subscribedOnly: true })) streamed.push(...batch.emails);
+    expect(streamed).toEqual(['a@example.com']);
   });
 
   test('invalid trees are 422 with field paths', async () => {
