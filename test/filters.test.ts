@@ -1,4 +1,4 @@
-import { fromJson } from '@bufbuild/protobuf';
+import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
@@ -75,7 +75,7 @@ describe('filter trees over contacts, events and email activity', () => {
 
   test('the Count and Stream RPCs serve campaigns and segments the matching contact ids', async () => {
     const client = createRpcClient(ContactsService, `http://127.0.0.1:${platform.env.CONTACTS_PORT}`);
-    const condition = fromJson(ValueSchema, tree({ field: 'data.plan', operator: 'equals', value: 'pro' }));
+    const condition = fromJson(ValueSchema, tree({ field: 'data.plan', operator: 'equals', value: 'pro' }) as JsonValue);
     expect((await client.count({ projectId: t.projectId, condition })).count).toBe(2n);
     const streamed: string[] = [];
     for await (const batch of client.stream({ projectId: t.projectId, condition, subscribedOnly: true })) streamed.push(...batch.emails);

@@ -1,4 +1,5 @@
 import type { Bus } from './bus.js';
+import { CoalescingTask } from './coalescing-task.js';
 import type { Pool, Queryable } from './db.js';
 import type { Logger } from './logger.js';
 import type { Migration } from './migrate.js';
@@ -42,12 +43,15 @@ export interface RelayOptions {
  */
 export class OutboxRelay {
   private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private again = false;
-  private stopped = false;
   private listener?: import('pg').PoolClient;
+  private readonly pass: CoalescingTask;
 
-  constructor(private readonly opts: RelayOptions) {}
+  constructor(private readonly opts: RelayOptions) {
+    this.pass = new CoalescingTask(
+      () => this.drain(),
+      (err) => opts.logger.warn({ err }, 'outbox relay pass failed; will retry'),
+    );
+  }
 
   async start(): Promise<void> {
     this.listener = await this.opts.pool.connect();
@@ -57,22 +61,8 @@ export class OutboxRelay {
     this.kick();
   }
 
-  /** Runs a drain now, or once more after the one in progress. */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.drain()
-      .then(() => undefined, (err) => this.opts.logger.warn({ err }, 'outbox relay pass failed; will retry'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
+    this.pass.kick();
   }
 
   /** Publishes until nothing is pending; returns how many messages went out. */
@@ -121,9 +111,8 @@ export class OutboxRelay {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    await this.running;
+    await this.pass.stop();
     if (this.listener) {
       await this.listener.query(`UNLISTEN ${NOTIFY_CHANNEL}`).catch(() => undefined);
       this.listener.release();

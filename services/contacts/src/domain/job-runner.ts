@@ -1,3 +1,4 @@
+import { CoalescingTask } from '@svc/lib/coalescing-task';
 import type { Logger } from '@svc/lib/logger';
 
 /**
@@ -6,11 +7,12 @@ import type { Logger } from '@svc/lib/logger';
  */
 export class JobRunner {
   private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private again = false;
   private stopped = false;
+  private readonly pass: CoalescingTask;
 
-  constructor(private readonly passes: Array<() => Promise<boolean>>, private readonly logger: Logger, private readonly pollMs = 1000) {}
+  constructor(private readonly passes: Array<() => Promise<boolean>>, logger: Logger, private readonly pollMs = 1000) {
+    this.pass = new CoalescingTask(() => this.drain(), (err) => logger.error({ err }, 'job pass failed'));
+  }
 
   start(): void {
     this.timer = setInterval(() => this.kick(), this.pollMs);
@@ -18,20 +20,7 @@ export class JobRunner {
   }
 
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.drain()
-      .catch((err) => this.logger.error({ err }, 'job pass failed'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
+    this.pass.kick();
   }
 
   private async drain(): Promise<void> {
@@ -44,6 +33,6 @@ export class JobRunner {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    await this.running;
+    await this.pass.stop();
   }
 }
