@@ -68,7 +68,7 @@ export function createApp(deps: GatewayDeps) {
   app.use('/v1/send', express.json({ limit: '56mb' }));
   app.use(express.json({ limit: config.bodyLimit }));
 
-  app.use(identityRouter(clients.identity, auth));
+  app.use(identityRouter(clients.identity, auth, deps.limiter));
   app.use(contactsRouter(clients.contacts, guards));
   // messaging routes mount here
 

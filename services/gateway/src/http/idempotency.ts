@@ -21,7 +21,9 @@ function replay(res: Response, record: IdempotencyRecord): void {
 export function idempotency(store: IdempotencyStore, ttlSeconds: number): RequestHandler {
   return async (req, res, next) => {
     const key = req.get('idempotency-key');
-    if (key === undefined) return next();
+    // Only JSON POSTs: GET, PATCH and DELETE are idempotent already, and a multipart body is
+    // not read yet here, so it could not be told apart from another upload.
+    if (key === undefined || req.method !== 'POST' || req.is('multipart/form-data')) return next();
     checkIdempotencyKey(key);
     const storeKey = `${req.projectId}:${key}`;
     const record: IdempotencyRecord = {

@@ -1,14 +1,28 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
+import { AppError } from '@svc/lib/errors';
+import type { RateLimiter } from '@svc/lib/rate-limit';
 import type { Client } from '@connectrpc/connect';
 import type { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import type { Authenticator } from '../http/auth.js';
 import { objectBody, stringField } from '../http/body.js';
 import { memberJson, projectJson, roleValue, userJson } from './identity-json.js';
 
+const LOGIN_ATTEMPTS_PER_MINUTE = 10;
+
 /** Session-authenticated user, project and member management (SPEC.md "User and project management"). */
-export function identityRouter(identity: Client<typeof IdentityService>, auth: Authenticator): Router {
+export function identityRouter(identity: Client<typeof IdentityService>, auth: Authenticator, limiter: RateLimiter): Router {
   const r = Router();
   const session = auth.session();
+
+  // Password guessing: a few attempts per minute for one address from one client.
+  const loginThrottle: RequestHandler = async (req, _res, next) => {
+    const email = String(objectBody(req.body).email ?? '').toLowerCase();
+    const d = await limiter.hit(`login:${req.ip}:${email}`, LOGIN_ATTEMPTS_PER_MINUTE, 60_000);
+    if (!d.allowed) {
+      throw new AppError({ code: 'RATE_LIMIT_EXCEEDED', status: 429, message: 'Too many login attempts; try again later', details: { retryAfter: d.retryAfter } });
+    }
+    next();
+  };
 
   r.post('/auth/signup', async (req, res) => {
     const body = objectBody(req.body);
@@ -17,7 +31,7 @@ export function identityRouter(identity: Client<typeof IdentityService>, auth: A
     res.status(201).json(userJson(out.user!));
   });
 
-  r.post('/auth/login', async (req, res) => {
+  r.post('/auth/login', loginThrottle, async (req, res) => {
     const body = objectBody(req.body);
     const out = await identity.login({ email: stringField(body, 'email') ?? '', password: stringField(body, 'password') ?? '' });
     auth.setSession(res, out.sessionToken);
