@@ -31,6 +31,17 @@ describe('identity through the gateway', () => {
     expect(ok.headers.getSetCookie().join(';')).toMatch(/svc_session=.*HttpOnly/i);
   });
 
+  test('repeated wrong passwords for one address are throttled with a 429', async () => {
+    const email = uniqueEmail();
+    await signUp(email, 'right-password');
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) statuses.push((await call('POST', '/auth/login', { email, password: `wrong-${i}` })).status);
+    expect(statuses.slice(0, 10).every((s) => s === 401)).toBe(true);
+    const limited = await call('POST', '/auth/login', { email, password: 'right-password' });
+    expectEnvelope(limited, 429, 'RATE_LIMIT_EXCEEDED');
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
   test('session routes refuse a missing or forged cookie, and logout ends the session', async () => {
     expectEnvelope(await call('GET', '/users/@me'), 401, 'UNAUTHORIZED');
     expectEnvelope(await call('GET', '/users/@me', undefined, { cookie: 'svc_session=s%3Aforged.sig' }), 401, 'UNAUTHORIZED');
