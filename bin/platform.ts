@@ -14,12 +14,15 @@ import type { RunningService, Runtime } from '@svc/lib/runtime';
 import { startGateway } from '@svc/gateway';
 import { startContacts } from '@svc/contacts';
 import { startIdentity } from '@svc/identity';
+import { startMessaging } from '@svc/messaging';
 
 type Starter = (rt: Runtime, embedded: boolean) => Promise<RunningService & { url?: string }>;
 
 const STARTERS: Partial<Record<ServiceName, Starter>> = {
   identity: (rt) => startIdentity(rt),
   contacts: (rt) => startContacts(rt),
+  // With no SMTP_URL, messaging starts the local SMTP sink (GET /dev/mail in embedded mode).
+  messaging: (rt, embedded) => startMessaging(rt, { embedded }),
   gateway: (rt, embedded) => startGateway(rt, { embedded }),
 };
 

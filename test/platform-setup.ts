@@ -1,14 +1,16 @@
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { startTestDns } from './support/dns-server.js';
 import { freePort, httpOk, portOpen, ROOT, startPlatform, waitFor } from './support/processes.js';
+import { startTestSmtpSink } from './support/smtp-sink.js';
 
 /**
  * Boots the platform once per test run in distributed mode: one process per service,
  * against the machine's real PostgreSQL, NATS JetStream and Redis, with databases and
  * stream names unique to this run.
  */
-export const RPC_SERVICES = ['identity', 'contacts'] as const;
+export const RPC_SERVICES = ['identity', 'contacts', 'messaging'] as const;
 
 export default async function setup(): Promise<void> {
   const runId = `t${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
@@ -23,6 +25,14 @@ export default async function setup(): Promise<void> {
   };
   for (const s of RPC_SERVICES) env[`${s.toUpperCase()}_PORT`] = String(await freePort());
   env.PUBLIC_URL = `http://localhost:${env.PORT}`;
+  // Messaging delivers to a real SMTP server and checks domains against a real DNS server, both on loopback.
+  const smtp = await startTestSmtpSink();
+  const dns = await startTestDns();
+  env.SMTP_URL = smtp.url;
+  env.DNS_SERVERS = dns.address;
+  env.WEBHOOK_SECRET = 'test-webhook-secret-0123456789';
+  env.SEND_RETRY_BASE_MS = '300';
+  env.SEND_MAX_ATTEMPTS = '4';
 
   const started = (process.env.TEST_SERVICES ?? RPC_SERVICES.join(',')).split(',');
   const children: ChildProcess[] = [];
@@ -37,8 +47,15 @@ export default async function setup(): Promise<void> {
   children.push(gateway);
   await waitFor('gateway', () => httpOk(`http://127.0.0.1:${env.PORT}/healthz`), gateway);
 
-  const info = { runId, env, gatewayUrl: `http://127.0.0.1:${env.PORT}`, pids: children.map((c) => c.pid) };
+  const info = {
+    runId,
+    env,
+    gatewayUrl: `http://127.0.0.1:${env.PORT}`,
+    pids: children.map((c) => c.pid),
+    smtp: { url: smtp.url, controlUrl: smtp.controlUrl },
+    dns: { address: dns.address, controlUrl: dns.controlUrl },
+  };
   mkdirSync(path.join(ROOT, '.test-run'), { recursive: true });
   writeFileSync(path.join(ROOT, '.test-run', 'platform.json'), JSON.stringify(info, null, 2));
-  (globalThis as Record<string, unknown>).__PLATFORM__ = { children, info };
+  (globalThis as Record<string, unknown>).__PLATFORM__ = { children, info, close: [smtp.close, dns.close] };
 }

@@ -5,10 +5,11 @@ import { stopProcess } from './support/processes.js';
 
 export default async function teardown(): Promise<void> {
   const platform = (globalThis as Record<string, unknown>).__PLATFORM__ as
-    | { children: ChildProcess[]; info: { runId: string; env: Record<string, string> } }
+    | { children: ChildProcess[]; info: { runId: string; env: Record<string, string> }; close?: Array<() => Promise<void>> }
     | undefined;
   if (!platform) return;
   await Promise.all(platform.children.map((c) => stopProcess(c)));
+  await Promise.all((platform.close ?? []).map((close) => close().catch(() => undefined)));
   const { runId, env } = platform.info;
   if (process.env.TEST_KEEP_DATA) return;
 

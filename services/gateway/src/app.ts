@@ -12,6 +12,9 @@ import type { KeyCache } from './http/key-cache.js';
 import { rateLimit } from './http/rate-limit.js';
 import { requestId } from './http/request-id.js';
 import { contactsRouter } from './routes/contacts.js';
+import { devMailRouter } from './routes/dev-mail.js';
+import { messagingRouter } from './routes/messaging.js';
+import { trackingRouter, webhooksRouter } from './routes/tracking.js';
 import { identityRouter } from './routes/identity.js';
 
 export interface GatewayDeps {
@@ -71,6 +74,10 @@ export function createApp(deps: GatewayDeps) {
   app.use(identityRouter(clients.identity, auth, deps.limiter));
   app.use(contactsRouter(clients.contacts, guards));
   // messaging routes mount here
+  app.use(messagingRouter(clients.messaging, guards));
+  app.use(trackingRouter(clients.messaging));
+  app.use(webhooksRouter(clients.messaging, config.webhookSecret));
+  if (deps.embedded) app.use(devMailRouter(clients.messaging, auth));
 
   app.use(routeNotFound);
   app.use(errorHandler(logger));

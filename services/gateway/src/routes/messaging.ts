@@ -1,0 +1,147 @@
+import { fromJson, type JsonValue } from '@bufbuild/protobuf';
+import { ValueSchema } from '@bufbuild/protobuf/wkt';
+import type { Client } from '@connectrpc/connect';
+import { Router, type Request } from 'express';
+import { notFound } from '@svc/lib/errors';
+import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
+import type { KeyGuards } from '../app.js';
+import { objectBody, stringField } from '../http/body.js';
+import { wrapped } from '../http/envelope.js';
+import { stringParam } from '../http/query.js';
+import { iso } from './identity-json.js';
+import { activityJson, domainJson, templateJson, verificationJson } from './messaging-json.js';
+
+/** The JSON body as sent; the messaging service validates it and names the fields. */
+const input = (body: unknown) => fromJson(ValueSchema, (body ?? {}) as JsonValue);
+
+/** A project id in a path or body must be the key's own project; any other is a 404, never a leak. */
+function requireOwnProject(req: Request, projectId: unknown): void {
+  if (projectId !== undefined && projectId !== req.projectId) throw notFound('Project', String(projectId));
+}
+
+/** Sender domains, templates, /v1/send, /v1/verify and the activity feed (secret key). */
+export function messagingRouter(messaging: Client<typeof MessagingService>, guards: KeyGuards): Router {
+  const r = Router();
+  const secret = guards.secret;
+
+  r.post('/domains', secret, async (req, res) => {
+    const body = objectBody(req.body);
+    requireOwnProject(req, body.projectId);
+    const out = await messaging.createDomain({ projectId: req.projectId, domain: stringField(body, 'domain') ?? '' });
+    res.status(201).json(domainJson(out.domain!));
+  });
+
+  r.get('/domains/project/:projectId', secret, async (req, res) => {
+    requireOwnProject(req, req.params.projectId);
+    res.json((await messaging.listDomains({ projectId: req.projectId })).domains.map(domainJson));
+  });
+
+  r.get('/domains/:id/verify', secret, async (req, res) => {
+    res.json(domainJson((await messaging.verifyDomain({ projectId: req.projectId, id: String(req.params.id) })).domain!));
+  });
+
+  r.delete('/domains/:id', secret, async (req, res) => {
+    await messaging.deleteDomain({ projectId: req.projectId, id: String(req.params.id) });
+    res.status(204).end();
+  });
+
+  r.get('/templates', secret, async (req, res) => {
+    const q = (name: string) => stringParam(req.query, name) ?? '';
+    const out = await messaging.listTemplates({
+      projectId: req.projectId,
+      page: q('page'),
+      pageSize: q('pageSize'),
+      type: q('type'),
+      search: q('search'),
+      sort: q('sort'),
+      dir: q('dir'),
+    });
+    res.json({ data: out.templates.map(templateJson), total: Number(out.total), page: out.page, pageSize: out.pageSize, totalPages: out.totalPages });
+  });
+
+  r.post('/templates', secret, async (req, res) => {
+    res.status(201).json(templateJson((await messaging.createTemplate({ projectId: req.projectId, input: input(req.body) })).template!));
+  });
+
+  r.get('/templates/:id', secret, async (req, res) => {
+    res.json(templateJson((await messaging.getTemplate({ projectId: req.projectId, id: String(req.params.id) })).template!));
+  });
+
+  r.patch('/templates/:id', secret, async (req, res) => {
+    const out = await messaging.updateTemplate({ projectId: req.projectId, id: String(req.params.id), input: input(req.body) });
+    res.json(templateJson(out.template!));
+  });
+
+  r.delete('/templates/:id', secret, async (req, res) => {
+    await messaging.deleteTemplate({ projectId: req.projectId, id: String(req.params.id) });
+    res.status(204).end();
+  });
+
+  r.post('/templates/:id/duplicate', secret, async (req, res) => {
+    res.status(201).json(templateJson((await messaging.duplicateTemplate({ projectId: req.projectId, id: String(req.params.id) })).template!));
+  });
+
+  r.get('/templates/:id/usage', secret, async (req, res) => {
+    const id = String(req.params.id);
+    const out = await messaging.getTemplateUsage({ projectId: req.projectId, id });
+    res.json({
+      templateId: id,
+      campaigns: out.campaigns.map((c) => ({ id: c.id, name: c.name })),
+      workflows: out.workflowSteps.map((s) => ({ workflowId: s.parentId, stepId: s.id, name: s.name })),
+    });
+  });
+
+  r.post('/v1/send', secret, async (req, res) => {
+    const out = await messaging.sendEmail({ projectId: req.projectId, input: input(req.body) });
+    res.json(
+      wrapped({
+        emails: out.emails.map((e) => ({ contact: { id: e.contactId, email: e.contactEmail }, email: e.emailId })),
+        timestamp: iso(out.timestamp),
+      }),
+    );
+  });
+
+  r.post('/v1/verify', secret, async (req, res) => {
+    const out = await messaging.verifyEmail({ projectId: req.projectId, input: input(req.body) });
+    res.json(wrapped(verificationJson(out.result!)));
+  });
+
+  r.get('/activity', secret, async (req, res) => {
+    const q = (name: string) => stringParam(req.query, name) ?? '';
+    const out = await messaging.listActivity({ projectId: req.projectId, limit: q('limit'), cursor: q('cursor'), type: q('type'), contactId: q('contactId') });
+    res.json({ data: out.items.map(activityJson), cursor: out.cursor || null, hasMore: out.hasMore, total: Number(out.total) });
+  });
+
+  r.get('/activity/stats', secret, async (req, res) => {
+    const out = await messaging.getActivityStats({ projectId: req.projectId, days: stringParam(req.query, 'days') ?? '' });
+    const e = out.emails!;
+    const rate = (n: bigint) => (e.sent > 0n ? Math.round((Number(n) / Number(e.sent)) * 10000) / 10000 : 0);
+    res.json({
+      days: out.days,
+      total: Number(out.total),
+      byType: Object.fromEntries(out.byType.map((t) => [t.type, Number(t.count)])),
+      emails: {
+        ...Object.fromEntries(Object.entries(e).filter(([k]) => k !== '$typeName').map(([k, v]) => [k, Number(v)])),
+        openRate: rate(e.opened),
+        clickRate: rate(e.clicked),
+        bounceRate: rate(e.bounced),
+      },
+    });
+  });
+
+  r.get('/activity/recent-count', secret, async (req, res) => {
+    const out = await messaging.getRecentActivityCount({ projectId: req.projectId, minutes: stringParam(req.query, 'minutes') ?? '' });
+    res.json({ count: Number(out.count), since: iso(out.since) });
+  });
+
+  r.get('/activity/types', secret, async (req, res) => {
+    res.json({ types: (await messaging.listActivityTypes({ projectId: req.projectId })).types });
+  });
+
+  r.get('/activity/upcoming', secret, async (req, res) => {
+    const out = await messaging.listUpcoming({ projectId: req.projectId });
+    res.json({ data: out.items.map((i) => ({ kind: i.kind, id: i.id, name: i.name, dueAt: iso(i.dueAt) })) });
+  });
+
+  return r;
+}

@@ -1,0 +1,121 @@
+import { timingSafeEqual } from 'node:crypto';
+import { fromJson, type JsonValue } from '@bufbuild/protobuf';
+import { ValueSchema } from '@bufbuild/protobuf/wkt';
+import type { Client } from '@connectrpc/connect';
+import { Router, type Response } from 'express';
+import { AppError, unauthorized } from '@svc/lib/errors';
+import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
+import { objectBody } from '../http/body.js';
+
+// Links inside sent mail: no API key (the signed token is the credential), no rate limit
+// budget of the project, answers meant for mail clients and people rather than programs.
+
+const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+
+const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function page(res: Response, status: number, title: string, body: string): void {
+  res
+    .status(status)
+    .set('Cache-Control', 'no-store')
+    .set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+    .type('html')
+    .send(
+      `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escape(title)}</title>` +
+        `<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}button{font-size:1rem;padding:.5rem 1rem}</style>` +
+        `</head><body><h1>${escape(title)}</h1>${body}</body></html>`,
+    );
+}
+
+const invalidLink = (res: Response) => page(res, 404, 'Link not valid', '<p>This link is not valid or has expired.</p>');
+
+/** Renders the 404 page for a bad token instead of the JSON envelope. */
+async function orInvalid(res: Response, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    if (err instanceof AppError && err.status === 404) return invalidLink(res);
+    throw err;
+  }
+}
+
+const form = (action: string, label: string) => `<form method="post" action="${escape(action)}"><button type="submit">${escape(label)}</button></form>`;
+
+export function trackingRouter(messaging: Client<typeof MessagingService>): Router {
+  const r = Router();
+  const client = (req: { get(name: string): string | undefined; ip?: string }) => ({ userAgent: req.get('user-agent') ?? '', ip: req.ip ?? '' });
+
+  r.get('/t/o/:token', async (req, res) => {
+    await messaging.trackOpen({ token: String(req.params.token), ...client(req) });
+    res.status(200).set('Cache-Control', 'no-store, max-age=0').type('gif').send(PIXEL);
+  });
+
+  r.get('/t/c/:token', async (req, res) => {
+    await orInvalid(res, async () => {
+      const out = await messaging.trackClick({ token: String(req.params.token), ...client(req) });
+      res.set('Cache-Control', 'no-store').redirect(302, out.url);
+    });
+  });
+
+  // GET only shows a confirmation (link scanners must not unsubscribe anyone); POST acts.
+  // RFC 8058 one-click: mail providers POST `List-Unsubscribe=One-Click` to the same URL.
+  r.get('/unsubscribe/:token', async (req, res) => {
+    await orInvalid(res, async () => {
+      const s = await messaging.setSubscription({ token: String(req.params.token) });
+      if (!s.subscribed) return page(res, 200, 'You are unsubscribed', `<p>${escape(s.maskedEmail)} receives no more marketing email from this sender.</p>`);
+      page(res, 200, 'Unsubscribe', `<p>Stop marketing email to ${escape(s.maskedEmail)}?</p>${form(req.originalUrl, 'Unsubscribe')}`);
+    });
+  });
+
+  r.post('/unsubscribe/:token', async (req, res) => {
+    await orInvalid(res, async () => {
+      const s = await messaging.setSubscription({ token: String(req.params.token), subscribed: false });
+      page(res, 200, 'You are unsubscribed', `<p>${escape(s.maskedEmail)} receives no more marketing email from this sender.</p>`);
+    });
+  });
+
+  r.get('/subscribe/:token', async (req, res) => {
+    await orInvalid(res, async () => {
+      const s = await messaging.setSubscription({ token: String(req.params.token) });
+      if (s.subscribed) return page(res, 200, 'You are subscribed', `<p>${escape(s.maskedEmail)} is subscribed.</p>`);
+      page(res, 200, 'Subscribe', `<p>Receive email at ${escape(s.maskedEmail)} again?</p>${form(req.originalUrl, 'Subscribe')}`);
+    });
+  });
+
+  r.post('/subscribe/:token', async (req, res) => {
+    await orInvalid(res, async () => {
+      const s = await messaging.setSubscription({ token: String(req.params.token), subscribed: true });
+      page(res, 200, 'You are subscribed', `<p>${escape(s.maskedEmail)} is subscribed.</p>`);
+    });
+  });
+
+  r.get('/manage/:token', async (req, res) => {
+    await orInvalid(res, async () => {
+      const token = String(req.params.token);
+      const s = await messaging.setSubscription({ token });
+      const action = s.subscribed ? form(`/unsubscribe/${token}`, 'Unsubscribe') : form(`/subscribe/${token}`, 'Subscribe');
+      page(res, 200, 'Email preferences', `<p>${escape(s.maskedEmail)} is ${s.subscribed ? 'subscribed' : 'not subscribed'}.</p>${action}`);
+    });
+  });
+
+  return r;
+}
+
+/**
+ * POST /webhooks/{provider}: notifications from the mail infrastructure, authenticated by
+ * the shared secret in `X-Webhook-Secret` (WEBHOOK_SECRET; unset refuses every call).
+ */
+export function webhooksRouter(messaging: Client<typeof MessagingService>, secret: string | undefined): Router {
+  const r = Router();
+  const expected = secret ? Buffer.from(secret) : undefined;
+  r.post('/webhooks/:provider', async (req, res) => {
+    const given = Buffer.from(req.get('x-webhook-secret') ?? '');
+    if (!expected || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw unauthorized('UNAUTHORIZED', 'Missing or wrong X-Webhook-Secret header');
+    }
+    const provider = String(req.params.provider);
+    const out = await messaging.handleProviderWebhook({ provider, payload: fromJson(ValueSchema, objectBody(req.body) as JsonValue) });
+    res.json({ success: true, processed: out.processed, ignored: out.ignored });
+  });
+  return r;
+}

@@ -1,0 +1,41 @@
+import nodemailer from 'nodemailer';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+
+export type MailMessage = Mail.Options;
+
+export interface MailTransport {
+  send(message: MailMessage): Promise<void>;
+  close(): void;
+}
+
+/**
+ * nodemailer's pooled SMTP transport to SMTP_URL (`smtp://user:pass@host:port`, `smtps://`
+ * for implicit TLS). `?tls=insecure` accepts a self-signed relay certificate and
+ * `?tls=off` never upgrades with STARTTLS (loopback sinks).
+ */
+export function createSmtpTransport(url: string, poolSize: number): MailTransport {
+  const u = new URL(url);
+  const tls = u.searchParams.get('tls');
+  const transporter = nodemailer.createTransport({
+    pool: true,
+    maxConnections: poolSize,
+    maxMessages: Infinity,
+    host: u.hostname,
+    ...(u.port ? { port: Number(u.port) } : {}),
+    secure: u.protocol === 'smtps:',
+    ...(u.username ? { auth: { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) } } : {}),
+    ...(tls === 'off' ? { ignoreTLS: true } : {}),
+    ...(tls === 'insecure' ? { tls: { rejectUnauthorized: false } } : {}),
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 60_000,
+  });
+  return {
+    async send(message) {
+      await transporter.sendMail(message);
+    },
+    close() {
+      transporter.close();
+    },
+  };
+}

@@ -1,0 +1,154 @@
+import { generateKeyPair, randomBytes, randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import { AppError, conflict, notFound, validationError } from '@svc/lib/errors';
+import { isUuid } from '@svc/lib/ids';
+import type { Logger } from '@svc/lib/logger';
+import type { DomainRow, DomainsStore } from '../store/domains-store.js';
+import { domainOf } from './address.js';
+import type { DnsResolver } from './dns-resolver.js';
+
+const generateRsa = promisify(generateKeyPair);
+
+export interface DnsRecordView {
+  type: 'TXT';
+  name: string;
+  value: string;
+  purpose: 'verification' | 'dkim' | 'spf';
+  verified: boolean;
+}
+
+const HOSTNAME = /^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+([a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;
+export const VERIFICATION_PREFIX = '_svc-verification';
+
+export function normalizeDomain(input: unknown): string {
+  const domain = typeof input === 'string' ? input.trim().toLowerCase().replace(/\.$/, '') : '';
+  if (!HOSTNAME.test(domain)) {
+    throw validationError([{ field: 'domain', message: 'Expected a domain name such as example.com', code: 'invalid_string', received: input }]);
+  }
+  return domain;
+}
+
+/** DKIM TXT value: the public key as base64 SubjectPublicKeyInfo (RFC 6376 3.6.1). */
+const dkimValue = (publicKeyDer: string) => `v=DKIM1; k=rsa; p=${publicKeyDer}`;
+
+/** The records to publish, with whether the last check found them. SPF is guidance, not checked. */
+export function dnsRecords(d: DomainRow, spfInclude: string): DnsRecordView[] {
+  const found = d.record_status ?? {};
+  return [
+    { type: 'TXT', name: `${VERIFICATION_PREFIX}.${d.domain}`, value: `svc-verification=${d.verification_token}`, purpose: 'verification', verified: !!found.verification },
+    { type: 'TXT', name: `${d.dkim_selector}._domainkey.${d.domain}`, value: dkimValue(d.dkim_public_key), purpose: 'dkim', verified: !!found.dkim },
+    { type: 'TXT', name: d.domain, value: `v=spf1 include:${spfInclude} ~all`, purpose: 'spf', verified: !!found.spf },
+  ];
+}
+
+/** Whether the TXT answers carry our records; whitespace inside a DKIM record is insignificant. */
+export function evaluateRecords(d: DomainRow, answers: { verification: string[]; dkim: string[]; spf: string[] }, spfInclude: string) {
+  const squash = (s: string) => s.replace(/\s+/g, '');
+  const verification = answers.verification.some((v) => v.trim() === `svc-verification=${d.verification_token}`);
+  const dkim = answers.dkim.some((v) => squash(v).includes(`p=${d.dkim_public_key}`) && /(^|;)\s*v=DKIM1/i.test(v.trim() + ';'));
+  const spf = answers.spf.some((v) => /^v=spf1\b/i.test(v.trim()) && v.includes(`include:${spfInclude}`));
+  return { verification, dkim, spf, verified: verification && dkim };
+}
+
+/** SPEC.md: sending from an unverified domain is a 403 with code INTERNAL_SERVER_ERROR. */
+export function unverifiedDomain(domain: string): AppError {
+  return new AppError({
+    code: 'INTERNAL_SERVER_ERROR',
+    status: 403,
+    message: `The domain ${domain} is not verified. Add it under domains and publish its DNS records before sending from it.`,
+    details: { domain },
+  });
+}
+
+export interface SenderDomainsOptions {
+  spfInclude: string;
+  logger: Logger;
+}
+
+/** Sender domains: DKIM keys, the records to publish, and their verification through DNS. */
+export class SenderDomains {
+  constructor(private readonly store: DomainsStore, private readonly dns: DnsResolver, private readonly opts: SenderDomainsOptions) {}
+
+  records(d: DomainRow): DnsRecordView[] {
+    return dnsRecords(d, this.opts.spfInclude);
+  }
+
+  async create(projectId: string, input: unknown): Promise<DomainRow> {
+    const domain = normalizeDomain(input);
+    const { privateKey, publicKey } = await generateRsa('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'der' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
+    const row = await this.store.insert({
+      id: randomUUID(),
+      project_id: projectId,
+      domain,
+      verification_token: randomBytes(18).toString('base64url'),
+      // A fresh selector per domain record lets a re-added domain rotate its key.
+      dkim_selector: `svc${randomBytes(4).toString('hex')}`,
+      dkim_private_key: privateKey,
+      dkim_public_key: publicKey.toString('base64'),
+    });
+    if (!row) throw conflict(`The domain ${domain} is already added to this project`, { domain });
+    return row;
+  }
+
+  list(projectId: string): Promise<DomainRow[]> {
+    return this.store.list(projectId);
+  }
+
+  async get(projectId: string, id: string): Promise<DomainRow> {
+    const row = isUuid(id) ? await this.store.get(projectId, id) : null;
+    if (!row) throw notFound('Domain', id);
+    return row;
+  }
+
+  async delete(projectId: string, id: string): Promise<void> {
+    if (!isUuid(id) || !(await this.store.delete(projectId, id))) throw notFound('Domain', id);
+  }
+
+  async verifyNow(projectId: string, id: string): Promise<DomainRow> {
+    return this.check(await this.get(projectId, id));
+  }
+
+  /**
+   * Looks the records up now. A DNS failure (timeout, SERVFAIL) keeps the current status:
+   * only a definite "record absent" answer takes a verified domain back to pending.
+   */
+  async check(d: DomainRow): Promise<DomainRow> {
+    const lookup = (name: string) => this.dns.resolveTxt(name);
+    let answers;
+    try {
+      const [verification, dkim, spf] = await Promise.all([
+        lookup(`${VERIFICATION_PREFIX}.${d.domain}`),
+        lookup(`${d.dkim_selector}._domainkey.${d.domain}`),
+        lookup(d.domain),
+      ]);
+      answers = { verification, dkim, spf };
+    } catch (err) {
+      this.opts.logger.warn({ err, domain: d.domain }, 'domain check could not reach DNS; status kept');
+      return (await this.store.saveCheck(d.id, d.status, d.record_status)) ?? d;
+    }
+    const result = evaluateRecords(d, answers, this.opts.spfInclude);
+    const status = result.verified ? 'verified' : 'pending';
+    const saved = await this.store.saveCheck(d.id, status, { verification: result.verification, dkim: result.dkim, spf: result.spf });
+    if (saved && saved.status !== d.status) this.opts.logger.info({ domain: d.domain, projectId: d.project_id, status }, 'domain status changed');
+    return saved ?? d;
+  }
+
+  /** The background check (DESIGN.md: every 5 minutes): checks the domains that are due. */
+  async checkDue(intervalSeconds: number): Promise<number> {
+    const due = await this.store.claimDue(intervalSeconds, 50);
+    for (const d of due) await this.check(d).catch((err) => this.opts.logger.warn({ err, domain: d.domain }, 'domain check failed'));
+    return due.length;
+  }
+
+  /** The verified domain that covers this sender address (the domain itself or a parent), or 403. */
+  async requireVerifiedSender(projectId: string, email: string): Promise<DomainRow> {
+    const domain = domainOf(email);
+    const row = await this.store.verifiedCovering(projectId, domain);
+    if (!row) throw unverifiedDomain(domain);
+    return row;
+  }
+}

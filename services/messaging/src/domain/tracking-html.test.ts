@@ -1,0 +1,23 @@
+import { addTracking } from './tracking-html.js';
+
+const rewrite = (html: string, skip: string[] = []) =>
+  addTracking(html, { pixelUrl: 'https://t/o/P', clickUrl: (url) => (skip.includes(url) ? undefined : `https://t/c/${encodeURIComponent(url)}`) });
+
+describe('open and click tracking in HTML', () => {
+  test('http(s) links become redirects carrying the original URL, entities decoded', () => {
+    const out = rewrite('<a class="x" href="https://a.example/p?x=1&amp;y=2">A</a> <a href=\'http://b.example\'>B</a>');
+    expect(out).toContain(`href="https://t/c/${encodeURIComponent('https://a.example/p?x=1&y=2')}"`);
+    expect(out).toContain(`href='https://t/c/${encodeURIComponent('http://b.example')}'`);
+  });
+
+  test('mailto, tel, anchors and skipped links are left alone', () => {
+    const html = '<a href="mailto:a@b.c">m</a><a href="tel:1">t</a><a href="#top">h</a><a href="https://keep.example">k</a>';
+    const out = rewrite(html, ['https://keep.example']);
+    expect(out.replace(/<img[^>]*>$/, '')).toBe(html);
+  });
+
+  test('the pixel goes before </body>, or at the end without one', () => {
+    expect(rewrite('<html><body><p>x</p></body></html>')).toMatch(/<p>x<\/p><img src="https:\/\/t\/o\/P"[^>]*><\/body><\/html>$/);
+    expect(rewrite('<p>x</p>')).toMatch(/^<p>x<\/p><img src="https:\/\/t\/o\/P"/);
+  });
+});

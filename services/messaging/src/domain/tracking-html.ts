@@ -1,0 +1,30 @@
+// Open and click tracking: links in the HTML become redirects through the platform and a
+// 1x1 pixel is appended. The text/plain part keeps the original links (it is generated
+// from the HTML before this rewrite).
+
+const ANCHOR_HREF = /(<a\b[^>]*?\shref\s*=\s*)(["'])(.*?)\2/gis;
+
+function decodeEntities(url: string): string {
+  return url.replace(/&amp;/g, '&').replace(/&#x2F;/gi, '/').replace(/&#47;/g, '/');
+}
+
+const escapeAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
+
+export interface TrackingRewrite {
+  /** Redirect URL for a link, or undefined to leave it alone. */
+  clickUrl(url: string): string | undefined;
+  pixelUrl: string;
+}
+
+/** Rewrites http(s) anchors and appends the open pixel (before </body> when there is one). */
+export function addTracking(html: string, t: TrackingRewrite): string {
+  const rewritten = html.replace(ANCHOR_HREF, (whole, prefix: string, quote: string, raw: string) => {
+    const url = decodeEntities(raw.trim());
+    if (!/^https?:\/\//i.test(url)) return whole; // mailto:, tel:, #anchors, Liquid leftovers
+    const tracked = t.clickUrl(url);
+    return tracked ? `${prefix}${quote}${escapeAttr(tracked)}${quote}` : whole;
+  });
+  const pixel = `<img src="${escapeAttr(t.pixelUrl)}" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0" />`;
+  const bodyEnd = rewritten.search(/<\/body\s*>/i);
+  return bodyEnd >= 0 ? `${rewritten.slice(0, bodyEnd)}${pixel}${rewritten.slice(bodyEnd)}` : `${rewritten}${pixel}`;
+}

@@ -1,0 +1,28 @@
+import { subscriptionUrls, TrackingTokens } from './tracking-tokens.js';
+
+const tokens = new TrackingTokens('secret-a');
+
+describe('tracking tokens', () => {
+  test('a signed token verifies to its payload', () => {
+    const token = tokens.sign('click', { emailId: 'e1', url: 'https://example.com/x?y=1' });
+    expect(tokens.verify('click', token)).toEqual({ emailId: 'e1', url: 'https://example.com/x?y=1' });
+  });
+
+  test('a token of another kind, another key, a changed payload or garbage is refused', () => {
+    const open = tokens.sign('open', { emailId: 'e1' });
+    expect(tokens.verify('subscription', open)).toBeNull();
+    expect(new TrackingTokens('secret-b').verify('open', open)).toBeNull();
+    const [, mac] = open.split('.');
+    const other = Buffer.from(JSON.stringify({ emailId: 'e2' })).toString('base64url');
+    expect(tokens.verify('open', `${other}.${mac}`)).toBeNull();
+    for (const bad of ['', '.', 'abc', 'abc.def', `${open}x`]) expect(tokens.verify('open', bad)).toBeNull();
+  });
+
+  test('subscription URLs are the reserved template variables', () => {
+    expect(subscriptionUrls('https://p.example', 'T')).toEqual({
+      unsubscribeUrl: 'https://p.example/unsubscribe/T',
+      subscribeUrl: 'https://p.example/subscribe/T',
+      manageUrl: 'https://p.example/manage/T',
+    });
+  });
+});

@@ -1,0 +1,67 @@
+import { withTransaction, type Pool } from '@svc/lib/db';
+import { notFound } from '@svc/lib/errors';
+import { enqueue } from '@svc/lib/outbox';
+import type { EmailsStore } from '../store/emails-store.js';
+import type { ContactDirectory } from './contact-directory.js';
+import { lifecycleMessage } from './email-events.js';
+import type { TrackingTokens } from './tracking-tokens.js';
+
+const invalidLink = (token: string) => notFound('Link', token.slice(0, 40));
+
+/** "a***@example.com": enough for the recipient to recognise, little for anyone else. */
+export function maskEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  if (at < 1) return '***';
+  return `${email[0]}***${email.slice(at)}`;
+}
+
+/** Opens, clicks and the subscription links; every occurrence is an event, the first is flagged. */
+export class Tracking {
+  constructor(
+    private readonly pool: Pool,
+    private readonly emails: EmailsStore,
+    private readonly tokens: TrackingTokens,
+    private readonly contacts: ContactDirectory,
+  ) {}
+
+  async open(token: string, client: { userAgent?: string; ip?: string }): Promise<void> {
+    const t = this.tokens.verify('open', token);
+    if (!t) throw invalidLink(token);
+    await withTransaction(this.pool, async (tx) => {
+      const email = await this.emails.recordOpen(tx, t.emailId);
+      if (!email) throw invalidLink(token);
+      const m = lifecycleMessage(email, 'open', { isFirstOpen: email.is_first, ...clientData(client) });
+      await enqueue(tx, m.subject, m.payload);
+    });
+  }
+
+  /** The target URL; it was signed into the token, so this is no open redirect. */
+  async click(token: string, client: { userAgent?: string; ip?: string }): Promise<string> {
+    const t = this.tokens.verify('click', token);
+    if (!t) throw invalidLink(token);
+    await withTransaction(this.pool, async (tx) => {
+      const email = await this.emails.recordClick(tx, t.emailId);
+      if (!email) return; // the email record is gone; the link still works
+      const m = lifecycleMessage(email, 'click', { url: t.url, isFirstClick: email.is_first, ...clientData(client) });
+      await enqueue(tx, m.subject, m.payload);
+    });
+    return t.url;
+  }
+
+  /** Reads (subscribed undefined) or sets the recipient's subscription; contacts emits the flip event. */
+  async subscription(token: string, subscribed?: boolean): Promise<{ maskedEmail: string; subscribed: boolean; changed: boolean }> {
+    const t = this.tokens.verify('subscription', token);
+    if (!t) throw invalidLink(token);
+    const contact = await this.contacts.get(t.projectId, t.contactId);
+    if (!contact) throw invalidLink(token);
+    if (subscribed === undefined || contact.subscribed === subscribed) {
+      return { maskedEmail: maskEmail(contact.email), subscribed: contact.subscribed, changed: false };
+    }
+    const updated = await this.contacts.setSubscribed(t.projectId, t.contactId, subscribed);
+    return { maskedEmail: maskEmail(updated.email), subscribed: updated.subscribed, changed: true };
+  }
+}
+
+function clientData(client: { userAgent?: string; ip?: string }): Record<string, string> {
+  return client.userAgent ? { userAgent: client.userAgent.slice(0, 300) } : {};
+}

@@ -1,0 +1,224 @@
+import { create, toJson, type JsonObject } from '@bufbuild/protobuf';
+import { timestampFromDate, ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
+import type { ConnectRouter } from '@connectrpc/connect';
+import { simpleParser } from 'mailparser';
+import {
+  ActivitySchema,
+  DomainSchema,
+  MessagingService,
+  TemplateSchema,
+} from '@svc/proto/svc/messaging/v1/messaging_pb';
+import type { ActivityFeed } from './domain/activity-feed.js';
+import { isValidEmail } from './domain/address.js';
+import { verifyEmail, type DnsLookup } from './domain/email-verification.js';
+import type { ProviderWebhooks } from './domain/provider-webhooks.js';
+import type { SenderDomains } from './domain/sender-domains.js';
+import type { Sending } from './domain/sending.js';
+import type { Templates } from './domain/templates.js';
+import type { Tracking } from './domain/tracking.js';
+import { z } from 'zod';
+import { parseOrThrow } from '@svc/lib/zod-errors';
+import type { SmtpSink } from './delivery/smtp-sink.js';
+import type { ActivityRow } from './store/activity-store.js';
+import type { DomainRow } from './store/domains-store.js';
+import type { TemplateRow } from './store/templates-store.js';
+
+export interface MessagingParts {
+  domains: SenderDomains;
+  templates: Templates;
+  sending: Sending;
+  tracking: Tracking;
+  webhooks: ProviderWebhooks;
+  activity: ActivityFeed;
+  dns: DnsLookup;
+  devSink?: SmtpSink;
+}
+
+const ts = (d: Date | null | undefined) => (d ? timestampFromDate(d) : undefined);
+const json = (v: Value | undefined) => (v ? toJson(ValueSchema, v) : undefined);
+
+// SPEC.md: `email (string, email), required`: a string that is not an address is a 422, like a missing one.
+const verifyInput = z.object({
+  email: z.string({ required_error: 'Required' }).trim().refine(isValidEmail, { message: 'Invalid email', params: { code: 'invalid_string' } }),
+});
+
+function domain(parts: MessagingParts, d: DomainRow) {
+  return create(DomainSchema, {
+    id: d.id,
+    projectId: d.project_id,
+    domain: d.domain,
+    status: d.status,
+    records: parts.domains.records(d),
+    dkimSelector: d.dkim_selector,
+    createdAt: ts(d.created_at),
+    verifiedAt: ts(d.verified_at),
+    lastCheckedAt: ts(d.last_checked_at),
+  });
+}
+
+const template = (t: TemplateRow) =>
+  create(TemplateSchema, {
+    id: t.id,
+    projectId: t.project_id,
+    name: t.name,
+    description: t.description,
+    subject: t.subject,
+    body: t.body,
+    fromEmail: t.from_email,
+    fromName: t.from_name,
+    replyTo: t.reply_to,
+    type: t.type,
+    createdAt: ts(t.created_at),
+    updatedAt: ts(t.updated_at),
+  });
+
+const activity = (a: ActivityRow) =>
+  create(ActivitySchema, {
+    id: a.id,
+    type: a.type,
+    contactId: a.contact_id ?? '',
+    emailId: a.email_id ?? '',
+    email: a.email ?? '',
+    name: a.name ?? '',
+    data: a.data as JsonObject,
+    occurredAt: ts(a.occurred_at),
+  });
+
+export function messagingRoutes(parts: MessagingParts) {
+  return (router: ConnectRouter) =>
+    router.service(MessagingService, {
+      async createDomain(req) {
+        return { domain: domain(parts, await parts.domains.create(req.projectId, req.domain)) };
+      },
+      async listDomains(req) {
+        return { domains: (await parts.domains.list(req.projectId)).map((d) => domain(parts, d)) };
+      },
+      async verifyDomain(req) {
+        return { domain: domain(parts, await parts.domains.verifyNow(req.projectId, req.id)) };
+      },
+      async deleteDomain(req) {
+        await parts.domains.delete(req.projectId, req.id);
+        return {};
+      },
+      async checkSender(req) {
+        const verified = await parts.domains.requireVerifiedSender(req.projectId, req.from).then(() => true, () => false);
+        return { verified };
+      },
+
+      async listTemplates(req) {
+        const page = await parts.templates.list(req.projectId, {
+          page: req.page || undefined,
+          pageSize: req.pageSize || undefined,
+          type: req.type || undefined,
+          search: req.search || undefined,
+          sort: req.sort || undefined,
+          dir: req.dir || undefined,
+        });
+        return { templates: page.rows.map(template), total: BigInt(page.total), page: page.page, pageSize: page.pageSize, totalPages: page.totalPages };
+      },
+      async createTemplate(req) {
+        return { template: template(await parts.templates.create(req.projectId, json(req.input))) };
+      },
+      async getTemplate(req) {
+        return { template: template(await parts.templates.get(req.projectId, req.id)) };
+      },
+      async updateTemplate(req) {
+        return { template: template(await parts.templates.update(req.projectId, req.id, json(req.input))) };
+      },
+      async deleteTemplate(req) {
+        await parts.templates.delete(req.projectId, req.id);
+        return {};
+      },
+      async duplicateTemplate(req) {
+        return { template: template(await parts.templates.duplicate(req.projectId, req.id)) };
+      },
+      async getTemplateUsage(req) {
+        await parts.templates.get(req.projectId, req.id);
+        // Campaigns and workflows do not exist on this platform yet: nothing can reference a template.
+        return { campaigns: [], workflowSteps: [] };
+      },
+
+      async sendEmail(req) {
+        const r = await parts.sending.send(req.projectId, json(req.input));
+        return {
+          emails: r.emails.map((e) => ({ contactId: e.contactId, contactEmail: e.contactEmail, emailId: e.emailId })),
+          timestamp: timestampFromDate(r.timestamp),
+        };
+      },
+      async verifyEmail(req) {
+        const { email } = parseOrThrow(verifyInput, json(req.input) ?? {});
+        const r = await verifyEmail(email, parts.dns);
+        return { result: { ...r, suggestion: r.suggestion ?? '' } };
+      },
+
+      async trackOpen(req) {
+        await parts.tracking.open(req.token, { userAgent: req.userAgent, ip: req.ip });
+        return {};
+      },
+      async trackClick(req) {
+        return { url: await parts.tracking.click(req.token, { userAgent: req.userAgent, ip: req.ip }) };
+      },
+      async setSubscription(req) {
+        return parts.tracking.subscription(req.token, req.subscribed);
+      },
+      async handleProviderWebhook(req) {
+        return parts.webhooks.handle(json(req.payload));
+      },
+
+      async listActivity(req) {
+        const page = await parts.activity.list(req.projectId, {
+          limit: req.limit || undefined,
+          cursor: req.cursor || undefined,
+          type: req.type || undefined,
+          contactId: req.contactId || undefined,
+        });
+        return { items: page.items.map(activity), cursor: page.cursor, hasMore: page.hasMore, total: BigInt(page.total) };
+      },
+      async getActivityStats(req) {
+        const s = await parts.activity.stats(req.projectId, req.days || undefined);
+        const e = s.emails;
+        return {
+          days: s.days,
+          total: BigInt(s.total),
+          byType: s.byType.map((t) => ({ type: t.type, count: BigInt(t.count) })),
+          emails: Object.fromEntries(Object.entries(e).map(([k, v]) => [k, BigInt(v)])),
+        };
+      },
+      async getRecentActivityCount(req) {
+        const r = await parts.activity.recentCount(req.projectId, req.minutes || undefined);
+        return { count: BigInt(r.count), since: timestampFromDate(r.since) };
+      },
+      async listActivityTypes(req) {
+        return { types: await parts.activity.types(req.projectId) };
+      },
+      async listUpcoming(req) {
+        const items = await parts.activity.upcoming(req.projectId);
+        return { items: items.map((i) => ({ kind: i.kind, id: i.id, name: i.name, dueAt: timestampFromDate(i.dueAt) })) };
+      },
+
+      async listDevMail(req) {
+        if (!parts.devSink) return { messages: [], enabled: false };
+        const limit = Math.min(Math.max(req.limit || 50, 1), 200);
+        const recent = parts.devSink.messages().slice(-limit).reverse();
+        const messages = await Promise.all(
+          recent.map(async (m) => {
+            const parsed = await simpleParser(m.raw);
+            const headers: JsonObject = {};
+            for (const [k, v] of parsed.headers) if (typeof v === 'string') headers[k] = v;
+            return {
+              id: m.id,
+              from: parsed.from?.text ?? m.from,
+              to: m.to,
+              subject: parsed.subject ?? '',
+              text: parsed.text ?? '',
+              html: typeof parsed.html === 'string' ? parsed.html : '',
+              headers,
+              receivedAt: timestampFromDate(m.receivedAt),
+              size: m.raw.length,
+            };
+          }),
+        );
+        return { messages, enabled: true };
+      },
+    });
+}

@@ -1,0 +1,253 @@
+import type { Pool, Queryable } from '@svc/lib/db';
+import type { TemplateType } from './templates-store.js';
+
+export type EmailStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained' | 'suppressed' | 'failed';
+
+export interface StoredAttachment {
+  filename: string;
+  content: string;
+  contentType: string;
+  contentId?: string;
+  disposition: 'attachment' | 'inline';
+}
+
+export interface EmailRow {
+  id: string;
+  project_id: string;
+  contact_id: string;
+  to_email: string;
+  to_name: string;
+  from_email: string;
+  from_name: string;
+  reply_to: string;
+  subject: string;
+  html: string;
+  text: string;
+  headers: Record<string, string>;
+  attachments: StoredAttachment[];
+  template_id: string | null;
+  type: TemplateType;
+  message_id: string;
+  status: EmailStatus;
+  attempts: number;
+  last_error: string | null;
+  sent_at: Date | null;
+  first_opened_at: Date | null;
+  first_clicked_at: Date | null;
+  open_count: number;
+  click_count: number;
+  bounce_reason: string | null;
+  created_at: Date;
+}
+
+export type NewEmail = Omit<EmailRow, 'attempts' | 'last_error' | 'sent_at' | 'first_opened_at' | 'first_clicked_at' | 'open_count' | 'click_count' | 'bounce_reason' | 'created_at'>;
+
+const INSERT_COLUMNS = [
+  'id', 'project_id', 'contact_id', 'to_email', 'to_name', 'from_email', 'from_name', 'reply_to', 'subject', 'html', 'text',
+  'headers', 'attachments', 'template_id', 'type', 'message_id', 'status', 'bounce_reason',
+] as const;
+
+/** Columns the delivery worker reads (no large fields it does not need twice). */
+export type ClaimedEmail = EmailRow;
+
+export interface DeliveryOutcomes {
+  sent: string[];
+  retry: { id: string; delayMs: number; error: string }[];
+  bounced: { id: string; reason: string }[];
+  failed: { id: string; reason: string }[];
+}
+
+export interface EmailCountsRow {
+  queued: number;
+  sent: number;
+  delivered: number;
+  opened: number;
+  clicked: number;
+  bounced: number;
+  complained: number;
+  suppressed: number;
+  failed: number;
+  opens: number;
+  clicks: number;
+}
+
+export class EmailsStore {
+  constructor(readonly pool: Pool) {}
+
+  async insertMany(tx: Queryable, emails: (NewEmail & { bounce_reason?: string | null })[]): Promise<void> {
+    if (!emails.length) return;
+    const cols = INSERT_COLUMNS.join(', ');
+    await tx.query(
+      `INSERT INTO emails (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::emails, $1::jsonb)`,
+      [JSON.stringify(emails.map((e) => ({ bounce_reason: null, ...e })))],
+    );
+    await tx.query('NOTIFY emails_queued');
+  }
+
+  /** Lower-cased addresses among `emails` that the project must not mail. */
+  async suppressed(projectId: string, emails: string[]): Promise<Set<string>> {
+    const { rows } = await this.pool.query<{ email: string }>(
+      'SELECT email FROM suppressions WHERE project_id = $1 AND email = ANY($2::text[])',
+      [projectId, emails.map((e) => e.toLowerCase())],
+    );
+    return new Set(rows.map((r) => r.email));
+  }
+
+  async suppress(tx: Queryable, projectId: string, email: string, reason: string, emailId: string): Promise<void> {
+    await tx.query(
+      `INSERT INTO suppressions (project_id, email, reason, email_id) VALUES ($1, lower($2), $3, $4) ON CONFLICT DO NOTHING`,
+      [projectId, email, reason, emailId],
+    );
+  }
+
+  /** Leases due messages (SKIP LOCKED: several workers never take the same row). */
+  async claimDue(limit: number, leaseSeconds: number): Promise<ClaimedEmail[]> {
+    const { rows } = await this.pool.query<ClaimedEmail>(
+      `UPDATE emails SET status = 'sending', attempts = attempts + 1, locked_until = now() + make_interval(secs => $2)
+       WHERE id IN (SELECT id FROM emails WHERE status = 'queued' AND next_attempt_at <= now()
+                    ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+       RETURNING *`,
+      [limit, leaseSeconds],
+    );
+    return rows;
+  }
+
+  /** Messages whose worker died mid-send go back to the queue (at-least-once delivery). */
+  async requeueExpiredLeases(): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE emails SET status = 'queued', locked_until = NULL WHERE status = 'sending' AND locked_until < now()`,
+    );
+    return rowCount ?? 0;
+  }
+
+  /** Hands leased rows back untouched (throttled), to be taken again after `delayMs`. */
+  async release(ids: string[], delayMs: number): Promise<void> {
+    if (!ids.length) return;
+    await this.pool.query(
+      `UPDATE emails SET status = 'queued', attempts = attempts - 1, locked_until = NULL,
+         next_attempt_at = now() + make_interval(secs => $2::double precision / 1000)
+       WHERE id = ANY($1::uuid[]) AND status = 'sending'`,
+      [ids, delayMs],
+    );
+  }
+
+  async recordOutcomes(tx: Queryable, o: DeliveryOutcomes): Promise<void> {
+    if (o.sent.length) {
+      await tx.query(
+        `UPDATE emails SET status = 'sent', sent_at = now(), locked_until = NULL, last_error = NULL
+         WHERE id = ANY($1::uuid[]) AND status = 'sending'`,
+        [o.sent],
+      );
+    }
+    if (o.retry.length) {
+      await tx.query(
+        `UPDATE emails e SET status = 'queued', locked_until = NULL, last_error = d.err,
+           next_attempt_at = now() + make_interval(secs => d.ms::double precision / 1000)
+         FROM unnest($1::uuid[], $2::int[], $3::text[]) AS d(id, ms, err)
+         WHERE e.id = d.id AND e.status = 'sending'`,
+        [o.retry.map((r) => r.id), o.retry.map((r) => r.delayMs), o.retry.map((r) => r.error)],
+      );
+    }
+    if (o.bounced.length) {
+      await tx.query(
+        `UPDATE emails e SET status = 'bounced', bounced_at = now(), locked_until = NULL, bounce_reason = d.reason, last_error = d.reason
+         FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND e.status = 'sending'`,
+        [o.bounced.map((r) => r.id), o.bounced.map((r) => r.reason)],
+      );
+    }
+    if (o.failed.length) {
+      await tx.query(
+        `UPDATE emails e SET status = 'failed', locked_until = NULL, last_error = d.reason
+         FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND e.status = 'sending'`,
+        [o.failed.map((r) => r.id), o.failed.map((r) => r.reason)],
+      );
+    }
+  }
+
+  /** Counts one open; `is_first` is true for the first one (the row lock serialises concurrent opens). */
+  async recordOpen(tx: Queryable, id: string): Promise<(EmailRow & { is_first: boolean }) | null> {
+    const { rows } = await tx.query<EmailRow & { is_first: boolean }>(
+      `UPDATE emails SET open_count = open_count + 1, first_opened_at = coalesce(first_opened_at, now())
+       WHERE id = $1 RETURNING *, open_count = 1 AS is_first`,
+      [id],
+    );
+    return rows[0] ?? null;
+  }
+
+  async recordClick(tx: Queryable, id: string): Promise<(EmailRow & { is_first: boolean }) | null> {
+    const { rows } = await tx.query<EmailRow & { is_first: boolean }>(
+      `UPDATE emails SET click_count = click_count + 1, first_clicked_at = coalesce(first_clicked_at, now())
+       WHERE id = $1 RETURNING *, click_count = 1 AS is_first`,
+      [id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** By our id or by the Message-ID we set (with or without angle brackets). */
+  async findForNotification(ref: { emailId?: string; messageId?: string }): Promise<EmailRow | null> {
+    if (ref.emailId) {
+      const { rows } = await this.pool.query<EmailRow>('SELECT * FROM emails WHERE id = $1', [ref.emailId]);
+      if (rows[0]) return rows[0];
+    }
+    if (ref.messageId) {
+      const bare = ref.messageId.trim().replace(/^<|>$/g, '');
+      const { rows } = await this.pool.query<EmailRow>('SELECT * FROM emails WHERE message_id = $1', [`<${bare}>`]);
+      return rows[0] ?? null;
+    }
+    return null;
+  }
+
+  async markDelivered(tx: Queryable, id: string): Promise<boolean> {
+    const { rowCount } = await tx.query(
+      `UPDATE emails SET status = 'delivered', delivered_at = coalesce(delivered_at, now())
+       WHERE id = $1 AND status IN ('queued', 'sending', 'sent')`,
+      [id],
+    );
+    return rowCount === 1;
+  }
+
+  async markBounced(tx: Queryable, id: string, reason: string): Promise<boolean> {
+    const { rowCount } = await tx.query(
+      `UPDATE emails SET status = 'bounced', bounced_at = coalesce(bounced_at, now()), bounce_reason = $2
+       WHERE id = $1 AND status <> 'bounced'`,
+      [id, reason],
+    );
+    return rowCount === 1;
+  }
+
+  async markComplained(tx: Queryable, id: string): Promise<boolean> {
+    const { rowCount } = await tx.query(
+      `UPDATE emails SET status = 'complained', complained_at = coalesce(complained_at, now()) WHERE id = $1 AND status <> 'complained'`,
+      [id],
+    );
+    return rowCount === 1;
+  }
+
+  async counts(projectId: string, since: Date): Promise<EmailCountsRow> {
+    const { rows } = await this.pool.query<EmailCountsRow>(
+      `SELECT count(*) FILTER (WHERE status IN ('queued', 'sending')) AS queued,
+              count(*) FILTER (WHERE sent_at IS NOT NULL) AS sent,
+              count(*) FILTER (WHERE delivered_at IS NOT NULL) AS delivered,
+              count(*) FILTER (WHERE first_opened_at IS NOT NULL) AS opened,
+              count(*) FILTER (WHERE first_clicked_at IS NOT NULL) AS clicked,
+              count(*) FILTER (WHERE status = 'bounced') AS bounced,
+              count(*) FILTER (WHERE complained_at IS NOT NULL) AS complained,
+              count(*) FILTER (WHERE status = 'suppressed') AS suppressed,
+              count(*) FILTER (WHERE status = 'failed') AS failed,
+              coalesce(sum(open_count), 0) AS opens,
+              coalesce(sum(click_count), 0) AS clicks
+       FROM emails WHERE project_id = $1 AND created_at >= $2`,
+      [projectId, since],
+    );
+    return rows[0];
+  }
+
+  async queuedRetries(projectId: string, limit: number): Promise<{ id: string; to_email: string; subject: string; next_attempt_at: Date }[]> {
+    const { rows } = await this.pool.query(
+      `SELECT id, to_email, subject, next_attempt_at FROM emails
+       WHERE project_id = $1 AND status = 'queued' ORDER BY next_attempt_at LIMIT $2`,
+      [projectId, limit],
+    );
+    return rows;
+  }
+}

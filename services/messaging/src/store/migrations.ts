@@ -1,0 +1,113 @@
+import type { Migration } from '@svc/lib/migrate';
+
+export const migrations: Migration[] = [
+  {
+    id: '001_messaging',
+    sql: `
+      -- Service-wide secrets (the tracking-token key), created once and shared by every replica.
+      CREATE TABLE settings (
+        key text PRIMARY KEY,
+        value text NOT NULL
+      );
+
+      CREATE TABLE domains (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        domain text NOT NULL,
+        status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'verified')),
+        verification_token text NOT NULL,
+        dkim_selector text NOT NULL,
+        dkim_private_key text NOT NULL,
+        dkim_public_key text NOT NULL,
+        -- purpose -> whether the record was found at the last check
+        record_status jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        verified_at timestamptz,
+        last_checked_at timestamptz
+      );
+      CREATE UNIQUE INDEX domains_project_domain ON domains (project_id, domain);
+      CREATE INDEX domains_due_check ON domains (last_checked_at NULLS FIRST);
+
+      CREATE TABLE templates (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        name text NOT NULL,
+        description text NOT NULL DEFAULT '',
+        subject text NOT NULL,
+        body text NOT NULL,
+        from_email text NOT NULL,
+        from_name text NOT NULL DEFAULT '',
+        reply_to text NOT NULL DEFAULT '',
+        type text NOT NULL CHECK (type IN ('TRANSACTIONAL', 'MARKETING', 'HEADLESS')),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX templates_project_created ON templates (project_id, created_at DESC);
+
+      -- One row per recipient message; also the durable send queue (status 'queued').
+      CREATE TABLE emails (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        contact_id uuid NOT NULL,
+        to_email text NOT NULL,
+        to_name text NOT NULL DEFAULT '',
+        from_email text NOT NULL,
+        from_name text NOT NULL DEFAULT '',
+        reply_to text NOT NULL DEFAULT '',
+        subject text NOT NULL,
+        html text NOT NULL,
+        text text NOT NULL,
+        headers jsonb NOT NULL DEFAULT '{}',
+        attachments jsonb NOT NULL DEFAULT '[]',
+        template_id uuid,
+        type text NOT NULL,
+        message_id text NOT NULL,
+        status text NOT NULL CHECK (status IN ('queued', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'suppressed', 'failed')),
+        attempts int NOT NULL DEFAULT 0,
+        next_attempt_at timestamptz NOT NULL DEFAULT now(),
+        locked_until timestamptz,
+        last_error text,
+        sent_at timestamptz,
+        delivered_at timestamptz,
+        first_opened_at timestamptz,
+        first_clicked_at timestamptz,
+        open_count int NOT NULL DEFAULT 0,
+        click_count int NOT NULL DEFAULT 0,
+        bounced_at timestamptz,
+        complained_at timestamptz,
+        bounce_reason text,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX emails_due ON emails (next_attempt_at) WHERE status = 'queued';
+      CREATE INDEX emails_leased ON emails (locked_until) WHERE status = 'sending';
+      CREATE INDEX emails_project_created ON emails (project_id, created_at DESC);
+      CREATE INDEX emails_message_id ON emails (message_id);
+
+      -- Addresses that hard-bounced or complained receive nothing more from the project.
+      CREATE TABLE suppressions (
+        project_id uuid NOT NULL,
+        email text NOT NULL,
+        reason text NOT NULL,
+        email_id uuid,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (project_id, email)
+      );
+
+      -- Activity read model, fed from the bus; source_id (the bus message id) makes it idempotent.
+      CREATE TABLE activity (
+        id uuid PRIMARY KEY,
+        source_id text NOT NULL UNIQUE,
+        project_id uuid NOT NULL,
+        type text NOT NULL,
+        contact_id uuid,
+        email_id uuid,
+        email text,
+        name text,
+        data jsonb NOT NULL DEFAULT '{}',
+        occurred_at timestamptz NOT NULL
+      );
+      CREATE INDEX activity_feed ON activity (project_id, occurred_at DESC, id DESC);
+      CREATE INDEX activity_by_type ON activity (project_id, type, occurred_at DESC);
+    `,
+  },
+];

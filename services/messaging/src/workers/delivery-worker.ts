@@ -1,0 +1,186 @@
+import type { PoolClient } from 'pg';
+import { withTransaction, type Pool } from '@svc/lib/db';
+import type { Logger } from '@svc/lib/logger';
+import { enqueueMany } from '@svc/lib/outbox-batch';
+import { domainOf } from '../domain/address.js';
+import { classifyFailure, type SmtpFailure } from '../domain/delivery-outcome.js';
+import { lifecycleMessage } from '../domain/email-events.js';
+import type { ProjectThrottle } from '../domain/throttle.js';
+import type { MailMessage, MailTransport } from '../delivery/smtp-transport.js';
+import type { DomainsStore } from '../store/domains-store.js';
+import type { ClaimedEmail, DeliveryOutcomes, EmailsStore } from '../store/emails-store.js';
+
+export interface DeliveryWorkerOptions {
+  maxAttempts: number;
+  retryBaseMs: number;
+  batchSize?: number;
+  /** Batches in flight at once (each claims its own rows). */
+  lanes?: number;
+  pollMs?: number;
+  leaseSeconds?: number;
+}
+
+interface DkimKey {
+  domainName: string;
+  keySelector: string;
+  privateKey: string;
+}
+
+const DKIM_CACHE_MS = 60_000;
+
+/**
+ * The send queue's consumer: leases due rows (FOR UPDATE SKIP LOCKED, so replicas share the
+ * work), applies the per-project throttle, hands messages to the pooled SMTP transport and
+ * records every outcome with its lifecycle message in one transaction per batch.
+ */
+export class DeliveryWorker {
+  private timer?: NodeJS.Timeout;
+  private sweeper?: NodeJS.Timeout;
+  private listener?: PoolClient;
+  private readonly running = new Set<Promise<void>>();
+  private wanted = false;
+  private stopped = false;
+  private readonly dkimCache = new Map<string, { key: DkimKey | null; at: number }>();
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly emails: EmailsStore,
+    private readonly domains: DomainsStore,
+    private readonly transport: MailTransport,
+    private readonly throttle: ProjectThrottle,
+    private readonly logger: Logger,
+    private readonly opts: DeliveryWorkerOptions,
+  ) {}
+
+  async start(): Promise<void> {
+    this.listener = await this.pool.connect();
+    // A dropped LISTEN connection only costs latency: the poll timer still finds queued rows.
+    this.listener.on('error', (err) => this.logger.warn({ err }, 'delivery listener connection lost'));
+    this.listener.on('notification', () => this.kick());
+    await this.listener.query('LISTEN emails_queued');
+    this.timer = setInterval(() => this.kick(), this.opts.pollMs ?? 500);
+    this.sweeper = setInterval(() => {
+      this.emails.requeueExpiredLeases().catch((err) => this.logger.warn({ err }, 'lease sweep failed'));
+    }, 30_000);
+    await this.emails.requeueExpiredLeases();
+    this.kick();
+  }
+
+  /** Starts lanes up to the limit; a kick while all lanes run is remembered. */
+  kick(): void {
+    if (this.stopped) return;
+    const lanes = this.opts.lanes ?? 4;
+    if (this.running.size >= lanes) {
+      this.wanted = true;
+      return;
+    }
+    const lane: Promise<void> = this.drain()
+      .catch((err) => this.logger.warn({ err }, 'delivery pass failed; will retry'))
+      .finally(() => {
+        this.running.delete(lane);
+        if (this.wanted) {
+          this.wanted = false;
+          this.kick();
+        }
+      });
+    this.running.add(lane);
+  }
+
+  private async drain(): Promise<void> {
+    const size = this.opts.batchSize ?? 100;
+    while (!this.stopped) {
+      const rows = await this.emails.claimDue(size, this.opts.leaseSeconds ?? 120);
+      if (!rows.length) return;
+      if (rows.length === size) this.kick(); // more waiting: let another lane claim in parallel
+      await this.deliverBatch(rows);
+    }
+  }
+
+  private async deliverBatch(rows: ClaimedEmail[]): Promise<void> {
+    const ready: ClaimedEmail[] = [];
+    const held: { id: string; wait: number }[] = [];
+    for (const row of rows) {
+      const wait = this.throttle.take(row.project_id);
+      if (wait === 0) ready.push(row);
+      else held.push({ id: row.id, wait });
+    }
+    if (held.length) await this.emails.release(held.map((h) => h.id), Math.max(...held.map((h) => h.wait)));
+
+    const outcomes: DeliveryOutcomes = { sent: [], retry: [], bounced: [], failed: [] };
+    const messages: { subject: string; payload: unknown }[] = [];
+    const suppress: ClaimedEmail[] = [];
+    await Promise.all(
+      ready.map(async (row) => {
+        try {
+          await this.transport.send(await this.message(row));
+          outcomes.sent.push(row.id);
+          messages.push(lifecycleMessage(row, 'sent', { messageId: row.message_id }));
+        } catch (err) {
+          const outcome = classifyFailure(err as SmtpFailure, row.attempts, this.opts);
+          if (outcome.kind === 'retry') {
+            outcomes.retry.push({ id: row.id, delayMs: outcome.delayMs, error: outcome.reason });
+          } else if (outcome.kind === 'bounce') {
+            outcomes.bounced.push({ id: row.id, reason: outcome.reason });
+            suppress.push(row);
+            messages.push(lifecycleMessage(row, 'bounce', { reason: outcome.reason, bounceType: 'hard' }));
+          } else {
+            outcomes.failed.push({ id: row.id, reason: outcome.reason });
+            messages.push(lifecycleMessage(row, 'bounce', { reason: outcome.reason, bounceType: 'soft' }));
+          }
+        }
+      }),
+    );
+    await withTransaction(this.pool, async (tx) => {
+      await this.emails.recordOutcomes(tx, outcomes);
+      for (const row of suppress) await this.emails.suppress(tx, row.project_id, row.to_email, 'bounce', row.id);
+      await enqueueMany(tx, messages);
+    });
+    if (outcomes.retry.length) this.logger.info({ count: outcomes.retry.length }, 'temporary SMTP failures; retrying later');
+  }
+
+  private async message(row: ClaimedEmail): Promise<MailMessage> {
+    const dkim = await this.dkimKey(row.project_id, domainOf(row.from_email));
+    return {
+      messageId: row.message_id,
+      from: { name: row.from_name, address: row.from_email },
+      to: { name: row.to_name, address: row.to_email },
+      ...(row.reply_to ? { replyTo: row.reply_to } : {}),
+      subject: row.subject,
+      html: row.html,
+      text: row.text,
+      headers: row.headers,
+      attachments: row.attachments.map((a) => ({
+        filename: a.filename,
+        content: a.content,
+        encoding: 'base64',
+        contentType: a.contentType,
+        contentDisposition: a.disposition,
+        ...(a.contentId ? { cid: a.contentId } : {}),
+      })),
+      ...(dkim ? { dkim } : {}),
+    };
+  }
+
+  /** The DKIM key of the domain that covers the sender (cached for a minute). */
+  private async dkimKey(projectId: string, domain: string): Promise<DkimKey | null> {
+    const cacheKey = `${projectId}:${domain}`;
+    const hit = this.dkimCache.get(cacheKey);
+    if (hit && Date.now() - hit.at < DKIM_CACHE_MS) return hit.key;
+    const row = await this.domains.verifiedCovering(projectId, domain);
+    const key = row ? { domainName: row.domain, keySelector: row.dkim_selector, privateKey: row.dkim_private_key } : null;
+    if (this.dkimCache.size > 10_000) this.dkimCache.clear();
+    this.dkimCache.set(cacheKey, { key, at: Date.now() });
+    return key;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    if (this.sweeper) clearInterval(this.sweeper);
+    await Promise.allSettled([...this.running]);
+    if (this.listener) {
+      await this.listener.query('UNLISTEN emails_queued').catch(() => undefined);
+      this.listener.release();
+    }
+  }
+}
