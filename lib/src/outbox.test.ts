@@ -57,7 +57,7 @@ describe('outbox relay', () => {
       await enqueue(tx, 'contacts.created', { n: 1 });
       await enqueue(tx, 'contacts.updated', { n: 2 });
     });
-    await enqueueMany(pool, 'events.tracked', [{ n: 3 }, { n: 4 }]);
+    await enqueueMany(pool, [{ subject: 'events.tracked', payload: { n: 3 } }, { subject: 'contacts.updated', payload: { n: 4 } }]);
     expect(await relay.drain()).toBe(4);
     expect(bus.got.map((m) => (m.data as { n: number }).n)).toEqual([1, 2, 3, 4]);
     expect(bus.got.every((m) => /^svc-\d+$/.test(m.id))).toBe(true);
@@ -81,7 +81,7 @@ describe('outbox relay', () => {
   test('messages survive a bus failure and go out on the next pass, still in order', async () => {
     const bus = recordingBus();
     const relay = new OutboxRelay({ service: 'svc', pool, bus, logger });
-    await enqueueMany(pool, 'events.tracked', [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    await enqueueMany(pool, [1, 2, 3].map((n) => ({ subject: 'events.tracked', payload: { n } })));
     bus.failNext = 1;
     await expect(relay.drain()).rejects.toThrow('bus down');
     expect(bus.got).toEqual([]);

@@ -120,12 +120,13 @@ export class OutboxRelay {
   }
 }
 
-/** Many messages of one subject in one statement (imports and bulk jobs). */
-export async function enqueueMany(tx: Queryable, subject: string, payloads: unknown[]): Promise<void> {
-  if (!payloads.length) return;
+/** Many messages in one statement, in the given order (imports, bulk jobs, the delivery worker). */
+export async function enqueueMany(tx: Queryable, messages: Array<{ subject: string; payload: unknown }>): Promise<void> {
+  if (!messages.length) return;
   await tx.query(
-    'INSERT INTO outbox (subject, payload) SELECT $1, p FROM unnest($2::jsonb[]) AS p',
-    [subject, payloads.map((p) => JSON.stringify(p))],
+    `INSERT INTO outbox (subject, payload)
+     SELECT s, p::jsonb FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(s, p, n) ORDER BY n`,
+    [messages.map((m) => m.subject), messages.map((m) => JSON.stringify(m.payload))],
   );
   await tx.query(`NOTIFY ${NOTIFY_CHANNEL}`);
 }

@@ -127,8 +127,10 @@ export class Imports {
         }
       }
       for (const c of [...inserted, ...updated]) await this.contacts.recordTypes(tx, projectId, c.data);
-      await enqueueMany(tx, 'contacts.created', inserted.map(contactMessage));
-      await enqueueMany(tx, 'contacts.updated', updated.map(contactMessage));
+      await enqueueMany(tx, [
+        ...inserted.map((c) => ({ subject: 'contacts.created', payload: contactMessage(c) })),
+        ...updated.map((c) => ({ subject: 'contacts.updated', payload: contactMessage(c) })),
+      ]);
     });
   }
 }

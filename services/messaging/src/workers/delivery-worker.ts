@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import { withTransaction, type Pool } from '@svc/lib/db';
 import type { Logger } from '@svc/lib/logger';
-import { enqueueMany } from '@svc/lib/outbox-batch';
+import { enqueueMany } from '@svc/lib/outbox';
 import { domainOf } from '../domain/address.js';
 import { classifyFailure, type SmtpFailure } from '../domain/delivery-outcome.js';
 import { lifecycleMessage } from '../domain/email-events.js';
