@@ -8,6 +8,7 @@ import type { ContactsStore, SortColumn } from '../store/contacts-store.js';
 import type { EventsStore } from '../store/events-store.js';
 import type { FieldsStore } from '../store/fields-store.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
+import { GroupCommit } from './group-commit.js';
 import { applyDataPatch, splitDataPatch, type DataPatch } from './custom-data.js';
 import { isValidEmail } from './email-address.js';
 import { nextSubscription, subscriptionEvent, type WriteMode } from './subscription.js';
@@ -63,18 +64,22 @@ export function checkEmail(email: unknown, field = 'email'): string {
 export class Contacts {
   /** Per project, the inferred field types already recorded (saves a write per request). */
   private readonly knownTypes = new Map<string, Map<string, FieldType>>();
+  /** Upserts from POST /contacts and /v1/send share commits under load, like tracks do. */
+  private readonly commits: GroupCommit<{ input: UpsertInput & { email: string }; patch: DataPatch }, UpsertResult>;
 
   constructor(
     readonly pool: Pool,
     private readonly store: ContactsStore,
     private readonly events: EventsStore,
     private readonly fields: FieldsStore,
-  ) {}
+  ) {
+    this.commits = new GroupCommit(() => pool.connect(), (tx, w) => this.upsertIn(tx, w.input, w.patch));
+  }
 
   upsert(input: UpsertInput): Promise<UpsertResult> {
     const email = checkEmail(input.email);
     const patch = splitDataPatch(input.data);
-    return withTransaction(this.pool, (tx) => this.upsertIn(tx, { ...input, email }, patch));
+    return this.commits.submit({ input: { ...input, email }, patch });
   }
 
   /** One contact write inside the caller's transaction (track and import add their own rows to it). */
