@@ -8,7 +8,7 @@ import type { ContactsStore, SortColumn } from '../store/contacts-store.js';
 import type { EventsStore } from '../store/events-store.js';
 import type { FieldsStore } from '../store/fields-store.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit } from '@svc/lib/group-commit';
 import { applyDataPatch, splitDataPatch, type DataPatch } from './custom-data.js';
 import { isValidEmail } from './email-address.js';
 import { nextSubscription, subscriptionEvent, type WriteMode } from './subscription.js';

@@ -8,7 +8,7 @@ import type { EventsStore } from '../store/events-store.js';
 import { checkEmail, eventMessage, type Contacts } from './contacts.js';
 import { isPgTimestamp } from './cursor.js';
 import { splitDataPatch, type DataPatch } from './custom-data.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit } from '@svc/lib/group-commit';
 import { checkTrackableEventName } from './event-names.js';
 
 export interface TrackInput {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { withTransaction } from '@svc/lib/db';
+import { GroupCommit } from '@svc/lib/group-commit';
 import { validationError } from '@svc/lib/errors';
 import type { EmailsStore, NewEmail } from '../store/emails-store.js';
 import type { TemplateRow, TemplateType } from '../store/templates-store.js';
@@ -38,7 +38,12 @@ export interface SendingDeps {
  * recipient and queues them all in one transaction (delivery is the worker's job).
  */
 export class Sending {
-  constructor(private readonly d: SendingDeps) {}
+  /** Concurrent sends share the commit that queues their emails. */
+  private readonly queue: GroupCommit<NewEmail[], void>;
+
+  constructor(private readonly d: SendingDeps) {
+    this.queue = new GroupCommit(() => d.emails.pool.connect(), (tx, emails) => d.emails.insertMany(tx, emails));
+  }
 
   async send(projectId: string, input: unknown): Promise<SendResult> {
     const req = parseSendRequest(input, this.d.limits);
@@ -114,7 +119,7 @@ export class Sending {
       });
       result.push({ contactId: contact.id, contactEmail: contact.email, emailId });
     }
-    await withTransaction(this.d.emails.pool, (tx) => this.d.emails.insertMany(tx, queued));
+    await this.queue.submit(queued);
     return { emails: result, timestamp: new Date() };
   }
 }

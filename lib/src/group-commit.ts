@@ -1,4 +1,4 @@
-import type { PoolClient } from '@svc/lib/db';
+import type { PoolClient } from './db.js';
 
 interface Pending<I, O> {
   input: I;
