@@ -1,0 +1,293 @@
+/**
+ * Filter trees over 1,000,000 contacts: a fresh database gets the contacts service's schema
+ * (its own migrations, run by lib's `migrate`), is seeded with set-based SQL (contacts with
+ * nested data, 1-2 events each), analysed, and then a three-filter tree (nested data path
+ * equals, `greaterThan` on a number, `within` N days on a date) is counted and its first page
+ * fetched with the service's own code: `parseFilterTree` -> `compileFilter` -> ContactsStore's
+ * `count` and `page` (the SQL the Count and Page RPCs run). Prints the median of several runs
+ * and the top of EXPLAIN (ANALYZE, BUFFERS) for both.
+ *
+ *   node --import tsx bench/filter.ts
+ *   BENCH_CONTACTS=1000000 BENCH_RUNS=7 node --import tsx bench/filter.ts
+ *   BENCH_KEEP_DB=1 node --import tsx bench/filter.ts            # keep the seeded database (name printed)
+ *   BENCH_FILTER_DB=<name> node --import tsx bench/filter.ts     # reuse a kept database (no seeding, not dropped)
+ *   BENCH_TRY=1 node --import tsx bench/filter.ts                # also time the proposed `within` pre-filter SQL
+ */
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { createPool, type Pool } from '@svc/lib/db';
+import { migrate } from '@svc/lib/migrate';
+import { OUTBOX_MIGRATION } from '@svc/lib/outbox';
+import { compileFilter, SqlParams } from '../services/contacts/src/domain/filter-sql.js';
+import { parseFilterTree } from '../services/contacts/src/domain/filter-tree.js';
+import { ContactsStore } from '../services/contacts/src/store/contacts-store.js';
+import { migrations } from '../services/contacts/src/store/migrations.js';
+import { fmt, machine, median, onCleanup, PG_SERVER, run, runPrefix } from './support.js';
+
+const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
+const RUNS = Number(process.env.BENCH_RUNS ?? 7);
+const PAGE_SIZE = 20;
+const REUSE = process.env.BENCH_FILTER_DB;
+
+/** The tree the issue names (nested data path, a number comparison, a date window; ~4% match)... */
+const TYPICAL = {
+  logic: 'AND',
+  groups: [
+    {
+      filters: [
+        { field: 'data.profile.tier', operator: 'equals', value: 'gold' },
+        { field: 'data.seats', operator: 'greaterThan', value: 50 },
+        { field: 'data.lastLogin', operator: 'within', value: 30, unit: 'days' },
+      ],
+    },
+  ],
+};
+/** ...and the same shape made selective (~0.005% match), where the first page is hardest to find. */
+const SELECTIVE = {
+  logic: 'AND',
+  groups: [
+    {
+      filters: [
+        { field: 'data.profile.tier', operator: 'equals', value: 'gold' },
+        { field: 'data.seats', operator: 'greaterThan', value: 98 },
+        { field: 'data.lastLogin', operator: 'within', value: 1, unit: 'days' },
+      ],
+    },
+  ],
+};
+const TREES: Array<{ name: string; tree: unknown }> = [
+  { name: 'typical tree', tree: TYPICAL },
+  { name: 'selective tree', tree: SELECTIVE },
+];
+
+/**
+ * BENCH_TRY=1: a proposed SQL change, measured on the same data. `within` on a data path runs a
+ * calendar-validating regex on every candidate row before casting; a plain text comparison of
+ * the date part first (safe: a valid ISO 8601 value at or after the cutoff never has a date part
+ * more than one day before the cutoff's UTC date, whatever its offset) lets most rows skip it.
+ */
+const WITHIN_SQL = /\(\(CASE WHEN \(c\.data #>> (\$\d+)::text\[\]\) ~ '[^']*' THEN \(c\.data #>> \1::text\[\]\)::timestamptz END\) >= (\(now\(\) - make_interval\(secs => \$\d+::double precision\)\))\)/g;
+function withDatePrefilter(sql: string): string {
+  return sql.replace(
+    WITHIN_SQL,
+    (clause, path: string, cutoff: string) =>
+      `(left(c.data #>> ${path}::text[], 10) >= to_char((${cutoff} - interval '1 day') AT TIME ZONE 'UTC', 'YYYY-MM-DD') AND ${clause})`,
+  );
+}
+
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+const secs = (t0: number) => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
+
+/**
+ * Seeds one project. Indexes are dropped first and rebuilt afterwards from their own definitions
+ * (pg_indexes), which is much faster than maintaining them row by row and ends in the same schema.
+ */
+async function seed(pool: Pool, projectId: string): Promise<void> {
+  const c = await pool.connect();
+  try {
+    await c.query("SET synchronous_commit = off; SET maintenance_work_mem = '512MB'");
+    const { rows: indexes } = await c.query<{ indexname: string; indexdef: string }>(
+      `SELECT i.indexname, i.indexdef FROM pg_indexes i
+       WHERE i.schemaname = 'public' AND i.tablename IN ('contacts', 'events')
+         AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conname = i.indexname)`,
+    );
+    for (const i of indexes) await c.query(`DROP INDEX ${i.indexname}`);
+
+    let t0 = performance.now();
+    // Deterministic spread: tier gold ~1 in 4, seats 1..100, lastLogin over the last 90 days as a
+    // full ISO 8601 UTC date-time (what `within` reads), created_at over the last year.
+    await c.query(
+      `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, 'user' || g || '@bench.example.com', g % 10 <> 0,
+              jsonb_build_object(
+                'profile', jsonb_build_object(
+                  'tier', (ARRAY['bronze', 'silver', 'gold', 'platinum'])[1 + (hashint4(g) & 3)],
+                  'country', (ARRAY['FR', 'DE', 'US', 'GB', 'JP', 'BR', 'IN', 'NG'])[1 + ((hashint4(g) >> 2) & 7)]),
+                'seats', 1 + ((hashint4(g) >> 5) & 1023) % 100,
+                'plan', (ARRAY['free', 'starter', 'pro', 'team', 'enterprise'])[1 + ((hashint4(g) >> 15) & 1023) % 5],
+                'lastLogin', to_char((now() - make_interval(secs => ((hashint4(g * 7) & 2147483647) % (90 * 86400))))
+                                     AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+              now() - make_interval(secs => g % (365 * 86400)),
+              now() - make_interval(secs => g % (30 * 86400))
+       FROM generate_series(1, $2::int) g`,
+      [projectId, CONTACTS],
+    );
+    console.log(`  ${fmt(CONTACTS)} contacts inserted in ${secs(t0)}`);
+
+    t0 = performance.now();
+    await c.query(
+      `INSERT INTO events (id, project_id, contact_id, name, data, created_at)
+       SELECT gen_random_uuid(), c.project_id, c.id,
+              (ARRAY['page.viewed', 'signup', 'purchase', 'login'])[1 + (abs(hashtext(c.id::text || n)) % 4)],
+              '{}'::jsonb, now() - make_interval(secs => abs(hashtext(c.email || n)) % (90 * 86400))
+       FROM contacts c CROSS JOIN LATERAL generate_series(1, 1 + (abs(hashtext(c.email)) % 2)) n`,
+    );
+    const { rows: ev } = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM events');
+    console.log(`  ${fmt(ev[0].n)} events inserted in ${secs(t0)}`);
+
+    t0 = performance.now();
+    for (const i of indexes) await c.query(i.indexdef);
+    console.log(`  ${indexes.length} indexes rebuilt (${indexes.map((i) => i.indexname).join(', ')}) in ${secs(t0)}`);
+    t0 = performance.now();
+    await c.query('VACUUM (ANALYZE) contacts');
+    await c.query('VACUUM (ANALYZE) events');
+    console.log(`  VACUUM ANALYZE in ${secs(t0)}`);
+  } finally {
+    c.release();
+  }
+}
+
+/** A Pool stand-in that records the SQL the store sends, so EXPLAIN runs the very same text. */
+function recording(pool: Pool): { pool: Pool; last: () => { text: string; values: unknown[] } } {
+  let last = { text: '', values: [] as unknown[] };
+  const proxy = {
+    query: (text: string, values: unknown[]) => {
+      last = { text, values };
+      return pool.query(text, values);
+    },
+  };
+  return { pool: proxy as unknown as Pool, last: () => last };
+}
+
+async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const t0 = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - t0, value };
+}
+
+/** The top plan node and the lines that say which index served, plus timings. */
+async function explain(pool: Pool, text: string, values: unknown[]): Promise<string[]> {
+  const { rows } = await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, values);
+  const lines = rows.map((r) => r['QUERY PLAN']);
+  const keep = lines.filter(
+    (l, i) => i === 0 || /Index|Bitmap|Seq Scan|Parallel|Workers|Rows Removed|Buffers: shared|Sort Method|Execution Time|Planning Time|JIT|Timing:/.test(l),
+  );
+  // Buffers lines repeat under every node: keep the first (top node, whole query) only.
+  let buffers = 0;
+  return keep.filter((l) => !(/^\s*Buffers:/.test(l) && buffers++ > 0)).map((l) => `    ${l}`);
+}
+
+interface Measure {
+  count: number;
+  countMs: number;
+  pageMs: number;
+  pageRows: number;
+  countPlan: string[];
+  pagePlan: string[];
+}
+
+async function measure(pool: Pool, projectId: string, tree: unknown, transform: (sql: string) => string = (x) => x): Promise<Measure> {
+  const rec = recording(pool);
+  const store = new ContactsStore(rec.pool);
+  const compile = () => {
+    const parsed = parseFilterTree(tree, 'condition');
+    const params = new SqlParams([projectId]);
+    const sql = transform(compileFilter(parsed, params, 'c'));
+    return { sql, params: params.values };
+  };
+  // One warm-up of each (plans, caches), then RUNS timed runs; parsing and compiling are inside the timing.
+  await store.count(projectId, compile().sql, compile().params);
+  await store.page(compile().sql, compile().params, PAGE_SIZE, 0);
+  const counts: number[] = [];
+  const pages: number[] = [];
+  let count = 0;
+  let pageRows = 0;
+  for (let i = 0; i < RUNS; i++) {
+    const c = await timed(() => {
+      const q = compile();
+      return store.count(projectId, q.sql, q.params);
+    });
+    counts.push(c.ms);
+    count = c.value;
+    const p = await timed(() => {
+      const q = compile();
+      return store.page(q.sql, q.params, PAGE_SIZE, 0);
+    });
+    pages.push(p.ms);
+    pageRows = p.value.length;
+  }
+  await store.count(projectId, compile().sql, compile().params);
+  const countQuery = rec.last();
+  await store.page(compile().sql, compile().params, PAGE_SIZE, 0);
+  const pageQuery = rec.last();
+  return {
+    count,
+    countMs: median(counts),
+    pageMs: median(pages),
+    pageRows,
+    countPlan: await explain(pool, countQuery.text, countQuery.values),
+    pagePlan: await explain(pool, pageQuery.text, pageQuery.values),
+  };
+}
+
+function print(label: string, m: Measure): void {
+  console.log(`\n${label}`);
+  console.log(`  count: ${fmt(m.count)} matching contacts, median ${fmt(m.countMs, 1)} ms over ${RUNS} runs`);
+  console.log(`  page (first ${PAGE_SIZE}, created_at DESC): ${m.pageRows} rows, median ${fmt(m.pageMs, 1)} ms over ${RUNS} runs`);
+  console.log('  EXPLAIN (ANALYZE, BUFFERS) count:');
+  console.log(m.countPlan.join('\n'));
+  console.log('  EXPLAIN (ANALYZE, BUFFERS) page:');
+  console.log(m.pagePlan.join('\n'));
+}
+
+run(async () => {
+  console.log(`machine: ${machine()}`);
+  const dbName = REUSE ?? runPrefix('filter');
+  let projectId: string;
+  if (!REUSE) {
+    await admin((c) => c.query(`CREATE DATABASE "${dbName}"`));
+    if (process.env.BENCH_KEEP_DB !== '1') onCleanup(() => admin((c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`)).then(() => undefined));
+  }
+  const pool = createPool(`${PG_SERVER}/${dbName}`, 4);
+  onCleanup(() => pool.end());
+
+  if (REUSE) {
+    const { rows } = await pool.query<{ project_id: string; n: number }>('SELECT project_id, count(*)::int AS n FROM contacts GROUP BY 1 ORDER BY 2 DESC LIMIT 1');
+    projectId = rows[0].project_id;
+    console.log(`reusing database ${dbName}: ${fmt(rows[0].n)} contacts in project ${projectId}`);
+  } else {
+    const t0 = performance.now();
+    await migrate(pool, [OUTBOX_MIGRATION, ...migrations]);
+    projectId = randomUUID();
+    console.log(`database ${dbName}: contacts migrations applied; seeding project ${projectId}`);
+    await seed(pool, projectId);
+    console.log(`  seeded in ${secs(t0)}${process.env.BENCH_KEEP_DB === '1' ? ` (kept: BENCH_FILTER_DB=${dbName} reuses it)` : ''}`);
+  }
+  const { rows: size } = await pool.query<{ contacts: string; events: string }>(
+    "SELECT pg_size_pretty(pg_total_relation_size('contacts')) AS contacts, pg_size_pretty(pg_total_relation_size('events')) AS events",
+  );
+  const { rows: settings } = await pool.query<{ s: string }>(
+    "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name) AS s FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'jit', 'max_parallel_workers_per_gather', 'random_page_cost', 'server_version')",
+  );
+  console.log(`sizes with indexes: contacts ${size[0].contacts}, events ${size[0].events}; PostgreSQL ${settings[0].s}`);
+  const results: Array<{ name: string; m: Measure; tried?: Measure }> = [];
+  for (const { name, tree } of TREES) {
+    console.log(`\n${name}: ${JSON.stringify(tree)}`);
+    const m = await measure(pool, projectId, tree);
+    print(`${name}, SQL as compiled by filter-sql.ts`, m);
+    let tried: Measure | undefined;
+    if (process.env.BENCH_TRY === '1') {
+      tried = await measure(pool, projectId, tree, withDatePrefilter);
+      print(`${name}, with the proposed date pre-filter (BENCH_TRY=1)${tried.count === m.count ? ', same count' : `, COUNT DIFFERS (${m.count})`}`, tried);
+    }
+    results.push({ name, m, tried });
+  }
+
+  console.log('');
+  for (const { name, m, tried } of results) {
+    console.log(
+      `RESULT ${name} over ${fmt(CONTACTS)} contacts (${fmt(m.count)} matches): count ${fmt(m.countMs, 1)} ms (target < 500: ${m.countMs < 500 ? 'met' : 'NOT met'}), ` +
+        `page ${fmt(m.pageMs, 1)} ms (target < 50: ${m.pageMs < 50 ? 'met' : 'NOT met'})` +
+        (tried ? `; with date pre-filter: count ${fmt(tried.countMs, 1)} ms, page ${fmt(tried.pageMs, 1)} ms` : ''),
+    );
+  }
+}, import.meta.url);

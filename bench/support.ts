@@ -1,0 +1,200 @@
+/**
+ * Shared plumbing for the benchmarks: starts the platform in distributed mode (one process per
+ * service, as test/platform-setup.ts does) against the machine's PostgreSQL, NATS and Redis under
+ * a prefix unique to the run, and removes everything it created afterwards (only the processes it
+ * spawned, the databases and JetStream streams named with its prefix).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connect } from 'nats';
+import pg from 'pg';
+import { freePort, httpOk, portOpen, ROOT, stopProcess, waitFor } from '../test/support/processes.js';
+
+export const PG_SERVER = process.env.BENCH_PG_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
+export const NATS_URL = process.env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
+export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const LOG_DIR = path.join(os.tmpdir(), 'svc-bench-logs');
+
+/** Lower case, digits and `_` only: valid as a database name and a JetStream stream prefix. */
+export function runPrefix(name: string): string {
+  return `bench_${name}_${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
+}
+
+export interface Platform {
+  prefix: string;
+  gatewayUrl: string;
+  env: Record<string, string>;
+  children: ChildProcess[];
+}
+
+/** BENCH_PROFILE=contacts,gateway writes a V8 CPU profile of those services (on exit) under LOG_DIR/prof. */
+const PROFILED = new Set((process.env.BENCH_PROFILE ?? '').split(',').filter(Boolean));
+
+function spawnService(service: string, env: Record<string, string>, prefix: string): ChildProcess {
+  mkdirSync(LOG_DIR, { recursive: true });
+  const log = createWriteStream(path.join(LOG_DIR, `${prefix}-${service}.log`));
+  const profile = PROFILED.has(service) ? ['--cpu-prof', `--cpu-prof-dir=${path.join(LOG_DIR, 'prof', `${prefix}-${service}`)}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, 'bin/platform.ts'), service], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.pipe(log);
+  child.stderr!.pipe(log);
+  return child;
+}
+
+/** RPC services first (each in its own process), then the gateway once they listen. */
+export async function startPlatform(prefix: string, services: string[] = ['identity', 'contacts'], extraEnv: Record<string, string> = {}): Promise<Platform> {
+  const env: Record<string, string> = {
+    DATABASE_URL: `${PG_SERVER}/${prefix}`,
+    NATS_URL,
+    REDIS_URL,
+    BUS_PREFIX: prefix,
+    SESSION_SECRET: 'bench-session-secret-0123456789',
+    RATE_LIMIT_PER_MINUTE: '1000000000',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    PORT: String(await freePort()),
+    ...extraEnv,
+  };
+  for (const [k, v] of Object.entries(env)) if (v === '') delete env[k]; // '' in extraEnv unsets a variable
+  for (const s of services) env[`${s.toUpperCase()}_PORT`] = String(await freePort());
+  env.PUBLIC_URL = `http://127.0.0.1:${env.PORT}`;
+  const platform: Platform = { prefix, env, children: [], gatewayUrl: `http://127.0.0.1:${env.PORT}` };
+  registerCleanup(platform);
+
+  await Promise.all(
+    services.map((s) => {
+      const child = spawnService(s, env, prefix);
+      platform.children.push(child);
+      return waitFor(s, () => portOpen(Number(env[`${s.toUpperCase()}_PORT`])), child);
+    }),
+  );
+  const gateway = spawnService('gateway', env, prefix);
+  platform.children.push(gateway);
+  await waitFor('gateway', () => httpOk(`${platform.gatewayUrl}/healthz`), gateway);
+  return platform;
+}
+
+/** Drops the databases and JetStream streams whose names start with `prefix`. */
+export async function dropPrefixed(prefix: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
+  await admin.connect();
+  try {
+    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE left(datname, length($1)) = $1', [prefix]);
+    for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname.replace(/"/g, '""')}" WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
+  const nc = await connect({ servers: NATS_URL });
+  try {
+    const jsm = await nc.jetstreamManager();
+    for await (const s of jsm.streams.list()) {
+      if (s.config.name.startsWith(`${prefix}_`)) await jsm.streams.delete(s.config.name);
+    }
+  } finally {
+    await nc.drain();
+  }
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+let cleaning: Promise<void> | undefined;
+
+export function onCleanup(fn: () => Promise<void>): void {
+  cleanups.push(fn);
+}
+
+/** Runs every cleanup once (last registered first), whatever fails. */
+export function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const fn of cleanups.reverse()) {
+      await fn().catch((err) => process.stderr.write(`cleanup: ${err instanceof Error ? err.message : String(err)}\n`));
+    }
+  })();
+  return cleaning;
+}
+
+function registerCleanup(platform: Platform): void {
+  onCleanup(() => dropPrefixed(platform.prefix));
+  onCleanup(async () => {
+    await Promise.all(platform.children.map((c) => stopProcess(c)));
+  });
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`\n${signal}: cleaning up\n`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+/** Runs `main` (when the calling module is the script node was started with), then the cleanups. */
+export function run(main: () => Promise<void>, moduleUrl?: string): void {
+  if (moduleUrl && process.argv[1] && path.resolve(process.argv[1]) !== fileURLToPath(moduleUrl)) return;
+  main()
+    .then(() => cleanup())
+    .then(() => process.exit(0))
+    .catch(async (err) => {
+      process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\nservice logs: ${LOG_DIR}\n`);
+      await cleanup();
+      process.exit(1);
+    });
+}
+
+export interface Tenant {
+  projectId: string;
+  publicKey: string;
+  secretKey: string;
+}
+
+/** Signs up a user and creates a project (the bootstrap contract of DESIGN.md). */
+export async function newTenant(gatewayUrl: string): Promise<Tenant> {
+  const email = `bench-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6)}@example.com`;
+  const signup = await fetch(`${gatewayUrl}/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password: 'bench-password-123' }),
+  });
+  if (signup.status !== 201) throw new Error(`signup failed: ${signup.status} ${await signup.text()}`);
+  const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const project = await fetch(`${gatewayUrl}/users/@me/projects`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie },
+    body: JSON.stringify({ name: 'Bench project' }),
+  });
+  if (project.status !== 201) throw new Error(`project creation failed: ${project.status} ${await project.text()}`);
+  const body = (await project.json()) as { id: string; publicKey: string; secretKey: string };
+  return { projectId: body.id, publicKey: body.publicKey, secretKey: body.secretKey };
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export function machine(): string {
+  const mem = (os.totalmem() / 2 ** 30).toFixed(1);
+  return `${os.cpus().length} CPU (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${mem} GiB RAM, Node ${process.version}, ${os.platform()} ${os.release()}`;
+}
+
+export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); NaN elsewhere. */
+export function cpuSeconds(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** CPU seconds per started service, to tell which process saturates during a run. */
+export function cpuByService(platform: Platform): Record<string, number> {
+  return Object.fromEntries(platform.children.map((c) => [c.spawnargs[c.spawnargs.length - 1], cpuSeconds(c.pid)]));
+}
