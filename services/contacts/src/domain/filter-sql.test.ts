@@ -76,7 +76,7 @@ describe('compileFilter', () => {
 
   test('within on data only casts texts matching a full ISO 8601 date-time; the interval is a parameter', () => {
     const { sql, values } = compile({ field: 'data.lastSeen', operator: 'within', value: 2, unit: 'hours' });
-    expect(sql).toMatch(/^\(\(CASE WHEN \(c\.data #>> \$2::text\[\]\) ~ '\^.*\$' THEN \(c\.data #>> \$2::text\[\]\)::timestamptz END\) >= \(now\(\) - make_interval\(secs => \$3::double precision\)\)\)$/);
+    expect(sql).toMatch(/^\(left\(\(c\.data #>> \$2::text\[\]\), 10\) >= to_char\(.*'YYYY-MM-DD'\) AND \(CASE WHEN \(c\.data #>> \$2::text\[\]\) ~ '\^.*\$' THEN \(c\.data #>> \$2::text\[\]\)::timestamptz END\) >= \(now\(\) - make_interval\(secs => \$3::double precision\)\)\)$/);
     expect(values).toEqual([PROJECT, ['lastSeen'], 7200]);
   });
 

@@ -131,14 +131,23 @@ function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): 
       return `(jsonb_typeof(${json}) <> 'null')`;
     case 'notExists':
       return negate(`(jsonb_typeof(${json}) <> 'null')`);
-    case 'within':
-      return `(${storedDate(text, false)} >= ${cutoff(filter, params)})`;
-    case 'olderThan':
-      return `(${storedDate(text, false)} < ${cutoff(filter, params)})`;
+    case 'within': {
+      const cut = cutoff(filter, params);
+      return `(${datePrefix(text)} >= ${utcDay(cut, '-')} AND ${storedDate(text, false)} >= ${cut})`;
+    }
+    case 'olderThan': {
+      const cut = cutoff(filter, params);
+      return `(${datePrefix(text)} <= ${utcDay(cut, '+')} AND ${storedDate(text, false)} < ${cut})`;
+    }
     default:
       throw unsupported(filter);
   }
 }
+
+// A plain text comparison on the date part first rules out most rows before the (costly) regex;
+// the one-day margin covers any UTC offset an ISO value may carry.
+const datePrefix = (text: string) => `left(${text}, 10)`;
+const utcDay = (cut: string, sign: '+' | '-') => `to_char((${cut} ${sign} interval '1 day') AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
 
 // Only texts the regex proves castable are cast; anything else yields NULL and matches nothing.
 function storedDate(text: string, acceptBareDate: boolean): string {
