@@ -5,6 +5,8 @@ interface Subscription {
   durable: string;
   subjects: string[];
   handler: BusHandler;
+  /** Deliveries to one subscriber run one after another, in publish order. */
+  tail: Promise<void>;
 }
 
 const DEDUPE_WINDOW = 10_000;
@@ -28,11 +30,17 @@ export class MemoryBus implements Bus {
     this.remember(id);
     const message: BusMessage = { id, subject, data };
     const targets = this.subs.filter((s) => s.subjects.some((p) => subjectMatches(p, subject)));
-    await Promise.all(targets.map((s) => this.deliver(s, message)));
+    await Promise.all(
+      targets.map((s) => {
+        const delivered = s.tail.then(() => this.deliver(s, message));
+        s.tail = delivered;
+        return delivered;
+      }),
+    );
   }
 
   async subscribe(durable: string, subjects: string[], handler: BusHandler): Promise<void> {
-    this.subs.push({ durable, subjects, handler });
+    this.subs.push({ durable, subjects, handler, tail: Promise.resolve() });
   }
 
   async close(): Promise<void> {

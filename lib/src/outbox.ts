@@ -20,6 +20,7 @@ export const OUTBOX_MIGRATION: Migration = {
 };
 
 const NOTIFY_CHANNEL = 'outbox';
+const CLEANUP_EVERY_MS = 60_000;
 
 /** Call inside the transaction that changes the state the message describes. */
 export async function enqueue(tx: Queryable, subject: string, payload: unknown): Promise<void> {
@@ -45,6 +46,7 @@ export class OutboxRelay {
   private timer?: NodeJS.Timeout;
   private listener?: import('pg').PoolClient;
   private readonly pass: CoalescingTask;
+  private lastCleanup = 0;
 
   constructor(private readonly opts: RelayOptions) {
     this.pass = new CoalescingTask(
@@ -71,12 +73,15 @@ export class OutboxRelay {
     for (;;) {
       const sent = await this.publishBatch();
       total += sent;
-      if (sent < (this.opts.batchSize ?? 200)) break;
+      if (sent < (this.opts.batchSize ?? 500)) break;
     }
-    await this.opts.pool.query(
-      `DELETE FROM outbox WHERE published_at < now() - make_interval(mins => $1)`,
-      [this.opts.retentionMinutes ?? 60],
-    );
+    if (Date.now() - this.lastCleanup > CLEANUP_EVERY_MS) {
+      this.lastCleanup = Date.now();
+      await this.opts.pool.query(
+        `DELETE FROM outbox WHERE published_at < now() - make_interval(mins => $1)`,
+        [this.opts.retentionMinutes ?? 60],
+      );
+    }
     return total;
   }
 
@@ -88,13 +93,17 @@ export class OutboxRelay {
       const { rows } = await client.query<{ id: string; subject: string; payload: unknown }>(
         `SELECT id::text, subject, payload FROM outbox WHERE published_at IS NULL
          ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [this.opts.batchSize ?? 200],
+        [this.opts.batchSize ?? 500],
       );
       try {
-        for (const row of rows) {
-          await this.opts.bus.publish(row.subject, row.payload, `${this.opts.service}-${row.id}`);
-          published.push(Number(row.id));
-        }
+        // Pipelined: every publish of the batch is in flight at once (one connection keeps their
+        // order); only acknowledged rows are marked, the rest go out again on the next pass.
+        const results = await Promise.allSettled(
+          rows.map((row) => this.opts.bus.publish(row.subject, row.payload, `${this.opts.service}-${row.id}`)),
+        );
+        const failed = results.findIndex((r) => r.status === 'rejected');
+        for (const row of failed === -1 ? rows : rows.slice(0, failed)) published.push(Number(row.id));
+        if (failed !== -1) throw (results[failed] as PromiseRejectedResult).reason;
       } finally {
         if (published.length) {
           await client.query('UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])', [published]);
