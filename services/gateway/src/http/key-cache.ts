@@ -7,9 +7,17 @@ export interface KeyIdentity {
   disabled: boolean;
 }
 
-/** Caches key -> project for a few seconds; keyed by the key's hash so no raw key is stored. */
+/** In-process entries live at most this long, so the hot path skips Redis most of the time. */
+const LOCAL_TTL_MS = 1000;
+const LOCAL_MAX_ENTRIES = 10_000;
+
+/**
+ * Caches key -> project for a few seconds (a rotated key stops working within the TTL):
+ * a one-second in-process layer in front of Redis (shared by gateway replicas), or the
+ * in-process layer alone for the TTL when there is no Redis. Keyed by the key's hash.
+ */
 export class KeyCache {
-  private readonly memory = new Map<string, { value: KeyIdentity; expiresAt: number }>();
+  private readonly local = new Map<string, { value: KeyIdentity; expiresAt: number }>();
 
   constructor(private readonly ttlSeconds: number, private readonly redis?: Redis) {}
 
@@ -20,23 +28,25 @@ export class KeyCache {
   async get(key: string): Promise<KeyIdentity | null> {
     if (this.ttlSeconds === 0) return null;
     const id = KeyCache.id(key);
-    if (this.redis) {
-      const raw = await this.redis.get(`keys:${id}`);
-      return raw ? (JSON.parse(raw) as KeyIdentity) : null;
-    }
-    const hit = this.memory.get(id);
-    if (!hit || hit.expiresAt < Date.now()) return null;
-    return hit.value;
+    const hit = this.local.get(id);
+    if (hit && hit.expiresAt > Date.now()) return hit.value;
+    if (!this.redis) return null;
+    const raw = await this.redis.get(`keys:${id}`);
+    if (!raw) return null;
+    const value = JSON.parse(raw) as KeyIdentity;
+    this.remember(id, value, Math.min(LOCAL_TTL_MS, this.ttlSeconds * 1000));
+    return value;
   }
 
   async set(key: string, value: KeyIdentity): Promise<void> {
     if (this.ttlSeconds === 0) return;
     const id = KeyCache.id(key);
-    if (this.redis) {
-      await this.redis.set(`keys:${id}`, JSON.stringify(value), 'EX', this.ttlSeconds);
-      return;
-    }
-    if (this.memory.size > 10_000) this.memory.clear();
-    this.memory.set(id, { value, expiresAt: Date.now() + this.ttlSeconds * 1000 });
+    if (this.redis) await this.redis.set(`keys:${id}`, JSON.stringify(value), 'EX', this.ttlSeconds);
+    this.remember(id, value, this.redis ? Math.min(LOCAL_TTL_MS, this.ttlSeconds * 1000) : this.ttlSeconds * 1000);
+  }
+
+  private remember(id: string, value: KeyIdentity, ttlMs: number): void {
+    if (this.local.size >= LOCAL_MAX_ENTRIES) this.local.clear();
+    this.local.set(id, { value, expiresAt: Date.now() + ttlMs });
   }
 }
