@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createPool, type Pool } from '@svc/lib/db';
 import { migrate } from '@svc/lib/migrate';
-import { OUTBOX_MIGRATION } from '@svc/lib/outbox';
+import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION } from '@svc/lib/outbox';
 import { compileFilter, SqlParams } from '../services/contacts/src/domain/filter-sql.js';
 import { parseFilterTree } from '../services/contacts/src/domain/filter-tree.js';
 import { ContactsStore } from '../services/contacts/src/store/contacts-store.js';
@@ -256,7 +256,7 @@ run(async () => {
     console.log(`reusing database ${dbName}: ${fmt(rows[0].n)} contacts in project ${projectId}`);
   } else {
     const t0 = performance.now();
-    await migrate(pool, [OUTBOX_MIGRATION, ...migrations]);
+    await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, ...migrations]);
     projectId = randomUUID();
     console.log(`database ${dbName}: contacts migrations applied; seeding project ${projectId}`);
     await seed(pool, projectId);

@@ -4,7 +4,7 @@ import { MemoryBus } from './bus-memory.js';
 import { createPool, withTransaction, type Pool } from './db.js';
 import { createLogger } from './logger.js';
 import { migrate } from './migrate.js';
-import { enqueue, enqueueMany, OUTBOX_MIGRATION, OutboxRelay } from './outbox.js';
+import { enqueue, enqueueMany, OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, OutboxRelay } from './outbox.js';
 
 const ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
 const dbName = `outbox_test_${process.pid}_${Date.now().toString(36)}`;
@@ -17,7 +17,7 @@ beforeAll(async () => {
   await admin.query(`CREATE DATABASE ${dbName}`);
   await admin.end();
   pool = createPool(ADMIN.replace(/\/postgres$/, `/${dbName}`));
-  await migrate(pool, [OUTBOX_MIGRATION]);
+  await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION]);
 });
 
 afterAll(async () => {

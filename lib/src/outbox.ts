@@ -20,12 +20,24 @@ export const OUTBOX_MIGRATION: Migration = {
 };
 
 const NOTIFY_CHANNEL = 'outbox';
+
+/** Wakes the relay from the database itself: one notification per statement, no extra round trip. */
+export const OUTBOX_NOTIFY_MIGRATION: Migration = {
+  id: '000_outbox_notify',
+  sql: `
+    CREATE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      PERFORM pg_notify('outbox', '');
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify();
+  `,
+};
 const CLEANUP_EVERY_MS = 60_000;
 
 /** Call inside the transaction that changes the state the message describes. */
 export async function enqueue(tx: Queryable, subject: string, payload: unknown): Promise<void> {
   await tx.query('INSERT INTO outbox (subject, payload) VALUES ($1, $2)', [subject, JSON.stringify(payload)]);
-  await tx.query(`NOTIFY ${NOTIFY_CHANNEL}`);
 }
 
 export interface RelayOptions {
@@ -137,5 +149,4 @@ export async function enqueueMany(tx: Queryable, messages: Array<{ subject: stri
      SELECT s, p::jsonb FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(s, p, n) ORDER BY n`,
     [messages.map((m) => m.subject), messages.map((m) => JSON.stringify(m.payload))],
   );
-  await tx.query(`NOTIFY ${NOTIFY_CHANNEL}`);
 }

@@ -3,7 +3,7 @@ import type { Config } from './config.js';
 import { createPool, ensureDatabase, serviceDatabaseUrl, type Pool } from './db.js';
 import type { Logger } from './logger.js';
 import { migrate, type Migration } from './migrate.js';
-import { OUTBOX_MIGRATION, OutboxRelay } from './outbox.js';
+import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, OutboxRelay } from './outbox.js';
 
 /** What every service receives from the launcher, in either run mode. */
 export interface Runtime {
@@ -29,7 +29,7 @@ export async function openServiceDatabase(service: string, rt: Runtime, migratio
   const url = serviceDatabaseUrl(service, rt.config.databaseUrl, rt.config.env);
   await ensureDatabase(url);
   const pool = createPool(url);
-  const applied = await migrate(pool, [OUTBOX_MIGRATION, ...migrations]);
+  const applied = await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, ...migrations]);
   if (applied.length) rt.logger.info({ service, applied }, 'migrations applied');
   const relay = new OutboxRelay({ service, pool, bus: rt.bus, logger: rt.logger.child({ service, part: 'outbox' }) });
   await relay.start();
