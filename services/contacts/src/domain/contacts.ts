@@ -73,7 +73,9 @@ export class Contacts {
     private readonly events: EventsStore,
     private readonly fields: FieldsStore,
   ) {
-    this.commits = new GroupCommit(() => pool.connect(), (tx, w) => this.upsertIn(tx, w.input, w.patch));
+    this.commits = new GroupCommit(() => pool.connect(), (tx, w) => this.upsertIn(tx, w.input, w.patch), {
+      lockOrder: (w) => `${w.input.projectId}:${w.input.email.toLowerCase()}`,
+    });
   }
 
   upsert(input: UpsertInput): Promise<UpsertResult> {

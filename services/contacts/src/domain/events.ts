@@ -30,7 +30,9 @@ export class Events {
   private readonly commits: GroupCommit<TrackWrite, { contactId: string; event: EventRow }>;
 
   constructor(private readonly contacts: Contacts, private readonly store: EventsStore) {
-    this.commits = new GroupCommit(() => contacts.pool.connect(), (tx, w) => this.write(tx, w));
+    this.commits = new GroupCommit(() => contacts.pool.connect(), (tx, w) => this.write(tx, w), {
+      lockOrder: (w) => `${w.projectId}:${w.email.toLowerCase()}`,
+    });
   }
 
   /**
