@@ -12,7 +12,16 @@ import { rowToContact, validateCsvHeader } from './csv-typing.js';
 import { applyDataPatch } from './custom-data.js';
 
 export const MAX_CSV_BYTES = 5 * 1024 * 1024;
-const BATCH_ROWS = 1000;
+const BATCH_ROWS = 2000;
+const WRITER_LANES = 2;
+
+type CsvContact = { email: string; data: Record<string, unknown> };
+
+function laneOf(email: string): number {
+  let h = 0;
+  for (const ch of email.toLowerCase()) h = (h * 31 + ch.charCodeAt(0)) | 0;
+  return Math.abs(h) % WRITER_LANES;
+}
 const MAX_REPORTED_ERRORS = 1000;
 
 function firstLine(csv: Buffer): string[] {
@@ -50,11 +59,21 @@ export class Imports {
   /** Runs one claimed job to completion; the file is read as a stream and written in batches. */
   async process(job: ImportJobRow & { csv: Buffer }): Promise<void> {
     const progress = { processed: 0, imported: 0, updated: 0, skipped: 0, errors: [] as Array<{ row: number; email: string; reason: string }> };
+    // Rows go to writer lanes by email, so one email's rows stay in file order in one lane and
+    // lanes never wait on each other's row locks; each lane writes while parsing goes on.
+    const lanes = Array.from({ length: WRITER_LANES }, () => ({ rows: [] as CsvContact[], writing: Promise.resolve() }));
+    const flush = async (lane: (typeof lanes)[number]) => {
+      await lane.writing;
+      const rows = lane.rows;
+      lane.rows = [];
+      lane.writing = this.writeBatch(job.project_id, rows, progress);
+      // Surfaces a failure at the next await of this lane, never as an unhandled rejection.
+      lane.writing.catch(() => undefined);
+    };
     try {
       const parser = parse(job.csv, { bom: true, relax_column_count: true, skip_empty_lines: true, skip_records_with_empty_values: true });
       let header: string[] | undefined;
       let rowNumber = 1;
-      let batch: Array<{ email: string; data: Record<string, unknown> }> = [];
       for await (const record of parser as AsyncIterable<string[]>) {
         if (!header) {
           header = record;
@@ -63,24 +82,26 @@ export class Imports {
         }
         rowNumber++;
         const row = rowToContact(header, record, rowNumber);
+        progress.processed++;
         if (!row.ok) {
           progress.skipped++;
           if (progress.errors.length < MAX_REPORTED_ERRORS) progress.errors.push(row.error);
-        } else {
-          batch.push({ email: row.email, data: row.data });
+          continue;
         }
-        progress.processed++;
-        if (batch.length >= BATCH_ROWS) {
-          await this.writeBatch(job.project_id, batch, progress);
-          batch = [];
+        const lane = lanes[laneOf(row.email)];
+        lane.rows.push({ email: row.email, data: row.data });
+        if (lane.rows.length >= BATCH_ROWS) {
+          await flush(lane);
           await this.jobs.importProgress(job.id, progress);
         }
       }
       if (!header) throw badRequest('The CSV file has no header row');
-      await this.writeBatch(job.project_id, batch, progress);
+      for (const lane of lanes) await flush(lane);
+      for (const lane of lanes) await lane.writing;
       await this.jobs.importProgress(job.id, { ...progress, totalRows: progress.processed });
       await this.jobs.finishImport(job.id, 'completed');
     } catch (err) {
+      await Promise.allSettled(lanes.map((l) => l.writing));
       const message = err instanceof AppError ? err.message : `Import failed: ${(err as Error).message}`;
       await this.jobs.importProgress(job.id, { ...progress, totalRows: progress.processed });
       await this.jobs.finishImport(job.id, 'failed', message);
@@ -91,7 +112,7 @@ export class Imports {
    * One transaction per batch: rows for the same email (in the file or already stored) patch
    * one contact in file order, so a re-run updates in place and duplicates create nothing twice.
    */
-  private async writeBatch(projectId: string, rows: Array<{ email: string; data: Record<string, unknown> }>, progress: { imported: number; updated: number }) {
+  private async writeBatch(projectId: string, rows: CsvContact[], progress: { imported: number; updated: number }) {
     if (!rows.length) return;
     await withTransaction(this.batches.db, async (tx) => {
       const existing = new Map((await this.batches.lockByEmails(tx, projectId, rows.map((r) => r.email))).map((c) => [c.email.toLowerCase(), c]));
