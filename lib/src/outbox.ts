@@ -69,6 +69,8 @@ export class OutboxRelay {
 
   async start(): Promise<void> {
     this.listener = await this.opts.pool.connect();
+    // A lost LISTEN connection only costs latency: the poll still finds pending rows.
+    this.listener.on('error', (err) => this.opts.logger.warn({ err }, 'outbox listener connection lost'));
     this.listener.on('notification', () => this.kick());
     await this.listener.query(`LISTEN ${NOTIFY_CHANNEL}`);
     this.timer = setInterval(() => this.kick(), this.opts.pollMs ?? 1000);
