@@ -7,7 +7,7 @@ import type { ContactRow, EventRow } from '../store/contact-rows.js';
 import type { ContactsStore, SortColumn } from '../store/contacts-store.js';
 import type { EventsStore } from '../store/events-store.js';
 import type { FieldsStore } from '../store/fields-store.js';
-import { decodeCursor, encodeCursor } from './cursor.js';
+import { decodeCursor, keysetPage } from './cursor.js';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { applyDataPatch, splitDataPatch, type DataPatch } from './custom-data.js';
 import { isValidEmail } from './email-address.js';
@@ -184,15 +184,8 @@ export class Contacts {
       dir,
       after: after && { value: after.value, id: after.id },
     });
-    const hasMore = rows.length > input.limit;
-    const page = rows.slice(0, input.limit);
-    const last = page[page.length - 1];
-    return {
-      contacts: page,
-      hasMore,
-      cursor: hasMore && last ? encodeCursor({ sort, dir, value: last.sort_value, id: last.id }) : '',
-      total: total ?? 0,
-    };
+    const { page, hasMore, cursor } = keysetPage(rows, input.limit, (last) => ({ sort, dir, value: last.sort_value, id: last.id }));
+    return { contacts: page, hasMore, cursor, total: total ?? 0 };
   }
 
   async lookup(projectId: string, emails: unknown): Promise<{ found: ContactRow[]; missing: string[] }> {

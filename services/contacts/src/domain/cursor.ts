@@ -21,6 +21,15 @@ export function encodeCursor(c: Cursor): string {
   return Buffer.from(JSON.stringify([c.sort, c.dir, c.value, c.id])).toString('base64url');
 }
 
+/** The first `limit` of `rows` (fetched with one extra to tell whether more follow) and the next cursor. */
+export function keysetPage<T>(rows: T[], limit: number, cursorOf: (last: T) => Cursor): { page: T[]; hasMore: boolean; cursor: string } {
+  const hasMore = rows.length > limit;
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return { page, hasMore, cursor: hasMore && last ? encodeCursor(cursorOf(last)) : '' };
+}
+
+/** `sort` names the list (and its timestamp sorts) so a cursor of one list is refused by another. */
 export function decodeCursor(raw: string, sort: string, dir: string): Cursor {
   const invalid = badRequest('Invalid cursor: pass the cursor of the previous page unchanged, with the same sort and dir');
   let parsed: unknown;
@@ -32,6 +41,6 @@ export function decodeCursor(raw: string, sort: string, dir: string): Cursor {
   if (!Array.isArray(parsed) || parsed.length !== 4 || !parsed.every((p) => typeof p === 'string')) throw invalid;
   const [s, d, value, id] = parsed as string[];
   if (s !== sort || d !== dir || !isUuid(id) || value.length > 1000) throw invalid;
-  if (sort === 'createdAt' && !isPgTimestamp(value)) throw invalid;
+  if ((sort === 'createdAt' || sort === 'events') && !isPgTimestamp(value)) throw invalid;
   return { sort: s, dir: d, value, id };
 }

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { withTransaction, type Queryable } from '@svc/lib/db';
-import { badRequest, validationError } from '@svc/lib/errors';
+import { validationError } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
 import { enqueue } from '@svc/lib/outbox';
 import type { EventRow } from '../store/contact-rows.js';
 import type { EventsStore } from '../store/events-store.js';
 import { checkEmail, eventMessage, type Contacts } from './contacts.js';
-import { isPgTimestamp } from './cursor.js';
+import { decodeCursor, keysetPage } from './cursor.js';
 import { splitDataPatch, type DataPatch } from './custom-data.js';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { checkTrackableEventName } from './event-names.js';
@@ -66,25 +66,10 @@ export class Events {
 
   async list(q: { projectId: string; limit: number; cursor?: string; name?: string; contactId?: string }) {
     if (q.contactId !== undefined) await this.contacts.get(q.projectId, q.contactId);
-    let after: { at: string; id: string } | undefined;
-    if (q.cursor) {
-      try {
-        const [at, id] = JSON.parse(Buffer.from(q.cursor, 'base64url').toString('utf8')) as string[];
-        if (!isPgTimestamp(at) || !isUuid(id)) throw new Error();
-        after = { at, id };
-      } catch {
-        throw badRequest('Invalid cursor');
-      }
-    }
-    const rows = await this.store.list({ ...q, after });
-    const hasMore = rows.length > q.limit;
-    const page = rows.slice(0, q.limit);
-    const last = page[page.length - 1];
-    return {
-      events: page,
-      hasMore,
-      cursor: hasMore && last ? Buffer.from(JSON.stringify([last.at, last.id])).toString('base64url') : '',
-    };
+    const after = q.cursor ? decodeCursor(q.cursor, 'events', 'desc') : undefined;
+    const rows = await this.store.list({ ...q, after: after && { at: after.value, id: after.id } });
+    const { page, hasMore, cursor } = keysetPage(rows, q.limit, (last) => ({ sort: 'events', dir: 'desc', value: last.at, id: last.id }));
+    return { events: page, hasMore, cursor };
   }
 
   stats(projectId: string, days: number) {
