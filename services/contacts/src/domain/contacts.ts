@@ -215,7 +215,8 @@ export class Contacts {
     const fresh = newFieldTypes(known, data);
     if (!fresh.length) return;
     await this.fields.record(tx, projectId, fresh);
-    for (const t of fresh) known.set(t.path, t.type);
+    // Reloaded from committed rows on the next write: this transaction may still roll back.
+    this.knownTypes.delete(projectId);
   }
 
   forgetTypes(projectId: string): void {
