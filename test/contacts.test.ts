@@ -112,6 +112,7 @@ describe('contact lists', () => {
     expect(second.body.data).toHaveLength(5);
     expect(second.body.total).toBe(0);
     expect(second.body.hasMore).toBe(false);
+    expect(second.body.cursor).toBe('');
     const ids = [...first.body.data, ...second.body.data].map((c: { id: string }) => c.id);
     expect(new Set(ids).size).toBe(25);
     const times = [...first.body.data, ...second.body.data].map((c: { createdAt: string }) => c.createdAt);

@@ -33,7 +33,7 @@ export function contactsRouter(contacts: Client<typeof ContactsService>, guards:
       sort: stringParam(req.query, 'sort') ?? '',
       dir: stringParam(req.query, 'dir') ?? '',
     });
-    res.json({ data: out.contacts.map(contactJson), cursor: out.cursor || null, hasMore: out.hasMore, total: Number(out.total) });
+    res.json({ data: out.contacts.map(contactJson), cursor: out.cursor, hasMore: out.hasMore, total: Number(out.total) });
   });
 
   r.post('/contacts', secret, async (req, res) => {
@@ -162,7 +162,7 @@ export function contactsRouter(contacts: Client<typeof ContactsService>, guards:
 
   r.get('/events', secret, async (req, res) => {
     const out = await contacts.listEvents({ projectId: req.projectId, limit: limitParam(req.query), cursor: stringParam(req.query, 'cursor') ?? '', name: stringParam(req.query, 'name') ?? '' });
-    res.json({ data: out.events.map(eventJson), cursor: out.cursor || null, hasMore: out.hasMore });
+    res.json({ data: out.events.map(eventJson), cursor: out.cursor, hasMore: out.hasMore });
   });
 
   r.get('/events/stats', secret, async (req, res) => {
@@ -181,7 +181,7 @@ export function contactsRouter(contacts: Client<typeof ContactsService>, guards:
 
   r.get('/events/contact/:contactId', secret, async (req, res) => {
     const out = await contacts.listEvents({ projectId: req.projectId, limit: limitParam(req.query, 100, 100), contactId: String(req.params.contactId), cursor: stringParam(req.query, 'cursor') ?? '' });
-    res.json({ data: out.events.map(eventJson), cursor: out.cursor || null, hasMore: out.hasMore });
+    res.json({ data: out.events.map(eventJson), cursor: out.cursor, hasMore: out.hasMore });
   });
 
   r.get('/events/:eventName/usage', secret, async (req, res) => {

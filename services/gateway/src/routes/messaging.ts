@@ -109,7 +109,7 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
   r.get('/activity', secret, async (req, res) => {
     const q = (name: string) => stringParam(req.query, name) ?? '';
     const out = await messaging.listActivity({ projectId: req.projectId, limit: q('limit'), cursor: q('cursor'), type: q('type'), contactId: q('contactId') });
-    res.json({ data: out.items.map(activityJson), cursor: out.cursor || null, hasMore: out.hasMore, total: Number(out.total) });
+    res.json({ data: out.items.map(activityJson), cursor: out.cursor, hasMore: out.hasMore, total: Number(out.total) });
   });
 
   r.get('/activity/stats', secret, async (req, res) => {
