@@ -1,4 +1,5 @@
-import { call, expectEnvelope, newTenant, signUp, uniqueEmail } from './support/client.js';
+import { call, expectEnvelope, newTenant, platform, signUp, uniqueEmail } from './support/client.js';
+import { freePort, httpOk, portOpen, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 describe('identity through the gateway', () => {
   test('signup sets an HttpOnly session cookie and /users/@me answers the user', async () => {
@@ -109,5 +110,25 @@ describe('identity through the gateway', () => {
   test('malformed JSON is a 400 and an unknown route a 404, both in the envelope', async () => {
     expectEnvelope(await call('POST', '/auth/login', undefined, { raw: '{"email":' }), 400, 'BAD_REQUEST');
     expectEnvelope(await call('GET', '/no/such/route'), 404, 'RESOURCE_NOT_FOUND');
+  });
+
+  test('SIGNUP_DISABLED=true makes signup a 403 and /config says so; login still works', async () => {
+    const email = uniqueEmail();
+    await signUp(email, 'password-123');
+    const identityPort = await freePort();
+    const port = await freePort();
+    const env = { ...platform.env, SIGNUP_DISABLED: 'true', IDENTITY_PORT: String(identityPort), PORT: String(port) };
+    const identity = startPlatform(['identity'], env, 'identity-signup-disabled');
+    const gateway = startPlatform(['gateway'], env, 'gateway-signup-disabled');
+    try {
+      await waitFor('identity', () => portOpen(identityPort), identity);
+      const baseUrl = `http://127.0.0.1:${port}`;
+      await waitFor('gateway', () => httpOk(`${baseUrl}/healthz`), gateway);
+      expectEnvelope(await call('POST', '/auth/signup', { email: uniqueEmail(), password: 'password-123' }, { baseUrl }), 403, 'SIGNUP_DISABLED');
+      expect((await call('GET', '/config', undefined, { baseUrl })).body.signupEnabled).toBe(false);
+      expect((await call('POST', '/auth/login', { email, password: 'password-123' }, { baseUrl })).status).toBe(200);
+    } finally {
+      await Promise.all([stopProcess(gateway), stopProcess(identity)]);
+    }
   });
 });

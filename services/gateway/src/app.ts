@@ -73,7 +73,6 @@ export function createApp(deps: GatewayDeps) {
 
   app.use(identityRouter(clients.identity, auth, deps.limiter));
   app.use(contactsRouter(clients.contacts, guards));
-  // messaging routes mount here
   app.use(messagingRouter(clients.messaging, guards));
   app.use(trackingRouter(clients.messaging));
   app.use(webhooksRouter(clients.messaging, config.webhookSecret));
