@@ -113,6 +113,14 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
     }
   });
 
+  test('/v1/send reads its large body only after the key is checked', async () => {
+    const t = await newTenant();
+    const big = JSON.stringify({ to: 'a@example.com', subject: 's', body: 'x'.repeat(3_000_000) });
+    expectEnvelope(await call('POST', '/v1/send', undefined, { raw: big }), 401, 'MISSING_AUTH');
+    expectEnvelope(await call('POST', '/v1/send', undefined, { raw: '{"to":', key: t.secretKey }), 400, 'BAD_REQUEST');
+    expectEnvelope(await call('POST', '/v1/send', undefined, { raw: big, key: t.publicKey }), 401, 'INVALID_API_KEY');
+  });
+
   test('oversized bodies are a 413 in the envelope', async () => {
     const t = await newTenant();
     const res = await call('POST', '/contacts', { email: 'big@example.com', data: { blob: 'x'.repeat(1_200_000) } }, { key: t.secretKey });

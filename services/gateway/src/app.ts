@@ -32,7 +32,10 @@ export interface GatewayDeps {
 export interface KeyGuards {
   secret: RequestHandler;
   public: RequestHandler;
+  send: RequestHandler;
 }
+
+const SEND_BODY_LIMIT = '56mb';
 
 function chain(...handlers: RequestHandler[]): RequestHandler {
   const router = express.Router();
@@ -52,6 +55,9 @@ export function createApp(deps: GatewayDeps) {
   const guards: KeyGuards = {
     secret: chain(auth.key('secret'), limit, idem),
     public: chain(auth.key('public'), limit, idem),
+    // /v1/send carries attachments (10 MB, base64-encoded) inside a 40 MB message: its large
+    // body is read only once the key is known, and before idempotency fingerprints it.
+    send: chain(auth.key('secret'), express.json({ limit: SEND_BODY_LIMIT }), limit, idem),
   };
 
   app.use(requestId(logger));
@@ -67,9 +73,8 @@ export function createApp(deps: GatewayDeps) {
     });
   });
 
-  // /v1/send carries attachments (10 MB, base64-encoded) inside a 40 MB message.
-  app.use('/v1/send', express.json({ limit: '56mb' }));
-  app.use(express.json({ limit: config.bodyLimit }));
+  const json = express.json({ limit: config.bodyLimit });
+  app.use((req, res, next) => (req.path === '/v1/send' ? next() : json(req, res, next)));
 
   app.use(identityRouter(clients.identity, auth, deps.limiter));
   app.use(contactsRouter(clients.contacts, guards));

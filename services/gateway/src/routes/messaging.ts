@@ -91,7 +91,7 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
     });
   });
 
-  r.post('/v1/send', secret, async (req, res) => {
+  r.post('/v1/send', guards.send, async (req, res) => {
     const out = await messaging.sendEmail({ projectId: req.projectId, input: input(req.body) });
     res.json(
       wrapped({
