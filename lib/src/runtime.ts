@@ -1,9 +1,11 @@
 import type { Bus } from './bus.js';
-import type { Config } from './config.js';
+import type { ConnectRouter } from '@connectrpc/connect';
+import type { Config, RpcServiceName } from './config.js';
 import { createPool, ensureDatabase, serviceDatabaseUrl, type Pool } from './db.js';
 import type { Logger } from './logger.js';
 import { migrate, type Migration } from './migrate.js';
 import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, OutboxRelay } from './outbox.js';
+import { startRpcServer, type RpcServer } from './rpc-server.js';
 
 /** What every service receives from the launcher, in either run mode. */
 export interface Runtime {
@@ -41,4 +43,16 @@ export async function openServiceDatabase(service: string, rt: Runtime, migratio
       await pool.end();
     },
   };
+}
+
+/** Serves a service's RPCs on its configured port and bind address. */
+export function serveRpc(rt: Runtime, name: RpcServiceName, routes: (router: ConnectRouter) => void): Promise<RpcServer> {
+  return startRpcServer({
+    name,
+    host: rt.config.bindHost,
+    port: rt.config.rpcPorts[name],
+    routes,
+    logger: rt.logger,
+    shutdownTimeoutMs: rt.config.shutdownTimeoutMs,
+  });
 }

@@ -1,5 +1,4 @@
-import { openServiceDatabase, type RunningService, type Runtime } from '@svc/lib/runtime';
-import { startRpcServer } from '@svc/lib/rpc-server';
+import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { Audiences } from './domain/audiences.js';
 import { Bulk } from './domain/bulk.js';
 import { Contacts } from './domain/contacts.js';
@@ -44,11 +43,10 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
   runner.start();
   await subscribeContactsConsumers(rt.bus, { events, contacts: contactsStore, forgetTypes: (p) => contacts.forgetTypes(p) });
 
-  const server = await startRpcServer({
-    name: 'contacts',
-    host: rt.config.bindHost,
-    port: rt.config.rpcPorts.contacts,
-    routes: contactsRoutes({
+  const server = await serveRpc(
+    rt,
+    'contacts',
+    contactsRoutes({
       contacts,
       events,
       fields: new Fields(fieldsStore),
@@ -57,9 +55,7 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
       bulk,
       kickJobs: () => runner.kick(),
     }),
-    logger: rt.logger,
-    shutdownTimeoutMs: rt.config.shutdownTimeoutMs,
-  });
+  );
   return {
     name: 'contacts',
     async stop() {

@@ -1,5 +1,4 @@
-import { openServiceDatabase, type RunningService, type Runtime } from '@svc/lib/runtime';
-import { startRpcServer } from '@svc/lib/rpc-server';
+import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { Identity } from './domain/identity.js';
 import { identityRoutes } from './rpc.js';
 import { migrations } from './store/migrations.js';
@@ -8,14 +7,7 @@ import { IdentityStore } from './store/identity-store.js';
 export async function startIdentity(rt: Runtime): Promise<RunningService> {
   const db = await openServiceDatabase('identity', rt, migrations);
   const identity = new Identity(new IdentityStore(db.pool), { signupDisabled: rt.config.signupDisabled });
-  const server = await startRpcServer({
-    name: 'identity',
-    host: rt.config.bindHost,
-    port: rt.config.rpcPorts.identity,
-    routes: identityRoutes(identity),
-    logger: rt.logger,
-    shutdownTimeoutMs: rt.config.shutdownTimeoutMs,
-  });
+  const server = await serveRpc(rt, 'identity', identityRoutes(identity));
   return {
     name: 'identity',
     async stop() {

@@ -1,6 +1,5 @@
 import { createRpcClient } from '@svc/lib/rpc-client';
-import { startRpcServer } from '@svc/lib/rpc-server';
-import { openServiceDatabase, type RunningService, type Runtime } from '@svc/lib/runtime';
+import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { contactsDirectory } from './contacts-rpc.js';
 import { startSmtpSink, type SmtpSink } from './delivery/smtp-sink.js';
@@ -59,11 +58,10 @@ export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } =
   const templates = new Templates(new TemplatesStore(db.pool), domains, renderer);
   const activity = new ActivityFeed(new ActivityStore(db.pool), emailsStore);
 
-  const server = await startRpcServer({
-    name: 'messaging',
-    host: config.bindHost,
-    port: config.rpcPorts.messaging,
-    routes: messagingRoutes({
+  const server = await serveRpc(
+    rt,
+    'messaging',
+    messagingRoutes({
       domains,
       templates,
       sending: new Sending({ emails: emailsStore, templates, domains, contacts, renderer, tokens, publicUrl: config.publicUrl }),
@@ -73,9 +71,7 @@ export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } =
       dns,
       devSink: opts.embedded ? devSink : undefined,
     }),
-    logger,
-    shutdownTimeoutMs: config.shutdownTimeoutMs,
-  });
+  );
 
   await rt.bus.subscribe('messaging-activity', ACTIVITY_SUBJECTS, (m) => activity.record(m));
 
