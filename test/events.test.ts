@@ -61,16 +61,26 @@ describe('/v1/track', () => {
     expect(await contactByEmail(t, 'nothing@example.com')).toBeUndefined();
   });
 
-  test('concurrent tracks share commits yet each records its event, and one email makes one contact', async () => {
+  test('concurrent tracks share commits yet each records its event, one email makes one contact, and a flip is recorded once', async () => {
+    await call('POST', '/contacts', { email: 'burst@example.com', subscribed: false, data: { seen: 0 } }, { key: t.secretKey });
     const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => track(t, { email: i % 2 ? 'burst@example.com' : `burst${i}@example.com`, event: 'burst', data: { i } })),
+      Array.from({ length: 40 }, (_, i) =>
+        track(t, { email: i % 2 ? 'burst@example.com' : `burst${i}@example.com`, event: 'burst', data: { i, [`k${i}`]: true }, ...(i === 21 ? { subscribed: true } : {}) }),
+      ),
     );
     expect(answers.every((a) => a.status === 200)).toBe(true);
     expect(new Set(answers.map((a) => a.body.data.event)).size).toBe(40);
     const burst = answers.filter((_, i) => i % 2).map((a) => a.body.data.contact);
     expect(new Set(burst).size).toBe(1);
-    const events = await call('GET', `/events/contact/${burst[0]}`, undefined, { key: t.secretKey });
+    const contact = await call('GET', `/contacts/${burst[0]}`, undefined, { key: t.secretKey });
+    expect(contact.body.subscribed).toBe(true);
+    for (let i = 1; i < 40; i += 2) expect(contact.body.data[`k${i}`]).toBe(true);
+    expect(contact.body.data.seen).toBe(0);
+    const events = await call('GET', `/events/contact/${burst[0]}?limit=100`, undefined, { key: t.secretKey });
     expect(events.body.data.filter((e: { name: string }) => e.name === 'burst')).toHaveLength(20);
+    expect(events.body.data.filter((e: { name: string }) => e.name === 'contact.subscribed')).toHaveLength(1);
+    const fresh = await call('GET', `/contacts/${answers[0].body.data.contact}`, undefined, { key: t.secretKey });
+    expect(fresh.body).toMatchObject({ email: 'burst0@example.com', subscribed: true, data: { i: 0, k0: true } });
   });
 
   test('POST /events/track is the dashboard alias with the secret key', async () => {

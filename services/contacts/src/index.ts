@@ -21,8 +21,9 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
   const fieldsStore = new FieldsStore(db.pool);
   const jobsStore = new JobsStore(db.pool);
   const contacts = new Contacts(db.pool, contactsStore, eventsStore, fieldsStore);
-  const events = new Events(contacts, eventsStore);
-  const imports = new Imports(jobsStore, new ContactBatches(db.pool), contacts);
+  const batches = new ContactBatches(db.pool);
+  const events = new Events(contacts, eventsStore, batches);
+  const imports = new Imports(jobsStore, batches, contacts);
   const bulk = new Bulk(jobsStore, contacts);
   await jobsStore.requeueStale();
   const runner = new JobRunner(

@@ -4,10 +4,12 @@ import { validationError } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
 import { enqueue } from '@svc/lib/outbox';
 import type { EventRow } from '../store/contact-rows.js';
+import type { ContactBatches } from '../store/contacts-store.js';
 import type { EventsStore } from '../store/events-store.js';
 import { checkEmail, eventMessage, type Contacts } from './contacts.js';
 import { decodeCursor, keysetPage } from './cursor.js';
-import { splitDataPatch, type DataPatch } from './custom-data.js';
+import { splitDataPatch } from './custom-data.js';
+import { trackedEventData, writeTrackBatch, type Tracked, type TrackWrite } from './track-batch.js';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { checkTrackableEventName } from './event-names.js';
 
@@ -19,19 +21,14 @@ export interface TrackInput {
   data: unknown;
 }
 
-type TrackWrite = TrackInput & { email: string; name: string; patch: DataPatch };
-
-function withoutDeletions(patch: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== null));
-}
-
 /** Tracked events: /v1/track, the dashboard alias, and the email lifecycle recorded from the bus. */
 export class Events {
-  private readonly commits: GroupCommit<TrackWrite, { contactId: string; event: EventRow }>;
+  private readonly commits: GroupCommit<TrackWrite, Tracked>;
 
-  constructor(private readonly contacts: Contacts, private readonly store: EventsStore) {
+  constructor(private readonly contacts: Contacts, private readonly store: EventsStore, batches: ContactBatches) {
     this.commits = new GroupCommit(() => contacts.pool.connect(), (tx, w) => this.write(tx, w), {
       lockOrder: (w) => `${w.projectId}:${w.email.toLowerCase()}`,
+      writeMany: (tx, writes) => writeTrackBatch(tx, { batches, events: store, contacts }, writes),
     });
   }
 
@@ -44,22 +41,17 @@ export class Events {
     const email = checkEmail(input.email);
     const name = checkTrackableEventName(input.event);
     const patch = splitDataPatch(input.data);
-    return this.commits.submit({ ...input, email, name, patch });
+    return this.commits.submit({ projectId: input.projectId, email, name, subscribed: input.subscribed, patch });
   }
 
-  private async write(tx: Queryable, w: TrackWrite): Promise<{ contactId: string; event: EventRow }> {
+  /** One track alone: the path a failed batch falls back to. */
+  private async write(tx: Queryable, w: TrackWrite): Promise<Tracked> {
     const { contact } = await this.contacts.upsertIn(
       tx,
-      { projectId: w.projectId, email: w.email, subscribed: w.subscribed, defaultSubscribed: true, data: w.data, mode: 'track' },
+      { projectId: w.projectId, email: w.email, subscribed: w.subscribed, defaultSubscribed: true, data: undefined, mode: 'track' },
       w.patch,
     );
-    const event = await this.store.insert(tx, {
-      id: randomUUID(),
-      projectId: w.projectId,
-      contactId: contact.id,
-      name: w.name,
-      data: { ...withoutDeletions(w.patch.patch), ...w.patch.oneOff },
-    });
+    const event = await this.store.insert(tx, { id: randomUUID(), projectId: w.projectId, contactId: contact.id, name: w.name, data: trackedEventData(w.patch) });
     await enqueue(tx, 'events.tracked', eventMessage(event));
     return { contactId: contact.id, event };
   }

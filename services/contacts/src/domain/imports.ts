@@ -137,8 +137,8 @@ export class Imports {
           progress.imported++;
         }
       }
-      const inserted = await this.batches.insertMany(tx, projectId, [...fresh.values()]);
-      const updated = await this.batches.updateDataMany(tx, projectId, [...changed.values()]);
+      const inserted = await this.batches.insertMany(tx, projectId, [...fresh.values()].map((f) => ({ ...f, subscribed: true })));
+      const updated = await this.batches.updateMany(tx, projectId, [...changed.values()]);
       if (inserted.length < fresh.size) {
         // Created concurrently by another writer since the lock: patch them through the single-row path.
         const have = new Set(inserted.map((c) => c.email.toLowerCase()));

@@ -170,24 +170,35 @@ export class ContactBatches {
     return rows;
   }
 
-  /** New contacts are created subscribed (SPEC.md CSV import); a concurrent duplicate is skipped and returned absent. */
-  async insertMany(tx: Queryable, projectId: string, rows: Array<{ id: string; email: string; data: object }>): Promise<ContactRow[]> {
+  /** Lock order is (project, lower(email)) everywhere, so concurrent batches cannot deadlock. */
+  async lockByKeys(tx: Queryable, keys: Array<{ projectId: string; email: string }>): Promise<ContactRow[]> {
+    const { rows } = await tx.query<ContactRow>(
+      `SELECT c.* FROM contacts c JOIN unnest($1::uuid[], $2::text[]) AS k(project_id, email)
+         ON c.project_id = k.project_id AND lower(c.email) = k.email
+       ORDER BY c.project_id, lower(c.email) FOR UPDATE OF c`,
+      [keys.map((k) => k.projectId), keys.map((k) => k.email.toLowerCase())],
+    );
+    return rows;
+  }
+
+  /** A row whose email exists already (a concurrent writer) is skipped and absent from the answer. */
+  async insertMany(tx: Queryable, projectId: string, rows: Array<{ id: string; email: string; subscribed: boolean; data: object }>): Promise<ContactRow[]> {
     if (!rows.length) return [];
     const { rows: inserted } = await tx.query<ContactRow>(
       `INSERT INTO contacts (id, project_id, email, subscribed, data)
-       SELECT x.id, $1, x.email, true, x.data FROM unnest($2::uuid[], $3::text[], $4::jsonb[]) AS x(id, email, data)
+       SELECT x.id, $1, x.email, x.subscribed, x.data FROM unnest($2::uuid[], $3::text[], $4::boolean[], $5::jsonb[]) AS x(id, email, subscribed, data)
        ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING *`,
-      [projectId, rows.map((r) => r.id), rows.map((r) => r.email), rows.map((r) => JSON.stringify(r.data))],
+      [projectId, rows.map((r) => r.id), rows.map((r) => r.email), rows.map((r) => r.subscribed), rows.map((r) => JSON.stringify(r.data))],
     );
     return inserted;
   }
 
-  async updateDataMany(tx: Queryable, projectId: string, rows: Array<{ id: string; data: object }>): Promise<ContactRow[]> {
+  async updateMany(tx: Queryable, projectId: string, rows: Array<{ id: string; subscribed: boolean; data: object }>): Promise<ContactRow[]> {
     if (!rows.length) return [];
     const { rows: updated } = await tx.query<ContactRow>(
-      `UPDATE contacts c SET data = x.data, updated_at = now()
-       FROM unnest($2::uuid[], $3::jsonb[]) AS x(id, data) WHERE c.project_id = $1 AND c.id = x.id RETURNING c.*`,
-      [projectId, rows.map((r) => r.id), rows.map((r) => JSON.stringify(r.data))],
+      `UPDATE contacts c SET subscribed = x.subscribed, data = x.data, updated_at = now()
+       FROM unnest($2::uuid[], $3::boolean[], $4::jsonb[]) AS x(id, subscribed, data) WHERE c.project_id = $1 AND c.id = x.id RETURNING c.*`,
+      [projectId, rows.map((r) => r.id), rows.map((r) => r.subscribed), rows.map((r) => JSON.stringify(r.data))],
     );
     return updated;
   }

@@ -12,6 +12,17 @@ export class EventsStore {
     return rows[0];
   }
 
+  async insertMany(tx: Queryable, events: Array<{ id: string; projectId: string; contactId: string; name: string; data: object }>): Promise<EventRow[]> {
+    if (!events.length) return [];
+    const { rows } = await tx.query<EventRow>(
+      `INSERT INTO events (id, project_id, contact_id, name, data)
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[]) RETURNING *`,
+      [events.map((e) => e.id), events.map((e) => e.projectId), events.map((e) => e.contactId), events.map((e) => e.name), events.map((e) => JSON.stringify(e.data))],
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return events.map((e) => byId.get(e.id)!);
+  }
+
   async list(q: { projectId: string; limit: number; name?: string; contactId?: string; after?: { at: string; id: string } }): Promise<Array<EventRow & { at: string }>> {
     const where = ['e.project_id = $1'];
     const params: unknown[] = [q.projectId];

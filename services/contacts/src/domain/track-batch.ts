@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '@svc/lib/db';
+import { enqueueMany } from '@svc/lib/outbox';
+import type { ContactRow, EventRow } from '../store/contact-rows.js';
+import type { ContactBatches } from '../store/contacts-store.js';
+import type { EventsStore } from '../store/events-store.js';
+import { contactMessage, eventMessage, type Contacts } from './contacts.js';
+import { applyDataPatch, type DataPatch } from './custom-data.js';
+import { nextSubscription, subscriptionEvent } from './subscription.js';
+
+export interface TrackWrite {
+  projectId: string;
+  email: string;
+  name: string;
+  subscribed?: boolean;
+  patch: DataPatch;
+}
+
+export interface Tracked {
+  contactId: string;
+  event: EventRow;
+}
+
+class ConcurrentInsert extends Error {}
+
+function withoutDeletions(patch: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== null));
+}
+
+/** The event a track records: the values sent with it, persistent and one-off. */
+export const trackedEventData = (patch: DataPatch) => ({ ...withoutDeletions(patch.patch), ...patch.oneOff });
+
+/**
+ * A batch of tracks in a handful of statements: lock the batch's contacts, apply every write
+ * in order in memory (the same rules as the one-by-one path: custom data, subscription, flip
+ * events), then insert/update contacts, insert events and enqueue messages set-based. The
+ * messages carry each contact's final state in the batch.
+ */
+export async function writeTrackBatch(
+  tx: Queryable,
+  d: { batches: ContactBatches; events: EventsStore; contacts: Contacts },
+  writes: TrackWrite[],
+): Promise<Tracked[]> {
+  const key = (projectId: string, email: string) => `${projectId}:${email.toLowerCase()}`;
+  const state = new Map<string, { row: ContactRow; isNew: boolean; dirty: boolean }>();
+  for (const row of await d.batches.lockByKeys(tx, writes)) state.set(key(row.project_id, row.email), { row, isNew: false, dirty: false });
+
+  const events: Array<{ id: string; projectId: string; contactId: string; name: string; data: object }> = [];
+  const answers: Array<{ contactId: string; eventId: string }> = [];
+  const now = new Date();
+  for (const w of writes) {
+    const k = key(w.projectId, w.email);
+    let entry = state.get(k);
+    if (!entry) {
+      const row: ContactRow = {
+        id: randomUUID(), project_id: w.projectId, email: w.email, subscribed: nextSubscription(undefined, w.subscribed, true, 'track'),
+        snoozed_until: null, data: applyDataPatch({}, w.patch.patch).data, created_at: now, updated_at: now,
+      };
+      entry = { row, isNew: true, dirty: false };
+      state.set(k, entry);
+    } else {
+      const { data, changed } = applyDataPatch(entry.row.data, w.patch.patch);
+      const subscribed = nextSubscription(entry.row.subscribed, w.subscribed, true, 'track');
+      const flip = subscriptionEvent(entry.row.subscribed, subscribed);
+      if (flip) events.push({ id: randomUUID(), projectId: w.projectId, contactId: entry.row.id, name: flip, data: {} });
+      if (changed || flip) entry = { ...entry, row: { ...entry.row, data, subscribed }, dirty: true };
+      state.set(k, entry);
+    }
+    const eventId = randomUUID();
+    events.push({ id: eventId, projectId: w.projectId, contactId: entry.row.id, name: w.name, data: trackedEventData(w.patch) });
+    answers.push({ contactId: entry.row.id, eventId });
+  }
+
+  const messages: Array<{ subject: string; payload: unknown }> = [];
+  const byProject = new Map<string, Array<{ row: ContactRow; isNew: boolean; dirty: boolean }>>();
+  for (const e of state.values()) byProject.set(e.row.project_id, [...(byProject.get(e.row.project_id) ?? []), e]);
+  for (const [projectId, entries] of byProject) {
+    const fresh = entries.filter((e) => e.isNew).map((e) => e.row);
+    const inserted = await d.batches.insertMany(tx, projectId, fresh);
+    if (inserted.length < fresh.length) throw new ConcurrentInsert('a contact was created concurrently');
+    const updated = await d.batches.updateMany(tx, projectId, entries.filter((e) => e.dirty && !e.isNew).map((e) => e.row));
+    for (const c of [...inserted, ...updated]) await d.contacts.recordTypes(tx, projectId, c.data);
+    messages.push(...inserted.map((c) => ({ subject: 'contacts.created', payload: contactMessage(c) })));
+    messages.push(...updated.map((c) => ({ subject: 'contacts.updated', payload: contactMessage(c) })));
+  }
+  const rows = await d.events.insertMany(tx, events);
+  messages.push(...rows.map((e) => ({ subject: 'events.tracked', payload: eventMessage(e) })));
+  await enqueueMany(tx, messages);
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return answers.map((a) => ({ contactId: a.contactId, event: byId.get(a.eventId)! }));
+}
