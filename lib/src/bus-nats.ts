@@ -28,7 +28,8 @@ export class NatsBus implements Bus {
   ) {}
 
   static async connect(url: string, prefix: string, name: string, logger: Logger): Promise<NatsBus> {
-    const nc = await connect({ servers: url.split(','), name, maxReconnectAttempts: -1 });
+    // noAsyncTraces: no Error (with its stack) built per JetStream publish, a large cost of the relay.
+    const nc = await connect({ servers: url.split(','), name, maxReconnectAttempts: -1, noAsyncTraces: true });
     const jsm = await nc.jetstreamManager();
     const bus = new NatsBus(nc, nc.jetstream(), jsm, prefix, logger);
     await bus.ensureStreams();
