@@ -25,15 +25,3 @@ export function boolParam(q: Query, name: string): boolean | undefined {
   if (v === 'false') return false;
   throw validationError([{ field: name, message: `${name} must be true or false`, code: 'invalid_enum_value', received: v }]);
 }
-
-/** Offset pagination: `page` >= 1 (default 1), `pageSize` >= 1 (default 20, capped at `max`). */
-export function pageParams(q: Query, max = 100): { page: number; pageSize: number } {
-  const read = (name: string, def: number) => {
-    const raw = first(q[name]);
-    if (raw === undefined || raw === '') return def;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1) throw validationError([{ field: name, message: `${name} must be an integer of at least 1`, code: 'invalid_type', received: raw }]);
-    return n;
-  };
-  return { page: read('page', 1), pageSize: Math.min(max, read('pageSize', 20)) };
-}

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isValidEmail } from '@svc/lib/email-syntax';
 import { parseOrThrow } from '@svc/lib/zod-errors';
 
 /** A sender or recipient after parsing: SPEC.md allows `"a@b.com"`, `"Name <a@b.com>"` or `{name, email}`. */
@@ -10,21 +11,7 @@ export interface Address {
 const NAME_MAX = 200;
 const LINE_BREAK = /[\r\n]/;
 
-// Dot-atom local part (RFC 5322 atext) and LDH domain labels with an alphabetic or punycode TLD.
-// Quoted local parts and IP literals are refused on purpose: no mailbox provider hands them out
-// and they are a common vector for header tricks.
-const LOCAL_PART = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
-const DOMAIN = /^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,63}|xn--[A-Za-z0-9-]{1,59})$/;
-
-/** One email syntax rule for senders, recipients, reply-to and /v1/verify. */
-export function isValidEmail(email: string): boolean {
-  if (email.length > 254) return false; // RFC 5321 path limit
-  const at = email.lastIndexOf('@');
-  if (at < 1) return false;
-  const local = email.slice(0, at);
-  const domain = email.slice(at + 1);
-  return local.length <= 64 && LOCAL_PART.test(local) && DOMAIN.test(domain);
-}
+export { isValidEmail };
 
 export function domainOf(email: string): string {
   return email.slice(email.lastIndexOf('@') + 1).toLowerCase();
