@@ -63,6 +63,14 @@ const schema = z.object({
   SMTP_POOL_SIZE: positiveInt.default(5),
   EMBEDDED_SMTP_PORT: port.default(2525),
   DOMAIN_CHECK_INTERVAL_SECONDS: positiveInt.default(300),
+  DB_CONNECT_TIMEOUT_MS: positiveInt.default(5000),
+  DB_STATEMENT_TIMEOUT_MS: positiveInt.default(15000),
+  DB_QUERY_TIMEOUT_MS: positiveInt.default(20000),
+  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: positiveInt.default(30000),
+  RPC_TIMEOUT_MS: positiveInt.default(30000),
+  REDIS_COMMAND_TIMEOUT_MS: positiveInt.default(500),
+  SERVICE_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+  TRUST_PROXY: z.string().optional(),
 });
 
 type Env = z.infer<typeof schema>;
@@ -100,6 +108,16 @@ export interface Config {
   /** Embedded mode's local SMTP sink port (used when SMTP_URL is unset). */
   embeddedSmtpPort: number;
   domainCheckIntervalSeconds: number;
+  /** Pool timeouts: connecting, server-side statement limit, client-side wait for an answer, idle in a transaction. */
+  db: { connectTimeoutMs: number; statementTimeoutMs: number; queryTimeoutMs: number; idleInTransactionTimeoutMs: number };
+  /** Deadline of a call from the gateway (or another service) to a service. */
+  rpcTimeoutMs: number;
+  /** A Redis command that takes longer fails (and the caller degrades) instead of waiting. */
+  redisCommandTimeoutMs: number;
+  /** Shared secret services require of their callers (bearer token); required in distributed mode. */
+  serviceToken?: string;
+  /** Express `trust proxy` value: which proxies' X-Forwarded-For to believe; unset trusts none. */
+  trustProxy?: string;
   /** Raw environment, for per-service overrides such as DATABASE_URL_CONTACTS. */
   env: Record<string, string | undefined>;
 }
@@ -161,6 +179,16 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     smtpPoolSize: e.SMTP_POOL_SIZE,
     embeddedSmtpPort: e.EMBEDDED_SMTP_PORT,
     domainCheckIntervalSeconds: e.DOMAIN_CHECK_INTERVAL_SECONDS,
+    db: {
+      connectTimeoutMs: e.DB_CONNECT_TIMEOUT_MS,
+      statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+      queryTimeoutMs: e.DB_QUERY_TIMEOUT_MS,
+      idleInTransactionTimeoutMs: e.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    },
+    rpcTimeoutMs: e.RPC_TIMEOUT_MS,
+    redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
+    serviceToken: e.SERVICE_TOKEN,
+    trustProxy: e.TRUST_PROXY,
     env,
   };
 }
