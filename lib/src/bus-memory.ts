@@ -43,6 +43,10 @@ export class MemoryBus implements Bus {
     this.subs.push({ durable, subjects, handler, tail: Promise.resolve() });
   }
 
+  connected(): boolean {
+    return true;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
   }

@@ -97,6 +97,10 @@ export class NatsBus implements Bus {
     }
   }
 
+  connected(): boolean {
+    return !this.nc.isClosed();
+  }
+
   async close(): Promise<void> {
     for (const c of this.consumers) c.stop();
     await Promise.allSettled(this.loops);

@@ -16,6 +16,8 @@ export interface Bus {
   publish(subject: string, data: unknown, id: string): Promise<void>;
   /** `durable` names the consumer; its position survives restarts (JetStream) or the process (in-process). */
   subscribe(durable: string, subjects: string[], handler: BusHandler): Promise<void>;
+  /** Whether publishing can succeed now (broker connected and streams in place); for readiness. */
+  connected(): boolean;
   close(): Promise<void>;
 }
 
