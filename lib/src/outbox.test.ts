@@ -45,6 +45,7 @@ function recordingBus(): Bus & { got: BusMessage[]; failNext: number } {
       if (!got.some((m) => m.id === id)) got.push({ id, subject, data }); // JetStream's Nats-Msg-Id dedupe
     },
     async subscribe() {},
+    connected: () => true,
     async close() {},
   };
 }
