@@ -51,7 +51,7 @@ export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } =
   const dns = createDnsResolver({ servers: config.dnsServers, timeoutMs: 2000 });
   const renderer = createRenderer();
   const tokens = new TrackingTokens(await settingOnce(db.pool, 'tracking_secret'));
-  const contacts = contactsDirectory(createRpcClient(ContactsService, config.rpcUrls.contacts));
+  const contacts = contactsDirectory(createRpcClient(ContactsService, config.rpcUrls.contacts, config));
   const domainsStore = new DomainsStore(db.pool);
   const emailsStore = new EmailsStore(db.pool);
   const domains = new SenderDomains(domainsStore, dns, { spfInclude: `_spf.${new URL(config.publicUrl).hostname}`, logger });
@@ -81,7 +81,7 @@ export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } =
     retryBaseMs: config.sendRetryBaseMs,
   });
   await worker.start();
-  const checker = startDomainChecker(domains, config.domainCheckIntervalSeconds, logger);
+  const checker = await startDomainChecker(domains, config.domainCheckIntervalSeconds, logger);
 
   return {
     name: 'messaging',

@@ -138,10 +138,15 @@ export class SenderDomains {
   }
 
   /** The background check (DESIGN.md: every 5 minutes): checks the domains that are due. */
-  async checkDue(intervalSeconds: number): Promise<number> {
-    const due = await this.store.claimDue(intervalSeconds, 50);
-    for (const d of due) await this.check(d).catch((err) => this.opts.logger.warn({ err, domain: d.domain }, 'domain check failed'));
-    return due.length;
+  /** Domains whose periodic re-check is due, stamped as checked now (see the domain checker). */
+  claimDue(intervalSeconds: number, limit: number): Promise<DomainRow[]> {
+    return this.store.claimDue(intervalSeconds, limit);
+  }
+
+  async checkClaimed(due: DomainRow[]): Promise<void> {
+    for (const d of due) {
+      await this.check(d).catch((err) => this.opts.logger.warn({ err, domain: d.domain }, 'domain check failed'));
+    }
   }
 
   /** The verified domain that covers this sender address (the domain itself or a parent), or 403. */

@@ -28,6 +28,8 @@ export interface EmailRow {
   template_id: string | null;
   type: TemplateType;
   message_id: string;
+  /** Claim order (domain/priority.ts): lower is sent first. */
+  priority: number;
   status: EmailStatus;
   attempts: number;
   last_error: string | null;
@@ -44,7 +46,7 @@ export type NewEmail = Omit<EmailRow, 'attempts' | 'last_error' | 'sent_at' | 'f
 
 const INSERT_COLUMNS = [
   'id', 'project_id', 'contact_id', 'to_email', 'to_name', 'from_email', 'from_name', 'reply_to', 'subject', 'html', 'text',
-  'headers', 'attachments', 'template_id', 'type', 'message_id', 'status', 'bounce_reason',
+  'headers', 'attachments', 'template_id', 'type', 'message_id', 'priority', 'status', 'bounce_reason',
 ] as const;
 
 /** Columns the delivery worker reads (no large fields it does not need twice). */
@@ -103,10 +105,15 @@ export class EmailsStore {
   /** Leases due messages (SKIP LOCKED: several workers never take the same row). */
   async claimDue(limit: number, leaseSeconds: number): Promise<ClaimedEmail[]> {
     const { rows } = await this.pool.query<ClaimedEmail>(
-      `UPDATE emails SET status = 'sending', attempts = attempts + 1, locked_until = now() + make_interval(secs => $2)
-       WHERE id IN (SELECT id FROM emails WHERE status = 'queued' AND next_attempt_at <= now()
-                    ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-       RETURNING *`,
+      // Walks emails_due (priority, next_attempt_at): the due rows of the best priority come first, and
+      // the scan stops after $1 unlocked rows, however many campaign rows wait behind them.
+      // RETURNING has no order of its own: the outer SELECT hands the batch over best first.
+      `WITH claimed AS (
+         UPDATE emails SET status = 'sending', attempts = attempts + 1, locked_until = now() + make_interval(secs => $2)
+         WHERE id IN (SELECT id FROM emails WHERE status = 'queued' AND next_attempt_at <= now()
+                      ORDER BY priority, next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING *)
+       SELECT * FROM claimed ORDER BY priority, next_attempt_at`,
       [limit, leaseSeconds],
     );
     return rows;

@@ -110,4 +110,14 @@ export const migrations: Migration[] = [
       CREATE INDEX activity_by_type ON activity (project_id, type, occurred_at DESC);
     `,
   },
+  {
+    id: '003_email_priority',
+    sql: `
+      -- Mail is claimed by source: transactional (0) before workflow (1) before campaign (2), so a large
+      -- campaign backlog never delays a password reset. The claim reads this index in (priority, due) order.
+      ALTER TABLE emails ADD COLUMN priority smallint NOT NULL DEFAULT 0;
+      DROP INDEX emails_due;
+      CREATE INDEX emails_due ON emails (priority, next_attempt_at) WHERE status = 'queued';
+    `,
+  },
 ];

@@ -1,5 +1,5 @@
-import type { PoolClient } from 'pg';
 import { withTransaction, type Pool } from '@svc/lib/db';
+import { DueWorkLoop } from '@svc/lib/due-work';
 import type { Logger } from '@svc/lib/logger';
 import { enqueueMany } from '@svc/lib/outbox';
 import { domainOf } from '../domain/address.js';
@@ -34,12 +34,7 @@ const DKIM_CACHE_MS = 60_000;
  * records every outcome with its lifecycle message in one transaction per batch.
  */
 export class DeliveryWorker {
-  private timer?: NodeJS.Timeout;
-  private sweeper?: NodeJS.Timeout;
-  private listener?: PoolClient;
-  private readonly running = new Set<Promise<void>>();
-  private wanted = false;
-  private stopped = false;
+  private readonly loop: DueWorkLoop<ClaimedEmail>;
   private readonly dkimCache = new Map<string, { key: DkimKey | null; at: number }>();
 
   constructor(
@@ -50,50 +45,31 @@ export class DeliveryWorker {
     private readonly throttle: ProjectThrottle,
     private readonly logger: Logger,
     private readonly opts: DeliveryWorkerOptions,
-  ) {}
-
-  async start(): Promise<void> {
-    this.listener = await this.pool.connect();
-    // A dropped LISTEN connection only costs latency: the poll timer still finds queued rows.
-    this.listener.on('error', (err) => this.logger.warn({ err }, 'delivery listener connection lost'));
-    this.listener.on('notification', () => this.kick());
-    await this.listener.query('LISTEN emails_queued');
-    this.timer = setInterval(() => this.kick(), this.opts.pollMs ?? 500);
-    this.sweeper = setInterval(() => {
-      this.emails.requeueExpiredLeases().catch((err) => this.logger.warn({ err }, 'lease sweep failed'));
-    }, 30_000);
-    await this.emails.requeueExpiredLeases();
-    this.kick();
+  ) {
+    const leaseSeconds = opts.leaseSeconds ?? 120;
+    this.loop = new DueWorkLoop({
+      name: 'delivery',
+      logger,
+      claim: (limit) => this.emails.claimDue(limit, leaseSeconds),
+      run: (rows) => this.deliverBatch(rows),
+      batchSize: opts.batchSize ?? 100,
+      lanes: opts.lanes ?? 4,
+      pollMs: opts.pollMs ?? 500,
+      notify: { pool, channel: 'emails_queued' },
+      reclaim: { everyMs: 30_000, run: () => this.emails.requeueExpiredLeases() },
+    });
   }
 
-  /** Starts lanes up to the limit; a kick while all lanes run is remembered. */
+  start(): Promise<void> {
+    return this.loop.start();
+  }
+
   kick(): void {
-    if (this.stopped) return;
-    const lanes = this.opts.lanes ?? 4;
-    if (this.running.size >= lanes) {
-      this.wanted = true;
-      return;
-    }
-    const lane: Promise<void> = this.drain()
-      .catch((err) => this.logger.warn({ err }, 'delivery pass failed; will retry'))
-      .finally(() => {
-        this.running.delete(lane);
-        if (this.wanted) {
-          this.wanted = false;
-          this.kick();
-        }
-      });
-    this.running.add(lane);
+    this.loop.kick();
   }
 
-  private async drain(): Promise<void> {
-    const size = this.opts.batchSize ?? 100;
-    while (!this.stopped) {
-      const rows = await this.emails.claimDue(size, this.opts.leaseSeconds ?? 120);
-      if (!rows.length) return;
-      if (rows.length === size) this.kick(); // more waiting: let another lane claim in parallel
-      await this.deliverBatch(rows);
-    }
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   private async deliverBatch(rows: ClaimedEmail[]): Promise<void> {
@@ -171,16 +147,5 @@ export class DeliveryWorker {
     if (this.dkimCache.size > 10_000) this.dkimCache.clear();
     this.dkimCache.set(cacheKey, { key, at: Date.now() });
     return key;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    if (this.sweeper) clearInterval(this.sweeper);
-    await Promise.allSettled([...this.running]);
-    if (this.listener) {
-      await this.listener.query('UNLISTEN emails_queued').catch(() => undefined);
-      this.listener.release();
-    }
   }
 }

@@ -1,0 +1,107 @@
+import type { Pool } from './db.js';
+import type { Logger } from './logger.js';
+import { PgListener } from './pg-listener.js';
+
+export interface DueWorkHooks {
+  claimed?(count: number): void;
+  finished?(count: number, ms: number): void;
+  failed?(err: unknown): void;
+}
+
+export interface DueWorkOptions<T> {
+  name: string;
+  logger: Logger;
+  /**
+   * Claims up to `limit` due items, each under a lease that expires (`FOR UPDATE SKIP LOCKED`,
+   * so replicas never take the same row). Returns what it claimed, best first.
+   */
+  claim(limit: number): Promise<T[]>;
+  /** Does the work of a claimed batch. A throw is logged; the leases expire and the items are claimed again. */
+  run(items: T[]): Promise<void>;
+  batchSize?: number;
+  /** Batches in flight at once; a full batch starts another lane, so a backlog drains in parallel. */
+  lanes?: number;
+  /** Fallback poll: finds work queued by other replicas and work that became due with time. */
+  pollMs: number;
+  /** Wakes the loop at once when a statement does `NOTIFY <channel>` (or `pg_notify`). */
+  notify?: { pool: Pool; channel: string };
+  /** Puts items whose lease expired (their worker died) back in the queue; run at start and every `everyMs`. */
+  reclaim?: { everyMs: number; run(): Promise<number> };
+  hooks?: DueWorkHooks;
+}
+
+/**
+ * The one loop for due work kept in PostgreSQL rows (email queue, import and bulk jobs,
+ * domain checks): wake on NOTIFY, poll as fallback, claim with a lease, re-claim expired
+ * leases, run in lanes, stop gracefully after the batches in flight.
+ */
+export class DueWorkLoop<T> {
+  private pollTimer?: NodeJS.Timeout;
+  private reclaimTimer?: NodeJS.Timeout;
+  private listener?: PgListener;
+  private readonly running = new Set<Promise<void>>();
+  private wanted = false;
+  private stopped = false;
+
+  constructor(private readonly opts: DueWorkOptions<T>) {}
+
+  async start(): Promise<void> {
+    const { notify, reclaim, logger, name } = this.opts;
+    if (notify) {
+      this.listener = new PgListener(notify.pool, notify.channel, () => this.kick(), logger.child({ part: name }));
+      await this.listener.start();
+    }
+    if (reclaim) {
+      const sweep = () =>
+        reclaim.run().catch((err) => logger.warn({ err, loop: name }, 'lease sweep failed; will retry'));
+      await sweep();
+      this.reclaimTimer = setInterval(sweep, reclaim.everyMs);
+    }
+    this.pollTimer = setInterval(() => this.kick(), this.opts.pollMs);
+    this.kick();
+  }
+
+  /** Starts a lane if one is free; a kick while every lane runs is remembered. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running.size >= (this.opts.lanes ?? 1)) {
+      this.wanted = true;
+      return;
+    }
+    const lane: Promise<void> = this.drain()
+      .catch((err) => {
+        this.opts.hooks?.failed?.(err);
+        this.opts.logger.warn({ err, loop: this.opts.name }, 'due-work pass failed; will retry');
+      })
+      .finally(() => {
+        this.running.delete(lane);
+        if (this.wanted) {
+          this.wanted = false;
+          this.kick();
+        }
+      });
+    this.running.add(lane);
+  }
+
+  private async drain(): Promise<void> {
+    const size = this.opts.batchSize ?? 1;
+    while (!this.stopped) {
+      const items = await this.opts.claim(size);
+      if (!items.length) return;
+      this.opts.hooks?.claimed?.(items.length);
+      if (items.length === size) this.kick();
+      const started = performance.now();
+      await this.opts.run(items);
+      this.opts.hooks?.finished?.(items.length, performance.now() - started);
+    }
+  }
+
+  /** No new claims; resolves when the batches in flight are done. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    if (this.reclaimTimer) clearInterval(this.reclaimTimer);
+    await Promise.allSettled([...this.running]);
+    await this.listener?.stop();
+  }
+}

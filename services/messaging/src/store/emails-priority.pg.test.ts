@@ -1,0 +1,117 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { createPool, ensureDatabase, type Pool } from '@svc/lib/db';
+import { DueWorkLoop } from '@svc/lib/due-work';
+import { createLogger } from '@svc/lib/logger';
+import { migrate } from '@svc/lib/migrate';
+import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION } from '@svc/lib/outbox';
+import { SEND_PRIORITY, type SendSource } from '../domain/priority.js';
+import { EmailsStore, type NewEmail } from './emails-store.js';
+import { migrations } from './migrations.js';
+
+// The send queue's claim order, on a real PostgreSQL with the service's own migrations.
+
+const URL = `postgres://postgres@127.0.0.1:5432/messaging_priority_${randomBytes(6).toString('hex')}`;
+const PROJECT = randomUUID();
+
+let pool: Pool;
+let store: EmailsStore;
+
+function email(source: SendSource, n: number): NewEmail {
+  const id = randomUUID();
+  return {
+    id,
+    project_id: PROJECT,
+    contact_id: randomUUID(),
+    to_email: `${source}-${n}@example.com`,
+    to_name: '',
+    from_email: 'hi@example.com',
+    from_name: '',
+    reply_to: '',
+    subject: source,
+    html: '<p>x</p>',
+    text: 'x',
+    headers: {},
+    attachments: [],
+    template_id: null,
+    type: source === 'transactional' ? 'TRANSACTIONAL' : 'MARKETING',
+    message_id: `<${id}@example.com>`,
+    priority: SEND_PRIORITY[source],
+    status: 'queued',
+  };
+}
+
+async function queue(emails: NewEmail[]): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await store.insertMany(client, emails);
+  } finally {
+    client.release();
+  }
+}
+
+beforeAll(async () => {
+  await ensureDatabase(URL);
+  pool = createPool(URL);
+  await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, ...migrations]);
+  store = new EmailsStore(pool);
+});
+
+afterAll(async () => {
+  await pool.end();
+  const admin = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${new globalThis.URL(URL).pathname.slice(1)}"`);
+  await admin.end();
+});
+
+beforeEach(async () => {
+  await pool.query('DELETE FROM emails');
+});
+
+test('a transactional message queued behind a 5,000-message campaign is claimed first', async () => {
+  await queue(Array.from({ length: 5000 }, (_, i) => email('campaign', i)));
+  await queue([email('workflow', 0)]);
+  await queue([email('transactional', 0)]);
+
+  const first = await store.claimDue(3, 60);
+  expect(first.map((r) => r.subject)).toEqual(['transactional', 'workflow', 'campaign']);
+});
+
+test('the due-work loop delivers by priority while a campaign backlog drains', async () => {
+  await queue(Array.from({ length: 300 }, (_, i) => email('campaign', i)));
+  const order: string[] = [];
+  const loop = new DueWorkLoop({
+    name: 'test-delivery',
+    logger: createLogger('silent'),
+    claim: (limit) => store.claimDue(limit, 60),
+    run: async (rows) => {
+      for (const r of rows) order.push(r.subject);
+      // The first campaign batch is in flight when the password reset arrives.
+      if (order.length === 50) await queue([email('transactional', 1)]);
+      await pool.query(`UPDATE emails SET status = 'sent' WHERE id = ANY($1::uuid[])`, [rows.map((r) => r.id)]);
+    },
+    batchSize: 50,
+    pollMs: 50,
+    notify: { pool, channel: 'emails_queued' },
+  });
+  await loop.start();
+  const deadline = Date.now() + 15_000;
+  while (order.length < 301 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await loop.stop();
+
+  expect(order).toHaveLength(301);
+  // Claimed in the very next batch, ahead of the 250 campaign messages still waiting.
+  expect(order.indexOf('transactional')).toBe(50);
+});
+
+test('a lease that expires puts the message back in the queue', async () => {
+  await queue([email('transactional', 2)]);
+  const [claimed] = await store.claimDue(10, 60);
+  expect(await store.claimDue(10, 60)).toEqual([]);
+  await pool.query(`UPDATE emails SET locked_until = now() - interval '1 second' WHERE id = $1`, [claimed.id]);
+  expect(await store.requeueExpiredLeases()).toBe(1);
+  const [again] = await store.claimDue(10, 60);
+  expect(again.id).toBe(claimed.id);
+  expect(again.attempts).toBe(2);
+});
