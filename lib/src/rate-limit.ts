@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisLink } from './redis.js';
 
 export interface RateDecision {
   allowed: boolean;
@@ -23,13 +23,32 @@ function decide(count: number, limit: number, windowStart: number, windowMs: num
 
 /** Fixed windows aligned to the clock: one INCR per request, shared by every gateway replica. */
 export class RedisRateLimiter implements RateLimiter {
-  constructor(private readonly redis: Redis, private readonly prefix = 'rl') {}
+  constructor(private readonly redis: RedisLink, private readonly prefix = 'rl') {}
 
   async hit(key: string, limit: number, windowMs: number, now = Date.now()): Promise<RateDecision> {
     const windowStart = now - (now % windowMs);
     const k = `${this.prefix}:${key}:${windowStart}`;
-    const [[, count]] = (await this.redis.multi().incr(k).pexpire(k, windowMs + 1000).exec()) as [[Error | null, number]];
+    const replies = await this.redis.run((r) => r.multi().incr(k).pexpire(k, windowMs + 1000).exec());
+    const [err, count] = replies![0] as [Error | null, number];
+    if (err) throw err;
     return decide(count, limit, windowStart, windowMs, now);
+  }
+}
+
+/**
+ * DESIGN.md decision 4: when the shared limiter fails (Redis down, frozen or erring), count
+ * in-process instead, so a cache outage never becomes an API outage. Each replica then
+ * allows the full budget on its own until Redis is back (RedisLink logs the change).
+ */
+export class FailOpenRateLimiter implements RateLimiter {
+  constructor(private readonly shared: RateLimiter, private readonly local: RateLimiter = new MemoryRateLimiter()) {}
+
+  async hit(key: string, limit: number, windowMs: number, now = Date.now()): Promise<RateDecision> {
+    try {
+      return await this.shared.hit(key, limit, windowMs, now);
+    } catch {
+      return this.local.hit(key, limit, windowMs, now);
+    }
   }
 }
 

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MemoryIdempotencyStore, RedisIdempotencyStore } from '@svc/lib/idempotency-store';
-import { MemoryRateLimiter, RedisRateLimiter } from '@svc/lib/rate-limit';
-import { createRedis } from '@svc/lib/redis';
+import { FailOpenRateLimiter, MemoryRateLimiter, RedisRateLimiter } from '@svc/lib/rate-limit';
+import { RedisLink } from '@svc/lib/redis';
 import type { RunningService, Runtime } from '@svc/lib/runtime';
 import { createApp } from './app.js';
 import { createClients } from './clients.js';
@@ -15,7 +15,15 @@ export interface RunningGateway extends RunningService {
 
 export async function startGateway(rt: Runtime, opts: { embedded: boolean }): Promise<RunningGateway> {
   const { config, logger } = rt;
-  const redis = config.redisUrl ? createRedis(config.redisUrl) : undefined;
+  const redis = config.redisUrl
+    ? new RedisLink(config.redisUrl, {
+        commandTimeoutMs: config.redisCommandTimeoutMs,
+        logger,
+        degradedTo: 'rate limits counted in-process, key cache and Idempotency-Key claims skipped until it is back',
+      })
+    : undefined;
+  // Keys are prefixed per deployment (BUS_PREFIX), so deployments can share one Redis.
+  const prefix = config.busPrefix;
   let sessionSecret = config.sessionSecret;
   if (!sessionSecret) {
     // Sessions then last as long as this process: fine for one embedded instance, not for replicas.
@@ -26,9 +34,9 @@ export async function startGateway(rt: Runtime, opts: { embedded: boolean }): Pr
     config,
     logger,
     clients: createClients(config),
-    limiter: redis ? new RedisRateLimiter(redis) : new MemoryRateLimiter(),
-    idempotencyStore: redis ? new RedisIdempotencyStore(redis) : new MemoryIdempotencyStore(),
-    keyCache: new KeyCache(config.keyCacheTtlSeconds, redis),
+    limiter: redis ? new FailOpenRateLimiter(new RedisRateLimiter(redis, `${prefix}:rl`)) : new MemoryRateLimiter(),
+    idempotencyStore: redis ? new RedisIdempotencyStore(redis, `${prefix}:idem`) : new MemoryIdempotencyStore(),
+    keyCache: new KeyCache(config.keyCacheTtlSeconds, redis, `${prefix}:keys`),
     sessionSecret,
     embedded: opts.embedded,
   });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { AppError, validationError } from '@svc/lib/errors';
-import type { IdempotencyRecord } from '@svc/lib/idempotency-store';
+import { validationError } from '@svc/lib/errors';
+import { idempotencyKeyReused, type IdempotencyRecord } from '@svc/lib/idempotency-store';
 
 const PRINTABLE_ASCII = /^[\x20-\x7e]{1,255}$/;
 
@@ -35,17 +35,7 @@ export type Decision = { action: 'replay'; record: IdempotencyRecord } | { actio
 /** What to do with a request whose key is already taken. */
 export function decide(key: string, existing: IdempotencyRecord, requestFingerprint: string): Decision {
   if (existing.fingerprint !== requestFingerprint) {
-    throw new AppError({
-      code: 'IDEMPOTENCY_KEY_REUSED',
-      status: 409,
-      message: 'This Idempotency-Key was already used for a different request',
-      details: {
-        key,
-        originalRequest: { method: existing.method, path: existing.path },
-        originalRequestAt: existing.startedAt,
-        originalStatusCode: existing.response?.status ?? null,
-      },
-    });
+    throw idempotencyKeyReused(key, { ...existing, status: existing.response?.status ?? null });
   }
   return existing.response ? { action: 'replay', record: existing } : { action: 'wait' };
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisLink } from '@svc/lib/redis';
 
 export interface KeyIdentity {
   projectId: string;
@@ -15,11 +15,16 @@ const LOCAL_MAX_ENTRIES = 10_000;
  * Caches key -> project for a few seconds (a rotated key stops working within the TTL):
  * a one-second in-process layer in front of Redis (shared by gateway replicas), or the
  * in-process layer alone for the TTL when there is no Redis. Keyed by the key's hash.
+ * A Redis failure is a miss (the caller asks identity), never an error.
  */
 export class KeyCache {
   private readonly local = new Map<string, { value: KeyIdentity; expiresAt: number }>();
 
-  constructor(private readonly ttlSeconds: number, private readonly redis?: Redis) {}
+  constructor(
+    private readonly ttlSeconds: number,
+    private readonly redis?: RedisLink,
+    private readonly prefix = 'keys',
+  ) {}
 
   private static id(key: string): string {
     return createHash('sha256').update(key).digest('hex');
@@ -31,7 +36,7 @@ export class KeyCache {
     const hit = this.local.get(id);
     if (hit && hit.expiresAt > Date.now()) return hit.value;
     if (!this.redis) return null;
-    const raw = await this.redis.get(`keys:${id}`);
+    const raw = await this.redis.run((r) => r.get(`${this.prefix}:${id}`)).catch(() => null);
     if (!raw) return null;
     const value = JSON.parse(raw) as KeyIdentity;
     this.remember(id, value, Math.min(LOCAL_TTL_MS, this.ttlSeconds * 1000));
@@ -41,7 +46,9 @@ export class KeyCache {
   async set(key: string, value: KeyIdentity): Promise<void> {
     if (this.ttlSeconds === 0) return;
     const id = KeyCache.id(key);
-    if (this.redis) await this.redis.set(`keys:${id}`, JSON.stringify(value), 'EX', this.ttlSeconds);
+    // Not awaited: the request already has its answer from identity.
+    const raw = JSON.stringify(value);
+    void this.redis?.run((r) => r.set(`${this.prefix}:${id}`, raw, 'EX', this.ttlSeconds)).catch(() => undefined);
     this.remember(id, value, this.redis ? Math.min(LOCAL_TTL_MS, this.ttlSeconds * 1000) : this.ttlSeconds * 1000);
   }
 
