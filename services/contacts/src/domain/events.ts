@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { withTransaction, type Queryable } from '@svc/lib/db';
 import { validationError } from '@svc/lib/errors';
-import { isUuid } from '@svc/lib/ids';
+import { isUuid, uuidv7 } from '@svc/lib/ids';
 import { enqueue } from '@svc/lib/outbox';
 import type { EventRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
@@ -51,7 +50,7 @@ export class Events {
       { projectId: w.projectId, email: w.email, subscribed: w.subscribed, defaultSubscribed: true, data: undefined, mode: 'track' },
       w.patch,
     );
-    const event = await this.store.insert(tx, { id: randomUUID(), projectId: w.projectId, contactId: contact.id, name: w.name, data: trackedEventData(w.patch) });
+    const event = await this.store.insert(tx, { id: uuidv7(), projectId: w.projectId, contactId: contact.id, name: w.name, data: trackedEventData(w.patch) });
     await enqueue(tx, 'events.tracked', eventMessage(event));
     return { contactId: contact.id, event };
   }
@@ -88,7 +87,7 @@ export class Events {
       if (!contact) return; // deleted since the email went out
       await this.store.insertEmailActivity(tx, { projectId: m.projectId, contactId: m.contactId, emailId: m.emailId, type: m.type, at: m.occurredAt });
       const event = await this.store.insert(tx, {
-        id: randomUUID(),
+        id: uuidv7(),
         projectId: m.projectId,
         contactId: m.contactId,
         name: `email.${m.type}`,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { uuidv7 } from '@svc/lib/ids';
 import type { Queryable } from '@svc/lib/db';
 import { enqueueMany } from '@svc/lib/outbox';
 import type { ContactRow, EventRow } from '../store/contact-rows.js';
@@ -62,11 +63,11 @@ export async function writeTrackBatch(
       const { data, changed } = applyDataPatch(entry.row.data, w.patch.patch);
       const subscribed = nextSubscription(entry.row.subscribed, w.subscribed, true, 'track');
       const flip = subscriptionEvent(entry.row.subscribed, subscribed);
-      if (flip) events.push({ id: randomUUID(), projectId: w.projectId, contactId: entry.row.id, name: flip, data: {} });
+      if (flip) events.push({ id: uuidv7(), projectId: w.projectId, contactId: entry.row.id, name: flip, data: {} });
       if (changed || flip) entry = { ...entry, row: { ...entry.row, data, subscribed }, dirty: true };
       state.set(k, entry);
     }
-    const eventId = randomUUID();
+    const eventId = uuidv7();
     events.push({ id: eventId, projectId: w.projectId, contactId: entry.row.id, name: w.name, data: trackedEventData(w.patch) });
     answers.push({ contactId: entry.row.id, eventId });
   }

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { BusMessage } from '@svc/lib/bus';
 import { badRequest } from '@svc/lib/errors';
-import { isUuid } from '@svc/lib/ids';
+import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { ActivityRow, ActivityStore } from '../store/activity-store.js';
 import type { EmailCountsRow, EmailsStore } from '../store/emails-store.js';
 import type { LifecyclePayload } from './email-events.js';
@@ -30,7 +29,7 @@ const asDate = (v: unknown) => {
  * the same lifecycle messages, which are already in the feed).
  */
 export function toActivity(message: BusMessage): ActivityRow | null {
-  const base = { id: randomUUID(), source_id: message.id };
+  const base = { id: uuidv7(), source_id: message.id };
   if (message.subject.startsWith('emails.')) {
     const p = message.data as LifecyclePayload;
     if (!p?.projectId || !p.type) return null;
@@ -73,7 +72,9 @@ function decodeCursor(cursor: string): { occurredAt: Date; id: string } {
   try {
     const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
     const occurredAt = new Date(at);
-    if (isUuid(id) && !Number.isNaN(occurredAt.getTime())) return { occurredAt, id };
+    // Years outside 1..9999 parse in JavaScript but are out of PostgreSQL's range: a forged cursor.
+    const year = occurredAt.getUTCFullYear();
+    if (isUuid(id) && !Number.isNaN(occurredAt.getTime()) && year >= 1 && year <= 9999) return { occurredAt, id };
   } catch {
     /* falls through */
   }
