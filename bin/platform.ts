@@ -11,6 +11,7 @@ import { NatsBus } from '@svc/lib/bus-nats';
 import { loadConfig, SERVICES, type Config, type ServiceName } from '@svc/lib/config';
 import { createLogger, type Logger } from '@svc/lib/logger';
 import type { RunningService, Runtime } from '@svc/lib/runtime';
+import { serviceTokenProblem } from '@svc/lib/service-auth';
 import { startGateway } from '@svc/gateway';
 import { startContacts } from '@svc/contacts';
 import { startIdentity } from '@svc/identity';
@@ -65,6 +66,11 @@ async function main(): Promise<void> {
   }
   const names = (requested.length ? requested : [...SERVICES]).filter((s) => STARTERS[s]);
   const embedded = !config.databaseUrl;
+  const credentials = serviceTokenProblem(config.serviceToken, embedded);
+  if (credentials) {
+    process.stderr.write(`config error: ${credentials}\n`);
+    process.exit(1);
+  }
   const stops: Array<() => Promise<void>> = [];
 
   if (embedded) {
@@ -76,11 +82,12 @@ async function main(): Promise<void> {
     logger.warn('NATS_URL is not set: messages reach only services in this process');
   }
   const bus: Bus = config.natsUrl
-    ? await NatsBus.connect(config.natsUrl, config.busPrefix, `platform-${names.join('-')}`, logger)
+    ? // Not awaited: services start and serve while NATS is unreachable; the outbox holds messages meanwhile.
+      NatsBus.start(config.natsUrl, config.busPrefix, `platform-${names.join('-')}`, logger)
     : new MemoryBus(logger);
   stops.push(() => bus.close());
 
-  const rt: Runtime = { config, logger, bus };
+  const rt: Runtime = { config, logger, bus, embedded };
   let gatewayUrl: string | undefined;
   for (const name of names) {
     const svc = await STARTERS[name]!(rt, embedded);

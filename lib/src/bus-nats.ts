@@ -13,97 +13,290 @@ import type { Logger } from './logger.js';
 import { STREAMS, streamOf, type Bus, type BusHandler } from './bus.js';
 
 const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
+const MAX_BACKOFF_MS = 5000;
 
-/** JetStream bus: file-backed streams, `Nats-Msg-Id` dedupe, durable explicit-ack consumers. */
+interface Registration {
+  durable: string;
+  subject: string;
+  stream: string;
+  handler: BusHandler;
+  messages?: ConsumerMessages;
+}
+
+/** The broker answered that a stream (or the consumer's stream) does not exist: 404/10059, or nobody listens (503). */
+function isMissingStream(err: unknown): boolean {
+  const e = err as { code?: string; message?: string; api_error?: { err_code?: number } };
+  return e?.code === '503' || e?.api_error?.err_code === 10059 || /stream not found|no responders/i.test(e?.message ?? '');
+}
+
+/**
+ * JetStream bus: file-backed streams, `Nats-Msg-Id` dedupe, durable explicit-ack consumers.
+ * It never blocks its creator: it connects in the background and keeps retrying, publish()
+ * fails fast until streams are in place (the outbox keeps the rows), and subscribe() only
+ * registers. Streams and consumers found missing (a wiped store, a deleted stream) are
+ * created again, and listeners of onStreamRecreated() refill them from their outboxes.
+ */
 export class NatsBus implements Bus {
-  private readonly consumers: ConsumerMessages[] = [];
+  private nc?: NatsConnection;
+  private js?: JetStreamClient;
+  private jsm?: JetStreamManager;
+  private streamsReady = false;
+  private closed = false;
+  private readonly registrations: Registration[] = [];
   private readonly loops: Promise<void>[] = [];
+  /** Creation time of each stream as last seen: a different one means it was lost and made again. */
+  private readonly created = new Map<string, string>();
+  private readonly recreatedListeners: Array<(subjects: string[]) => void> = [];
+  private readonly wakers = new Set<() => void>();
+  private repairing?: Promise<void>;
+  private ensuring?: Promise<void>;
+  private readonly connecting: Promise<void>;
 
   private constructor(
-    private readonly nc: NatsConnection,
-    private readonly js: JetStreamClient,
-    private readonly jsm: JetStreamManager,
+    private readonly servers: string[],
     private readonly prefix: string,
+    private readonly name: string,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.connecting = this.connectLoop();
+  }
 
-  static async connect(url: string, prefix: string, name: string, logger: Logger): Promise<NatsBus> {
-    // noAsyncTraces: no Error (with its stack) built per JetStream publish, a large cost of the relay.
-    const nc = await connect({ servers: url.split(','), name, maxReconnectAttempts: -1, noAsyncTraces: true });
-    const jsm = await nc.jetstreamManager();
-    const bus = new NatsBus(nc, nc.jetstream(), jsm, prefix, logger);
-    await bus.ensureStreams();
-    return bus;
+  /** Returns at once; the connection, streams and consumers follow in the background. */
+  static start(url: string, prefix: string, name: string, logger: Logger): NatsBus {
+    return new NatsBus(url.split(','), prefix, name, logger.child({ part: 'nats' }));
   }
 
   streamName(stream: string): string {
     return `${this.prefix}_${stream}`;
   }
 
-  private async ensureStreams(): Promise<void> {
-    for (const s of STREAMS) {
-      const config = {
-        name: this.streamName(s.name),
-        subjects: s.subjects.map((p) => `${this.prefix}.${p}`),
-        storage: StorageType.File,
-        duplicate_window: nanos(DUPLICATE_WINDOW_MS),
-      };
-      try {
-        await this.jsm.streams.info(config.name);
-      } catch {
-        await this.jsm.streams.add(config).catch(async (err: Error) => {
-          // Another service may have created it in the meantime.
-          if (!/already in use/i.test(err.message)) throw err;
-        });
-      }
-    }
+  connected(): boolean {
+    return this.streamsReady && !!this.nc && !this.nc.isClosed();
+  }
+
+  onStreamRecreated(listener: (subjects: string[]) => void): void {
+    this.recreatedListeners.push(listener);
   }
 
   async publish(subject: string, data: unknown, id: string): Promise<void> {
-    await this.js.publish(`${this.prefix}.${subject}`, Buffer.from(JSON.stringify(data)), { msgID: id });
+    if (!this.js || !this.connected()) throw new Error('message bus unavailable: NATS is not connected');
+    const full = `${this.prefix}.${subject}`;
+    const payload = Buffer.from(JSON.stringify(data));
+    try {
+      await this.js.publish(full, payload, { msgID: id });
+    } catch (err) {
+      if (!isMissingStream(err)) throw err;
+      await this.repair();
+      await this.js.publish(full, payload, { msgID: id });
+    }
   }
 
   /** One durable consumer per subject (single `filter_subject` works on every JetStream server version). */
   async subscribe(durable: string, subjects: string[], handler: BusHandler): Promise<void> {
     for (const subject of subjects) {
-      const name = this.streamName(streamOf(subject.replace(/\.[*>]$/, '.x')));
-      const durableName = `${durable}_${subject}`.replace(/[^A-Za-z0-9_-]/g, '_');
-      await this.jsm.consumers.add(name, {
-        durable_name: durableName,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        filter_subject: `${this.prefix}.${subject}`,
-        ack_wait: nanos(30_000),
-        max_deliver: -1,
-      });
-      const consumer = await this.js.consumers.get(name, durableName);
-      const messages = await consumer.consume({ max_messages: 256 });
-      this.consumers.push(messages);
-      this.loops.push(this.run(messages, handler, durableName));
+      const reg: Registration = {
+        durable: `${durable}_${subject}`.replace(/[^A-Za-z0-9_-]/g, '_'),
+        subject,
+        stream: this.streamName(streamOf(subject.replace(/\.[*>]$/, '.x'))),
+        handler,
+      };
+      this.registrations.push(reg);
+      this.loops.push(this.consumeForever(reg));
     }
   }
 
-  private async run(messages: ConsumerMessages, handler: BusHandler, durable: string): Promise<void> {
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const wake of this.wakers) wake();
+    for (const r of this.registrations) r.messages?.stop();
+    await Promise.allSettled([...this.loops, this.connecting]);
+    await this.nc?.drain().catch(() => undefined);
+  }
+
+  /** First connection, retried until it works; afterwards nats.js reconnects by itself, forever. */
+  private async connectLoop(): Promise<void> {
+    for (let attempt = 0; !this.closed; attempt++) {
+      try {
+        // noAsyncTraces: no Error (with its stack) built per JetStream publish, a large cost of the relay.
+        const nc = await connect({
+          servers: this.servers,
+          name: this.name,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 1000,
+          noAsyncTraces: true,
+        });
+        if (this.closed) return void (await nc.close());
+        this.nc = nc;
+        this.js = nc.jetstream();
+        this.jsm = await nc.jetstreamManager({ checkAPI: false });
+        this.logger.info({ event: 'nats.connected', server: nc.getServer() }, 'NATS connected');
+        void this.watchStatus(nc);
+        this.watchAdvisories(nc);
+        await this.keepEnsuring();
+        return;
+      } catch (err) {
+        if (attempt === 0) this.logger.warn({ event: 'nats.unreachable', err }, 'NATS unreachable; retrying in the background');
+        await this.pause(Math.min(250 * 2 ** attempt, MAX_BACKOFF_MS));
+      }
+    }
+  }
+
+  /** One log line per connection state change; streams are checked again after each reconnect. */
+  private async watchStatus(nc: NatsConnection): Promise<void> {
+    let reconnecting = false;
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect') {
+        this.streamsReady = false;
+        reconnecting = false;
+        this.logger.warn({ event: 'nats.disconnected', server: s.data }, 'NATS disconnected');
+      } else if (s.type === 'reconnecting' && !reconnecting) {
+        reconnecting = true;
+        this.logger.info({ event: 'nats.reconnecting' }, 'NATS reconnecting');
+      } else if (s.type === 'reconnect') {
+        this.logger.info({ event: 'nats.reconnected', server: s.data }, 'NATS reconnected');
+        void this.keepEnsuring();
+      } else if (s.type === 'error') {
+        this.logger.warn({ event: 'nats.error', err: s.data }, 'NATS error');
+      }
+    }
+  }
+
+  /** JetStream announces stream deletion and creation: repair at once, and notice a stream made by another process. */
+  private watchAdvisories(nc: NatsConnection): void {
+    const ours = new Set(STREAMS.map((s) => this.streamName(s.name)));
+    nc.subscribe('$JS.EVENT.ADVISORY.STREAM.*.*', {
+      callback: (_err, msg) => {
+        const [, , , , action, stream] = msg.subject.split('.');
+        if (!ours.has(stream) || (action !== 'DELETED' && action !== 'CREATED')) return;
+        if (action === 'DELETED') {
+          this.streamsReady = false;
+          this.logger.warn({ event: 'nats.stream_deleted', stream }, 'JetStream stream deleted');
+        }
+        void this.keepEnsuring();
+      },
+    });
+  }
+
+  /** Repairs until the streams are in place (or the bus closes); concurrent callers share one loop. */
+  private keepEnsuring(): Promise<void> {
+    this.ensuring ??= (async () => {
+      for (let delay = 250; !this.closed; delay = Math.min(delay * 2, MAX_BACKOFF_MS)) {
+        try {
+          return await this.repair();
+        } catch (err) {
+          if (delay === 250) this.logger.warn({ event: 'nats.streams_unavailable', err }, 'JetStream streams not ready; retrying');
+          await this.pause(delay);
+        }
+      }
+    })().finally(() => (this.ensuring = undefined));
+    return this.ensuring;
+  }
+
+  /** One pass over every stream; concurrent callers (a batch of failed publishes) share it. */
+  private repair(): Promise<void> {
+    this.repairing ??= (async () => {
+      for (const s of STREAMS) await this.ensureStream(s);
+      this.streamsReady = true;
+      for (const wake of this.wakers) wake();
+    })().finally(() => (this.repairing = undefined));
+    return this.repairing;
+  }
+
+  private async ensureStream(s: (typeof STREAMS)[number]): Promise<void> {
+    const jsm = this.jsm!;
+    const name = this.streamName(s.name);
+    let info;
+    let made = false;
+    try {
+      info = await jsm.streams.info(name);
+    } catch (err) {
+      if (!isMissingStream(err)) throw err;
+      try {
+        info = await jsm.streams.add({
+          name,
+          subjects: s.subjects.map((p) => `${this.prefix}.${p}`),
+          storage: StorageType.File,
+          duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+        });
+        made = true;
+      } catch (e) {
+        // Another service may have created it in the meantime.
+        if (!/already in use/i.test((e as Error).message)) throw e;
+        info = await jsm.streams.info(name);
+      }
+    }
+    const known = this.created.get(name);
+    this.created.set(name, info.created);
+    if (!made && (known === undefined || known === info.created)) return;
+    this.logger.warn({ event: known ? 'nats.stream_recreated' : 'nats.stream_created', stream: name }, 'JetStream stream created');
+    for (const listener of this.recreatedListeners) listener([...s.subjects]);
+  }
+
+  /** Keeps one registration consuming: (re)creates its durable consumer and restarts a loop that ends, with backoff. */
+  private async consumeForever(reg: Registration): Promise<void> {
+    let delay = 250;
+    while (!this.closed) {
+      await this.untilReady();
+      if (this.closed) return;
+      const since = Date.now();
+      try {
+        await this.ensureConsumer(reg);
+        const consumer = await this.js!.consumers.get(reg.stream, reg.durable);
+        // abort_on_missing_resource: a deleted stream or consumer ends the iterator with an error, so it is re-created here.
+        reg.messages = await consumer.consume({ max_messages: 256, abort_on_missing_resource: true });
+        await this.run(reg.messages, reg);
+        if (this.closed) return;
+        this.logger.warn({ event: 'nats.consumer_ended', durable: reg.durable }, 'bus consumer ended; restarting');
+      } catch (err) {
+        if (this.closed) return;
+        this.logger.warn({ event: 'nats.consumer_failed', durable: reg.durable, err }, 'bus consumer failed; restarting');
+        if (isMissingStream(err)) void this.keepEnsuring();
+      }
+      delay = Date.now() - since > 30_000 ? 250 : Math.min(delay * 2, MAX_BACKOFF_MS);
+      await this.pause(delay);
+    }
+  }
+
+  private async ensureConsumer(reg: Registration): Promise<void> {
+    await this.jsm!.consumers.add(reg.stream, {
+      durable_name: reg.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: `${this.prefix}.${reg.subject}`,
+      ack_wait: nanos(30_000),
+      max_deliver: -1,
+    });
+  }
+
+  private async run(messages: ConsumerMessages, reg: Registration): Promise<void> {
     const prefixLength = this.prefix.length + 1;
     for await (const m of messages) {
       const subject = m.subject.slice(prefixLength);
       try {
-        await handler({ id: m.headers?.get('Nats-Msg-Id') || `${m.info.stream}-${m.seq}`, subject, data: JSON.parse(m.string()) });
+        const id = m.headers?.get('Nats-Msg-Id') || `${m.info.stream}-${m.seq}`;
+        await reg.handler({ id, subject, data: JSON.parse(m.string()) });
         m.ack();
       } catch (err) {
-        this.logger.warn({ err, durable, subject }, 'bus handler failed; redelivering');
+        this.logger.warn({ err, durable: reg.durable, subject }, 'bus handler failed; redelivering');
         m.nak(Math.min(1000 * m.info.redeliveryCount, 30_000));
       }
     }
   }
 
-  connected(): boolean {
-    return !this.nc.isClosed();
+  private untilReady(): Promise<void> {
+    return this.connected() || this.closed ? Promise.resolve() : this.pause(60_000).then(() => this.untilReady());
   }
 
-  async close(): Promise<void> {
-    for (const c of this.consumers) c.stop();
-    await Promise.allSettled(this.loops);
-    await this.nc.drain().catch(() => undefined);
+  /** Sleeps, cut short by close() or by the streams becoming ready. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wakers.add(done);
+    });
   }
 }

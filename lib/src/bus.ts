@@ -18,6 +18,11 @@ export interface Bus {
   subscribe(durable: string, subjects: string[], handler: BusHandler): Promise<void>;
   /** Whether publishing can succeed now (broker connected and streams in place); for readiness. */
   connected(): boolean;
+  /**
+   * Called with a stream's subjects when the broker lost that stream and it was created again: its
+   * unconsumed messages are gone, so publishers send their recently published outbox rows again.
+   */
+  onStreamRecreated?(listener: (subjects: string[]) => void): void;
   close(): Promise<void>;
 }
 

@@ -1,10 +1,12 @@
 import type { Bus } from './bus.js';
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { Config, RpcServiceName } from './config.js';
+import { DbHealth } from './db-health.js';
 import { createPool, ensureDatabase, serviceDatabaseUrl, type Pool } from './db.js';
 import type { Logger } from './logger.js';
 import { migrate, type Migration } from './migrate.js';
 import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, OutboxRelay } from './outbox.js';
+import { refillLostStreams } from './outbox-replay.js';
 import { startRpcServer, type RpcServer } from './rpc-server.js';
 
 /** What every service receives from the launcher, in either run mode. */
@@ -12,6 +14,8 @@ export interface Runtime {
   config: Config;
   logger: Logger;
   bus: Bus;
+  /** Embedded mode (every service in one process): internal ports listen on loopback only. */
+  embedded: boolean;
 }
 
 export interface RunningService {
@@ -35,6 +39,7 @@ export async function openServiceDatabase(service: string, rt: Runtime, migratio
   if (applied.length) rt.logger.info({ service, applied }, 'migrations applied');
   const relay = new OutboxRelay({ service, pool, bus: rt.bus, logger: rt.logger.child({ service, part: 'outbox' }) });
   await relay.start();
+  refillLostStreams(rt.bus, pool, relay, rt.logger.child({ service, part: 'outbox' }));
   return {
     pool,
     relay,
@@ -45,14 +50,18 @@ export async function openServiceDatabase(service: string, rt: Runtime, migratio
   };
 }
 
-/** Serves a service's RPCs on its configured port and bind address. */
+/**
+ * Serves a service's RPCs on its configured port, behind the service token. Embedded mode
+ * keeps them on loopback whatever BIND_HOST says: only the gateway is meant to be reached.
+ */
 export function serveRpc(rt: Runtime, name: RpcServiceName, routes: (router: ConnectRouter) => void): Promise<RpcServer> {
   return startRpcServer({
     name,
-    host: rt.config.bindHost,
+    host: rt.embedded ? '127.0.0.1' : rt.config.bindHost,
     port: rt.config.rpcPorts[name],
     routes,
     logger: rt.logger,
     shutdownTimeoutMs: rt.config.shutdownTimeoutMs,
+    serviceToken: rt.config.serviceToken,
   });
 }
