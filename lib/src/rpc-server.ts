@@ -4,9 +4,12 @@ import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter, Interceptor } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { Health, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from '@svc/proto/grpc/health/v1/health_pb';
+import type { DbHealth } from './db-health.js';
+import { isDependencyUnavailable } from './dependency-errors.js';
 import { AppError } from './errors.js';
 import type { Logger } from './logger.js';
 import { toConnectError } from './rpc-errors.js';
+import { serviceAuthInterceptor } from './service-auth.js';
 
 export interface RpcServer {
   port: number;
@@ -20,14 +23,20 @@ export interface RpcServerOptions {
   routes: (router: ConnectRouter) => void;
   logger: Logger;
   shutdownTimeoutMs: number;
+  /** Callers must send it as a bearer token (health checks excepted); unset: no check (embedded, loopback only). */
+  serviceToken?: string;
+  /** The service's database: its outages are logged once per change, and the health check follows it. */
+  health?: Pick<DbHealth, 'report' | 'check'>;
 }
 
-function errorInterceptor(logger: Logger): Interceptor {
+function errorInterceptor(logger: Logger, health?: RpcServerOptions['health']): Interceptor {
   return (next) => async (req) => {
     try {
       return await next(req);
     } catch (err) {
-      if (!(err instanceof AppError) || err.status >= 500) {
+      // An outage (ours, reported to `health`, or a callee's 503) is logged where its state changes.
+      const outage = health?.report(err) || isDependencyUnavailable(err) || (err instanceof AppError && err.status === 503);
+      if (!outage && (!(err instanceof AppError) || err.status >= 500)) {
         logger.error({ err, procedure: req.method.name }, 'rpc failed');
       }
       throw toConnectError(err);
@@ -42,14 +51,20 @@ function errorInterceptor(logger: Logger): Interceptor {
 export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer> {
   let serving = true;
   const handler = connectNodeAdapter({
-    interceptors: [errorInterceptor(opts.logger)],
+    // Authentication is outermost: a refused call never reaches the handlers or the error log.
+    interceptors: [
+      ...(opts.serviceToken ? [serviceAuthInterceptor(opts.serviceToken, opts.logger)] : []),
+      errorInterceptor(opts.logger, opts.health),
+    ],
     routes: (router) => {
       opts.routes(router);
       router.service(Health, {
-        check: () =>
-          create(HealthCheckResponseSchema, {
-            status: serving ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING,
-          }),
+        check: async () => {
+          const up = serving && (opts.health ? await opts.health.check() : true);
+          return create(HealthCheckResponseSchema, {
+            status: up ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING,
+          });
+        },
       });
     },
   });

@@ -16,8 +16,15 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Starts `bin/platform.ts` with the given service names (none: all in one process). */
+/** Used by startPlatform when the caller's env has none ('' leaves it unset): distributed mode requires one. */
+export const DEFAULT_SERVICE_TOKEN = 'test-service-token-0123456789abcdef';
+
+/**
+ * Starts `bin/platform.ts` with the given service names (none: all in one process). A caller that
+ * talks to a service port itself reads the token it used from `env.SERVICE_TOKEN` (set here when missing).
+ */
 export function startPlatform(args: string[], env: Record<string, string>, logName: string): ChildProcess {
+  env.SERVICE_TOKEN ??= DEFAULT_SERVICE_TOKEN;
   const logDir = path.join(ROOT, '.test-run', 'logs');
   mkdirSync(logDir, { recursive: true });
   const log = createWriteStream(path.join(logDir, `${logName}.log`));

@@ -13,8 +13,8 @@ export interface Clients {
 
 export function createClients(config: Config): Clients {
   return {
-    identity: createRpcClient(IdentityService, config.rpcUrls.identity),
-    contacts: createRpcClient(ContactsService, config.rpcUrls.contacts),
-    messaging: createRpcClient(MessagingService, config.rpcUrls.messaging),
+    identity: createRpcClient(IdentityService, config.rpcUrls.identity, config),
+    contacts: createRpcClient(ContactsService, config.rpcUrls.contacts, config),
+    messaging: createRpcClient(MessagingService, config.rpcUrls.messaging, config),
   };
 }
