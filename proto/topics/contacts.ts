@@ -1,0 +1,10 @@
+import { topic } from '@svc/lib/bus-topic';
+import { ContactChangedSchema, ContactDeletedSchema, EventTrackedSchema } from '../gen/svc/contacts/v1/events_pb.js';
+
+/** Subjects the contacts service publishes, and their messages. */
+export const CONTACTS_TOPICS = {
+  created: topic('contacts.created', ContactChangedSchema),
+  updated: topic('contacts.updated', ContactChangedSchema),
+  deleted: topic('contacts.deleted', ContactDeletedSchema),
+  eventTracked: topic('events.tracked', EventTrackedSchema),
+} as const;
