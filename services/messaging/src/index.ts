@@ -9,6 +9,7 @@ import { createDnsResolver } from './domain/dns-resolver.js';
 import { ProviderWebhooks } from './domain/provider-webhooks.js';
 import { createRenderer } from './domain/render.js';
 import { SenderDomains } from './domain/sender-domains.js';
+import { SendRecords } from './domain/send-records.js';
 import { Sending } from './domain/sending.js';
 import { Templates } from './domain/templates.js';
 import { ProjectThrottle } from './domain/throttle.js';
@@ -19,10 +20,12 @@ import { ActivityStore } from './store/activity-store.js';
 import { DomainsStore } from './store/domains-store.js';
 import { EmailsStore } from './store/emails-store.js';
 import { migrations } from './store/migrations.js';
+import { SendRecordsStore } from './store/send-records-store.js';
 import { settingOnce } from './store/settings-store.js';
 import { TemplatesStore } from './store/templates-store.js';
 import { DeliveryWorker } from './workers/delivery-worker.js';
 import { startDomainChecker } from './workers/domain-checker.js';
+import { startSendRecordsCleanup } from './workers/send-records-cleanup.js';
 
 /** With no SMTP_URL, mail goes to a sink on loopback that keeps it for GET /dev/mail. */
 async function localSink(port: number): Promise<SmtpSink> {
@@ -57,6 +60,7 @@ export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } =
   const domains = new SenderDomains(domainsStore, dns, { spfInclude: `_spf.${new URL(config.publicUrl).hostname}`, logger });
   const templates = new Templates(new TemplatesStore(db.pool), domains, renderer);
   const activity = new ActivityFeed(new ActivityStore(db.pool), emailsStore);
+  const sendRecords = new SendRecords(new SendRecordsStore(db.pool, config.idempotencyTtlSeconds));
 
   const server = await serveRpc(
     rt,
@@ -64,7 +68,16 @@ export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } =
     messagingRoutes({
       domains,
       templates,
-      sending: new Sending({ emails: emailsStore, templates, domains, contacts, renderer, tokens, publicUrl: config.publicUrl }),
+      sending: new Sending({
+        emails: emailsStore,
+        templates,
+        domains,
+        contacts,
+        renderer,
+        tokens,
+        publicUrl: config.publicUrl,
+        records: sendRecords,
+      }),
       tracking: new Tracking(db.pool, emailsStore, tokens, contacts),
       webhooks: new ProviderWebhooks(db.pool, emailsStore),
       activity,
@@ -82,10 +95,12 @@ export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } =
   });
   await worker.start();
   const checker = await startDomainChecker(domains, config.domainCheckIntervalSeconds, logger);
+  const cleanup = startSendRecordsCleanup(sendRecords, logger);
 
   return {
     name: 'messaging',
     async stop() {
+      cleanup.stop();
       await server.close();
       await checker.stop();
       await worker.stop();

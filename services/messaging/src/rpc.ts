@@ -139,10 +139,12 @@ export function messagingRoutes(parts: MessagingParts) {
       },
 
       async sendEmail(req) {
-        const r = await parts.sending.send(req.projectId, json(req.input));
+        const idem = req.idempotencyKey ? { key: req.idempotencyKey, fingerprint: req.idempotencyFingerprint } : undefined;
+        const r = await parts.sending.send(req.projectId, json(req.input), idem);
         return {
           emails: r.emails.map((e) => ({ contactId: e.contactId, contactEmail: e.contactEmail, emailId: e.emailId })),
           timestamp: timestampFromDate(r.timestamp),
+          replayed: r.replayed ?? false,
         };
       },
       async verifyEmail(req) {

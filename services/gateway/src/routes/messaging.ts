@@ -92,7 +92,15 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
   });
 
   r.post('/v1/send', guards.send, async (req, res) => {
-    const out = await messaging.sendEmail({ projectId: req.projectId, input: input(req.body) });
+    // Messaging records the key with the queued emails: a repeat never queues twice, even if Redis lost the key.
+    const idem = req.idempotency;
+    const out = await messaging.sendEmail({
+      projectId: req.projectId,
+      input: input(req.body),
+      idempotencyKey: idem?.key ?? '',
+      idempotencyFingerprint: idem?.fingerprint ?? '',
+    });
+    if (out.replayed) res.setHeader('Idempotent-Replayed', 'true');
     res.json(
       wrapped({
         emails: out.emails.map((e) => ({ contact: { id: e.contactId, email: e.contactEmail }, email: e.emailId })),

@@ -9,10 +9,12 @@ import { composeHeaders, unsubscribeMailto } from './message-headers.js';
 import { htmlToPlainText } from './plain-text.js';
 import type { Renderer } from './render.js';
 import type { SenderDomains } from './sender-domains.js';
+import { KeyAlreadyRecorded, type RecordedSend, type SendIdempotency, type SendRecords } from './send-records.js';
 import { parseSendRequest, type SendLimits } from './send-request.js';
 import type { Templates } from './templates.js';
 import { addTracking } from './tracking-html.js';
 import { subscriptionUrls, type TrackingTokens } from './tracking-tokens.js';
+import { SEND_PRIORITY } from './priority.js';
 
 /** SPEC.md Limits: "Total message size at most 40 MB". */
 const MAX_MESSAGE_BYTES = 40 * 1024 * 1024;
@@ -31,6 +33,15 @@ export interface SendingDeps {
   tokens: TrackingTokens;
   publicUrl: string;
   limits?: SendLimits;
+  /** Idempotency-Key records kept with the queued emails. */
+  records: SendRecords;
+}
+
+interface QueuedSend {
+  projectId: string;
+  emails: NewEmail[];
+  idempotency?: SendIdempotency;
+  result: SendResult;
 }
 
 /**
@@ -39,13 +50,22 @@ export interface SendingDeps {
  */
 export class Sending {
   /** Concurrent sends share the commit that queues their emails. */
-  private readonly queue: GroupCommit<NewEmail[], void>;
+  private readonly queue: GroupCommit<QueuedSend, void>;
 
   constructor(private readonly d: SendingDeps) {
-    this.queue = new GroupCommit(() => d.emails.pool.connect(), (tx, emails) => d.emails.insertMany(tx, emails));
+    this.queue = new GroupCommit(
+      () => d.emails.pool.connect(),
+      async (tx, q) => {
+        if (q.idempotency) await d.records.record(tx, q.projectId, q.idempotency, q.result);
+        await d.emails.insertMany(tx, q.emails);
+      },
+    );
   }
 
-  async send(projectId: string, input: unknown): Promise<SendResult> {
+  /** With `idempotency`, a repeat of a committed send answers the recorded result and queues nothing. */
+  async send(projectId: string, input: unknown, idempotency?: SendIdempotency): Promise<RecordedSend> {
+    const earlier = idempotency && (await this.d.records.replay(projectId, idempotency));
+    if (earlier) return earlier;
     const req = parseSendRequest(input, this.d.limits);
     const template: TemplateRow | undefined = req.template ? await this.d.templates.get(projectId, req.template) : undefined;
     const subject = req.subject ?? template!.subject;
@@ -58,8 +78,10 @@ export class Sending {
     const type: TemplateType = template?.type ?? 'TRANSACTIONAL';
 
     const senderDomain = await this.d.domains.requireVerifiedSender(projectId, from.email);
-    this.d.renderer.validate(subject, { field: 'subject' });
-    this.d.renderer.validate(body, { field: 'body' });
+    // Parsed once for the whole request; every render of the request draws on one time budget.
+    const subjectTemplate = this.d.renderer.compile(subject, { kind: 'text', field: 'subject' });
+    const bodyTemplate = this.d.renderer.compile(body, { kind: 'html', field: 'body' });
+    const budget = this.d.renderer.budget();
     const attachmentBytes = (req.attachments ?? []).reduce((n, a) => n + a.content.length, 0);
     const suppressed = await this.d.emails.suppressed(projectId, req.to.map((t) => t.email));
 
@@ -74,8 +96,8 @@ export class Sending {
       const vars = { ...contact.data, ...oneOff, email: contact.email, id: contact.id, ...urls };
 
       // A variable may hold a line break; a header never does (nodemailer encodes the rest).
-      const renderedSubject = (await this.d.renderer.render(subject, vars, { kind: 'text', field: 'subject' })).replace(/[\r\n]+/g, ' ').slice(0, 998);
-      const html = await this.d.renderer.render(body, vars, { kind: 'html', field: 'body' });
+      const renderedSubject = (await subjectTemplate.render(vars, budget)).replace(/[\r\n]+/g, ' ').slice(0, 998);
+      const html = await bodyTemplate.render(vars, budget);
       const text = htmlToPlainText(html);
       if (Buffer.byteLength(html) + Buffer.byteLength(text) + attachmentBytes > MAX_MESSAGE_BYTES) {
         throw validationError([{ field: 'body', code: 'too_big', message: 'The message would be larger than 40 MB' }]);
@@ -114,12 +136,21 @@ export class Sending {
         template_id: template?.id ?? null,
         type,
         message_id: `<${emailId}@${senderDomain.domain}>`,
+        priority: SEND_PRIORITY.transactional,
         status: blockedBy ? 'suppressed' : 'queued',
         ...(blockedBy ? { bounce_reason: blockedBy } : {}),
       });
       result.push({ contactId: contact.id, contactEmail: contact.email, emailId });
     }
-    await this.queue.submit(queued);
-    return { emails: result, timestamp: new Date() };
+    const sent: SendResult = { emails: result, timestamp: new Date() };
+    try {
+      await this.queue.submit({ projectId, emails: queued, idempotency, result: sent });
+    } catch (err) {
+      // A concurrent duplicate committed first: its answer stands, this one's emails were rolled back.
+      const winner = err instanceof KeyAlreadyRecorded && (await this.d.records.replay(projectId, idempotency!));
+      if (winner) return winner;
+      throw err;
+    }
+    return sent;
   }
 }

@@ -111,6 +111,21 @@ export const migrations: Migration[] = [
     `,
   },
   {
+    id: '002_send_idempotency',
+    sql: `
+      -- Idempotency-Key of /v1/send, written with the queued emails (IDEMPOTENCY_TTL_SECONDS, then removed).
+      CREATE TABLE send_idempotency (
+        project_id uuid NOT NULL,
+        key text NOT NULL,
+        fingerprint text NOT NULL,
+        answer jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (project_id, key)
+      );
+      CREATE INDEX send_idempotency_created ON send_idempotency (created_at);
+    `,
+  },
+  {
     id: '003_email_priority',
     sql: `
       -- Mail is claimed by source: transactional (0) before workflow (1) before campaign (2), so a large
