@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { isDependencyUnavailable } from './dependency-errors.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -41,25 +42,66 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
-export function createPool(databaseUrl: string, max = 10): Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max });
+/** Bounds on every wait for PostgreSQL, so a lost or frozen server turns into errors, not hung requests. */
+export interface PoolTimeouts {
+  /** Opening a connection, or waiting for a free one in the pool. */
+  connectTimeoutMs: number;
+  /** Server side: a statement running longer is cancelled (57014). */
+  statementTimeoutMs: number;
+  /** Client side: no answer in this long fails the query (a frozen server never answers). */
+  queryTimeoutMs: number;
+  /** Server side: a session idle inside a transaction this long is closed, releasing its locks. */
+  idleInTransactionTimeoutMs: number;
+}
+
+export function createPool(databaseUrl: string, max = 10, timeouts?: PoolTimeouts): Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    ...(timeouts && {
+      connectionTimeoutMillis: timeouts.connectTimeoutMs,
+      statement_timeout: timeouts.statementTimeoutMs,
+      query_timeout: timeouts.queryTimeoutMs,
+      idle_in_transaction_session_timeout: timeouts.idleInTransactionTimeoutMs,
+    }),
+  });
   pool.on('error', () => {
     /* idle client errors surface on the next query; without a listener they crash the process */
   });
+  // A borrowed client has no pool listener: a connection lost while it is checked out would
+  // otherwise be an unhandled 'error' event. The query in flight still fails with that error.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
+}
+
+/**
+ * Gives back a client after a failed transaction: rolled back and reused when the failure was
+ * the statement's, destroyed when the connection is broken or stuck in a timed-out query (a
+ * ROLLBACK there would wait another timeout, and a reused client would answer the old query).
+ */
+export async function releaseAfterFailure(client: PoolClient, err: unknown): Promise<void> {
+  if (isDependencyUnavailable(err)) {
+    client.release(true);
+    return;
+  }
+  const rollback = await client.query('ROLLBACK').then(
+    () => undefined,
+    (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+  );
+  client.release(rollback);
 }
 
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let result: T;
   try {
     await client.query('BEGIN');
-    const result = await fn(client);
+    result = await fn(client);
     await client.query('COMMIT');
-    return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    await releaseAfterFailure(client, err);
     throw err;
-  } finally {
-    client.release();
   }
+  client.release();
+  return result;
 }

@@ -75,6 +75,13 @@ export const forbidden = (message: string, code = 'FORBIDDEN') =>
 export const internal = (message = 'Internal server error') =>
   new AppError({ code: 'INTERNAL_SERVER_ERROR', status: 500, message });
 
+/** Seconds a client is told to wait (`Retry-After`) before retrying a 503. */
+export const RETRY_AFTER_SECONDS = 2;
+
+/** A dependency (database, another service) is down or too slow: the client should retry later. */
+export const serviceUnavailable = (message = 'Service temporarily unavailable; retry shortly') =>
+  new AppError({ code: 'SERVICE_UNAVAILABLE', status: 503, message, details: { retryAfter: RETRY_AFTER_SECONDS } });
+
 export function isAppError(err: unknown): err is AppError {
   return err instanceof AppError;
 }

@@ -1,4 +1,5 @@
-import type { PoolClient } from './db.js';
+import { releaseAfterFailure, type PoolClient } from './db.js';
+import { isDependencyUnavailable } from './dependency-errors.js';
 
 interface Pending<I, O> {
   input: I;
@@ -50,6 +51,7 @@ export class GroupCommit<I, O> {
     });
   }
 
+  /** Never rejects: whatever fails (even `begin`, when the database is down) rejects the batch's callers. */
   private async lane(): Promise<void> {
     this.active++;
     try {
@@ -59,8 +61,12 @@ export class GroupCommit<I, O> {
           const key = this.opts.lockOrder;
           batch = batch.map((p, i) => ({ p, i, k: key(p.input) })).sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : a.i - b.i)).map((x) => x.p);
         }
-        if (batch.length === 1) await this.runAlone(batch[0]);
-        else await this.runTogether(batch);
+        try {
+          if (batch.length === 1) await this.runAlone(batch[0]);
+          else await this.runTogether(batch);
+        } catch (err) {
+          for (const p of batch) p.reject(err); // a settled promise ignores a second settle
+        }
       }
     } finally {
       this.active--;
@@ -75,9 +81,10 @@ export class GroupCommit<I, O> {
       if (this.opts.writeMany) results.push(...(await this.opts.writeMany(client, batch.map((p) => p.input))));
       else for (const p of batch) results.push(await this.write(client, p.input));
       await client.query('COMMIT');
-    } catch {
-      await client.query('ROLLBACK').catch(() => undefined);
-      client.release();
+    } catch (err) {
+      await releaseAfterFailure(client, err);
+      // A lost database fails every write alike: retrying them one by one would only wait longer.
+      if (isDependencyUnavailable(err)) throw err;
       for (const p of batch) await this.runAlone(p);
       return;
     }
@@ -86,17 +93,17 @@ export class GroupCommit<I, O> {
   }
 
   private async runAlone(p: Pending<I, O>): Promise<void> {
-    const client = await this.begin();
+    let client: PoolClient | undefined;
     try {
+      client = await this.begin();
       await client.query('BEGIN');
       const result = await this.write(client, p.input);
       await client.query('COMMIT');
+      client.release();
       p.resolve(result);
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      if (client) await releaseAfterFailure(client, err);
       p.reject(err);
-    } finally {
-      client.release();
     }
   }
 }

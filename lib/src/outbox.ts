@@ -1,8 +1,10 @@
 import type { Bus } from './bus.js';
 import { CoalescingTask } from './coalescing-task.js';
-import type { Pool, Queryable } from './db.js';
+import type { DbHealth } from './db-health.js';
+import { releaseAfterFailure, type Pool, type Queryable } from './db.js';
 import type { Logger } from './logger.js';
 import type { Migration } from './migrate.js';
+import { PgListener } from './pg-listener.js';
 
 /** Every service's migrations include this table: messages commit with the state they describe. */
 export const OUTBOX_MIGRATION: Migration = {
@@ -45,6 +47,8 @@ export interface RelayOptions {
   pool: Pool;
   bus: Bus;
   logger: Logger;
+  /** Told about database failures, so an outage is logged once, not once per pass. */
+  health?: DbHealth;
   pollMs?: number;
   batchSize?: number;
   retentionMinutes?: number;
@@ -56,23 +60,23 @@ export interface RelayOptions {
  */
 export class OutboxRelay {
   private timer?: NodeJS.Timeout;
-  private listener?: import('pg').PoolClient;
+  private readonly listener: PgListener;
   private readonly pass: CoalescingTask;
   private lastCleanup = 0;
 
   constructor(private readonly opts: RelayOptions) {
     this.pass = new CoalescingTask(
       () => this.drain(),
-      (err) => opts.logger.warn({ err }, 'outbox relay pass failed; will retry'),
+      (err) => {
+        if (!(err instanceof PublishFailed) && opts.health?.report(err)) return;
+        opts.logger.warn({ err }, 'outbox relay pass failed; will retry');
+      },
     );
+    this.listener = new PgListener(opts.pool, NOTIFY_CHANNEL, () => this.kick(), opts.logger);
   }
 
   async start(): Promise<void> {
-    this.listener = await this.opts.pool.connect();
-    // A lost LISTEN connection only costs latency: the poll still finds pending rows.
-    this.listener.on('error', (err) => this.opts.logger.warn({ err }, 'outbox listener connection lost'));
-    this.listener.on('notification', () => this.kick());
-    await this.listener.query(`LISTEN ${NOTIFY_CHANNEL}`);
+    await this.listener.start();
     this.timer = setInterval(() => this.kick(), this.opts.pollMs ?? 1000);
     this.kick();
   }
@@ -117,29 +121,32 @@ export class OutboxRelay {
         );
         const failed = results.findIndex((r) => r.status === 'rejected');
         for (const row of failed === -1 ? rows : rows.slice(0, failed)) published.push(Number(row.id));
-        if (failed !== -1) throw (results[failed] as PromiseRejectedResult).reason;
+        if (failed !== -1) throw new PublishFailed((results[failed] as PromiseRejectedResult).reason);
       } finally {
         if (published.length) {
           await client.query('UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])', [published]);
         }
         await client.query('COMMIT');
       }
-      return published.length;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      await releaseAfterFailure(client, err);
       throw err;
-    } finally {
-      client.release();
     }
+    client.release();
+    return published.length;
   }
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.pass.stop();
-    if (this.listener) {
-      await this.listener.query(`UNLISTEN ${NOTIFY_CHANNEL}`).catch(() => undefined);
-      this.listener.release();
-    }
+    await this.listener.stop();
+  }
+}
+
+/** The bus refused a message (not the database): kept apart so a broker outage is not taken for a database one. */
+class PublishFailed extends Error {
+  constructor(cause: unknown) {
+    super(`bus publish failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 }
 

@@ -26,7 +26,19 @@ export interface RunningService {
 export interface ServiceDatabase {
   pool: Pool;
   relay: OutboxRelay;
+  /** Up or down, logged once per change; the service's gRPC health follows it. */
+  health: DbHealth;
   close(): Promise<void>;
+}
+
+/** Migrations get a pool of their own, without the request timeouts: a long migration may run for minutes. */
+async function migrateDatabase(url: string, migrations: Migration[]): Promise<string[]> {
+  const pool = createPool(url, 1);
+  try {
+    return await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, ...migrations]);
+  } finally {
+    await pool.end();
+  }
 }
 
 /** Creates (if needed) and migrates the service's own database, then starts its outbox relay. */
@@ -34,17 +46,21 @@ export async function openServiceDatabase(service: string, rt: Runtime, migratio
   if (!rt.config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const url = serviceDatabaseUrl(service, rt.config.databaseUrl, rt.config.env);
   await ensureDatabase(url);
-  const pool = createPool(url);
-  const applied = await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, ...migrations]);
+  const applied = await migrateDatabase(url, migrations);
   if (applied.length) rt.logger.info({ service, applied }, 'migrations applied');
-  const relay = new OutboxRelay({ service, pool, bus: rt.bus, logger: rt.logger.child({ service, part: 'outbox' }) });
+  const pool = createPool(url, 10, rt.config.db);
+  const health = new DbHealth(pool, rt.logger.child({ service }));
+  pool.on('error', (err) => health.report(err));
+  const relay = new OutboxRelay({ service, pool, bus: rt.bus, health, logger: rt.logger.child({ service, part: 'outbox' }) });
   await relay.start();
   refillLostStreams(rt.bus, pool, relay, rt.logger.child({ service, part: 'outbox' }));
   return {
     pool,
     relay,
+    health,
     async close() {
       await relay.stop();
+      health.close();
       await pool.end();
     },
   };
@@ -53,8 +69,15 @@ export async function openServiceDatabase(service: string, rt: Runtime, migratio
 /**
  * Serves a service's RPCs on its configured port, behind the service token. Embedded mode
  * keeps them on loopback whatever BIND_HOST says: only the gateway is meant to be reached.
+ * With `db`, a database outage answers 503 without a log line per call, and the gRPC health
+ * check follows the database.
  */
-export function serveRpc(rt: Runtime, name: RpcServiceName, routes: (router: ConnectRouter) => void): Promise<RpcServer> {
+export function serveRpc(
+  rt: Runtime,
+  name: RpcServiceName,
+  routes: (router: ConnectRouter) => void,
+  db?: ServiceDatabase,
+): Promise<RpcServer> {
   return startRpcServer({
     name,
     host: rt.embedded ? '127.0.0.1' : rt.config.bindHost,
@@ -63,5 +86,6 @@ export function serveRpc(rt: Runtime, name: RpcServiceName, routes: (router: Con
     logger: rt.logger,
     shutdownTimeoutMs: rt.config.shutdownTimeoutMs,
     serviceToken: rt.config.serviceToken,
+    health: db?.health,
   });
 }

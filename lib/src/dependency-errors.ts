@@ -1,0 +1,43 @@
+// Which failures mean "a dependency is down or too slow" (retry later) rather than "this request is wrong".
+
+/** Socket-level failures: the peer is gone, refused us, or cannot be found right now. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * PostgreSQL SQLSTATEs of a lost, refused or overloaded server: admin/crash shutdown and "cannot
+ * connect now" (57P01-57P03), statement timeout (57014), idle-in-transaction timeout (25P03),
+ * too many connections (53300); class 08 is every connection exception.
+ */
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '57014', '25P03', '53300']);
+
+/** node-postgres reports these without a code. */
+const PG_MESSAGES = [
+  /^Connection terminated/,
+  /^Query read timeout$/,
+  /^timeout exceeded when trying to connect$/,
+  /is not queryable$/,
+];
+
+function codeOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** True when `err` (or an error it wraps) says PostgreSQL or the network is unavailable, not that the request is bad. */
+export function isDependencyUnavailable(err: unknown, depth = 0): boolean {
+  if (!(err instanceof Error) || depth > 4) return false;
+  const code = codeOf(err);
+  if (code && (NETWORK_CODES.has(code) || PG_UNAVAILABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
+  if (PG_MESSAGES.some((re) => re.test(err.message))) return true;
+  if (err instanceof AggregateError && err.errors.some((e) => isDependencyUnavailable(e, depth + 1))) return true;
+  return isDependencyUnavailable((err as { cause?: unknown }).cause, depth + 1);
+}
