@@ -1,7 +1,9 @@
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ErrorInfoSchema, type FieldViolation } from '@svc/proto/svc/common/v1/error_pb';
-import { AppError, internal } from './errors.js';
+import { isDependencyUnavailable } from './dependency-errors.js';
+import { AppError, internal, serviceUnavailable } from './errors.js';
+import { databaseInputError } from './pg-input-errors.js';
 
 const CODE_BY_STATUS: Record<number, Code> = {
   400: Code.InvalidArgument,
@@ -24,29 +26,55 @@ const STATUS_BY_CODE: Partial<Record<Code, [number, string]>> = {
   [Code.NotFound]: [404, 'RESOURCE_NOT_FOUND'],
   [Code.AlreadyExists]: [409, 'CONFLICT'],
   [Code.ResourceExhausted]: [429, 'RATE_LIMIT_EXCEEDED'],
-  [Code.Unavailable]: [503, 'SERVICE_UNAVAILABLE'],
-  [Code.DeadlineExceeded]: [504, 'GATEWAY_TIMEOUT'],
 };
+
+/**
+ * Transport failures: the callee is unreachable, crashed mid-call (reset: Aborted, Canceled),
+ * or missed the deadline. All are 503 with Retry-After (a retry may well succeed); the raw
+ * message names internal addresses, so it is never passed on.
+ */
+const UNAVAILABLE_CODES = new Set([Code.Unavailable, Code.DeadlineExceeded, Code.Aborted, Code.Canceled]);
+
+/** A stream cut without a gRPC status (the callee's process died): connect-es calls it Internal. */
+function isCutStream(ce: ConnectError): boolean {
+  if (ce.code !== Code.Internal) return false;
+  return isDependencyUnavailable(ce.cause) || /http\/2 stream closed|session/i.test(ce.rawMessage);
+}
+
+// Errors travel in HTTP/2 trailers, whose size is limited: an echo of a 200 KB field must not
+// turn a 422 into a transport failure (a 500). Long texts are shortened, large values dropped.
+const MAX_MESSAGE_LENGTH = 1000;
+const MAX_RECEIVED_STRING = 256;
+const MAX_RECEIVED_JSON = 1024;
+
+const bounded = (text: string) => (text.length > MAX_MESSAGE_LENGTH ? `${text.slice(0, MAX_MESSAGE_LENGTH)}…` : text);
+
+function receivedJson(received: unknown): string {
+  if (received === undefined) return '';
+  const value = typeof received === 'string' && received.length > MAX_RECEIVED_STRING ? `${received.slice(0, MAX_RECEIVED_STRING)}…` : received;
+  const json = JSON.stringify(value) ?? '';
+  return json.length > MAX_RECEIVED_JSON ? '' : json;
+}
 
 /** Server side: an AppError keeps every field through the wire as an ErrorInfo detail. */
 export function toConnectError(err: unknown): ConnectError {
   if (err instanceof ConnectError) return err;
-  const app = err instanceof AppError ? err : internal();
+  const app = err instanceof AppError ? err : (databaseInputError(err) ?? (isDependencyUnavailable(err) ? serviceUnavailable() : internal()));
   const info = create(ErrorInfoSchema, {
     code: app.code,
     httpStatus: app.status,
-    message: app.message,
+    message: bounded(app.message),
     errors: (app.errors ?? []).map((e) => ({
       field: e.field,
       message: e.message,
       code: e.code,
-      receivedJson: e.received === undefined ? '' : JSON.stringify(e.received),
+      receivedJson: receivedJson(e.received),
     })),
     detailsJson: app.details ? JSON.stringify(app.details) : '',
     suggestion: app.suggestion ?? '',
     flat: app.flat,
   });
-  return new ConnectError(app.message, CODE_BY_STATUS[app.status] ?? Code.Unknown, undefined, [
+  return new ConnectError(bounded(app.message), CODE_BY_STATUS[app.status] ?? Code.Unknown, undefined, [
     { desc: ErrorInfoSchema, value: info },
   ]);
 }
@@ -74,6 +102,7 @@ export function fromConnectError(err: unknown): AppError {
       flat: info.flat,
     });
   }
+  if (UNAVAILABLE_CODES.has(ce.code) || isCutStream(ce)) return serviceUnavailable();
   const [status, code] = STATUS_BY_CODE[ce.code] ?? [500, 'INTERNAL_SERVER_ERROR'];
   return new AppError({ code, status, message: status === 500 ? 'Internal server error' : ce.rawMessage });
 }

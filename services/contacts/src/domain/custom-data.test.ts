@@ -179,3 +179,9 @@ describe('templateVariables', () => {
     });
   });
 });
+
+describe('custom data: NUL', () => {
+  test.each([{ a: 'x\u0000' }, { ['k\u0000']: 1 }, { list: ['ok', { deep: '\u0000' }] }])('U+0000 in a key or string is a 422 (%#)', (data) => {
+    expect(() => splitDataPatch(data)).toThrow(expect.objectContaining({ status: 422 }));
+  });
+});

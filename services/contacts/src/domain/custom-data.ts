@@ -43,7 +43,7 @@ export function splitDataPatch(input: unknown): DataPatch {
       { field: 'data', message: 'data must be an object', code: 'invalid_type', received: kindOf(input) },
     ]);
   }
-  checkLimits(input);
+  checkDataLimits(input);
   const top: DataObject = {};
   for (const [key, value] of Object.entries(input)) {
     if (!RESERVED_DATA_KEYS.includes(key)) setOwn(top, key, value);
@@ -83,7 +83,8 @@ function isValueWrapper(raw: unknown): raw is { value: unknown; persistent: bool
   return Object.keys(raw).length === 2;
 }
 
-function checkLimits(data: DataObject): void {
+/** The 64 KiB, key length and depth rules (422 `too_big`); CSV import applies them per row. */
+export function checkDataLimits(data: DataObject): void {
   const bytes = Buffer.byteLength(JSON.stringify(data), 'utf8');
   if (bytes > MAX_PAYLOAD_BYTES) {
     throw tooBig(`data must be at most ${MAX_PAYLOAD_BYTES} bytes when serialized (got ${bytes})`);
@@ -93,6 +94,7 @@ function checkLimits(data: DataObject): void {
 
 // Arrays count as a nesting level too, so a deep structure cannot hide inside one.
 function walkLimits(node: unknown, depth: number): void {
+  if (typeof node === 'string' && node.includes(NUL)) throw nulInData();
   if (Array.isArray(node)) {
     if (depth > MAX_DEPTH) throw tooBig(`data must not nest deeper than ${MAX_DEPTH} levels`);
     for (const item of node) walkLimits(item, depth + 1);
@@ -101,6 +103,7 @@ function walkLimits(node: unknown, depth: number): void {
   if (!isPlainObject(node)) return;
   if (depth > MAX_DEPTH) throw tooBig(`data must not nest deeper than ${MAX_DEPTH} levels`);
   for (const [key, value] of Object.entries(node)) {
+    if (key.includes(NUL)) throw nulInData();
     if (key.length > MAX_KEY_LENGTH) {
       throw tooBig(`data keys must be at most ${MAX_KEY_LENGTH} characters (key starting "${key.slice(0, 32)}")`);
     }
@@ -109,6 +112,10 @@ function walkLimits(node: unknown, depth: number): void {
 }
 
 const tooBig = (message: string) => validationError([{ field: 'data', message, code: 'too_big' }]);
+
+// PostgreSQL's jsonb cannot hold U+0000 (in keys or strings): refused here rather than failing the write.
+const NUL = '\u0000';
+const nulInData = () => validationError([{ field: 'data', message: 'data must not contain the NUL character (U+0000)', code: 'invalid_string' }]);
 
 function kindOf(value: unknown): string {
   if (value === null) return 'null';

@@ -192,3 +192,23 @@ describe('parseFilterField', () => {
     expect(parseFilterField('event.segment.vip.entry')).toEqual({ kind: 'event', name: 'segment.vip.entry' });
   });
 });
+
+describe('parseFilterTree: size bounds', () => {
+  test('a data path of more than 10 keys, or a key over 255 characters, is an unknown field', () => {
+    expect(() => parseFilterTree(tree({ field: `data.${Array(10).fill('a').join('.')}`, operator: 'exists' }))).not.toThrow();
+    expect(fieldErrorsOf(tree({ field: `data.${Array(11).fill('a').join('.')}`, operator: 'exists' }))[0].code).toBe('invalid_field');
+    expect(fieldErrorsOf(tree({ field: `data.${'k'.repeat(256)}`, operator: 'exists' }))[0].code).toBe('invalid_field');
+    expect(fieldErrorsOf(tree({ field: `event.${'e'.repeat(256)}`, operator: 'triggered' }))[0].code).toBe('invalid_field');
+  });
+
+  test('a field of 10,000 segments is refused without echoing it', () => {
+    const [error] = fieldErrorsOf(tree({ field: `data.${Array(10_000).fill('a').join('.')}`, operator: 'exists' }));
+    expect(error).toMatchObject({ field: 'condition.groups.0.filters.0.field', code: 'too_big' });
+    expect(error.message.length).toBeLessThan(200);
+  });
+
+  test('a tree holds at most 50 groups, counted before the schema walks it', () => {
+    expect(() => parseFilterTree({ groups: Array(50).fill({ filters: [] }) })).not.toThrow();
+    expect(fieldErrorsOf({ groups: Array(10_000).fill({ filters: [] }) })).toEqual([expect.objectContaining({ field: 'condition', code: 'too_big' })]);
+  });
+});

@@ -50,6 +50,11 @@ export type FilterField =
 
 const MAX_DEPTH = 5;
 const MAX_FILTERS = 50;
+const MAX_GROUPS = 50;
+const MAX_FIELD_LENGTH = 1000;
+const MAX_OPERATOR_LENGTH = 64;
+const MAX_DATA_PATH_KEYS = 10; // custom data nests at most 10 levels: a longer path matches nothing
+const MAX_NAME_LENGTH = 255; // a data key or an event name
 const MAX_INTERVAL_DAYS = 36525; // 100 years: keeps now() - interval far from PostgreSQL's range limits
 const UNIT_DAYS: Record<TimeUnit, number> = { minutes: 1 / 1440, hours: 1 / 24, days: 1 };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -88,10 +93,11 @@ export function parseFilterField(field: string): FilterField | null {
   if (dot < 0) return null;
   const [prefix, rest] = [field.slice(0, dot), field.slice(dot + 1)];
   if (prefix === 'data') {
-    const path = rest.split('.');
-    return path.every((key) => key !== '') ? { kind: 'data', path } : null;
+    const path = rest.split('.', MAX_DATA_PATH_KEYS + 1);
+    const fits = path.length <= MAX_DATA_PATH_KEYS && path.every((key) => key !== '' && key.length <= MAX_NAME_LENGTH);
+    return fits ? { kind: 'data', path } : null;
   }
-  if (prefix === 'event') return rest.trim() === '' ? null : { kind: 'event', name: rest };
+  if (prefix === 'event') return rest.trim() === '' || rest.length > MAX_NAME_LENGTH ? null : { kind: 'event', name: rest };
   if (prefix === 'email') {
     const activity = EMAIL_ACTIVITIES.find((a) => a === rest);
     return activity ? { kind: 'emailActivity', activity } : null;
@@ -101,8 +107,8 @@ export function parseFilterField(field: string): FilterField | null {
 }
 
 const rawFilter = z.object({
-  field: z.string().min(1),
-  operator: z.string(),
+  field: z.string().min(1).max(MAX_FIELD_LENGTH),
+  operator: z.string().max(MAX_OPERATOR_LENGTH),
   value: z.unknown().optional(),
   unit: z.unknown().optional(),
 });
@@ -127,7 +133,8 @@ const filterSchema = rawFilter.transform((raw, ctx): Filter => {
 
   const field = parseFilterField(raw.field);
   if (!field) {
-    return fail('field', 'invalid_field', `Unknown field "${raw.field}": use email, subscribed, createdAt, updatedAt, data.<key>, event.<name>, email.<activity> or segment.<id>`);
+    const hint = `data.<key> (at most ${MAX_DATA_PATH_KEYS} keys of ${MAX_NAME_LENGTH} characters), event.<name>, email.<activity> or segment.<id>`;
+    return fail('field', 'invalid_field', `Unknown field "${raw.field}": use email, subscribed, createdAt, updatedAt, ${hint}`);
   }
   if (!OPERATORS_BY_FIELD[field.kind].includes(operator)) {
     return fail('operator', 'invalid_operator', `Operator ${operator} cannot be used on field ${raw.field}`);
@@ -211,13 +218,15 @@ export function parseFilterTree(input: unknown, fieldPrefix = 'condition'): Filt
   if (tooDeep !== null) {
     throw validationError([{ field: at(tooDeep), message: `Filter trees nest at most ${MAX_DEPTH} levels`, code: 'too_big' }]);
   }
+  // Counted on the raw input too, so the schema never walks a tree of a million empty groups.
+  const { groups, filters } = countNodes(input);
+  if (filters > MAX_FILTERS || groups > MAX_GROUPS) {
+    const message = `A filter tree holds at most ${MAX_FILTERS} filters and ${MAX_GROUPS} groups (got ${filters} and ${groups})`;
+    throw validationError([{ field: at(''), message, code: 'too_big' }]);
+  }
   const result = treeSchema.safeParse(input);
   if (!result.success) {
     throw validationError(fieldErrors(result.error).map((e) => ({ ...e, field: at(e.field) })));
-  }
-  const count = countFilters(result.data);
-  if (count > MAX_FILTERS) {
-    throw validationError([{ field: at(''), message: `A filter tree holds at most ${MAX_FILTERS} filters (got ${count})`, code: 'too_big' }]);
   }
   return result.data;
 }
@@ -236,6 +245,18 @@ function findTooDeep(node: unknown, depth: number, path: string): string | null 
   return null;
 }
 
-function countFilters(tree: FilterTree): number {
-  return tree.groups.reduce((sum, g) => sum + g.filters.length + (g.conditions ? countFilters(g.conditions) : 0), 0);
+// Runs after findTooDeep, so its recursion is at most MAX_DEPTH deep.
+function countNodes(node: unknown): { groups: number; filters: number } {
+  const total = { groups: 0, filters: 0 };
+  const groups = (node as { groups?: unknown } | null)?.groups;
+  if (!Array.isArray(groups)) return total;
+  for (const group of groups) {
+    total.groups += 1;
+    const { filters, conditions } = (group ?? {}) as { filters?: unknown; conditions?: unknown };
+    if (Array.isArray(filters)) total.filters += filters.length;
+    const inner = countNodes(conditions);
+    total.groups += inner.groups;
+    total.filters += inner.filters;
+  }
+  return total;
 }

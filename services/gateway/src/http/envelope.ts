@@ -1,11 +1,19 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { AppError, internal } from '@svc/lib/errors';
+import { AppError, internal, RETRY_AFTER_SECONDS } from '@svc/lib/errors';
 import type { Logger } from '@svc/lib/logger';
 
 /** Public endpoints answer `{success: true, data}`; dashboard endpoints answer the resource itself. */
 export const wrapped = (data: unknown) => ({ success: true, data });
 
-function fromExpressError(err: { type?: string; status?: number; message?: string }): AppError | null {
+interface ExpressError {
+  type?: string;
+  status?: number;
+  expose?: boolean;
+  code?: string;
+  message?: string;
+}
+
+function fromExpressError(err: ExpressError): AppError | null {
   if (err.type === 'entity.parse.failed') {
     return new AppError({ code: 'BAD_REQUEST', status: 400, message: 'Malformed JSON in request body' });
   }
@@ -13,7 +21,15 @@ function fromExpressError(err: { type?: string; status?: number; message?: strin
     return new AppError({ code: 'PAYLOAD_TOO_LARGE', status: 413, message: 'Request body is too large' });
   }
   if (err.type === 'encoding.unsupported' || err.type === 'charset.unsupported') {
-    return new AppError({ code: 'BAD_REQUEST', status: 415, message: err.message ?? 'Unsupported body encoding' });
+    return new AppError({ code: 'UNSUPPORTED_MEDIA_TYPE', status: 415, message: err.message ?? 'Unsupported body encoding' });
+  }
+  // A body that does not inflate as its Content-Encoding says (zlib's Z_DATA_ERROR, Z_BUF_ERROR).
+  if (err.code?.startsWith('Z_')) {
+    return new AppError({ code: 'BAD_REQUEST', status: 400, message: 'Request body does not match its Content-Encoding' });
+  }
+  // Other client errors of body-parser and the router (an aborted body, a path that does not percent-decode).
+  if (typeof err.status === 'number' && err.status >= 400 && err.status < 500 && err.expose) {
+    return new AppError({ code: 'BAD_REQUEST', status: err.status, message: err.message ?? 'Bad request' });
   }
   return null;
 }
@@ -39,8 +55,13 @@ export function envelopeOf(err: AppError, requestId: string) {
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const app = err instanceof AppError ? err : (fromExpressError(err) ?? internal());
-    if (app.status >= 500) logger.error({ err, requestId: req.requestId, path: req.path }, 'request failed');
-    if (app.status === 429 && typeof app.details?.retryAfter === 'number') res.setHeader('Retry-After', String(app.details.retryAfter));
+    // A 503 is an outage, logged once per state change where it is detected, not once per request.
+    if (app.status === 503) logger.debug({ requestId: req.requestId, path: req.path }, 'request refused: dependency unavailable');
+    else if (app.status >= 500) logger.error({ err, requestId: req.requestId, path: req.path }, 'request failed');
+    const retryAfter = typeof app.details?.retryAfter === 'number' ? app.details.retryAfter : RETRY_AFTER_SECONDS;
+    if (app.status === 503 || (app.status === 429 && typeof app.details?.retryAfter === 'number')) {
+      res.setHeader('Retry-After', String(retryAfter));
+    }
     res.status(app.status).json(envelopeOf(app, req.requestId));
   };
 }

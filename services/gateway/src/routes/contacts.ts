@@ -3,12 +3,12 @@ import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import { Router, type RequestHandler } from 'express';
 import multer from 'multer';
 import type { Client } from '@connectrpc/connect';
-import { AppError, badRequest } from '@svc/lib/errors';
+import { AppError, badRequest, validationError } from '@svc/lib/errors';
 import type { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import type { KeyGuards } from '../app.js';
 import { boolField, objectBody, stringField } from '../http/body.js';
 import { wrapped } from '../http/envelope.js';
-import { boolParam, limitParam, stringParam } from '../http/query.js';
+import { boolParam, limitParam, rangeParam, stringParam } from '../http/query.js';
 import { bulkJobJson, contactJson, eventJson, fieldValueJson, importJobJson } from './contacts-json.js';
 
 const MAX_CSV_BYTES = 5 * 1024 * 1024;
@@ -16,7 +16,21 @@ const MAX_CSV_BYTES = 5 * 1024 * 1024;
 /** Raw `data` for the contacts service, which applies the custom-data rules (and rejects non-objects). */
 const dataValue = (body: Record<string, unknown>) => (body.data === undefined ? undefined : fromJson(ValueSchema, body.data as JsonValue));
 
+/** The window of GET /events/stats (the contacts service applies the same range). */
+const EVENT_STATS_DAYS = { def: 30, min: 1, max: 3650 };
+/** Offset of POST /contacts/filter: past this, a preview page is better reached by narrowing the filter. */
+const MAX_FILTER_OFFSET = 1_000_000;
+
 const NO_USAGE = { segments: [], campaigns: [], workflows: [] };
+
+/** Offset of an audience preview: absent or not a non-negative integer reads as 0, past the maximum is a 422. */
+function filterOffset(raw: unknown): number {
+  if (!Number.isInteger(raw) || (raw as number) < 0) return 0;
+  if ((raw as number) > MAX_FILTER_OFFSET) {
+    throw validationError([{ field: 'offset', message: `offset must be at most ${MAX_FILTER_OFFSET}`, code: 'too_big', received: raw }]);
+  }
+  return raw as number;
+}
 
 export function contactsRouter(contacts: Client<typeof ContactsService>, guards: KeyGuards): Router {
   const r = Router();
@@ -61,7 +75,7 @@ export function contactsRouter(contacts: Client<typeof ContactsService>, guards:
   r.post('/contacts/filter', secret, async (req, res) => {
     const body = objectBody(req.body);
     const limit = limitParam({ limit: body.limit });
-    const offset = Number.isInteger(body.offset) && (body.offset as number) >= 0 ? (body.offset as number) : 0;
+    const offset = filterOffset(body.offset);
     const out = await contacts.page({ projectId: req.projectId, condition: dataValue({ data: body.condition ?? null }), limit, offset });
     res.json({ data: out.contacts.map(contactJson), total: Number(out.total) });
   });
@@ -166,8 +180,8 @@ export function contactsRouter(contacts: Client<typeof ContactsService>, guards:
   });
 
   r.get('/events/stats', secret, async (req, res) => {
-    const days = stringParam(req.query, 'days');
-    const s = await contacts.getEventStats({ projectId: req.projectId, days: days === undefined ? 30 : Number.isInteger(Number(days)) ? Number(days) : -1 });
+    const days = rangeParam(req.query, 'days', EVENT_STATS_DAYS);
+    const s = await contacts.getEventStats({ projectId: req.projectId, days });
     res.json({
       total: Number(s.total),
       last24h: Number(s.last24h),

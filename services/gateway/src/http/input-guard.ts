@@ -1,0 +1,79 @@
+import express, { type RequestHandler } from 'express';
+import { AppError, badRequest, validationError } from '@svc/lib/errors';
+
+// Hostile input refused at the edge, before any RPC: PostgreSQL cannot store U+0000 in text or
+// jsonb, and the JSON-to-protobuf conversion gives up past 100 levels of nesting. Both used to
+// surface as 500s deep inside a service.
+
+/** Deepest JSON body accepted (objects and arrays both count a level); the custom data rule (10) sits well inside. */
+export const MAX_JSON_DEPTH = 32;
+
+const NUL = '\u0000';
+const ENCODED_NUL = /%00/i;
+const MAX_KEY_IN_PATH = 64;
+
+/** Refuses a path or query string carrying an encoded NUL (`%00`), keys and values alike. */
+export const refuseNulInUrl: RequestHandler = (req, _res, next) => {
+  if (ENCODED_NUL.test(req.originalUrl)) throw badRequest('The URL must not contain the NUL character (%00)');
+  next();
+};
+
+interface Node {
+  value: unknown;
+  depth: number;
+  parent?: Node;
+  key?: string | number;
+}
+
+/** `a.b.0.c` for the envelope's `errors[].field`; built only when refusing, keys shortened and NUL spelled out. */
+function fieldOf(node: Node): string {
+  const parts: string[] = [];
+  for (let n: Node | undefined = node; n?.key !== undefined; n = n.parent) {
+    parts.unshift(typeof n.key === 'number' ? String(n.key) : n.key.replaceAll(NUL, '\\u0000').slice(0, MAX_KEY_IN_PATH));
+  }
+  return parts.join('.') || 'body';
+}
+
+const nulError = (node: Node) =>
+  validationError([{ field: fieldOf(node), message: 'Text must not contain the NUL character (U+0000)', code: 'invalid_string' }]);
+
+/**
+ * Walks a parsed JSON body without recursion (a body of a million `[` must not overflow the
+ * stack): a 400 past MAX_JSON_DEPTH, a 422 naming the field for a NUL in any key or string.
+ */
+export function checkJsonBody(body: unknown): void {
+  const stack: Node[] = [{ value: body, depth: 0 }];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    const { value, depth } = node;
+    if (typeof value === 'string') {
+      if (value.includes(NUL)) throw nulError(node);
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_JSON_DEPTH) {
+      throw new AppError({
+        code: 'BAD_REQUEST',
+        status: 400,
+        message: `JSON body nests deeper than ${MAX_JSON_DEPTH} levels`,
+        details: { maxDepth: MAX_JSON_DEPTH },
+      });
+    }
+    const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+    for (const [key, child] of entries) {
+      const next: Node = { value: child, depth: depth + 1, parent: node, key };
+      if (typeof key === 'string' && key.includes(NUL)) throw nulError(next);
+      stack.push(next);
+    }
+  }
+}
+
+/** express.json followed by the checks above: every JSON body of the gateway is read through this. */
+export function jsonBody(limit: string): RequestHandler[] {
+  const parse = express.json({ limit });
+  const check: RequestHandler = (req, _res, next) => {
+    checkJsonBody(req.body);
+    next();
+  };
+  return [parse, check];
+}
