@@ -18,4 +18,14 @@ describe('platform headers', () => {
   test('caller headers are kept', () => {
     expect(composeHeaders({ type: 'HEADLESS', bodyHasUnsubscribeLink: false, unsubscribe, emailId: 'e1', custom: { 'X-Tag': 'a' } })).toEqual({ 'X-Email-Id': 'e1', 'X-Tag': 'a' });
   });
+
+  test('platform headers come last: a reserved caller header in any case never replaces them', () => {
+    const custom = { 'x-email-id': 'forged', PRECEDENCE: 'list', Received: 'from evil', 'X-Tag': 'a' };
+    const h = composeHeaders({ type: 'MARKETING', bodyHasUnsubscribeLink: false, unsubscribe, emailId: 'e1', custom });
+    expect(Object.entries(h).filter(([name]) => /^(x-email-id|precedence|received)$/i.test(name))).toEqual([
+      ['Precedence', 'bulk'],
+      ['X-Email-Id', 'e1'],
+    ]);
+    expect(Object.keys(h)[0]).toBe('X-Tag');
+  });
 });

@@ -5,11 +5,32 @@ export interface ListUnsubscribe {
   mailto: string;
 }
 
+// Headers a caller may not set (`422 reserved_header`), compared without case:
+// - the ones the service composes: addressing, MIME structure, DKIM, the one-click unsubscribe
+//   (RFC 8058), bulk-mail markers and X-Email-Id (provider webhooks and support find mail by it);
+// - Cc/Bcc/Sender/Resent-* would reach or claim people outside the per-recipient rules of /v1/send;
+// - trace and authentication results (Received, Authentication-Results, ARC-*, Received-SPF,
+//   Delivered-To) are written by the mail servers on the way; forged ones mislead filters.
+// X-Mailer, In-Reply-To, References, List-Id and other X- headers stay the caller's.
+const RESERVED_HEADERS = new Set([
+  'from', 'to', 'cc', 'bcc', 'subject', 'reply-to', 'sender', 'return-path', 'date', 'message-id',
+  'mime-version', 'dkim-signature', 'domainkey-signature', 'list-unsubscribe', 'list-unsubscribe-post',
+  'precedence', 'auto-submitted', 'x-email-id',
+  'received', 'received-spf', 'authentication-results', 'delivered-to',
+]);
+const RESERVED_PREFIXES = ['content-', 'resent-', 'arc-'];
+
+export function isReservedHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((prefix) => lower.startsWith(prefix));
+}
+
 /**
  * Headers the platform adds. MARKETING mail, and any mail whose body carries the
  * recipient's unsubscribe link, advertises RFC 8058 one-click unsubscribe (https + mailto);
- * bulk mail also asks auto-responders to stay quiet. Caller headers were validated
- * (no reserved names, no CR/LF) by the send-request parser and come last.
+ * bulk mail also asks auto-responders to stay quiet. Caller headers were validated by the
+ * send-request parser; reserved names are dropped here as well and the platform's headers
+ * come last, so no caller header (in any letter case) stands in for one of them.
  */
 export function composeHeaders(opts: {
   type: TemplateType;
@@ -28,7 +49,8 @@ export function composeHeaders(opts: {
     headers['Auto-Submitted'] = 'auto-generated';
   }
   headers['X-Email-Id'] = opts.emailId;
-  return { ...headers, ...opts.custom };
+  const custom = Object.entries(opts.custom ?? {}).filter(([name]) => !isReservedHeader(name));
+  return { ...Object.fromEntries(custom), ...headers };
 }
 
 /** `mailto:` form of List-Unsubscribe: the token in the subject identifies the recipient. */

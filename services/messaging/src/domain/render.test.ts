@@ -1,5 +1,5 @@
 import { AppError } from '@svc/lib/errors';
-import { createRenderer } from './render.js';
+import { createRenderer, RenderBudget } from './render.js';
 
 const renderer = createRenderer();
 const text = (template: string, vars: Record<string, unknown> = {}) => renderer.render(template, vars, { kind: 'text', field: 'subject' });
@@ -121,5 +121,48 @@ describe('template language', () => {
     const error = await templateErrorOf(quick.render('{% for i in (1..3000) %}{% for j in (1..3000) %}{% assign k = j %}{% endfor %}{% endfor %}', {}));
     expect(error.message).toContain('limit');
     expect(Date.now() - started).toBeLessThan(2000);
+  });
+});
+
+describe('compiling once and the request render budget', () => {
+  const heavy = '{% for i in (1..3000) %}{% for j in (1..3000) %}{% assign k = j %}{% endfor %}{% endfor %}';
+
+  test('a compiled template renders once per recipient with that recipient\'s variables', async () => {
+    const compiled = renderer.compile('Hi {{first name ?? "you"}}', { kind: 'text', field: 'subject' });
+    const budget = renderer.budget();
+    expect(await compiled.render({ 'first name': 'Ann' }, budget)).toBe('Hi Ann');
+    expect(await compiled.render({}, budget)).toBe('Hi you');
+    expect(budget.remainingMs).toBeLessThanOrEqual(budget.totalMs);
+  });
+
+  test('a render that outlives what is left of the budget is a 422 render_budget', async () => {
+    const small = createRenderer({ timeoutMs: 500, requestBudgetMs: 60 });
+    const started = Date.now();
+    const error = await templateErrorOf(small.compile(heavy).render({}, small.budget()));
+    expect(error).toEqual(expect.objectContaining({ field: 'body', code: 'render_budget' }));
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  test('a spent budget refuses further renders, even quick ones', async () => {
+    const budget = new RenderBudget(10);
+    budget.spend(10);
+    const error = await templateErrorOf(renderer.compile('x', { field: 'subject' }).render({}, budget));
+    expect(error).toEqual(expect.objectContaining({ field: 'subject', code: 'render_budget' }));
+  });
+
+  test('the per-render limit still answers template_error while the budget lasts', async () => {
+    const quick = createRenderer({ timeoutMs: 50, requestBudgetMs: 10_000 });
+    const error = await templateErrorOf(quick.compile(heavy).render({}, quick.budget()));
+    expect(error.code).toBe('template_error');
+  });
+
+  test('templates over the size bound are refused before they are read', () => {
+    const tiny = createRenderer({ maxTemplateChars: 10 });
+    expect(() => tiny.validate('{{'.repeat(6))).toThrow(expect.objectContaining({ errors: [expect.objectContaining({ field: 'body', code: 'too_big' })] }));
+    expect(() => tiny.validate('{{ok}}')).not.toThrow();
+  });
+
+  test('a body of `{{` repeated up to the size bound is refused promptly', () => {
+    expect(() => renderer.validate('{{'.repeat(256 * 1024))).toThrow(expect.objectContaining({ status: 422 }));
   });
 });

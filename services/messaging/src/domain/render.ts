@@ -1,8 +1,12 @@
+import { performance } from 'node:perf_hooks';
 import { Context, Liquid, toPromise, toValue, type Emitter, type FS, type Template } from 'liquidjs';
 import { validationError, type AppError } from '@svc/lib/errors';
+import { MAX_BODY_BYTES } from './content-limits.js';
+import { FALLBACK_FILTER, rewriteTemplate } from './template-rewrite.js';
 
-// SPEC.md "Template language": Liquid plus two additions done as a rewrite before parsing,
-// `{{name ?? fallback}}` and names with spaces `{{first name}}`.
+// Liquid templates of subjects and bodies, with bounds on everything a caller controls: the
+// template's size (before the rewrite), the parse (liquidjs parseLimit), each render's time,
+// allocations and output, and the render time of a whole request (RenderBudget).
 
 export type RenderKind = 'html' | 'text';
 
@@ -18,17 +22,46 @@ export interface RendererOptions {
   maxOutputBytes?: number;
   /** Bound on the time of one render call. Default 500 ms. */
   timeoutMs?: number;
+  /** Bound on a template's length in UTF-16 code units, checked before anything reads it. Default MAX_BODY_BYTES. */
+  maxTemplateChars?: number;
+  /** Render time of one request, all its renders together (see RenderBudget). Default 2,000 ms. */
+  requestBudgetMs?: number;
+}
+
+/** A parsed template: parse once per request, render once per recipient. */
+export interface CompiledTemplate {
+  render(vars: Record<string, unknown>, budget?: RenderBudget): Promise<string>;
 }
 
 export interface Renderer {
+  compile(template: string, opts?: RenderCallOptions): CompiledTemplate;
+  /** compile + render, without a request budget. */
   render(template: string, vars: Record<string, unknown>, opts?: RenderCallOptions): Promise<string>;
   /** Parses only: for checking a template when it is stored. */
   validate(template: string, opts?: Pick<RenderCallOptions, 'field'>): void;
+  /** A fresh budget for one request. */
+  budget(): RenderBudget;
 }
 
-const FALLBACK_FILTER = 'svc_fallback';
+/**
+ * Render time shared by the renders of one request: each render may use at most what is
+ * left, so a request with many recipients cannot multiply the per-render limit.
+ */
+export class RenderBudget {
+  private spentMs = 0;
+  constructor(readonly totalMs: number) {}
+  get remainingMs(): number {
+    return this.totalMs - this.spentMs;
+  }
+  spend(ms: number): void {
+    this.spentMs += ms;
+  }
+}
+
 // Counts liquidjs allocations (ranges, array and string filters): stops `(1..1000000000)` before it allocates.
 const MEMORY_LIMIT = 50_000_000;
+// The rewrite writes `{{a b.c}}` as `{{ ["a b"]["c"] }}`: a few times longer at most.
+const REWRITE_GROWTH = 4;
 const MAX_MESSAGE = 300;
 
 class TemplateProblem extends Error {}
@@ -45,7 +78,7 @@ const refusingFs: FS = {
   containsSync: () => false,
 };
 
-function createEngine(kind: RenderKind, maxOutputBytes: number, timeoutMs: number): Liquid {
+function createEngine(kind: RenderKind, parseLimit: number, timeoutMs: number): Liquid {
   const liquid = new Liquid({
     fs: refusingFs,
     root: [],
@@ -54,7 +87,7 @@ function createEngine(kind: RenderKind, maxOutputBytes: number, timeoutMs: numbe
     ownPropertyOnly: true, // no `{{ x.constructor }}` and friends
     strictFilters: true, // a misspelt filter is an error when the template is saved, not a silent blank
     outputEscape: kind === 'html' ? 'escape' : undefined,
-    parseLimit: maxOutputBytes * 2, // a template far larger than its allowed output is refused before parsing
+    parseLimit, // a second wall behind the size check: liquidjs refuses longer text before tokenizing it
     renderLimit: timeoutMs,
     memoryLimit: MEMORY_LIMIT,
   });
@@ -94,14 +127,20 @@ function stringify(value: unknown): string {
 export function createRenderer(options: RendererOptions = {}): Renderer {
   const maxOutputBytes = options.maxOutputBytes ?? 1024 * 1024;
   const timeoutMs = options.timeoutMs ?? 500;
+  const maxTemplateChars = options.maxTemplateChars ?? MAX_BODY_BYTES;
+  const requestBudgetMs = options.requestBudgetMs ?? 2000;
   const engines = new Map<RenderKind, Liquid>();
   const engine = (kind: RenderKind) => {
     let liquid = engines.get(kind);
-    if (!liquid) engines.set(kind, (liquid = createEngine(kind, maxOutputBytes, timeoutMs)));
+    if (!liquid) engines.set(kind, (liquid = createEngine(kind, maxTemplateChars * REWRITE_GROWTH, timeoutMs)));
     return liquid;
   };
 
   const parse = (liquid: Liquid, template: string, field: string): Template[] => {
+    // Request schemas check sizes first; this covers any other caller (e.g. templates stored before the limit).
+    if (template.length > maxTemplateChars) {
+      throw validationError([{ field, code: 'too_big', message: `Templates are at most ${maxTemplateChars} characters` }]);
+    }
     try {
       return liquid.parse(rewriteTemplate(template));
     } catch (err) {
@@ -109,26 +148,40 @@ export function createRenderer(options: RendererOptions = {}): Renderer {
     }
   };
 
+  const compile = (template: string, opts: RenderCallOptions = {}): CompiledTemplate => {
+    const field = opts.field ?? 'body';
+    const liquid = engine(opts.kind ?? 'html');
+    const templates = parse(liquid, template, field);
+    return {
+      async render(vars, budget = new RenderBudget(Infinity)) {
+        const allowedMs = Math.min(timeoutMs, budget.remainingMs);
+        if (allowedMs <= 0) throw budgetError(field, budget);
+        // `data` exposes the same variables for bracket lookups (`{{data[key]}}`); a custom field
+        // literally named `data` stays reachable as `{{data.data}}`.
+        const ctx = new Context({ ...vars, data: vars }, liquid.options, { renderLimit: allowedMs }, { liquid });
+        const started = performance.now();
+        try {
+          // A custom emitter is the only place liquidjs lets us bound the output as it grows;
+          // time is bounded by liquidjs' renderLimit, checked before every node it renders.
+          return stringify(await toPromise(liquid.renderer.renderTemplates(templates, ctx, new BoundedEmitter(maxOutputBytes))));
+        } catch (err) {
+          // Stopped by what was left of the request's budget rather than by the per-render limit.
+          if (allowedMs < timeoutMs && performance.now() - started >= allowedMs) throw budgetError(field, budget);
+          throw templateError(field, err);
+        } finally {
+          budget.spend(performance.now() - started);
+        }
+      },
+    };
+  };
+
   return {
+    compile,
+    render: async (template, vars, opts) => compile(template, opts).render(vars),
     validate(template, opts = {}) {
       parse(engine('html'), template, opts.field ?? 'body');
     },
-
-    async render(template, vars, opts = {}) {
-      const field = opts.field ?? 'body';
-      const liquid = engine(opts.kind ?? 'html');
-      const templates = parse(liquid, template, field);
-      // `data` exposes the same variables for bracket lookups (`{{data[key]}}`); a custom field
-      // literally named `data` stays reachable as `{{data.data}}`.
-      const ctx = new Context({ ...vars, data: vars }, liquid.options, {}, { liquid });
-      try {
-        // A custom emitter is the only place liquidjs lets us bound the output as it grows;
-        // time is bounded by liquidjs' renderLimit, checked before every node it renders.
-        return stringify(await toPromise(liquid.renderer.renderTemplates(templates, ctx, new BoundedEmitter(maxOutputBytes))));
-      } catch (err) {
-        throw templateError(field, err);
-      }
-    },
+    budget: () => new RenderBudget(requestBudgetMs),
   };
 }
 
@@ -138,72 +191,8 @@ function templateError(field: string, err: unknown): AppError {
   return validationError([{ field, code: 'template_error', message }], `Invalid template in ${field}`);
 }
 
-// ---- pre-parse rewrite -------------------------------------------------------------------
-
-const RAW_BLOCK = /\{%-?\s*raw\s*-?%\}[\s\S]*?\{%-?\s*endraw\s*-?%\}/g;
-const OUTPUT = /\{\{(-?)([\s\S]*?)(-?)\}\}/g;
-// A path whose segments may contain spaces: `first name`, `profile.home city`.
-const SPACED_PATH = /^[\p{L}\p{N}_-][\p{L}\p{N}_ -]*(\.[\p{L}\p{N}_ -]+)*$/u;
-
-/** Rewrites `??` and spaced names inside `{{ }}` into plain Liquid; everything else is left untouched. */
-function rewriteTemplate(template: string): string {
-  let out = '';
-  let last = 0;
-  for (const m of template.matchAll(RAW_BLOCK)) {
-    out += rewriteOutputs(template.slice(last, m.index)) + m[0];
-    last = m.index! + m[0].length;
-  }
-  return out + rewriteOutputs(template.slice(last));
-}
-
-function rewriteOutputs(text: string): string {
-  return text.replace(OUTPUT, (whole, open: string, inner: string, close: string) => {
-    const rewritten = rewriteOutput(inner);
-    return rewritten === undefined ? whole : `{{${open} ${rewritten} ${close}}}`;
-  });
-}
-
-function rewriteOutput(inner: string): string | undefined {
-  const [head, ...filters] = splitTopLevel(inner, '|');
-  const operands = splitTopLevel(head, '??').map((s) => s.trim());
-  if (operands.length === 1 && !needsLookup(operands[0])) return undefined;
-  if (operands.some((o) => o === '')) throw new TemplateProblem(`'??' needs a value on both sides in {{${inner}}}`);
-  const [value, ...fallbacks] = operands.map(toExpression);
-  return [value, ...fallbacks.map((f) => ` ${FALLBACK_FILTER}: ${f} `), ...filters].join('|');
-}
-
-function needsLookup(operand: string): boolean {
-  return /\s/.test(operand) && SPACED_PATH.test(operand);
-}
-
-/** `first name.tier` -> `["first name"]["tier"]`: a root bracket lookup reads keys with spaces. */
-function toExpression(operand: string): string {
-  if (!needsLookup(operand)) return operand;
-  return operand.split('.').map((segment) => `[${JSON.stringify(segment.trim())}]`).join('');
-}
-
-/** Splits on `separator` outside quotes and brackets. */
-function splitTopLevel(text: string, separator: string): string[] {
-  const parts: string[] = [];
-  let quote: string | undefined;
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (quote) {
-      if (ch === quote) quote = undefined;
-    } else if (ch === '"' || ch === "'") {
-      quote = ch;
-    } else if (ch === '[' || ch === '(') {
-      depth++;
-    } else if (ch === ']' || ch === ')') {
-      depth--;
-    } else if (depth === 0 && text.startsWith(separator, i)) {
-      parts.push(text.slice(start, i));
-      i += separator.length - 1;
-      start = i + 1;
-    }
-  }
-  parts.push(text.slice(start));
-  return parts;
+function budgetError(field: string, budget: RenderBudget): AppError {
+  const message = `Rendering this request took more than its ${budget.totalMs} ms render budget; `
+    + 'send fewer recipients per request or simplify the template';
+  return validationError([{ field, code: 'render_budget', message }], 'Render budget exceeded');
 }

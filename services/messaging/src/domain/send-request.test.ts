@@ -66,8 +66,12 @@ describe('POST /v1/send body', () => {
     expect(fields({ ...base, subject: 'Hi\nthere' })).toEqual(['subject']);
   });
 
-  test('body has length at least 1', () => {
+  test('body has length at least 1 and at most 512 KiB of UTF-8', () => {
     expect(fields({ ...base, body: '' })).toEqual(['body']);
+    expect(parseSendRequest({ ...base, body: 'x'.repeat(512 * 1024) }).body).toHaveLength(512 * 1024);
+    expect(errorsOf({ ...base, body: 'x'.repeat(512 * 1024 + 1) })).toEqual([expect.objectContaining({ field: 'body', code: 'too_big' })]);
+    // Counted in bytes: 'é' is two.
+    expect(errorsOf({ ...base, body: 'é'.repeat(256 * 1024 + 1) })).toEqual([expect.objectContaining({ field: 'body', code: 'too_big' })]);
   });
 
   test('from may be a string or {name, email}', () => {
@@ -119,10 +123,25 @@ describe('POST /v1/send body', () => {
   });
 
   test('reserved headers cannot be set, whatever their case', () => {
-    for (const name of ['From', 'to', 'SUBJECT', 'Reply-To', 'message-id', 'Content-Type', 'MIME-Version', 'DKIM-Signature', 'List-Unsubscribe', 'Bcc']) {
+    const composed = ['From', 'to', 'SUBJECT', 'Reply-To', 'message-id', 'Content-Type', 'MIME-Version', 'DKIM-Signature', 'List-Unsubscribe', 'Bcc'];
+    const platform = ['X-Email-Id', 'x-email-id', 'Precedence', 'Auto-Submitted', 'Content-Disposition', 'Resent-From'];
+    const trace = ['Received', 'Authentication-Results', 'ARC-Seal', 'arc-message-signature', 'Received-SPF', 'Delivered-To', 'Return-Path'];
+    for (const name of [...composed, ...platform, ...trace]) {
       const [error] = errorsOf({ ...base, headers: { [name]: 'x' } });
       expect(error).toEqual({ field: `headers.${name}`, code: 'reserved_header', message: expect.stringContaining('set by the service') });
     }
+  });
+
+  test('other headers stay the caller\'s', () => {
+    const headers = { 'X-Mailer': 'app 1.0', 'In-Reply-To': '<a@b.c>', References: '<a@b.c>', 'List-Id': '<news.example.com>' };
+    expect(parseSendRequest({ ...base, headers }).headers).toEqual(headers);
+  });
+
+  test('header names are at most 100 characters; a long name is shortened in the error', () => {
+    expect(parseSendRequest({ ...base, headers: { ['X'.repeat(100)]: 'v' } }).headers).toBeDefined();
+    expect(errorsOf({ ...base, headers: { ['X'.repeat(100_000)]: 'v' } })).toEqual([
+      expect.objectContaining({ field: `headers.${'X'.repeat(100)}...`, code: 'too_big' }),
+    ]);
   });
 
   test('at most 100 headers', () => {

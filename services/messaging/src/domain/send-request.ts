@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { validationError, type FieldError } from '@svc/lib/errors';
 import { fieldErrors } from '@svc/lib/zod-errors';
 import { addressSchema, isValidEmail, type Address } from './address.js';
+import { bodySchema, MAX_SUBJECT_CHARS } from './content-limits.js';
+import { isReservedHeader } from './message-headers.js';
 
 // Body of POST /v1/send, per SPEC.md; the attachment shape is DESIGN.md's.
 
@@ -10,7 +12,8 @@ export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
 const MAX_ATTACHMENTS = 10;
 const MAX_RECIPIENTS = 50;
 const MAX_HEADERS = 100;
-const MAX_LINE = 998; // RFC 5322 line length, SPEC.md's subject and header value limit
+const MAX_HEADER_NAME = 100;
+const MAX_LINE = 998; // RFC 5322 line length, SPEC.md's header value limit
 const LINE_BREAK = /[\r\n]/;
 
 export interface SendLimits {
@@ -67,24 +70,18 @@ const toSchema = z.unknown().transform((value, ctx): Address[] => {
 
 // RFC 5322 field-name: printable US-ASCII except colon (so no space, CR or LF either).
 const HEADER_NAME = /^[\x21-\x39\x3B-\x7E]+$/;
-// Headers the service composes itself: letting a caller override them would break addressing,
-// MIME structure, DKIM or the one-click unsubscribe (RFC 8058). Cc/Bcc/Sender/Return-Path would
-// reach or claim people outside the per-recipient rules of /v1/send.
-const RESERVED_HEADERS = new Set([
-  'from', 'to', 'cc', 'bcc', 'subject', 'reply-to', 'sender', 'return-path', 'date', 'message-id',
-  'content-type', 'content-transfer-encoding', 'mime-version', 'dkim-signature',
-  'list-unsubscribe', 'list-unsubscribe-post',
-]);
-
 const headersSchema = z.record(z.string(), z.unknown()).superRefine((headers, ctx) => {
   const entries = Object.entries(headers);
   if (entries.length > MAX_HEADERS) {
     ctx.addIssue({ code: 'custom', message: `At most ${MAX_HEADERS} headers`, params: { code: 'too_big' } });
   }
   for (const [name, value] of entries) {
-    const issue = (message: string, code: string) => ctx.addIssue({ code: 'custom', path: [name], message, params: { code } });
-    if (!HEADER_NAME.test(name)) issue('Header names are printable ASCII without spaces, colons or line breaks', 'invalid_header_name');
-    else if (RESERVED_HEADERS.has(name.toLowerCase())) issue(`The ${name} header is set by the service and cannot be overridden`, 'reserved_header');
+    // The field path echoes the name: a huge one is shortened there.
+    const field = name.length > MAX_HEADER_NAME ? `${name.slice(0, MAX_HEADER_NAME)}...` : name;
+    const issue = (message: string, code: string) => ctx.addIssue({ code: 'custom', path: [field], message, params: { code } });
+    if (name.length > MAX_HEADER_NAME) issue(`Header names must be at most ${MAX_HEADER_NAME} characters`, 'too_big');
+    else if (!HEADER_NAME.test(name)) issue('Header names are printable ASCII without spaces, colons or line breaks', 'invalid_header_name');
+    else if (isReservedHeader(name)) issue(`The ${name} header is set by the service and cannot be overridden`, 'reserved_header');
     if (typeof value !== 'string') issue('Header values must be strings', 'invalid_type');
     else if (LINE_BREAK.test(value)) issue('Header values must not contain line breaks', 'invalid_string');
     else if (value.length > MAX_LINE) issue(`Header values must be at most ${MAX_LINE} characters`, 'too_big');
@@ -128,8 +125,8 @@ const attachmentsSchema = (maxBytes: number) => z.array(attachmentSchema).max(MA
 
 const sendSchema = (limits: Required<SendLimits>) => z.object({
   to: toSchema,
-  subject: z.string().min(1).max(MAX_LINE).refine(...noLineBreaks('Subject')).optional(),
-  body: z.string().min(1).optional(),
+  subject: z.string().min(1).max(MAX_SUBJECT_CHARS).refine(...noLineBreaks('Subject')).optional(),
+  body: bodySchema.optional(),
   template: z.string().uuid().optional(),
   from: addressSchema.optional(),
   name: z.string().max(200).refine(...noLineBreaks('Name')).optional(),

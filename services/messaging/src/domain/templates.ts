@@ -5,6 +5,7 @@ import { isUuid } from '@svc/lib/ids';
 import { parseOrThrow } from '@svc/lib/zod-errors';
 import type { TemplateFields, TemplateRow, TemplatesStore, TemplateType } from '../store/templates-store.js';
 import { addressSchema, isValidEmail } from './address.js';
+import { bodySchema, MAX_SUBJECT_CHARS } from './content-limits.js';
 import { offsetPage, totalPages } from './pagination.js';
 import type { Renderer } from './render.js';
 import type { SenderDomains } from './sender-domains.js';
@@ -21,8 +22,8 @@ const clearable = <T extends z.ZodTypeAny>(schema: T) => z.union([z.literal(''),
 const fields = {
   name: z.string().trim().min(1).max(200),
   description: clearable(z.string().max(2000)),
-  subject: oneLine(998).pipe(z.string().min(1)),
-  body: z.string().min(1),
+  subject: oneLine(MAX_SUBJECT_CHARS).pipe(z.string().min(1)),
+  body: bodySchema,
   from: addressSchema,
   fromName: clearable(oneLine(200)),
   replyTo: clearable(email),
