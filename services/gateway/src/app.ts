@@ -8,6 +8,7 @@ import type { Clients } from './clients.js';
 import { Authenticator } from './http/auth.js';
 import { errorHandler, routeNotFound } from './http/envelope.js';
 import { idempotency } from './http/idempotency.js';
+import { jsonBody, refuseNulInUrl } from './http/input-guard.js';
 import type { KeyCache } from './http/key-cache.js';
 import { rateLimit } from './http/rate-limit.js';
 import { requestId } from './http/request-id.js';
@@ -57,10 +58,11 @@ export function createApp(deps: GatewayDeps) {
     public: chain(auth.key('public'), limit, idem),
     // /v1/send carries attachments (10 MB, base64-encoded) inside a 40 MB message: its large
     // body is read only once the key is known, and before idempotency fingerprints it.
-    send: chain(auth.key('secret'), express.json({ limit: SEND_BODY_LIMIT }), limit, idem),
+    send: chain(auth.key('secret'), ...jsonBody(SEND_BODY_LIMIT), limit, idem),
   };
 
   app.use(requestId(logger));
+  app.use(refuseNulInUrl);
   app.use(cookieParser(deps.sessionSecret));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -73,7 +75,7 @@ export function createApp(deps: GatewayDeps) {
     });
   });
 
-  const json = express.json({ limit: config.bodyLimit });
+  const json = chain(...jsonBody(config.bodyLimit));
   app.use((req, res, next) => (req.path === '/v1/send' ? next() : json(req, res, next)));
 
   app.use(identityRouter(clients.identity, auth, deps.limiter));

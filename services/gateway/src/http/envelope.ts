@@ -6,6 +6,7 @@ import type { Logger } from '@svc/lib/logger';
 export const wrapped = (data: unknown) => ({ success: true, data });
 
 interface ExpressError {
+  name?: string;
   type?: string;
   status?: number;
   expose?: boolean;
@@ -27,9 +28,10 @@ function fromExpressError(err: ExpressError): AppError | null {
   if (err.code?.startsWith('Z_')) {
     return new AppError({ code: 'BAD_REQUEST', status: 400, message: 'Request body does not match its Content-Encoding' });
   }
-  // Other client errors of body-parser and the router (an aborted body, a path that does not percent-decode).
-  if (typeof err.status === 'number' && err.status >= 400 && err.status < 500 && err.expose) {
-    return new AppError({ code: 'BAD_REQUEST', status: err.status, message: err.message ?? 'Bad request' });
+  // Other client errors of body-parser (an aborted body) and the router (a URIError: a path that does not percent-decode).
+  if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) {
+    const message = err.expose || err.name === 'URIError' ? (err.message ?? 'Bad request') : 'Bad request';
+    return new AppError({ code: 'BAD_REQUEST', status: err.status, message });
   }
   return null;
 }
