@@ -11,6 +11,7 @@ import { decodeCursor, keysetPage } from './cursor.js';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { applyDataPatch, splitDataPatch, type DataPatch } from './custom-data.js';
 import { isValidEmail } from './email-address.js';
+import { recordNewFields } from './fields.js';
 import { nextSubscription, subscriptionEvent, type WriteMode } from './subscription.js';
 import { newFieldTypes, type FieldType } from './type-inference.js';
 
@@ -214,7 +215,7 @@ export class Contacts {
     }
     const fresh = newFieldTypes(known, data);
     if (!fresh.length) return;
-    await this.fields.record(tx, projectId, fresh);
+    await recordNewFields(this.fields, tx, projectId, fresh);
     // Reloaded from committed rows on the next write: this transaction may still roll back.
     this.knownTypes.delete(projectId);
   }

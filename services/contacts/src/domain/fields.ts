@@ -1,5 +1,33 @@
+import type { Queryable } from '@svc/lib/db';
 import { validationError } from '@svc/lib/errors';
 import type { FieldsStore } from '../store/fields-store.js';
+import type { FieldType } from './type-inference.js';
+
+/**
+ * Distinct custom fields (`data.<path>` leaves) a project may have. Bounds GET /contacts/fields,
+ * type inference and every audience picker; fields that exist keep working past it.
+ */
+export const MAX_CUSTOM_FIELDS = 500;
+
+export const tooManyFields = () =>
+  validationError([
+    {
+      field: 'data',
+      code: 'too_many_fields',
+      message: `A project may have at most ${MAX_CUSTOM_FIELDS} custom fields; delete unused ones (DELETE /contacts/fields/data.<key>) first`,
+    },
+  ]);
+
+/**
+ * Records the types of fields seen for the first time, inside the write's transaction. A write
+ * that would take the project past MAX_CUSTOM_FIELDS is refused (422), which rolls it back whole.
+ */
+export async function recordNewFields(store: FieldsStore, tx: Queryable, projectId: string, types: Array<{ path: string; type: FieldType }>) {
+  if (!types.length) return;
+  await store.lockFieldCreation(tx, projectId);
+  const added = await store.record(tx, projectId, types);
+  if (added > 0 && (await store.count(tx, projectId)) > MAX_CUSTOM_FIELDS) throw tooManyFields();
+}
 
 const STANDARD = [
   { field: 'email', type: 'string' },
