@@ -86,7 +86,7 @@ export class RedisLink {
     if (this.state === 'down') return;
     this.state = 'down';
     this.opts.logger.warn(
-      { dependency: 'redis', state: 'down', err: { message: err.message, code: (err as NodeJS.ErrnoException).code } },
+      { dependency: 'redis', state: 'down', reason: err.message },
       `redis down${this.opts.degradedTo ? `: ${this.opts.degradedTo}` : ''}`,
     );
   }
