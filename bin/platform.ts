@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { Bus } from '@svc/lib/bus';
 import { MemoryBus } from '@svc/lib/bus-memory';
 import { NatsBus } from '@svc/lib/bus-nats';
+import { installCrashPolicy } from '@svc/lib/crash-policy';
 import { loadConfig, SERVICES, type Config, type ServiceName } from '@svc/lib/config';
 import { createLogger, type Logger } from '@svc/lib/logger';
 import type { RunningService, Runtime } from '@svc/lib/runtime';
@@ -58,6 +59,7 @@ async function startEmbeddedPostgres(config: Config, logger: Logger): Promise<{ 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  installCrashPolicy(logger);
   const requested = process.argv.slice(2).filter((a) => !a.startsWith('-')) as ServiceName[];
   const unknown = requested.filter((s) => !SERVICES.includes(s));
   if (unknown.length) {

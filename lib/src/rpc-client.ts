@@ -8,6 +8,8 @@ import { bearerInterceptor } from './service-auth.js';
 export interface RpcClientOptions {
   /** Sent as `authorization: Bearer <token>` on every call (SERVICE_TOKEN). */
   serviceToken?: string;
+  /** Deadline of every call (RPC_TIMEOUT_MS): a callee that hangs costs the caller a bounded 503, not forever. */
+  rpcTimeoutMs?: number;
 }
 
 async function* rethrowStream<T>(stream: AsyncIterable<T>): AsyncIterable<T> {
@@ -24,7 +26,7 @@ async function* rethrowStream<T>(stream: AsyncIterable<T>): AsyncIterable<T> {
  */
 export function createRpcClient<S extends DescService>(service: S, baseUrl: string, opts: RpcClientOptions): Client<S> {
   const interceptors = opts.serviceToken ? [bearerInterceptor(opts.serviceToken)] : [];
-  const transport = createGrpcTransport({ baseUrl, interceptors });
+  const transport = createGrpcTransport({ baseUrl, interceptors, defaultTimeoutMs: opts.rpcTimeoutMs });
   const client = createClient(service, transport) as Record<string, (...a: unknown[]) => unknown>;
   const wrapped: Record<string, unknown> = {};
   for (const [name, method] of Object.entries(service.method)) {

@@ -4,6 +4,7 @@ import type { Config } from '@svc/lib/config';
 import type { IdempotencyStore } from '@svc/lib/idempotency-store';
 import type { Logger } from '@svc/lib/logger';
 import type { RateLimiter } from '@svc/lib/rate-limit';
+import { parseTrustProxy } from '@svc/lib/trust-proxy';
 import type { Clients } from './clients.js';
 import { Authenticator } from './http/auth.js';
 import { errorHandler, routeNotFound } from './http/envelope.js';
@@ -11,6 +12,7 @@ import { idempotency } from './http/idempotency.js';
 import { jsonBody, refuseNulInUrl } from './http/input-guard.js';
 import type { KeyCache } from './http/key-cache.js';
 import { rateLimit } from './http/rate-limit.js';
+import { readyz, type ReadinessCheck } from './http/readiness.js';
 import { requestId } from './http/request-id.js';
 import { contactsRouter } from './routes/contacts.js';
 import { devMailRouter } from './routes/dev-mail.js';
@@ -27,6 +29,8 @@ export interface GatewayDeps {
   keyCache: KeyCache;
   sessionSecret: string;
   embedded: boolean;
+  /** What `GET /readyz` asks: each service's health, Redis, the bus. */
+  readiness: Record<string, ReadinessCheck>;
 }
 
 /** The middleware chains API-key routes use: authenticate, count against the project's budget, honour Idempotency-Key. */
@@ -48,7 +52,8 @@ export function createApp(deps: GatewayDeps) {
   const { config, logger, clients } = deps;
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  // X-Forwarded-For is believed only from the proxies TRUST_PROXY names: req.ip keys the login throttle.
+  app.set('trust proxy', (config.trustProxy && parseTrustProxy(config.trustProxy)) || false);
 
   const auth = new Authenticator(clients.identity, deps.keyCache, config.publicUrl.startsWith('https:'));
   const limit = rateLimit(deps.limiter, config.rateLimitPerMinute);
@@ -67,6 +72,7 @@ export function createApp(deps: GatewayDeps) {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  app.get('/readyz', readyz(deps.readiness));
   app.get('/config', (_req, res) => {
     res.json({
       signupEnabled: !config.signupDisabled,
@@ -83,7 +89,7 @@ export function createApp(deps: GatewayDeps) {
   app.use(messagingRouter(clients.messaging, guards));
   app.use(trackingRouter(clients.messaging));
   app.use(webhooksRouter(clients.messaging, config.webhookSecret));
-  if (deps.embedded) app.use(devMailRouter(clients.messaging, auth));
+  if (deps.embedded) app.use(devMailRouter(clients, auth));
 
   app.use(routeNotFound);
   app.use(errorHandler(logger));

@@ -8,6 +8,7 @@ import type { RunningService, Runtime } from '@svc/lib/runtime';
 import { createApp } from './app.js';
 import { createClients } from './clients.js';
 import { KeyCache } from './http/key-cache.js';
+import { serviceHealthCheck } from './http/readiness.js';
 
 export interface RunningGateway extends RunningService {
   url: string;
@@ -39,6 +40,13 @@ export async function startGateway(rt: Runtime, opts: { embedded: boolean }): Pr
     keyCache: new KeyCache(config.keyCacheTtlSeconds, redis, `${prefix}:keys`),
     sessionSecret,
     embedded: opts.embedded,
+    readiness: {
+      identity: serviceHealthCheck(config, 'identity'),
+      contacts: serviceHealthCheck(config, 'contacts'),
+      messaging: serviceHealthCheck(config, 'messaging'),
+      bus: async () => rt.bus.connected(),
+      ...(redis ? { redis: () => redis.run((r) => r.ping()).then(() => true) } : {}),
+    },
   });
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.bindHost, () => resolve(s));

@@ -5,6 +5,7 @@ import { contactsDirectory } from './contacts-rpc.js';
 import { startSmtpSink, type SmtpSink } from './delivery/smtp-sink.js';
 import { createSmtpTransport } from './delivery/smtp-transport.js';
 import { ACTIVITY_SUBJECTS, ActivityFeed } from './domain/activity-feed.js';
+import { DevMail } from './domain/dev-mail.js';
 import { createDnsResolver } from './domain/dns-resolver.js';
 import { ProviderWebhooks } from './domain/provider-webhooks.js';
 import { createRenderer } from './domain/render.js';
@@ -82,8 +83,9 @@ export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } =
       webhooks: new ProviderWebhooks(db.pool, emailsStore),
       activity,
       dns,
-      devSink: opts.embedded ? devSink : undefined,
+      devMail: opts.embedded && devSink ? new DevMail(devSink, emailsStore) : undefined,
     }),
+    db,
   );
 
   await rt.bus.subscribe('messaging-activity', ACTIVITY_SUBJECTS, (m) => activity.record(m));

@@ -1,0 +1,46 @@
+import { createPool, withTransaction } from './db.js';
+import { isDependencyUnavailable } from './dependency-errors.js';
+
+const DATABASE = 'postgres://postgres@127.0.0.1:5432/postgres';
+const timeouts = { connectTimeoutMs: 1000, statementTimeoutMs: 300, queryTimeoutMs: 200, idleInTransactionTimeoutMs: 1000 };
+
+describe('pool timeouts', () => {
+  it('fails a query with no answer in time (Query read timeout) and does not reuse its stuck connection', async () => {
+    // statement_timeout above query_timeout: the client gives up first, as with a frozen server.
+    const pool = createPool(DATABASE, 1, { ...timeouts, statementTimeoutMs: 5000 });
+    try {
+      const err = await withTransaction(pool, (tx) => tx.query('SELECT pg_sleep(3)')).catch((e: unknown) => e);
+      expect(err).toMatchObject({ message: 'Query read timeout' });
+      expect(isDependencyUnavailable(err)).toBe(true);
+      // With max 1, a reused client would answer only after the old sleep ends.
+      const started = Date.now();
+      await expect(pool.query('SELECT 1 AS one')).resolves.toMatchObject({ rows: [{ one: 1 }] });
+      expect(Date.now() - started).toBeLessThan(1000);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('cancels a statement running past statement_timeout (57014, a dependency failure)', async () => {
+    const pool = createPool(DATABASE, 1, { ...timeouts, queryTimeoutMs: 5000 });
+    try {
+      const err = await pool.query('SELECT pg_sleep(3)').catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: '57014' });
+      expect(isDependencyUnavailable(err)).toBe(true);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('keeps a bad statement a bad statement: a syntax error is not an outage', async () => {
+    const pool = createPool(DATABASE, 1, timeouts);
+    try {
+      const err = await withTransaction(pool, (tx) => tx.query('SELEC 1')).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: '42601' });
+      expect(isDependencyUnavailable(err)).toBe(false);
+      await expect(pool.query('SELECT 1 AS one')).resolves.toMatchObject({ rows: [{ one: 1 }] });
+    } finally {
+      await pool.end();
+    }
+  });
+});

@@ -1,0 +1,44 @@
+import net from 'node:net';
+import { createPool, type PoolClient } from './db.js';
+import { GroupCommit } from './group-commit.js';
+
+const DATABASE = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+async function closedPort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise((resolve) => srv.close(resolve));
+  return port;
+}
+
+describe('GroupCommit when the database cannot be reached', () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  beforeAll(() => process.on('unhandledRejection', onUnhandled));
+  afterAll(() => process.off('unhandledRejection', onUnhandled));
+
+  it('rejects every waiting caller when begin() fails, and serves again once it works', async () => {
+    const down = createPool(`postgres://postgres@127.0.0.1:${await closedPort()}/postgres`, 2);
+    const up = createPool(DATABASE, 2);
+    let pool = down;
+    const commits = new GroupCommit<number, number>(
+      () => pool.connect(),
+      async (tx: PoolClient, n) => (await tx.query<{ n: number }>('SELECT $1::int + 1 AS n', [n])).rows[0].n,
+    );
+    try {
+      // One alone and a batch that queued behind it: both paths call begin().
+      const outcomes = await Promise.allSettled([1, 2, 3, 4].map((n) => commits.submit(n)));
+      expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+      expect((outcomes[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'ECONNREFUSED' });
+
+      pool = up;
+      await expect(Promise.all([5, 6].map((n) => commits.submit(n)))).resolves.toEqual([6, 7]);
+      await new Promise((r) => setImmediate(r));
+      expect(unhandled).toEqual([]);
+    } finally {
+      await down.end();
+      await up.end();
+    }
+  });
+});
