@@ -63,14 +63,15 @@ export function idempotency(store: IdempotencyStore, ttlSeconds: number): Reques
       if (err instanceof AppError) throw err;
       // While Redis is known to be down its "redis down" line has said so; one per request is noise.
       const level = err instanceof RedisUnavailableError ? 'debug' : 'warn';
-      req.log[level]({ err }, 'Idempotency-Key not claimed: the idempotency store failed; running without the shared claim');
+      req.log[level]({ err }, 'Idempotency-Key not claimed (store failed): running without the shared claim');
       return next();
     }
 
     const send = res.send.bind(res);
     res.send = (body?: unknown) => {
       const status = res.statusCode;
-      const text = typeof body === 'string' ? body : Buffer.isBuffer(body) ? body.toString('utf8') : JSON.stringify(body ?? '');
+      const text =
+        typeof body === 'string' ? body : Buffer.isBuffer(body) ? body.toString('utf8') : JSON.stringify(body ?? '');
       const contentType = String(res.get('content-type') ?? '') || undefined;
       const done =
         status >= 500

@@ -37,7 +37,8 @@ export class SendRecords {
     const row = await this.store.find(projectId, idem.key);
     if (!row) return undefined;
     if (row.fingerprint !== idem.fingerprint) {
-      throw idempotencyKeyReused(idem.key, { method: 'POST', path: '/v1/send', startedAt: row.created_at.toISOString(), status: 200 });
+      const startedAt = row.created_at.toISOString();
+      throw idempotencyKeyReused(idem.key, { method: 'POST', path: '/v1/send', startedAt, status: 200 });
     }
     const answer = row.answer as StoredAnswer;
     return { emails: answer.emails, timestamp: new Date(answer.timestamp), replayed: true };
