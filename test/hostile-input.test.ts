@@ -128,7 +128,8 @@ describe('hostile input', () => {
     expect(await contactCount()).toBe(before);
   });
 
-  test('a path that does not percent-decode is a 400', async () => {
+  test('a path that does not percent-decode is a 400; a URL over 16 KB a 431, both in the envelope', async () => {
     expectEnvelope(await call('GET', '/contacts/%E0%A4%A', undefined, key()), 400, 'BAD_REQUEST');
+    expectEnvelope(await call('GET', `/contacts?search=${'x'.repeat(20_000)}`, undefined, key()), 431, 'BAD_REQUEST');
   });
 });

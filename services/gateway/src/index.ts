@@ -7,6 +7,7 @@ import { RedisLink } from '@svc/lib/redis';
 import type { RunningService, Runtime } from '@svc/lib/runtime';
 import { createApp } from './app.js';
 import { createClients } from './clients.js';
+import { answerClientError } from './http/client-error.js';
 import { KeyCache } from './http/key-cache.js';
 import { serviceHealthCheck } from './http/readiness.js';
 
@@ -51,6 +52,7 @@ export async function startGateway(rt: Runtime, opts: { embedded: boolean }): Pr
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.bindHost, () => resolve(s));
     s.once('error', reject);
+    s.on('clientError', answerClientError);
   });
   const port = (server.address() as AddressInfo).port;
   logger.info({ port }, 'gateway listening');
