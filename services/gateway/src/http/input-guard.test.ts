@@ -1,0 +1,34 @@
+import { AppError } from '@svc/lib/errors';
+import { checkJsonBody, MAX_JSON_DEPTH } from './input-guard.js';
+
+function errorOf(body: unknown): AppError | undefined {
+  try {
+    checkJsonBody(body);
+    return undefined;
+  } catch (err) {
+    return err as AppError;
+  }
+}
+
+const nest = (levels: number): unknown => {
+  let v: unknown = 'leaf';
+  for (let i = 0; i < levels; i++) v = i % 2 ? [v] : { a: v };
+  return v;
+};
+
+describe('checkJsonBody', () => {
+  test(`accepts ${MAX_JSON_DEPTH} levels and refuses one more`, () => {
+    expect(errorOf(nest(MAX_JSON_DEPTH))).toBeUndefined();
+    expect(errorOf(nest(MAX_JSON_DEPTH + 1))).toMatchObject({ status: 400, details: { maxDepth: MAX_JSON_DEPTH } });
+  });
+
+  test('a million levels are refused without a stack overflow', () => {
+    expect(errorOf(JSON.parse('['.repeat(1_000_000) + ']'.repeat(1_000_000)))).toMatchObject({ status: 400 });
+  });
+
+  test('NUL in a value or a key is a 422 naming the field', () => {
+    expect(errorOf({ to: [{ email: 'a@b.co', data: { note: 'x\u0000' } }] })?.errors?.[0]).toMatchObject({ field: 'to.0.data.note', code: 'invalid_string' });
+    expect(errorOf({ data: { ['k\u0000']: 1 } })?.errors?.[0].field).toBe('data.k\\u0000');
+    expect(errorOf({ text: 'line\r\nbreaks, unicode ☃ and \u0001 are fine' })).toBeUndefined();
+  });
+});
