@@ -12,11 +12,13 @@ import type { Logger } from './logger.js';
  */
 export function installCrashPolicy(logger: Logger): void {
   process.on('unhandledRejection', (reason) => {
-    logger.error({ err: reason, kind: 'unhandledRejection', transient: isDependencyUnavailable(reason) }, 'unhandled rejection');
+    const transient = isDependencyUnavailable(reason);
+    logger.error({ err: reason, kind: 'unhandledRejection', transient }, 'unhandled rejection');
   });
   process.on('uncaughtException', (err) => {
     if (isDependencyUnavailable(err)) {
-      logger.error({ err, kind: 'uncaughtException', transient: true }, 'dependency error escaped its handler; continuing');
+      const msg = 'dependency error escaped its handler; continuing';
+      logger.error({ err, kind: 'uncaughtException', transient: true }, msg);
       return;
     }
     logger.fatal({ err, kind: 'uncaughtException' }, 'uncaught exception; exiting');

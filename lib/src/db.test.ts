@@ -2,7 +2,12 @@ import { createPool, withTransaction } from './db.js';
 import { isDependencyUnavailable } from './dependency-errors.js';
 
 const DATABASE = 'postgres://postgres@127.0.0.1:5432/postgres';
-const timeouts = { connectTimeoutMs: 1000, statementTimeoutMs: 300, queryTimeoutMs: 200, idleInTransactionTimeoutMs: 1000 };
+const timeouts = {
+  connectTimeoutMs: 1000,
+  statementTimeoutMs: 300,
+  queryTimeoutMs: 200,
+  idleInTransactionTimeoutMs: 1000,
+};
 
 describe('pool timeouts', () => {
   it('fails a query with no answer in time (Query read timeout) and does not reuse its stuck connection', async () => {

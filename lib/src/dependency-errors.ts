@@ -1,3 +1,5 @@
+import type { Logger } from './logger.js';
+
 // Which failures mean "a dependency is down or too slow" (retry later) rather than "this request is wrong".
 
 /** Socket-level failures: the peer is gone, refused us, or cannot be found right now. */
@@ -32,7 +34,7 @@ function codeOf(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/** True when `err` (or an error it wraps) says PostgreSQL or the network is unavailable, not that the request is bad. */
+/** `err` (or an error it wraps) says PostgreSQL or the network is unavailable, not that the request is wrong. */
 export function isDependencyUnavailable(err: unknown, depth = 0): boolean {
   if (!(err instanceof Error) || depth > 4) return false;
   const code = codeOf(err);
@@ -40,4 +42,19 @@ export function isDependencyUnavailable(err: unknown, depth = 0): boolean {
   if (PG_MESSAGES.some((re) => re.test(err.message))) return true;
   if (err instanceof AggregateError && err.errors.some((e) => isDependencyUnavailable(e, depth + 1))) return true;
   return isDependencyUnavailable((err as { cause?: unknown }).cause, depth + 1);
+}
+
+/**
+ * For background loops (relay, workers, job runners) that retry on their own: a failed pass
+ * caused by an outage is logged at debug only, since the outage itself is logged once per
+ * change (DbHealth); any other failure at `level`.
+ */
+export function logPassFailure(
+  logger: Logger,
+  err: unknown,
+  fields: Record<string, unknown>,
+  msg: string,
+  level: 'warn' | 'error' = 'warn',
+): void {
+  logger[isDependencyUnavailable(err) ? 'debug' : level]({ err, ...fields }, msg);
 }

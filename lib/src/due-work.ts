@@ -1,4 +1,5 @@
 import type { Pool } from './db.js';
+import { logPassFailure } from './dependency-errors.js';
 import type { Logger } from './logger.js';
 import { PgListener } from './pg-listener.js';
 
@@ -53,7 +54,7 @@ export class DueWorkLoop<T> {
     }
     if (reclaim) {
       const sweep = () =>
-        reclaim.run().catch((err) => logger.warn({ err, loop: name }, 'lease sweep failed; will retry'));
+        reclaim.run().catch((err) => logPassFailure(logger, err, { loop: name }, 'lease sweep failed; will retry'));
       await sweep();
       this.reclaimTimer = setInterval(sweep, reclaim.everyMs);
     }
@@ -71,7 +72,7 @@ export class DueWorkLoop<T> {
     const lane: Promise<void> = this.drain()
       .catch((err) => {
         this.opts.hooks?.failed?.(err);
-        this.opts.logger.warn({ err, loop: this.opts.name }, 'due-work pass failed; will retry');
+        logPassFailure(this.opts.logger, err, { loop: this.opts.name }, 'due-work pass failed; will retry');
       })
       .finally(() => {
         this.running.delete(lane);

@@ -35,7 +35,8 @@ function errorInterceptor(logger: Logger, health?: RpcServerOptions['health']): 
       return await next(req);
     } catch (err) {
       // An outage (ours, reported to `health`, or a callee's 503) is logged where its state changes.
-      const outage = health?.report(err) || isDependencyUnavailable(err) || (err instanceof AppError && err.status === 503);
+      const outage =
+        health?.report(err) || isDependencyUnavailable(err) || (err instanceof AppError && err.status === 503);
       if (!outage && (!(err instanceof AppError) || err.status >= 500)) {
         logger.error({ err, procedure: req.method.name }, 'rpc failed');
       }

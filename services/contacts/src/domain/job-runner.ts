@@ -1,4 +1,5 @@
 import { CoalescingTask } from '@svc/lib/coalescing-task';
+import { logPassFailure } from '@svc/lib/dependency-errors';
 import type { Logger } from '@svc/lib/logger';
 
 /**
@@ -11,7 +12,7 @@ export class JobRunner {
   private readonly pass: CoalescingTask;
 
   constructor(private readonly passes: Array<() => Promise<boolean>>, logger: Logger, private readonly pollMs = 1000) {
-    this.pass = new CoalescingTask(() => this.drain(), (err) => logger.error({ err }, 'job pass failed'));
+    this.pass = new CoalescingTask(() => this.drain(), (err) => logPassFailure(logger, err, {}, 'job pass failed', 'error'));
   }
 
   start(): void {

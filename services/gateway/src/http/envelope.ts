@@ -58,7 +58,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const app = err instanceof AppError ? err : (fromExpressError(err) ?? internal());
     // A 503 is an outage, logged once per state change where it is detected, not once per request.
-    if (app.status === 503) logger.debug({ requestId: req.requestId, path: req.path }, 'request refused: dependency unavailable');
+    if (app.status === 503) logger.debug({ requestId: req.requestId, path: req.path }, 'dependency unavailable');
     else if (app.status >= 500) logger.error({ err, requestId: req.requestId, path: req.path }, 'request failed');
     const retryAfter = typeof app.details?.retryAfter === 'number' ? app.details.retryAfter : RETRY_AFTER_SECONDS;
     if (app.status === 503 || (app.status === 429 && typeof app.details?.retryAfter === 'number')) {

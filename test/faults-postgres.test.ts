@@ -1,0 +1,135 @@
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { call, expectEnvelope, uniqueEmail, type Answer } from './support/client.js';
+import { PrivatePostgres } from './support/private-postgres.js';
+import { freePort, httpOk, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
+
+/**
+ * PostgreSQL faults against a PostgreSQL and a platform of our own (every service in one
+ * process, in-process bus, no Redis): while the database is stopped or frozen every request
+ * ends quickly in 503 SERVICE_UNAVAILABLE with Retry-After, the process stays up, /readyz says
+ * which dependency is down, and everything recovers by itself when the database is back.
+ */
+const LOG = 'faults-postgres';
+const pg = await PrivatePostgres.create();
+let child: ChildProcess;
+let baseUrl: string;
+let cookie: string;
+let secretKey: string;
+let publicKey: string;
+
+const track = () =>
+  call('POST', '/v1/track', { email: uniqueEmail('pgfault'), event: 'ping' }, { key: publicKey, baseUrl });
+const listContacts = () => call('GET', '/contacts?limit=1', undefined, { key: secretKey, baseUrl });
+const projects = () => call('GET', '/users/@me/projects', undefined, { cookie, baseUrl });
+const readyz = () => call('GET', '/readyz', undefined, { baseUrl });
+
+async function timed(request: () => Promise<Answer>): Promise<Answer & { ms: number }> {
+  const started = Date.now();
+  const res = await request();
+  return { ...res, ms: Date.now() - started };
+}
+
+function expectUnavailable(res: Answer & { ms: number }, maxMs: number): void {
+  expectEnvelope(res, 503, 'SERVICE_UNAVAILABLE');
+  expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+  // No internal address (host:port) in what the client sees.
+  expect(res.body.error.message).not.toMatch(/\d+\.\d+\.\d+\.\d+|:\d{2,5}\b|ECONN/);
+  expect(res.ms).toBeLessThan(maxMs);
+}
+
+async function expectRecovered(): Promise<void> {
+  await waitFor('recovery', async () => {
+    const answers = await Promise.all([track(), listContacts(), projects(), readyz()]);
+    return answers.every((a) => a.status === 200);
+  }, child, 20_000);
+}
+
+beforeAll(async () => {
+  pg.start();
+  const port = await freePort();
+  const env: Record<string, string> = {
+    DATABASE_URL: pg.url,
+    NATS_URL: '',
+    REDIS_URL: '',
+    SMTP_URL: '',
+    PORT: String(port),
+    PUBLIC_URL: `http://localhost:${port}`,
+    EMBEDDED_SMTP_PORT: String(await freePort()),
+    SESSION_SECRET: 'pg-fault-test-session-secret',
+    SERVICE_TOKEN: 'pg-fault-test-service-token-0123456789',
+    // The warmed key stays cached while the database is down: /v1/track reaches the contacts write path.
+    KEY_CACHE_TTL_SECONDS: '600',
+    DB_CONNECT_TIMEOUT_MS: '1500',
+    DB_QUERY_TIMEOUT_MS: '2000',
+    DB_STATEMENT_TIMEOUT_MS: '2000',
+    DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '3000',
+  };
+  for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS']) {
+    env[`${s}_PORT`] = String(await freePort());
+  }
+  baseUrl = `http://127.0.0.1:${port}`;
+  child = startPlatform([], env, LOG);
+  await waitFor('platform', () => httpOk(`${baseUrl}/healthz`), child, 30_000);
+
+  const owner = { email: uniqueEmail('owner'), password: 'password-123' };
+  const signup = await call('POST', '/auth/signup', owner, { baseUrl });
+  expect(signup.status).toBe(201);
+  cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const project = await call('POST', '/users/@me/projects', { name: 'PostgreSQL faults' }, { cookie, baseUrl });
+  expect(project.status).toBe(201);
+  ({ secretKey, publicKey } = project.body);
+  expect((await track()).status).toBe(200); // warms the key cache
+}, 40_000);
+
+afterAll(async () => {
+  try {
+    if (child) await stopProcess(child, 5000);
+  } finally {
+    pg.destroy();
+  }
+});
+
+test('PostgreSQL stopped: 503 with Retry-After at once, the process stays up, and recovers when it is back', async () => {
+  const checks = { identity: 'ok', contacts: 'ok', messaging: 'ok', bus: 'ok' };
+  expect((await readyz()).body).toEqual({ status: 'ok', checks });
+  pg.stopImmediately();
+  try {
+    for (let i = 0; i < 3; i++) {
+      expectUnavailable(await timed(track), 3000);
+      expectUnavailable(await timed(listContacts), 3000);
+      expectUnavailable(await timed(projects), 3000);
+    }
+    const ready = await readyz();
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks).toMatchObject({ identity: 'down', contacts: 'down', messaging: 'down' });
+    expect(child.exitCode).toBeNull();
+  } finally {
+    pg.start();
+  }
+  await expectRecovered();
+
+  const log = readFileSync(path.join(ROOT, '.test-run', 'logs', `${LOG}.log`), 'utf8');
+  const changes = log.split('\n').filter((l) => l.includes('"dependency":"postgres"'));
+  // One line per change of each service's database (down, then up), not one per failed request.
+  expect(changes.filter((l) => l.includes('"state":"down"')).length).toBeLessThanOrEqual(3);
+  expect(changes.filter((l) => l.includes('"state":"up"')).length).toBeGreaterThanOrEqual(1);
+  expect(log).not.toContain('"msg":"rpc failed"');
+  expect(log).not.toContain('Unhandled');
+});
+
+test('PostgreSQL frozen (SIGSTOP): 503 within the configured timeouts, /readyz is 503, SIGCONT recovers', async () => {
+  pg.freeze();
+  try {
+    expectUnavailable(await timed(listContacts), 6000);
+    expectUnavailable(await timed(track), 6000);
+    const ready = await timed(readyz);
+    expect(ready.status).toBe(503);
+    expect(ready.ms).toBeLessThan(3000);
+    expect(child.exitCode).toBeNull();
+  } finally {
+    pg.thaw();
+  }
+  await expectRecovered();
+});
