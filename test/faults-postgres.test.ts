@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { call, expectEnvelope, uniqueEmail, type Answer } from './support/client.js';
 import { PrivatePostgres } from './support/private-postgres.js';
@@ -9,7 +10,8 @@ import { freePort, httpOk, ROOT, startPlatform, stopProcess, waitFor } from './s
  * PostgreSQL faults against a PostgreSQL and a platform of our own (every service in one
  * process, in-process bus, no Redis): while the database is stopped or frozen every request
  * ends quickly in 503 SERVICE_UNAVAILABLE with Retry-After, the process stays up, /readyz says
- * which dependency is down, and everything recovers by itself when the database is back.
+ * which dependency is down, and everything recovers by itself when the database is back. Also:
+ * a service that dies mid-call or refuses connections is a 503 as well, never a 500.
  */
 const LOG = 'faults-postgres';
 const pg = await PrivatePostgres.create();
@@ -18,6 +20,7 @@ let baseUrl: string;
 let cookie: string;
 let secretKey: string;
 let publicKey: string;
+let env: Record<string, string>;
 
 const track = () =>
   call('POST', '/v1/track', { email: uniqueEmail('pgfault'), event: 'ping' }, { key: publicKey, baseUrl });
@@ -49,7 +52,7 @@ async function expectRecovered(): Promise<void> {
 beforeAll(async () => {
   pg.start();
   const port = await freePort();
-  const env: Record<string, string> = {
+  env = {
     DATABASE_URL: pg.url,
     NATS_URL: '',
     REDIS_URL: '',
@@ -132,4 +135,32 @@ test('PostgreSQL frozen (SIGSTOP): 503 within the configured timeouts, /readyz i
     pg.thaw();
   }
   await expectRecovered();
+});
+
+test('a service that dies mid-call or refuses connections: 503 with Retry-After, never a 500', async () => {
+  // A second gateway whose contacts "service" resets every connection after the call's first
+  // bytes (a process killed mid-call) and whose messaging service is not listening at all.
+  const crashing = net.createServer((socket) => socket.once('data', () => socket.resetAndDestroy()));
+  await new Promise<void>((resolve) => crashing.listen(0, '127.0.0.1', resolve));
+  const closedPort = await freePort();
+  const port = await freePort();
+  const gateway = startPlatform(['gateway'], {
+    ...env,
+    PORT: String(port),
+    IDENTITY_URL: `http://127.0.0.1:${env.IDENTITY_PORT}`,
+    CONTACTS_URL: `http://127.0.0.1:${(crashing.address() as net.AddressInfo).port}`,
+    MESSAGING_URL: `http://127.0.0.1:${closedPort}`,
+  }, `${LOG}-gateway`);
+  try {
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor('second gateway', () => httpOk(`${url}/healthz`), gateway, 20_000);
+    expectUnavailable(await timed(() => call('GET', '/contacts', undefined, { key: secretKey, baseUrl: url })), 3000);
+    expectUnavailable(await timed(() => call('GET', '/templates', undefined, { key: secretKey, baseUrl: url })), 3000);
+    const ready = await call('GET', '/readyz', undefined, { baseUrl: url });
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks).toMatchObject({ identity: 'ok', contacts: 'down', messaging: 'down' });
+  } finally {
+    await stopProcess(gateway, 5000);
+    crashing.close();
+  }
 });

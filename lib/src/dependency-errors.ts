@@ -29,19 +29,26 @@ const PG_MESSAGES = [
   /is not queryable$/,
 ];
 
-function codeOf(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
+interface ErrorLike {
+  code?: unknown;
+  message?: unknown;
+  errors?: unknown;
+  cause?: unknown;
 }
 
-/** `err` (or an error it wraps) says PostgreSQL or the network is unavailable, not that the request is wrong. */
+/**
+ * `err` (or an error it wraps) says PostgreSQL or the network is unavailable, not that the
+ * request is wrong. Duck-typed: errors from another realm (a test VM) are not `instanceof Error`.
+ */
 export function isDependencyUnavailable(err: unknown, depth = 0): boolean {
-  if (!(err instanceof Error) || depth > 4) return false;
-  const code = codeOf(err);
-  if (code && (NETWORK_CODES.has(code) || PG_UNAVAILABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
-  if (PG_MESSAGES.some((re) => re.test(err.message))) return true;
-  if (err instanceof AggregateError && err.errors.some((e) => isDependencyUnavailable(e, depth + 1))) return true;
-  return isDependencyUnavailable((err as { cause?: unknown }).cause, depth + 1);
+  if (typeof err !== 'object' || err === null || depth > 4) return false;
+  const { code, message, errors, cause } = err as ErrorLike;
+  if (typeof code === 'string' && (NETWORK_CODES.has(code) || PG_UNAVAILABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code))) {
+    return true;
+  }
+  if (typeof message === 'string' && PG_MESSAGES.some((re) => re.test(message))) return true;
+  if (Array.isArray(errors) && errors.some((e) => isDependencyUnavailable(e, depth + 1))) return true; // AggregateError
+  return isDependencyUnavailable(cause, depth + 1);
 }
 
 /**
