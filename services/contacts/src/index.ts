@@ -56,6 +56,7 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
       bulk,
       kickJobs: () => runner.kick(),
     }),
+    db,
   );
   return {
     name: 'contacts',
