@@ -26,7 +26,8 @@ interface Registration {
 /** The broker answered that a stream (or the consumer's stream) does not exist: 404/10059, or nobody listens (503). */
 function isMissingStream(err: unknown): boolean {
   const e = err as { code?: string; message?: string; api_error?: { err_code?: number } };
-  return e?.code === '503' || e?.api_error?.err_code === 10059 || /stream not found|no responders/i.test(e?.message ?? '');
+  if (e?.code === '503' || e?.api_error?.err_code === 10059) return true;
+  return /stream not found|no responders/i.test(e?.message ?? '');
 }
 
 /**
@@ -50,6 +51,7 @@ export class NatsBus implements Bus {
   private readonly wakers = new Set<() => void>();
   private repairing?: Promise<void>;
   private ensuring?: Promise<void>;
+  private ensureAgain = false;
   private readonly connecting: Promise<void>;
 
   private constructor(
@@ -79,7 +81,9 @@ export class NatsBus implements Bus {
   }
 
   async publish(subject: string, data: unknown, id: string): Promise<void> {
-    if (!this.js || !this.connected()) throw new Error('message bus unavailable: NATS is not connected');
+    if (!this.js || !this.connected()) {
+      throw new Error('message bus unavailable: NATS not connected or streams not ready');
+    }
     const full = `${this.prefix}.${subject}`;
     const payload = Buffer.from(JSON.stringify(data));
     try {
@@ -110,7 +114,11 @@ export class NatsBus implements Bus {
     for (const wake of this.wakers) wake();
     for (const r of this.registrations) r.messages?.stop();
     await Promise.allSettled([...this.loops, this.connecting]);
-    await this.nc?.drain().catch(() => undefined);
+    const nc = this.nc;
+    if (!nc || nc.isClosed()) return;
+    // A drain waits for the server; while it is unreachable, shutdown must not.
+    await Promise.race([nc.drain().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
+    await nc.close().catch(() => undefined);
   }
 
   /** First connection, retried until it works; afterwards nats.js reconnects by itself, forever. */
@@ -123,6 +131,7 @@ export class NatsBus implements Bus {
           name: this.name,
           maxReconnectAttempts: -1,
           reconnectTimeWait: 1000,
+          timeout: 5000,
           noAsyncTraces: true,
         });
         if (this.closed) return void (await nc.close());
@@ -135,7 +144,9 @@ export class NatsBus implements Bus {
         await this.keepEnsuring();
         return;
       } catch (err) {
-        if (attempt === 0) this.logger.warn({ event: 'nats.unreachable', err }, 'NATS unreachable; retrying in the background');
+        if (attempt === 0) {
+          this.logger.warn({ event: 'nats.unreachable', err }, 'NATS unreachable; retrying in the background');
+        }
         await this.pause(Math.min(250 * 2 ** attempt, MAX_BACKOFF_MS));
       }
     }
@@ -155,6 +166,8 @@ export class NatsBus implements Bus {
       } else if (s.type === 'reconnect') {
         this.logger.info({ event: 'nats.reconnected', server: s.data }, 'NATS reconnected');
         void this.keepEnsuring();
+      } else if (s.type === 'ldm') {
+        this.logger.warn({ event: 'nats.lame_duck', server: s.data }, 'NATS server entering lame duck mode');
       } else if (s.type === 'error') {
         this.logger.warn({ event: 'nats.error', err: s.data }, 'NATS error');
       }
@@ -171,6 +184,7 @@ export class NatsBus implements Bus {
         if (action === 'DELETED') {
           this.streamsReady = false;
           this.logger.warn({ event: 'nats.stream_deleted', stream }, 'JetStream stream deleted');
+          this.restartConsumers(stream);
         }
         void this.keepEnsuring();
       },
@@ -179,12 +193,21 @@ export class NatsBus implements Bus {
 
   /** Repairs until the streams are in place (or the bus closes); concurrent callers share one loop. */
   private keepEnsuring(): Promise<void> {
+    // A call during a pass may report a stream that pass already checked: it asks for one more.
+    this.ensureAgain = true;
     this.ensuring ??= (async () => {
       for (let delay = 250; !this.closed; delay = Math.min(delay * 2, MAX_BACKOFF_MS)) {
         try {
-          return await this.repair();
+          while (this.ensureAgain && !this.closed) {
+            this.ensureAgain = false;
+            await this.repair();
+          }
+          return;
         } catch (err) {
-          if (delay === 250) this.logger.warn({ event: 'nats.streams_unavailable', err }, 'JetStream streams not ready; retrying');
+          this.ensureAgain = true;
+          if (delay === 250) {
+            this.logger.warn({ event: 'nats.streams_unavailable', err }, 'JetStream streams not ready; retrying');
+          }
           await this.pause(delay);
         }
       }
@@ -228,7 +251,9 @@ export class NatsBus implements Bus {
     const known = this.created.get(name);
     this.created.set(name, info.created);
     if (!made && (known === undefined || known === info.created)) return;
-    this.logger.warn({ event: known ? 'nats.stream_recreated' : 'nats.stream_created', stream: name }, 'JetStream stream created');
+    const event = known ? 'nats.stream_recreated' : 'nats.stream_created';
+    this.logger.warn({ event, stream: name }, 'JetStream stream created');
+    this.restartConsumers(name);
     for (const listener of this.recreatedListeners) listener([...s.subjects]);
   }
 
@@ -242,19 +267,30 @@ export class NatsBus implements Bus {
       try {
         await this.ensureConsumer(reg);
         const consumer = await this.js!.consumers.get(reg.stream, reg.durable);
-        // abort_on_missing_resource: a deleted stream or consumer ends the iterator with an error, so it is re-created here.
-        reg.messages = await consumer.consume({ max_messages: 256, abort_on_missing_resource: true });
+        // abort_on_missing_resource: a deleted stream or consumer ends the iterator with an error,
+        // so it is re-created here rather than waited for.
+        // expires 10 s (heartbeats every 5 s): a consumer lost without a word is noticed within seconds.
+        reg.messages = await consumer.consume({ max_messages: 256, expires: 10_000, abort_on_missing_resource: true });
         await this.run(reg.messages, reg);
         if (this.closed) return;
         this.logger.warn({ event: 'nats.consumer_ended', durable: reg.durable }, 'bus consumer ended; restarting');
       } catch (err) {
         if (this.closed) return;
-        this.logger.warn({ event: 'nats.consumer_failed', durable: reg.durable, err }, 'bus consumer failed; restarting');
+        const event = 'nats.consumer_failed';
+        this.logger.warn({ event, durable: reg.durable, err }, 'bus consumer failed; restarting');
         if (isMissingStream(err)) void this.keepEnsuring();
       }
       delay = Date.now() - since > 30_000 ? 250 : Math.min(delay * 2, MAX_BACKOFF_MS);
       await this.pause(delay);
     }
+  }
+
+  /**
+   * A consumer re-added while its stream was being deleted sits on the dead stream and would only
+   * notice after missed heartbeats: consumers of a lost or re-created stream start over at once.
+   */
+  private restartConsumers(stream: string): void {
+    for (const reg of this.registrations) if (reg.stream === stream) reg.messages?.stop();
   }
 
   private async ensureConsumer(reg: Registration): Promise<void> {
