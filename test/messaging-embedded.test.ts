@@ -1,9 +1,29 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { call, eventually, expectEnvelope, newTenant, uniqueEmail } from './support/client.js';
 import { dnsServers, publishDns, uniqueDomain } from './support/messaging.js';
 import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
+
+interface DevMailAnswer {
+  data: { to: string[]; subject: string; text: string; from: string }[];
+}
+
+/** Local addresses (hex, as /proc/net shows them) listening on a TCP port: how the process bound it. */
+function listeningAddresses(port: number): string[] {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  return ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((file) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      .filter((f) => f[3] === '0A' && f[1]?.endsWith(`:${hexPort}`))
+      .map((f) => f[1].split(':')[0]),
+  );
+}
+const IPV4_LOOPBACK = '0100007F';
+const IPV4_ANY = '00000000';
 
 describe('GET /dev/mail', () => {
   test('is not served outside embedded mode', async () => {
@@ -11,47 +31,87 @@ describe('GET /dev/mail', () => {
     expectEnvelope(await call('GET', '/dev/mail', undefined, { cookie: t.cookie }), 404, 'RESOURCE_NOT_FOUND');
   });
 
-  test('embedded mode with no SMTP_URL: the local sink keeps sent mail and GET /dev/mail lists it (session auth)', async () => {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-embedded-mail-'));
-    const port = await freePort();
-    const env: Record<string, string> = {
-      DATABASE_URL: '', NATS_URL: '', REDIS_URL: '', SMTP_URL: '',
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      EMBEDDED_PG_PORT: String(await freePort()),
-      EMBEDDED_SMTP_PORT: String(await freePort()),
-      DNS_SERVERS: dnsServers(),
-      PUBLIC_URL: `http://localhost:${port}`,
-    };
-    for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS']) env[`${s}_PORT`] = String(await freePort());
-    const child = startPlatform([], env, 'embedded-mail');
-    try {
-      const baseUrl = `http://127.0.0.1:${port}`;
-      await waitFor('embedded platform', () => httpOk(`${baseUrl}/healthz`), child, 120_000);
-      const signup = await call('POST', '/auth/signup', { email: uniqueEmail('dev'), password: 'password-123' }, { baseUrl });
-      const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-      const project = await call('POST', '/users/@me/projects', { name: 'Dev' }, { baseUrl, cookie });
-      const key = project.body.secretKey;
+  describe('embedded mode with no SMTP_URL (BIND_HOST=0.0.0.0)', () => {
+    let child: ChildProcess;
+    let dataDir: string;
+    let baseUrl: string;
+    const env: Record<string, string> = {};
 
-      const domain = uniqueDomain('dev');
+    beforeAll(async () => {
+      dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-embedded-mail-'));
+      const port = await freePort();
+      Object.assign(env, {
+        DATABASE_URL: '', NATS_URL: '', REDIS_URL: '', SMTP_URL: '', SERVICE_TOKEN: '',
+        BIND_HOST: '0.0.0.0',
+        DATA_DIR: dataDir,
+        PORT: String(port),
+        EMBEDDED_PG_PORT: String(await freePort()),
+        EMBEDDED_SMTP_PORT: String(await freePort()),
+        DNS_SERVERS: dnsServers(),
+        PUBLIC_URL: `http://localhost:${port}`,
+      });
+      for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS']) env[`${s}_PORT`] = String(await freePort());
+      child = startPlatform([], env, 'embedded-mail');
+      baseUrl = `http://127.0.0.1:${port}`;
+      await waitFor('embedded platform', () => httpOk(`${baseUrl}/healthz`), child, 120_000);
+    }, 180_000);
+
+    afterAll(async () => {
+      if (child) await stopProcess(child);
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    /** A signed-up user with a project whose sender domain is verified. */
+    async function sender(tag: string) {
+      const signup = await call('POST', '/auth/signup', { email: uniqueEmail(tag), password: 'password-123' }, { baseUrl });
+      const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const project = await call('POST', '/users/@me/projects', { name: tag }, { baseUrl, cookie });
+      const key: string = project.body.secretKey;
+      const domain = uniqueDomain(tag);
       const created = await call('POST', '/domains', { domain, projectId: project.body.id }, { baseUrl, key });
       for (const r of created.body.records) await publishDns(r.name, r.type, r.value);
       expect((await call('GET', `/domains/${created.body.id}/verify`, undefined, { baseUrl, key })).body.status).toBe('verified');
+      return { cookie, key, domain };
+    }
 
-      const to = uniqueEmail('newcomer');
-      const sent = await call('POST', '/v1/send', { to, from: `hello@${domain}`, subject: 'Welcome {{email}}', body: '<p>It works</p>' }, { baseUrl, key });
-      expect(sent.status).toBe(200);
+    const devMail = async (cookie: string) => (await call<DevMailAnswer>('GET', '/dev/mail', undefined, { baseUrl, cookie })).body;
+
+    test('the local sink keeps sent mail, and each signed-in user sees only the mail of their own projects', async () => {
+      const [ann, bob] = await Promise.all([sender('ann'), sender('bob')]);
+      const toAnn = uniqueEmail('ann-customer');
+      const toBob = uniqueEmail('bob-customer');
+      const annSent = { to: toAnn, from: `hello@${ann.domain}`, subject: 'Welcome {{email}}', body: '<p>It works</p>' };
+      expect((await call('POST', '/v1/send', annSent, { baseUrl, key: ann.key })).status).toBe(200);
+      const bobSent = { to: toBob, from: `news@${bob.domain}`, subject: 'Private to Bob', body: '<p>Bob only</p>' };
+      expect((await call('POST', '/v1/send', bobSent, { baseUrl, key: bob.key })).status).toBe(200);
 
       expectEnvelope(await call('GET', '/dev/mail', undefined, { baseUrl }), 401, 'UNAUTHORIZED');
-      const mail = await eventually(async () => {
-        const res = await call('GET', '/dev/mail', undefined, { baseUrl, cookie });
-        return res.body.data.length ? (res.body as { data: { to: string[]; subject: string; text: string; from: string }[] }) : undefined;
-      }, 15_000, 'mail in the local sink');
-      expect(mail.data[0]).toMatchObject({ to: [to], subject: `Welcome ${to}`, text: 'It works' });
-      expect(mail.data[0].from).toContain(`hello@${domain}`);
-    } finally {
-      await stopProcess(child);
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  }, 180_000);
+      const annMail = await eventually(async () => {
+        const body = await devMail(ann.cookie);
+        return body.data.length ? body : undefined;
+      }, 15_000, "Ann's mail in the local sink");
+      expect(annMail.data).toHaveLength(1);
+      expect(annMail.data[0]).toMatchObject({ to: [toAnn], subject: `Welcome ${toAnn}`, text: 'It works' });
+      expect(annMail.data[0].from).toContain(`hello@${ann.domain}`);
+
+      const bobMail = await eventually(async () => {
+        const body = await devMail(bob.cookie);
+        return body.data.length ? body : undefined;
+      }, 15_000, "Bob's mail in the local sink");
+      expect(bobMail.data.map((m) => m.to)).toEqual([[toBob]]);
+      // Both messages are in the sink by now; Ann still sees only hers.
+      expect((await devMail(ann.cookie)).data.map((m) => m.to)).toEqual([[toAnn]]);
+
+      const signup = await call('POST', '/auth/signup', { email: uniqueEmail('nobody'), password: 'password-123' }, { baseUrl });
+      const nobody = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      expect((await devMail(nobody)).data).toEqual([]);
+    });
+
+    test("the services' RPC ports listen on loopback only, whatever BIND_HOST says; the gateway keeps BIND_HOST", () => {
+      for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING']) {
+        expect(listeningAddresses(Number(env[`${s}_PORT`]))).toEqual([IPV4_LOOPBACK]);
+      }
+      expect(listeningAddresses(Number(env.PORT))).toEqual([IPV4_ANY]);
+    });
+  });
 });

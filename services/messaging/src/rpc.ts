@@ -1,7 +1,6 @@
 import { create, toJson, type JsonObject } from '@bufbuild/protobuf';
 import { timestampFromDate, ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter } from '@connectrpc/connect';
-import { simpleParser } from 'mailparser';
 import {
   ActivitySchema,
   DomainSchema,
@@ -9,6 +8,7 @@ import {
   TemplateSchema,
 } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import type { ActivityFeed } from './domain/activity-feed.js';
+import type { DevMail } from './domain/dev-mail.js';
 import { isValidEmail } from './domain/address.js';
 import { verifyEmail, type DnsLookup } from './domain/email-verification.js';
 import type { ProviderWebhooks } from './domain/provider-webhooks.js';
@@ -18,7 +18,6 @@ import type { Templates } from './domain/templates.js';
 import type { Tracking } from './domain/tracking.js';
 import { z } from 'zod';
 import { parseOrThrow } from '@svc/lib/zod-errors';
-import type { SmtpSink } from './delivery/smtp-sink.js';
 import type { ActivityRow } from './store/activity-store.js';
 import type { DomainRow } from './store/domains-store.js';
 import type { TemplateRow } from './store/templates-store.js';
@@ -31,7 +30,8 @@ export interface MessagingParts {
   webhooks: ProviderWebhooks;
   activity: ActivityFeed;
   dns: DnsLookup;
-  devSink?: SmtpSink;
+  /** Embedded mode only: the local sink's mail, per project. */
+  devMail?: DevMail;
 }
 
 const ts = (d: Date | null | undefined) => (d ? timestampFromDate(d) : undefined);
@@ -199,28 +199,10 @@ export function messagingRoutes(parts: MessagingParts) {
       },
 
       async listDevMail(req) {
-        if (!parts.devSink) return { messages: [], enabled: false };
+        if (!parts.devMail) return { messages: [], enabled: false };
         const limit = Math.min(Math.max(req.limit || 50, 1), 200);
-        const recent = parts.devSink.messages().slice(-limit).reverse();
-        const messages = await Promise.all(
-          recent.map(async (m) => {
-            const parsed = await simpleParser(m.raw);
-            const headers: JsonObject = {};
-            for (const [k, v] of parsed.headers) if (typeof v === 'string') headers[k] = v;
-            return {
-              id: m.id,
-              from: parsed.from?.text ?? m.from,
-              to: m.to,
-              subject: parsed.subject ?? '',
-              text: parsed.text ?? '',
-              html: typeof parsed.html === 'string' ? parsed.html : '',
-              headers,
-              receivedAt: timestampFromDate(m.receivedAt),
-              size: m.raw.length,
-            };
-          }),
-        );
-        return { messages, enabled: true };
+        const mail = await parts.devMail.list(req.projectIds, limit);
+        return { messages: mail.map((m) => ({ ...m, receivedAt: timestampFromDate(m.receivedAt) })), enabled: true };
       },
     });
 }

@@ -249,6 +249,16 @@ export class EmailsStore {
     return rows[0];
   }
 
+  /** Which of these email ids belong to one of these projects (GET /dev/mail shows a user only their projects' mail). */
+  async ownedBy(ids: string[], projectIds: string[]): Promise<Set<string>> {
+    if (!ids.length || !projectIds.length) return new Set();
+    const { rows } = await this.pool.query<{ id: string }>(
+      'SELECT id FROM emails WHERE id = ANY($1::uuid[]) AND project_id = ANY($2::uuid[])',
+      [ids, projectIds],
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
   async queuedRetries(projectId: string, limit: number): Promise<{ id: string; to_email: string; subject: string; next_attempt_at: Date }[]> {
     const { rows } = await this.pool.query(
       `SELECT id, to_email, subject, next_attempt_at FROM emails
