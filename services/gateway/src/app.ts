@@ -1,0 +1,97 @@
+import cookieParser from 'cookie-parser';
+import express, { type RequestHandler } from 'express';
+import type { Config } from '@svc/lib/config';
+import type { IdempotencyStore } from '@svc/lib/idempotency-store';
+import type { Logger } from '@svc/lib/logger';
+import type { RateLimiter } from '@svc/lib/rate-limit';
+import { parseTrustProxy } from '@svc/lib/trust-proxy';
+import type { Clients } from './clients.js';
+import { Authenticator } from './http/auth.js';
+import { errorHandler, routeNotFound } from './http/envelope.js';
+import { idempotency } from './http/idempotency.js';
+import { jsonBody, refuseNulInUrl } from './http/input-guard.js';
+import type { KeyCache } from './http/key-cache.js';
+import { rateLimit } from './http/rate-limit.js';
+import { readyz, type ReadinessCheck } from './http/readiness.js';
+import { requestId } from './http/request-id.js';
+import { contactsRouter } from './routes/contacts.js';
+import { devMailRouter } from './routes/dev-mail.js';
+import { messagingRouter } from './routes/messaging.js';
+import { trackingRouter, webhooksRouter } from './routes/tracking.js';
+import { identityRouter } from './routes/identity.js';
+
+export interface GatewayDeps {
+  config: Config;
+  logger: Logger;
+  clients: Clients;
+  limiter: RateLimiter;
+  idempotencyStore: IdempotencyStore;
+  keyCache: KeyCache;
+  sessionSecret: string;
+  embedded: boolean;
+  /** What `GET /readyz` asks: each service's health, Redis, the bus. */
+  readiness: Record<string, ReadinessCheck>;
+}
+
+/** The middleware chains API-key routes use: authenticate, count against the project's budget, honour Idempotency-Key. */
+export interface KeyGuards {
+  secret: RequestHandler;
+  public: RequestHandler;
+  send: RequestHandler;
+}
+
+const SEND_BODY_LIMIT = '56mb';
+
+function chain(...handlers: RequestHandler[]): RequestHandler {
+  const router = express.Router();
+  router.use(...handlers);
+  return router;
+}
+
+export function createApp(deps: GatewayDeps) {
+  const { config, logger, clients } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  // X-Forwarded-For is believed only from the proxies TRUST_PROXY names: req.ip keys the login throttle.
+  app.set('trust proxy', (config.trustProxy && parseTrustProxy(config.trustProxy)) || false);
+
+  const auth = new Authenticator(clients.identity, deps.keyCache, config.publicUrl.startsWith('https:'));
+  const limit = rateLimit(deps.limiter, config.rateLimitPerMinute);
+  const idem = idempotency(deps.idempotencyStore, config.idempotencyTtlSeconds);
+  const guards: KeyGuards = {
+    secret: chain(auth.key('secret'), limit, idem),
+    public: chain(auth.key('public'), limit, idem),
+    // /v1/send carries attachments (10 MB, base64-encoded) inside a 40 MB message: its large
+    // body is read only once the key is known, and before idempotency fingerprints it.
+    send: chain(auth.key('secret'), ...jsonBody(SEND_BODY_LIMIT), limit, idem),
+  };
+
+  app.use(requestId(logger));
+  app.use(refuseNulInUrl);
+  app.use(cookieParser(deps.sessionSecret));
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', readyz(deps.readiness));
+  app.get('/config', (_req, res) => {
+    res.json({
+      signupEnabled: !config.signupDisabled,
+      oauthProviders: [],
+      embedded: deps.embedded,
+    });
+  });
+
+  const json = chain(...jsonBody(config.bodyLimit));
+  app.use((req, res, next) => (req.path === '/v1/send' ? next() : json(req, res, next)));
+
+  app.use(identityRouter(clients.identity, auth, deps.limiter));
+  app.use(contactsRouter(clients.contacts, guards));
+  app.use(messagingRouter(clients.messaging, guards));
+  app.use(trackingRouter(clients.messaging));
+  app.use(webhooksRouter(clients.messaging, config.webhookSecret));
+  if (deps.embedded) app.use(devMailRouter(clients, auth));
+
+  app.use(routeNotFound);
+  app.use(errorHandler(logger));
+  return app;
+}

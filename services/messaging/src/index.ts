@@ -1,0 +1,114 @@
+import { createRpcClient } from '@svc/lib/rpc-client';
+import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
+import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { contactsDirectory } from './contacts-rpc.js';
+import { startSmtpSink, type SmtpSink } from './delivery/smtp-sink.js';
+import { createSmtpTransport } from './delivery/smtp-transport.js';
+import { ACTIVITY_SUBJECTS, ActivityFeed } from './domain/activity-feed.js';
+import { DevMail } from './domain/dev-mail.js';
+import { createDnsResolver } from './domain/dns-resolver.js';
+import { ProviderWebhooks } from './domain/provider-webhooks.js';
+import { createRenderer } from './domain/render.js';
+import { SenderDomains } from './domain/sender-domains.js';
+import { SendRecords } from './domain/send-records.js';
+import { Sending } from './domain/sending.js';
+import { Templates } from './domain/templates.js';
+import { ProjectThrottle } from './domain/throttle.js';
+import { Tracking } from './domain/tracking.js';
+import { TrackingTokens } from './domain/tracking-tokens.js';
+import { messagingRoutes } from './rpc.js';
+import { ActivityStore } from './store/activity-store.js';
+import { DomainsStore } from './store/domains-store.js';
+import { EmailsStore } from './store/emails-store.js';
+import { migrations } from './store/migrations.js';
+import { SendRecordsStore } from './store/send-records-store.js';
+import { settingOnce } from './store/settings-store.js';
+import { TemplatesStore } from './store/templates-store.js';
+import { DeliveryWorker } from './workers/delivery-worker.js';
+import { startDomainChecker } from './workers/domain-checker.js';
+import { startSendRecordsCleanup } from './workers/send-records-cleanup.js';
+
+/** With no SMTP_URL, mail goes to a sink on loopback that keeps it for GET /dev/mail. */
+async function localSink(port: number): Promise<SmtpSink> {
+  try {
+    return await startSmtpSink({ port });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    return startSmtpSink({ port: 0 });
+  }
+}
+
+export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } = {}): Promise<RunningService> {
+  const { config } = rt;
+  const logger = rt.logger.child({ service: 'messaging' });
+  const db = await openServiceDatabase('messaging', rt, migrations);
+
+  let devSink: SmtpSink | undefined;
+  let smtpUrl = config.smtpUrl;
+  if (!smtpUrl) {
+    devSink = await localSink(config.embeddedSmtpPort);
+    smtpUrl = devSink.url;
+    if (!opts.embedded) logger.warn({ port: devSink.port }, 'SMTP_URL is not set: mail goes to a local sink and is not delivered');
+    else logger.info({ port: devSink.port }, 'local SMTP sink started; see GET /dev/mail');
+  }
+
+  const dns = createDnsResolver({ servers: config.dnsServers, timeoutMs: 2000 });
+  const renderer = createRenderer();
+  const tokens = new TrackingTokens(await settingOnce(db.pool, 'tracking_secret'));
+  const contacts = contactsDirectory(createRpcClient(ContactsService, config.rpcUrls.contacts, config));
+  const domainsStore = new DomainsStore(db.pool);
+  const emailsStore = new EmailsStore(db.pool);
+  const domains = new SenderDomains(domainsStore, dns, { spfInclude: `_spf.${new URL(config.publicUrl).hostname}`, logger });
+  const templates = new Templates(new TemplatesStore(db.pool), domains, renderer);
+  const activity = new ActivityFeed(new ActivityStore(db.pool), emailsStore);
+  const sendRecords = new SendRecords(new SendRecordsStore(db.pool, config.idempotencyTtlSeconds));
+
+  const server = await serveRpc(
+    rt,
+    'messaging',
+    messagingRoutes({
+      domains,
+      templates,
+      sending: new Sending({
+        emails: emailsStore,
+        templates,
+        domains,
+        contacts,
+        renderer,
+        tokens,
+        publicUrl: config.publicUrl,
+        records: sendRecords,
+      }),
+      tracking: new Tracking(db.pool, emailsStore, tokens, contacts),
+      webhooks: new ProviderWebhooks(db.pool, emailsStore),
+      activity,
+      dns,
+      devMail: opts.embedded && devSink ? new DevMail(devSink, emailsStore) : undefined,
+    }),
+    db,
+  );
+
+  await rt.bus.subscribe('messaging-activity', ACTIVITY_SUBJECTS, (m) => activity.record(m));
+
+  const transport = createSmtpTransport(smtpUrl, config.smtpPoolSize);
+  const worker = new DeliveryWorker(db.pool, emailsStore, domainsStore, transport, new ProjectThrottle(config.sendRatePerSecond), logger, {
+    maxAttempts: config.sendMaxAttempts,
+    retryBaseMs: config.sendRetryBaseMs,
+  });
+  await worker.start();
+  const checker = await startDomainChecker(domains, config.domainCheckIntervalSeconds, logger);
+  const cleanup = startSendRecordsCleanup(sendRecords, logger);
+
+  return {
+    name: 'messaging',
+    async stop() {
+      cleanup.stop();
+      await server.close();
+      await checker.stop();
+      await worker.stop();
+      transport.close();
+      await devSink?.close();
+      await db.close();
+    },
+  };
+}
