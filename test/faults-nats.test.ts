@@ -23,7 +23,12 @@ async function activityTotal(): Promise<number> {
   return res.body.total as number;
 }
 
-const track = (email: string, event: string) => call('POST', '/v1/track', { email, event }, { key: publicKey, baseUrl });
+const track = (email: string, event: string) =>
+  call('POST', '/v1/track', { email, event }, { key: publicKey, baseUrl });
+
+/** Polls until messaging's feed holds `expected` events. */
+const feedReaches = (expected: number, what: string, timeoutMs = 20_000) =>
+  eventually(async () => ((await activityTotal()) === expected ? true : undefined), timeoutMs, what);
 
 beforeAll(async () => {
   const port = await freePort();
@@ -50,7 +55,9 @@ afterAll(async () => {
   await nats.destroy();
   const admin = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
   await admin.connect();
-  const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${runId}%`]);
+  const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
+    `${runId}%`,
+  ]);
   for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`);
   await admin.end();
 });
@@ -68,7 +75,7 @@ test('starts and takes tracks while NATS is down; the events reach the consumers
   expect(await activityTotal()).toBe(0);
 
   await nats.start();
-  await eventually(async () => ((await activityTotal()) === 5 ? true : undefined), 15_000, 'tracked events in the feed');
+  await feedReaches(5, 'tracked events in the feed');
 });
 
 test('deleting the JetStream streams under track load loses nothing and duplicates nothing', async () => {
@@ -89,7 +96,7 @@ test('deleting the JetStream streams under track load loses nothing and duplicat
     }
   };
   await Promise.all([worker(), worker(), worker(), worker()]);
-  await eventually(async () => ((await activityTotal()) === before + total ? true : undefined), 20_000, 'every event after stream loss');
+  await feedReaches(before + total, 'every event after stream loss');
   // Republished rows that consumers had already handled add nothing: once the outbox is drained and
   // messaging's consumer has nothing pending, the count still holds.
   const outbox = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${runId}_contacts` });
@@ -105,12 +112,12 @@ test('deleting the JetStream streams under track load loses nothing and duplicat
   expect(await activityTotal()).toBe(before + total);
 });
 
-test('a broker restarted with an empty store gets its streams and consumers back, and every event arrives', async () => {
+test('a broker restarted with an empty store gets streams and consumers back; every event arrives', async () => {
   const before = await activityTotal();
   await nats.stop();
   nats.wipeStore();
   for (let i = 0; i < 10; i++) expect((await track(uniqueEmail('outage'), 'signup')).status).toBe(200);
   await nats.start();
   for (let i = 0; i < 10; i++) expect((await track(uniqueEmail('after'), 'signup')).status).toBe(200);
-  await eventually(async () => ((await activityTotal()) === before + 20 ? true : undefined), 20_000, 'events after a lost store');
+  await feedReaches(before + 20, 'events after a lost store');
 });

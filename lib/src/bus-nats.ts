@@ -271,6 +271,7 @@ export class NatsBus implements Bus {
         // so it is re-created here rather than waited for.
         // expires 10 s (heartbeats every 5 s): a consumer lost without a word is noticed within seconds.
         reg.messages = await consumer.consume({ max_messages: 256, expires: 10_000, abort_on_missing_resource: true });
+        if (this.closed) reg.messages.stop(); // close() came while this one was being set up
         await this.run(reg.messages, reg);
         if (this.closed) return;
         this.logger.warn({ event: 'nats.consumer_ended', durable: reg.durable }, 'bus consumer ended; restarting');

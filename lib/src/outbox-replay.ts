@@ -21,7 +21,8 @@ export function refillLostStreams(bus: Bus, pool: Pool, relay: OutboxRelay, logg
         subjects.map(likePattern),
       ])
       .then((res) => {
-        if (res.rowCount) logger.warn({ event: 'outbox.republish', subjects, rows: res.rowCount }, 'stream lost: republishing');
+        const rows = res.rowCount;
+        if (rows) logger.warn({ event: 'outbox.republish', subjects, rows }, 'stream lost: republishing');
         relay.kick();
       })
       .catch((err: unknown) => logger.error({ err, subjects }, 'stream lost: republishing failed'));
