@@ -1,20 +1,5 @@
 import { call, eventually, expectEnvelope, newTenant, type Tenant } from './support/client.js';
-
-function csvForm(content: string | Buffer, filename = 'contacts.csv'): FormData {
-  const form = new FormData();
-  form.append('file', new Blob([typeof content === 'string' ? content : new Uint8Array(content)], { type: 'text/csv' }), filename);
-  return form;
-}
-
-async function importCsv(t: Tenant, content: string | Buffer) {
-  const start = await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: csvForm(content) });
-  expect(start.status).toBe(202);
-  expect(start.body).toEqual({ jobId: expect.any(String), status: 'queued' });
-  return eventually(async () => {
-    const job = await call('GET', `/contacts/import/${start.body.jobId}`, undefined, { key: t.secretKey });
-    return ['completed', 'failed'].includes(job.body.status) ? job.body : undefined;
-  }, 30_000, 'import completion');
-}
+import { csvForm, importCsv } from './support/csv.js';
 
 const byEmail = async (t: Tenant, email: string) => (await call('POST', '/contacts/lookup', { emails: [email] }, { key: t.secretKey })).body.found[0];
 const full = async (t: Tenant, email: string) => (await call('GET', `/contacts/${(await byEmail(t, email)).id}`, undefined, { key: t.secretKey })).body;
@@ -77,6 +62,76 @@ describe('CSV import', () => {
     const b = await newTenant();
     const start = await call('POST', '/contacts/import', undefined, { key: a.secretKey, raw: csvForm('email\nx@example.com\n') });
     expectEnvelope(await call('GET', `/contacts/import/${start.body.jobId}`, undefined, { key: b.secretKey }), 404, 'RESOURCE_NOT_FOUND');
+  });
+});
+
+describe('CSV import limits', () => {
+  test('a row breaking the custom-data rules (64 KiB, key length, depth) or holding a NUL fails alone, reported by row', async () => {
+    const t = await newTenant();
+    const longKey = 'k'.repeat(256);
+    const deep = Array.from({ length: 11 }, (_, i) => `l${i}`).join('.');
+    const csv = [
+      `email,note,${longKey},${deep}`,
+      'ok@example.com,hello,,',
+      `big@example.com,${'x'.repeat(70 * 1024)},,`,
+      'nul@example.com,a\u0000b,,',
+      'key@example.com,,v,',
+      'deep@example.com,,,v',
+      `${'a'.repeat(1000)}\u0000@example.com,x,,`,
+    ].join('\n');
+    const job = await importCsv(t, csv);
+    expect(job).toMatchObject({ status: 'completed', totalRows: 6, processed: 6, imported: 1, updated: 0, skipped: 5 });
+    expect(job.errors.map((e: { row: number; reason: string }) => [e.row, e.reason])).toEqual([
+      [3, 'too_big'], [4, 'invalid_character'], [5, 'too_big'], [6, 'too_big'], [7, 'invalid_email'],
+    ]);
+    expect(job.errors[4].email).toHaveLength(320);
+    const list = await call('GET', '/contacts', undefined, { key: t.secretKey });
+    expect(list.body.data.map((c: { email: string; data: unknown }) => [c.email, c.data])).toEqual([['ok@example.com', { note: 'hello' }]]);
+  });
+
+  test('a header over 1,000 columns is a 400 and stores nothing', async () => {
+    const t = await newTenant();
+    const header = ['email', ...Array.from({ length: 1000 }, (_, i) => `c${i}`)].join(',');
+    const res = await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: csvForm(`${header}\na@example.com\n`) });
+    expectEnvelope(res, 400, 'BAD_REQUEST');
+    expect(res.body.error.message).toMatch(/1000 columns/);
+    expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).body.total).toBe(0);
+  });
+
+  test('form fields beyond the file are bounded: too many, too long, too many parts or files', async () => {
+    const t = await newTenant();
+    const upload = (extra: (form: FormData) => void) => {
+      const form = csvForm('email\nform@example.com\n');
+      extra(form);
+      return call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: form });
+    };
+    const manyFields = await upload((f) => Array.from({ length: 11 }, (_, i) => f.append(`f${i}`, 'x')));
+    expectEnvelope(manyFields, 413, 'PAYLOAD_TOO_LARGE');
+    expect(manyFields.body.error.message).toMatch(/At most 1[01] form/);
+    const longField = await upload((f) => f.append('note', 'x'.repeat(1025)));
+    expectEnvelope(longField, 413, 'PAYLOAD_TOO_LARGE');
+    expect(longField.body.error.message).toMatch(/1024 bytes/);
+    expectEnvelope(await upload((f) => f.append('file', new Blob(['email\n']), 'two.csv')), 400, 'BAD_REQUEST');
+    const malformed = await call('POST', '/contacts/import', undefined, {
+      key: t.secretKey, raw: '--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\nemail\n', headers: { 'content-type': 'multipart/form-data; boundary=b' },
+    });
+    expectEnvelope(malformed, 400, 'BAD_REQUEST');
+    expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).body.total).toBe(0);
+    // A few small fields besides the file are fine.
+    expect((await upload((f) => f.append('source', 'crm'))).status).toBe(202);
+  });
+
+  test('a job that fails halfway (a malformed line) reports counts that match what was stored', async () => {
+    const t = await newTenant();
+    const rows = Array.from({ length: 4600 }, (_, i) => `row${i}@example.com,${i}`);
+    const csv = ['email,n', 'not-an-email,1', ...rows, 'bad@example.com,a"b', 'after@example.com,1'].join('\n');
+    const job = await importCsv(t, csv);
+    expect(job.status).toBe('failed');
+    expect(job.failure).toMatch(/malformed at line 4603/);
+    const stored = (await call('GET', '/contacts', undefined, { key: t.secretKey })).body.total;
+    expect(job).toMatchObject({ imported: stored, updated: 0, skipped: 1, processed: stored + 1, totalRows: stored + 1 });
+    expect(stored).toBe(4600); // every row before the bad line, none after it
+    expect(await byEmail(t, 'after@example.com')).toBeUndefined();
   });
 });
 

@@ -1,5 +1,5 @@
 import { AppError } from '@svc/lib/errors';
-import { rowToContact, typeCsvCell, validateCsvHeader } from './csv-typing.js';
+import { MAX_CSV_COLUMNS, rowToContact, typeCsvCell, validateCsvHeader } from './csv-typing.js';
 
 describe('typeCsvCell', () => {
   test('cells are trimmed and an empty cell is ignored (undefined)', () => {
@@ -100,5 +100,38 @@ describe('rowToContact', () => {
     const row = rowToContact(['email', '__proto__.polluted'], ['a@example.com', 'yes'], 2);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(row.ok && JSON.stringify(row.data)).toBe('{"__proto__":{"polluted":true}}');
+  });
+});
+
+describe('row limits (the API custom-data rules, per row)', () => {
+  const reason = (header: string[], cells: string[]) => {
+    const row = rowToContact(header, cells, 2);
+    return row.ok ? 'ok' : row.error.reason;
+  };
+
+  test('a row over 64 KiB, a key over 255 characters or nesting over 10 levels fails with too_big', () => {
+    expect(reason(['email', 'note'], ['a@example.com', 'x'.repeat(64 * 1024)])).toBe('too_big');
+    expect(reason(['email', 'k'.repeat(256)], ['a@example.com', 'v'])).toBe('too_big');
+    expect(reason(['email', Array.from({ length: 11 }, (_, i) => `l${i}`).join('.')], ['a@example.com', 'v'])).toBe('too_big');
+    expect(reason(['email', 'k'.repeat(255), 'a.b.c.d.e.f.g.h.i.j'], ['a@example.com', 'v', 'w'])).toBe('ok');
+  });
+
+  test('a NUL in a used cell or column name fails the row; in an empty column it does not matter', () => {
+    expect(reason(['email', 'note'], ['a@example.com', 'a\u0000b'])).toBe('invalid_character');
+    expect(reason(['email', 'no\u0000te'], ['a@example.com', 'x'])).toBe('invalid_character');
+    expect(reason(['email', 'no\u0000te', 'ok'], ['a@example.com', '', 'x'])).toBe('ok');
+  });
+
+  test('a reported email is cut to 320 characters and its NULs replaced, so the job can store it', () => {
+    const row = rowToContact(['email'], [`${'a'.repeat(400)}\u0000@example.com`], 2);
+    expect(row.ok).toBe(false);
+    if (!row.ok) expect(row.error.email).toBe('a'.repeat(320));
+    const nul = rowToContact(['email'], ['a\u0000@example.com'], 2);
+    if (!nul.ok) expect(nul.error.email).toBe('a\uFFFD@example.com');
+  });
+
+  test(`a header over ${MAX_CSV_COLUMNS} columns is a 400`, () => {
+    expect(() => validateCsvHeader(['email', ...Array.from({ length: MAX_CSV_COLUMNS }, (_, i) => `c${i}`)])).toThrow(/at most 1000 columns/);
+    expect(() => validateCsvHeader(['email', ...Array.from({ length: MAX_CSV_COLUMNS - 1 }, (_, i) => `c${i}`)])).not.toThrow();
   });
 });

@@ -1,12 +1,27 @@
-import { badRequest } from '@svc/lib/errors';
-import { RESERVED_DATA_KEYS, isPlainObject } from './custom-data.js';
+import { AppError, badRequest } from '@svc/lib/errors';
+import { RESERVED_DATA_KEYS, checkDataLimits, isPlainObject } from './custom-data.js';
 import { isValidEmail } from './email-address.js';
 
 // SPEC.md "CSV import": how header cells and row cells become a contact patch.
 
-export type CsvRow =
-  | { ok: true; email: string; data: Record<string, unknown> }
-  | { ok: false; error: { row: number; email: string; reason: 'invalid_email' } };
+/** Columns a file may have (header cells, email and dropped columns included). */
+export const MAX_CSV_COLUMNS = 1000;
+/** Characters of a refused row's email kept in the job's `errors` (the cell may be megabytes). */
+const REPORTED_EMAIL_LENGTH = 320;
+
+export interface RowError {
+  row: number;
+  email: string;
+  /** `invalid_email`, `invalid_character` (a NUL), `too_big` (the custom-data limits), `too_many_fields`. */
+  reason: string;
+}
+
+export type CsvRow = { ok: true; email: string; data: Record<string, unknown> } | { ok: false; error: RowError };
+
+/** A row's error as the job reports it: the email cut short and free of NULs, which PostgreSQL cannot store. */
+export function rowError(row: number, email: string, reason: string): RowError {
+  return { row, email: email.slice(0, REPORTED_EMAIL_LENGTH).replaceAll('\u0000', '\uFFFD'), reason };
+}
 
 // SPEC.md drops these columns silently, `subscribed` included: new contacts are created subscribed
 // and an existing contact's state is never changed by an import.
@@ -32,8 +47,11 @@ export function typeCsvCell(raw: string): unknown {
   return cell; // ISO dates stay strings; type inference types them as dates
 }
 
-/** 400 when the file has no `email` column (matched case-insensitively). */
+/** 400 when the file has no `email` column (matched case-insensitively) or too many columns. */
 export function validateCsvHeader(header: string[]): void {
+  if (header.length > MAX_CSV_COLUMNS) {
+    throw badRequest(`CSV files may have at most ${MAX_CSV_COLUMNS} columns (got ${header.length})`, { maxColumns: MAX_CSV_COLUMNS });
+  }
   emailColumn(normalizeHeader(header));
 }
 
@@ -43,15 +61,31 @@ export function rowToContact(header: string[], cells: string[], rowNumber: numbe
   const emailIndex = emailColumn(names);
   const email = (cells[emailIndex] ?? '').trim();
   // A missing email is reported with the same reason as a malformed one: `invalid_email` is the one SPEC.md shows.
-  if (!isValidEmail(email)) return { ok: false, error: { row: rowNumber, email, reason: 'invalid_email' } };
+  if (!isValidEmail(email)) return { ok: false, error: rowError(rowNumber, email, 'invalid_email') };
 
   const data: Record<string, unknown> = {};
+  let nul = false;
   names.forEach((name, i) => {
     if (i === emailIndex || name === '' || DROPPED_COLUMNS.has(name.toLowerCase())) return;
     const value = typeCsvCell(cells[i] ?? '');
-    if (value !== undefined) setPath(data, columnPath(name), value);
+    if (value === undefined) return;
+    nul ||= name.includes('\u0000') || (typeof value === 'string' && value.includes('\u0000'));
+    setPath(data, columnPath(name), value);
   });
-  return { ok: true, email, data };
+  if (nul) return { ok: false, error: rowError(rowNumber, email, 'invalid_character') };
+  const limit = limitViolation(data);
+  return limit ? { ok: false, error: rowError(rowNumber, email, limit) } : { ok: true, email, data };
+}
+
+// The API's custom-data rules (size, key length, depth) hold for a row as for a request body.
+function limitViolation(data: Record<string, unknown>): string | undefined {
+  try {
+    checkDataLimits(data);
+    return undefined;
+  } catch (err) {
+    if (err instanceof AppError && err.status === 422) return err.errors?.[0]?.code ?? 'invalid_data';
+    throw err;
+  }
 }
 
 function normalizeHeader(header: string[]): string[] {

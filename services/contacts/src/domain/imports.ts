@@ -1,28 +1,39 @@
 import { randomUUID } from 'node:crypto';
-import { parse } from 'csv-parse';
+import { CsvError, parse } from 'csv-parse';
 import { withTransaction } from '@svc/lib/db';
 import { AppError, badRequest, notFound } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
+import type { Logger } from '@svc/lib/logger';
 import { enqueueMany } from '@svc/lib/outbox';
 import type { ContactRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
+import type { FieldsStore } from '../store/fields-store.js';
 import type { ImportJobRow, JobsStore } from '../store/jobs-store.js';
 import { contactMessage, type Contacts } from './contacts.js';
-import { rowToContact, validateCsvHeader } from './csv-typing.js';
+import { rowError, rowToContact, validateCsvHeader, type RowError } from './csv-typing.js';
 import { applyDataPatch } from './custom-data.js';
+import { MAX_CUSTOM_FIELDS } from './fields.js';
+import { newFieldTypes, type FieldType } from './type-inference.js';
 
 export const MAX_CSV_BYTES = 5 * 1024 * 1024;
 const BATCH_ROWS = 2000;
 const WRITER_LANES = 2;
+const MAX_REPORTED_ERRORS = 1000;
 
-type CsvContact = { email: string; data: Record<string, unknown> };
+type CsvContact = { row: number; email: string; data: Record<string, unknown> };
+
+/**
+ * A job's counts. Rows count once settled: `imported`/`updated` when their batch has committed,
+ * `skipped` when refused, so `processed` = imported + updated + skipped matches what is stored,
+ * also when the job fails halfway.
+ */
+type Progress = { processed: number; imported: number; updated: number; skipped: number; errors: RowError[] };
 
 function laneOf(email: string): number {
   let h = 0;
   for (const ch of email.toLowerCase()) h = (h * 31 + ch.charCodeAt(0)) | 0;
   return Math.abs(h) % WRITER_LANES;
 }
-const MAX_REPORTED_ERRORS = 1000;
 
 function firstLine(csv: Buffer): string[] {
   const text = csv.subarray(0, 64 * 1024).toString('utf8');
@@ -32,12 +43,47 @@ function firstLine(csv: Buffer): string[] {
   return line.split(',').map((c) => c.trim().replace(/^"(.*)"$/, '$1'));
 }
 
+function refuse(progress: Progress, error: RowError): void {
+  progress.processed++;
+  progress.skipped++;
+  if (progress.errors.length < MAX_REPORTED_ERRORS) progress.errors.push(error);
+}
+
+function settle(progress: Progress, written: { imported: number; updated: number }): void {
+  progress.processed += written.imported + written.updated;
+  progress.imported += written.imported;
+  progress.updated += written.updated;
+}
+
+/** A write refused because of the row itself (422: a custom-data rule), as opposed to a fault. */
+const refusesRow = (err: unknown): err is AppError => err instanceof AppError && err.status === 422;
+
+/**
+ * A row that would take the project past MAX_CUSTOM_FIELDS fails alone, before any write; the
+ * fields of accepted rows are taken from the budget.
+ */
+function claimFields(known: Map<string, FieldType>, row: CsvContact): RowError | undefined {
+  const fresh = newFieldTypes(known, row.data);
+  if (known.size + fresh.length > MAX_CUSTOM_FIELDS) return rowError(row.row, row.email, 'too_many_fields');
+  for (const f of fresh) known.set(f.path, f.type);
+  return undefined;
+}
+
+/** The job's `failure`: no internal detail (addresses, cell contents) reaches the tenant. */
+function failureMessage(err: unknown): string {
+  if (err instanceof AppError) return err.message;
+  if (err instanceof CsvError) return `The CSV file is malformed at line ${Number(err.lines)} (${err.code}); the rows before it were imported`;
+  return 'Import failed: internal error; the rows counted were imported';
+}
+
 /** SPEC.md "CSV import": queued on upload, processed in the background in batches. */
 export class Imports {
   constructor(
     private readonly jobs: JobsStore,
     private readonly batches: ContactBatches,
     private readonly contacts: Contacts,
+    private readonly fields: FieldsStore,
+    private readonly logger: Logger,
   ) {}
 
   async start(projectId: string, csv: Buffer, filename: string): Promise<ImportJobRow> {
@@ -58,7 +104,7 @@ export class Imports {
 
   /** Runs one claimed job to completion; the file is read as a stream and written in batches. */
   async process(job: ImportJobRow & { csv: Buffer }): Promise<void> {
-    const progress = { processed: 0, imported: 0, updated: 0, skipped: 0, errors: [] as Array<{ row: number; email: string; reason: string }> };
+    const progress: Progress = { processed: 0, imported: 0, updated: 0, skipped: 0, errors: [] };
     // Rows go to writer lanes by email, so one email's rows stay in file order in one lane and
     // lanes never wait on each other's row locks; each lane writes while parsing goes on.
     const lanes = Array.from({ length: WRITER_LANES }, () => ({ rows: [] as CsvContact[], writing: Promise.resolve() }));
@@ -66,45 +112,84 @@ export class Imports {
       await lane.writing;
       const rows = lane.rows;
       lane.rows = [];
-      lane.writing = this.writeBatch(job.project_id, rows, progress);
+      lane.writing = this.commitBatch(job.project_id, rows, progress);
       // Surfaces a failure at the next await of this lane, never as an unhandled rejection.
       lane.writing.catch(() => undefined);
     };
     try {
-      const parser = parse(job.csv, { bom: true, relax_column_count: true, skip_empty_lines: true, skip_records_with_empty_values: true });
+      const known = new Map((await this.fields.types(job.project_id)).map((t) => [t.path, t.type]));
+      // The parser runs ahead of the writes: a malformed line is noted when parsed, and the job
+      // stops at it once every row before it is written, so the counts say where it stopped.
+      const stop: { malformed?: CsvError } = {};
+      const parser = parse(job.csv, {
+        bom: true, relax_column_count: true, skip_empty_lines: true, skip_records_with_empty_values: true,
+        info: true, skip_records_with_error: true, on_skip: (err) => void (stop.malformed ??= err),
+      });
       let header: string[] | undefined;
       let rowNumber = 1;
-      for await (const record of parser as AsyncIterable<string[]>) {
+      for await (const { info, record } of parser as AsyncIterable<{ info: { lines: number }; record: string[] }>) {
+        if (stop.malformed && info.lines >= Number(stop.malformed.lines)) break;
         if (!header) {
           header = record;
           validateCsvHeader(header);
           continue;
         }
         rowNumber++;
-        const row = rowToContact(header, record, rowNumber);
-        progress.processed++;
-        if (!row.ok) {
-          progress.skipped++;
-          if (progress.errors.length < MAX_REPORTED_ERRORS) progress.errors.push(row.error);
+        const parsed = rowToContact(header, record, rowNumber);
+        if (!parsed.ok) {
+          refuse(progress, parsed.error);
+          continue;
+        }
+        const row = { row: rowNumber, email: parsed.email, data: parsed.data };
+        const overBudget = claimFields(known, row);
+        if (overBudget) {
+          refuse(progress, overBudget);
           continue;
         }
         const lane = lanes[laneOf(row.email)];
-        lane.rows.push({ email: row.email, data: row.data });
+        lane.rows.push(row);
         if (lane.rows.length >= BATCH_ROWS) {
           await flush(lane);
           await this.jobs.importProgress(job.id, progress);
         }
       }
-      if (!header) throw badRequest('The CSV file has no header row');
       for (const lane of lanes) await flush(lane);
       for (const lane of lanes) await lane.writing;
-      await this.jobs.importProgress(job.id, { ...progress, totalRows: progress.processed });
-      await this.jobs.finishImport(job.id, 'completed');
+      if (stop.malformed) throw stop.malformed;
+      if (!header) throw badRequest('The CSV file has no header row');
+      await this.finish(job.id, progress, 'completed');
     } catch (err) {
       await Promise.allSettled(lanes.map((l) => l.writing));
-      const message = err instanceof AppError ? err.message : `Import failed: ${(err as Error).message}`;
-      await this.jobs.importProgress(job.id, { ...progress, totalRows: progress.processed });
-      await this.jobs.finishImport(job.id, 'failed', message);
+      if (!(err instanceof AppError || err instanceof CsvError)) this.logger.error({ err, jobId: job.id }, 'import failed');
+      await this.finish(job.id, progress, 'failed', failureMessage(err));
+    }
+  }
+
+  private async finish(jobId: string, progress: Progress, status: 'completed' | 'failed', failure?: string): Promise<void> {
+    const errors = [...progress.errors].sort((a, b) => a.row - b.row);
+    await this.jobs.importProgress(jobId, { ...progress, errors, totalRows: progress.processed });
+    await this.jobs.finishImport(jobId, status, failure);
+  }
+
+  /**
+   * Writes one batch and counts it once committed. When a row of it is refused (another writer
+   * took the last free custom field meanwhile), the batch is written again row by row so only
+   * that row fails.
+   */
+  private async commitBatch(projectId: string, rows: CsvContact[], progress: Progress): Promise<void> {
+    try {
+      settle(progress, await this.writeBatch(projectId, rows));
+      return;
+    } catch (err) {
+      if (!refusesRow(err) || rows.length === 1) throw err;
+    }
+    for (const row of rows) {
+      try {
+        settle(progress, await this.writeBatch(projectId, [row]));
+      } catch (err) {
+        if (!refusesRow(err)) throw err;
+        refuse(progress, rowError(row.row, row.email, err.errors?.[0]?.code ?? 'invalid_data'));
+      }
     }
   }
 
@@ -112,8 +197,9 @@ export class Imports {
    * One transaction per batch: rows for the same email (in the file or already stored) patch
    * one contact in file order, so a re-run updates in place and duplicates create nothing twice.
    */
-  private async writeBatch(projectId: string, rows: CsvContact[], progress: { imported: number; updated: number }) {
-    if (!rows.length) return;
+  private async writeBatch(projectId: string, rows: CsvContact[]): Promise<{ imported: number; updated: number }> {
+    const written = { imported: 0, updated: 0 };
+    if (!rows.length) return written;
     await withTransaction(this.batches.db, async (tx) => {
       const existing = new Map((await this.batches.lockByEmails(tx, projectId, rows.map((r) => r.email))).map((c) => [c.email.toLowerCase(), c]));
       const fresh = new Map<string, { id: string; email: string; data: Record<string, unknown> }>();
@@ -128,13 +214,13 @@ export class Imports {
             existing.set(key, next);
             changed.set(known.id, next);
           }
-          progress.updated++;
+          written.updated++;
         } else if (fresh.has(key)) {
           fresh.get(key)!.data = applyDataPatch(fresh.get(key)!.data, row.data).data;
-          progress.updated++;
+          written.updated++;
         } else {
           fresh.set(key, { id: randomUUID(), email: row.email, data: applyDataPatch({}, row.data).data });
-          progress.imported++;
+          written.imported++;
         }
       }
       const inserted = await this.batches.insertMany(tx, projectId, [...fresh.values()].map((f) => ({ ...f, subscribed: true })));
@@ -153,6 +239,7 @@ export class Imports {
         ...updated.map((c) => ({ subject: 'contacts.updated', payload: contactMessage(c) })),
       ]);
     });
+    return written;
   }
 }
 

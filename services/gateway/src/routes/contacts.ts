@@ -12,6 +12,25 @@ import { boolParam, limitParam, rangeParam, stringParam } from '../http/query.js
 import { bulkJobJson, contactJson, eventJson, fieldValueJson, importJobJson } from './contacts-json.js';
 
 const MAX_CSV_BYTES = 5 * 1024 * 1024;
+/**
+ * /contacts/import reads one file part; other form fields are ignored, so a few small ones are
+ * tolerated and anything beyond is refused before it is buffered.
+ */
+const UPLOAD_LIMITS = { fileSize: MAX_CSV_BYTES, files: 1, fields: 10, fieldSize: 1024, fieldNameSize: 100, parts: 11, headerPairs: 20 };
+const UPLOAD_TOO_LARGE: Record<string, string> = {
+  LIMIT_FILE_SIZE: `CSV files are limited to ${MAX_CSV_BYTES} bytes (5 MB)`,
+  LIMIT_FIELD_VALUE: `Form fields are limited to ${UPLOAD_LIMITS.fieldSize} bytes`,
+  LIMIT_FIELD_COUNT: `At most ${UPLOAD_LIMITS.fields} form fields besides the file`,
+  LIMIT_PART_COUNT: `At most ${UPLOAD_LIMITS.parts} form parts`,
+};
+
+/** Multer and busboy failures in the envelope: 413 past a size or count limit, 400 for a malformed form. */
+function uploadError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const code = err instanceof multer.MulterError ? err.code : undefined;
+  if (code && UPLOAD_TOO_LARGE[code]) return new AppError({ code: 'PAYLOAD_TOO_LARGE', status: 413, message: UPLOAD_TOO_LARGE[code] });
+  return badRequest(`Upload rejected: ${code ? (err as Error).message : 'malformed multipart/form-data body'}`);
+}
 
 /** Raw `data` for the contacts service, which applies the custom-data rules (and rejects non-objects). */
 const dataValue = (body: Record<string, unknown>) => (body.data === undefined ? undefined : fromJson(ValueSchema, body.data as JsonValue));
@@ -35,7 +54,7 @@ function filterOffset(raw: unknown): number {
 export function contactsRouter(contacts: Client<typeof ContactsService>, guards: KeyGuards): Router {
   const r = Router();
   const secret = guards.secret;
-  const upload = multer({ storage: multer.memoryStorage(), limits: { fileSize: MAX_CSV_BYTES, files: 1 } }).single('file');
+  const upload = multer({ storage: multer.memoryStorage(), limits: UPLOAD_LIMITS }).single('file');
 
   r.get('/contacts', secret, async (req, res) => {
     const out = await contacts.listContacts({
@@ -100,13 +119,7 @@ export function contactsRouter(contacts: Client<typeof ContactsService>, guards:
   });
 
   r.post('/contacts/import', secret, (req, res, next) => {
-    upload(req, res, (err: unknown) => {
-      if (err instanceof multer.MulterError && err.code === 'LIMIT_FILE_SIZE') {
-        return next(new AppError({ code: 'PAYLOAD_TOO_LARGE', status: 413, message: `CSV files are limited to ${MAX_CSV_BYTES} bytes (5 MB)` }));
-      }
-      if (err) return next(err instanceof multer.MulterError ? badRequest(`Upload rejected: ${err.message}`) : err);
-      next();
-    });
+    upload(req, res, (err: unknown) => next(err ? uploadError(err) : undefined));
   }, async (req, res) => {
     if (!req.file) throw badRequest('Send the CSV as multipart/form-data in a field named "file"');
     const out = await contacts.startImport({ projectId: req.projectId, csv: req.file.buffer, filename: req.file.originalname });
