@@ -2,7 +2,8 @@ import { call, eventually, type Tenant } from './client.js';
 
 export function csvForm(content: string | Buffer, filename = 'contacts.csv'): FormData {
   const form = new FormData();
-  form.append('file', new Blob([typeof content === 'string' ? content : new Uint8Array(content)], { type: 'text/csv' }), filename);
+  const bytes = typeof content === 'string' ? content : new Uint8Array(content);
+  form.append('file', new Blob([bytes], { type: 'text/csv' }), filename);
   return form;
 }
 

@@ -50,7 +50,8 @@ export function typeCsvCell(raw: string): unknown {
 /** 400 when the file has no `email` column (matched case-insensitively) or too many columns. */
 export function validateCsvHeader(header: string[]): void {
   if (header.length > MAX_CSV_COLUMNS) {
-    throw badRequest(`CSV files may have at most ${MAX_CSV_COLUMNS} columns (got ${header.length})`, { maxColumns: MAX_CSV_COLUMNS });
+    const message = `CSV files may have at most ${MAX_CSV_COLUMNS} columns (got ${header.length})`;
+    throw badRequest(message, { maxColumns: MAX_CSV_COLUMNS });
   }
   emailColumn(normalizeHeader(header));
 }

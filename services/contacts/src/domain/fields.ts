@@ -14,7 +14,9 @@ export const tooManyFields = () =>
     {
       field: 'data',
       code: 'too_many_fields',
-      message: `A project may have at most ${MAX_CUSTOM_FIELDS} custom fields; delete unused ones (DELETE /contacts/fields/data.<key>) first`,
+      message:
+        `A project may have at most ${MAX_CUSTOM_FIELDS} custom fields; ` +
+        'delete unused ones (DELETE /contacts/fields/data.<key>) first',
     },
   ]);
 
@@ -22,7 +24,12 @@ export const tooManyFields = () =>
  * Records the types of fields seen for the first time, inside the write's transaction. A write
  * that would take the project past MAX_CUSTOM_FIELDS is refused (422), which rolls it back whole.
  */
-export async function recordNewFields(store: FieldsStore, tx: Queryable, projectId: string, types: Array<{ path: string; type: FieldType }>) {
+export async function recordNewFields(
+  store: FieldsStore,
+  tx: Queryable,
+  projectId: string,
+  types: Array<{ path: string; type: FieldType }>,
+): Promise<void> {
   if (!types.length) return;
   await store.lockFieldCreation(tx, projectId);
   const added = await store.record(tx, projectId, types);

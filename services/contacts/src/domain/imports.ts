@@ -72,7 +72,9 @@ function claimFields(known: Map<string, FieldType>, row: CsvContact): RowError |
 /** The job's `failure`: no internal detail (addresses, cell contents) reaches the tenant. */
 function failureMessage(err: unknown): string {
   if (err instanceof AppError) return err.message;
-  if (err instanceof CsvError) return `The CSV file is malformed at line ${Number(err.lines)} (${err.code}); the rows before it were imported`;
+  if (err instanceof CsvError) {
+    return `The CSV file is malformed at line ${Number(err.lines)} (${err.code}); the rows before it were imported`;
+  }
   return 'Import failed: internal error; the rows counted were imported';
 }
 
@@ -160,12 +162,13 @@ export class Imports {
       await this.finish(job.id, progress, 'completed');
     } catch (err) {
       await Promise.allSettled(lanes.map((l) => l.writing));
-      if (!(err instanceof AppError || err instanceof CsvError)) this.logger.error({ err, jobId: job.id }, 'import failed');
+      const expected = err instanceof AppError || err instanceof CsvError;
+      if (!expected) this.logger.error({ err, jobId: job.id }, 'import failed');
       await this.finish(job.id, progress, 'failed', failureMessage(err));
     }
   }
 
-  private async finish(jobId: string, progress: Progress, status: 'completed' | 'failed', failure?: string): Promise<void> {
+  private async finish(jobId: string, progress: Progress, status: 'completed' | 'failed', failure?: string) {
     const errors = [...progress.errors].sort((a, b) => a.row - b.row);
     await this.jobs.importProgress(jobId, { ...progress, errors, totalRows: progress.processed });
     await this.jobs.finishImport(jobId, status, failure);

@@ -10,9 +10,10 @@ const SERVER_URL = 'postgres://postgres@127.0.0.1:5432';
 const DB_NAME = `contacts_fields_store_${randomBytes(6).toString('hex')}`;
 
 const SCHEMA = `
-CREATE TABLE contacts (id uuid PRIMARY KEY, project_id uuid NOT NULL, email text NOT NULL, data jsonb NOT NULL DEFAULT '{}');
-CREATE TABLE field_types (project_id uuid NOT NULL, path text NOT NULL, type text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (project_id, path));
+CREATE TABLE contacts (id uuid PRIMARY KEY, project_id uuid NOT NULL, email text NOT NULL,
+  data jsonb NOT NULL DEFAULT '{}');
+CREATE TABLE field_types (project_id uuid NOT NULL, path text NOT NULL, type text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (project_id, path));
 `;
 
 let admin: pg.Client;
@@ -46,7 +47,10 @@ async function contacts(project: string, datas: object[]): Promise<void> {
 test('coverage scales past the 1,664 columns one SELECT may have (one aggregate per field failed there)', async () => {
   const project = randomUUID();
   const paths = Array.from({ length: 2000 }, (_, i) => `f${i}`);
-  await pool.query(`INSERT INTO field_types (project_id, path, type) SELECT $1, p, 'number' FROM unnest($2::text[]) p`, [project, paths]);
+  await pool.query(`INSERT INTO field_types (project_id, path, type) SELECT $1, p, 'number' FROM unnest($2::text[]) p`, [
+    project,
+    paths,
+  ]);
   const all = Object.fromEntries(paths.map((p, i) => [p, i]));
   await contacts(project, [all, { f0: 1, f1999: 2 }, {}]);
   const { total, counts } = await store.coverage(project, paths);
@@ -77,7 +81,8 @@ test('nested paths count contacts with a value at that path; a literal dotted ke
 
 test(`the ${MAX_CUSTOM_FIELDS + 1}st field is refused and rolled back; known fields still record`, async () => {
   const project = randomUUID();
-  const types = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ path: `k${from + i}`, type: 'string' as const }));
+  const types = (from: number, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ path: `k${from + i}`, type: 'string' as const }));
   const inTx = async (fn: (tx: pg.PoolClient) => Promise<void>) => {
     const tx = await pool.connect();
     try {
@@ -101,10 +106,10 @@ test(`the ${MAX_CUSTOM_FIELDS + 1}st field is refused and rolled back; known fie
 
 test('concurrent writes cannot both take the last free field', async () => {
   const project = randomUUID();
-  await pool.query(`INSERT INTO field_types (project_id, path, type) SELECT $1, 'p' || i, 'string' FROM generate_series(1, $2) i`, [
-    project,
-    MAX_CUSTOM_FIELDS - 1,
-  ]);
+  await pool.query(
+    `INSERT INTO field_types (project_id, path, type) SELECT $1, 'p' || i, 'string' FROM generate_series(1, $2) i`,
+    [project, MAX_CUSTOM_FIELDS - 1],
+  );
   const attempt = async (path: string) => {
     const tx = await pool.connect();
     try {

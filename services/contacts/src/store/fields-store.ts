@@ -24,7 +24,9 @@ export class FieldsStore {
   }
 
   async count(tx: Queryable, projectId: string): Promise<number> {
-    const { rows } = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM field_types WHERE project_id = $1', [projectId]);
+    const { rows } = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM field_types WHERE project_id = $1', [
+      projectId,
+    ]);
     return rows[0].n;
   }
 
@@ -43,10 +45,13 @@ export class FieldsStore {
    * key that is present is set. `a.b` counts `{a: {b}}`, not a literal "a.b" key, as filters read it.
    */
   async coverage(projectId: string, paths: string[]): Promise<{ total: number; counts: number[] }> {
-    const total = await this.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts WHERE project_id = $1', [projectId]);
+    type Counted = { path: string[]; n: number };
+    const total = await this.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts WHERE project_id = $1', [
+      projectId,
+    ]);
     const found = new Map<string, number>();
-    const add = (rows: Array<{ path: string[]; n: number }>) => rows.forEach((r) => found.set(JSON.stringify(r.path), r.n));
-    const top = await this.pool.query<{ path: string[]; n: number }>(
+    const add = (rows: Counted[]) => rows.forEach((r) => found.set(JSON.stringify(r.path), r.n));
+    const top = await this.pool.query<Counted>(
       `SELECT ARRAY[k] AS path, count(*)::int AS n FROM contacts c CROSS JOIN LATERAL jsonb_object_keys(c.data) k
        WHERE c.project_id = $1 GROUP BY k`,
       [projectId],
@@ -54,14 +59,16 @@ export class FieldsStore {
     add(top.rows);
     const parents = [...new Set(paths.filter((p) => p.includes('.')).map((p) => p.split('.')[0]))];
     if (parents.length) {
-      const nested = await this.pool.query<{ path: string[]; n: number }>(
+      const nested = await this.pool.query<Counted>(
         `WITH RECURSIVE node(path, value) AS (
            SELECT ARRAY[k], c.data -> k FROM contacts c CROSS JOIN LATERAL unnest($2::text[]) k
            WHERE c.project_id = $1 AND jsonb_typeof(c.data -> k) = 'object'
            UNION ALL
-           SELECT n.path || e.key, e.value FROM node n CROSS JOIN LATERAL jsonb_each(n.value) e WHERE jsonb_typeof(n.value) = 'object'
+           SELECT n.path || e.key, e.value FROM node n CROSS JOIN LATERAL jsonb_each(n.value) e
+           WHERE jsonb_typeof(n.value) = 'object'
          )
-         SELECT path, count(*)::int AS n FROM node WHERE cardinality(path) > 1 AND jsonb_typeof(value) <> 'null' GROUP BY path`,
+         SELECT path, count(*)::int AS n FROM node
+         WHERE cardinality(path) > 1 AND jsonb_typeof(value) <> 'null' GROUP BY path`,
         [projectId, parents],
       );
       add(nested.rows);

@@ -16,7 +16,15 @@ const MAX_CSV_BYTES = 5 * 1024 * 1024;
  * /contacts/import reads one file part; other form fields are ignored, so a few small ones are
  * tolerated and anything beyond is refused before it is buffered.
  */
-const UPLOAD_LIMITS = { fileSize: MAX_CSV_BYTES, files: 1, fields: 10, fieldSize: 1024, fieldNameSize: 100, parts: 11, headerPairs: 20 };
+const UPLOAD_LIMITS = {
+  fileSize: MAX_CSV_BYTES,
+  files: 1,
+  fields: 10,
+  fieldSize: 1024,
+  fieldNameSize: 100,
+  parts: 11,
+  headerPairs: 20,
+};
 const UPLOAD_TOO_LARGE: Record<string, string> = {
   LIMIT_FILE_SIZE: `CSV files are limited to ${MAX_CSV_BYTES} bytes (5 MB)`,
   LIMIT_FIELD_VALUE: `Form fields are limited to ${UPLOAD_LIMITS.fieldSize} bytes`,
@@ -28,7 +36,9 @@ const UPLOAD_TOO_LARGE: Record<string, string> = {
 function uploadError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const code = err instanceof multer.MulterError ? err.code : undefined;
-  if (code && UPLOAD_TOO_LARGE[code]) return new AppError({ code: 'PAYLOAD_TOO_LARGE', status: 413, message: UPLOAD_TOO_LARGE[code] });
+  if (code && UPLOAD_TOO_LARGE[code]) {
+    return new AppError({ code: 'PAYLOAD_TOO_LARGE', status: 413, message: UPLOAD_TOO_LARGE[code] });
+  }
   return badRequest(`Upload rejected: ${code ? (err as Error).message : 'malformed multipart/form-data body'}`);
 }
 
