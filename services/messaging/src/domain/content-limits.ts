@@ -16,7 +16,10 @@ export function exceedsBytes(text: string, max: number): boolean {
 }
 
 /** A message body: HTML with Liquid, 1 byte to MAX_BODY_BYTES. */
-export const bodySchema = z.string().min(1).refine((s) => !exceedsBytes(s, MAX_BODY_BYTES), {
-  message: `Body must be at most ${MAX_BODY_BYTES} bytes (512 KiB) of UTF-8`,
-  params: { code: 'too_big' },
-});
+export const bodySchema = z
+  .string()
+  .min(1)
+  .refine((s) => !exceedsBytes(s, MAX_BODY_BYTES), {
+    message: `Body must be at most ${MAX_BODY_BYTES} bytes (512 KiB) of UTF-8`,
+    params: { code: 'too_big' },
+  });

@@ -158,7 +158,8 @@ describe('compiling once and the request render budget', () => {
 
   test('templates over the size bound are refused before they are read', () => {
     const tiny = createRenderer({ maxTemplateChars: 10 });
-    expect(() => tiny.validate('{{'.repeat(6))).toThrow(expect.objectContaining({ errors: [expect.objectContaining({ field: 'body', code: 'too_big' })] }));
+    const tooBig = expect.objectContaining({ errors: [expect.objectContaining({ field: 'body', code: 'too_big' })] });
+    expect(() => tiny.validate('{{'.repeat(6))).toThrow(tooBig);
     expect(() => tiny.validate('{{ok}}')).not.toThrow();
   });
 

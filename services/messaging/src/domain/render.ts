@@ -139,7 +139,8 @@ export function createRenderer(options: RendererOptions = {}): Renderer {
   const parse = (liquid: Liquid, template: string, field: string): Template[] => {
     // Request schemas check sizes first; this covers any other caller (e.g. templates stored before the limit).
     if (template.length > maxTemplateChars) {
-      throw validationError([{ field, code: 'too_big', message: `Templates are at most ${maxTemplateChars} characters` }]);
+      const message = `Templates are at most ${maxTemplateChars} characters`;
+      throw validationError([{ field, code: 'too_big', message }]);
     }
     try {
       return liquid.parse(rewriteTemplate(template));
@@ -153,7 +154,7 @@ export function createRenderer(options: RendererOptions = {}): Renderer {
     const liquid = engine(opts.kind ?? 'html');
     const templates = parse(liquid, template, field);
     return {
-      async render(vars, budget = new RenderBudget(Infinity)) {
+      async render(vars, budget = new RenderBudget(Number.POSITIVE_INFINITY)) {
         const allowedMs = Math.min(timeoutMs, budget.remainingMs);
         if (allowedMs <= 0) throw budgetError(field, budget);
         // `data` exposes the same variables for bracket lookups (`{{data[key]}}`); a custom field
@@ -163,7 +164,8 @@ export function createRenderer(options: RendererOptions = {}): Renderer {
         try {
           // A custom emitter is the only place liquidjs lets us bound the output as it grows;
           // time is bounded by liquidjs' renderLimit, checked before every node it renders.
-          return stringify(await toPromise(liquid.renderer.renderTemplates(templates, ctx, new BoundedEmitter(maxOutputBytes))));
+          const emitter = new BoundedEmitter(maxOutputBytes);
+          return stringify(await toPromise(liquid.renderer.renderTemplates(templates, ctx, emitter)));
         } catch (err) {
           // Stopped by what was left of the request's budget rather than by the per-render limit.
           if (allowedMs < timeoutMs && performance.now() - started >= allowedMs) throw budgetError(field, budget);

@@ -69,9 +69,10 @@ describe('POST /v1/send body', () => {
   test('body has length at least 1 and at most 512 KiB of UTF-8', () => {
     expect(fields({ ...base, body: '' })).toEqual(['body']);
     expect(parseSendRequest({ ...base, body: 'x'.repeat(512 * 1024) }).body).toHaveLength(512 * 1024);
-    expect(errorsOf({ ...base, body: 'x'.repeat(512 * 1024 + 1) })).toEqual([expect.objectContaining({ field: 'body', code: 'too_big' })]);
+    const tooBig = [expect.objectContaining({ field: 'body', code: 'too_big' })];
+    expect(errorsOf({ ...base, body: 'x'.repeat(512 * 1024 + 1) })).toEqual(tooBig);
     // Counted in bytes: 'é' is two.
-    expect(errorsOf({ ...base, body: 'é'.repeat(256 * 1024 + 1) })).toEqual([expect.objectContaining({ field: 'body', code: 'too_big' })]);
+    expect(errorsOf({ ...base, body: 'é'.repeat(256 * 1024 + 1) })).toEqual(tooBig);
   });
 
   test('from may be a string or {name, email}', () => {
@@ -123,17 +124,19 @@ describe('POST /v1/send body', () => {
   });
 
   test('reserved headers cannot be set, whatever their case', () => {
-    const composed = ['From', 'to', 'SUBJECT', 'Reply-To', 'message-id', 'Content-Type', 'MIME-Version', 'DKIM-Signature', 'List-Unsubscribe', 'Bcc'];
-    const platform = ['X-Email-Id', 'x-email-id', 'Precedence', 'Auto-Submitted', 'Content-Disposition', 'Resent-From'];
-    const trace = ['Received', 'Authentication-Results', 'ARC-Seal', 'arc-message-signature', 'Received-SPF', 'Delivered-To', 'Return-Path'];
-    for (const name of [...composed, ...platform, ...trace]) {
+    const composed = ['From', 'to', 'SUBJECT', 'Reply-To', 'message-id', 'Content-Type', 'MIME-Version'];
+    const platform = ['DKIM-Signature', 'List-Unsubscribe', 'Bcc', 'X-Email-Id', 'x-email-id'];
+    const bulk = ['Precedence', 'Auto-Submitted'];
+    const prefixed = ['Content-Disposition', 'Resent-From', 'ARC-Seal', 'arc-message-signature'];
+    const trace = ['Received', 'Authentication-Results', 'Received-SPF', 'Delivered-To', 'Return-Path'];
+    for (const name of [...composed, ...platform, ...bulk, ...prefixed, ...trace]) {
       const [error] = errorsOf({ ...base, headers: { [name]: 'x' } });
       expect(error).toEqual({ field: `headers.${name}`, code: 'reserved_header', message: expect.stringContaining('set by the service') });
     }
   });
 
   test('other headers stay the caller\'s', () => {
-    const headers = { 'X-Mailer': 'app 1.0', 'In-Reply-To': '<a@b.c>', References: '<a@b.c>', 'List-Id': '<news.example.com>' };
+    const headers = { 'X-Mailer': 'app 1.0', 'In-Reply-To': '<a@b.c>', References: '<a@b.c>', 'List-Id': '<n.x>' };
     expect(parseSendRequest({ ...base, headers }).headers).toEqual(headers);
   });
 

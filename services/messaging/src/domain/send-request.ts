@@ -78,10 +78,15 @@ const headersSchema = z.record(z.string(), z.unknown()).superRefine((headers, ct
   for (const [name, value] of entries) {
     // The field path echoes the name: a huge one is shortened there.
     const field = name.length > MAX_HEADER_NAME ? `${name.slice(0, MAX_HEADER_NAME)}...` : name;
-    const issue = (message: string, code: string) => ctx.addIssue({ code: 'custom', path: [field], message, params: { code } });
-    if (name.length > MAX_HEADER_NAME) issue(`Header names must be at most ${MAX_HEADER_NAME} characters`, 'too_big');
-    else if (!HEADER_NAME.test(name)) issue('Header names are printable ASCII without spaces, colons or line breaks', 'invalid_header_name');
-    else if (isReservedHeader(name)) issue(`The ${name} header is set by the service and cannot be overridden`, 'reserved_header');
+    const issue = (message: string, code: string) =>
+      ctx.addIssue({ code: 'custom', path: [field], message, params: { code } });
+    if (name.length > MAX_HEADER_NAME) {
+      issue(`Header names must be at most ${MAX_HEADER_NAME} characters`, 'too_big');
+    } else if (!HEADER_NAME.test(name)) {
+      issue('Header names are printable ASCII without spaces, colons or line breaks', 'invalid_header_name');
+    } else if (isReservedHeader(name)) {
+      issue(`The ${name} header is set by the service and cannot be overridden`, 'reserved_header');
+    }
     if (typeof value !== 'string') issue('Header values must be strings', 'invalid_type');
     else if (LINE_BREAK.test(value)) issue('Header values must not contain line breaks', 'invalid_string');
     else if (value.length > MAX_LINE) issue(`Header values must be at most ${MAX_LINE} characters`, 'too_big');

@@ -4,10 +4,11 @@ import { rewriteOutput, rewriteTemplate } from './template-rewrite.js';
 // The regex rewrite this scanner replaced (quadratic on unclosed `{{`), kept as the oracle of
 // what the rewrite means: the scanner must agree with it on every input.
 function regexRewrite(template: string): string {
-  const outputs = (text: string) => text.replace(/\{\{(-?)([\s\S]*?)(-?)\}\}/g, (whole, open: string, inner: string, close: string) => {
-    const rewritten = rewriteOutput(inner);
-    return rewritten === undefined ? whole : `{{${open} ${rewritten} ${close}}}`;
-  });
+  const outputs = (text: string) =>
+    text.replace(/\{\{(-?)([\s\S]*?)(-?)\}\}/g, (whole, open: string, inner: string, close: string) => {
+      const rewritten = rewriteOutput(inner);
+      return rewritten === undefined ? whole : `{{${open} ${rewritten} ${close}}}`;
+    });
   let out = '';
   let last = 0;
   for (const m of template.matchAll(/\{%-?\s*raw\s*-?%\}[\s\S]*?\{%-?\s*endraw\s*-?%\}/g)) {
@@ -27,9 +28,32 @@ const outcome = (f: () => string) => {
 
 describe('template rewrite', () => {
   test('agrees with the regex rewrite it replaced', () => {
-    const pieces = ['{{', '}}', '{%', '%}', '-', ' ', '\n', 'raw', 'endraw', '??', '|', "'", '"', 'a', 'first name', '.', '[', ']', 'x'];
+    const pieces = [
+      '{{',
+      '}}',
+      '{%',
+      '%}',
+      '-',
+      ' ',
+      '\n',
+      'raw',
+      'endraw',
+      '??',
+      '|',
+      "'",
+      '"',
+      'a',
+      'first name',
+      '.',
+      '[',
+      ']',
+      'x',
+    ];
     const template = fc.array(fc.constantFrom(...pieces), { maxLength: 30 }).map((parts) => parts.join(''));
-    fc.assert(fc.property(template, (t) => outcome(() => rewriteTemplate(t)) === outcome(() => regexRewrite(t))), { numRuns: 3000 });
+    fc.assert(
+      fc.property(template, (t) => outcome(() => rewriteTemplate(t)) === outcome(() => regexRewrite(t))),
+      { numRuns: 3000 },
+    );
   });
 
   test('examples: fallbacks, spaced names, trims, raw blocks', () => {

@@ -71,7 +71,10 @@ function rewriteOutputs(text: string): string {
     const inner = text.slice(innerStart, trimRight ? close - 1 : close);
     const rewritten = rewriteOutput(inner);
     out += text.slice(last, open);
-    out += rewritten === undefined ? text.slice(open, close + 2) : `{{${trimLeft ? '-' : ''} ${rewritten} ${trimRight ? '-' : ''}}}`;
+    out +=
+      rewritten === undefined
+        ? text.slice(open, close + 2)
+        : `{{${trimLeft ? '-' : ''} ${rewritten} ${trimRight ? '-' : ''}}}`;
     last = close + 2;
   }
   return out + text.slice(last);
@@ -82,7 +85,8 @@ export function rewriteOutput(inner: string): string | undefined {
   const [head, ...filters] = splitTopLevel(inner, '|');
   const operands = splitTopLevel(head, '??').map((s) => s.trim());
   if (operands.length === 1 && !needsLookup(operands[0])) return undefined;
-  if (operands.some((o) => o === '')) throw new TemplateRewriteError(`'??' needs a value on both sides in {{${inner}}}`);
+  if (operands.some((o) => o === ''))
+    throw new TemplateRewriteError(`'??' needs a value on both sides in {{${inner}}}`);
   const [value, ...fallbacks] = operands.map(toExpression);
   return [value, ...fallbacks.map((f) => ` ${FALLBACK_FILTER}: ${f} `), ...filters].join('|');
 }
@@ -94,7 +98,10 @@ function needsLookup(operand: string): boolean {
 /** `first name.tier` -> `["first name"]["tier"]`: a root bracket lookup reads keys with spaces. */
 function toExpression(operand: string): string {
   if (!needsLookup(operand)) return operand;
-  return operand.split('.').map((segment) => `[${JSON.stringify(segment.trim())}]`).join('');
+  return operand
+    .split('.')
+    .map((segment) => `[${JSON.stringify(segment.trim())}]`)
+    .join('');
 }
 
 /** Splits on `separator` outside quotes and brackets. */
