@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseTrustProxy } from './trust-proxy.js';
 
 /** The services of the platform, in start order (the gateway last: it calls the others). */
 export const SERVICES = ['identity', 'contacts', 'messaging', 'campaigns', 'segments', 'workflows', 'gateway'] as const;
@@ -70,7 +71,10 @@ const schema = z.object({
   RPC_TIMEOUT_MS: positiveInt.default(30000),
   REDIS_COMMAND_TIMEOUT_MS: positiveInt.default(500),
   SERVICE_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
-  TRUST_PROXY: z.string().optional(),
+  TRUST_PROXY: z
+    .string()
+    .refine((v) => parseTrustProxy(v) !== null, 'expected a hop count or a comma list of addresses, CIDRs, loopback...')
+    .optional(),
 });
 
 type Env = z.infer<typeof schema>;

@@ -1,11 +1,12 @@
 import { Router, type RequestHandler } from 'express';
+import { accountEmailKey } from '@svc/lib/account-email';
 import { AppError } from '@svc/lib/errors';
 import type { RateLimiter } from '@svc/lib/rate-limit';
 import type { Client } from '@connectrpc/connect';
 import type { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import type { Authenticator } from '../http/auth.js';
 import { objectBody, stringField } from '../http/body.js';
-import { memberJson, projectJson, roleValue, userJson } from './identity-json.js';
+import { invitationJson, memberJson, projectJson, roleValue, userJson } from './identity-json.js';
 
 const LOGIN_ATTEMPTS_PER_MINUTE = 10;
 
@@ -14,9 +15,10 @@ export function identityRouter(identity: Client<typeof IdentityService>, auth: A
   const r = Router();
   const session = auth.session();
 
-  // Password guessing: a few attempts per minute for one address from one client.
+  // Password guessing: a few attempts per minute for one account from one client. The email is keyed
+  // the way identity compares it, so `A@x.com ` and `a@x.com` share one budget.
   const loginThrottle: RequestHandler = async (req, _res, next) => {
-    const email = String(objectBody(req.body).email ?? '').toLowerCase();
+    const email = accountEmailKey(String(objectBody(req.body).email ?? ''));
     const d = await limiter.hit(`login:${req.ip}:${email}`, LOGIN_ATTEMPTS_PER_MINUTE, 60_000);
     if (!d.allowed) {
       throw new AppError({ code: 'RATE_LIMIT_EXCEEDED', status: 429, message: 'Too many login attempts; try again later', details: { retryAfter: d.retryAfter } });
@@ -82,15 +84,41 @@ export function identityRouter(identity: Client<typeof IdentityService>, auth: A
     res.json((await identity.listMembers({ userId: req.userId, projectId: String(req.params.id) })).members.map(memberJson));
   });
 
+  // Inviting, not adding: the invited user becomes a member only by accepting.
   r.post('/projects/:id/members', session, async (req, res) => {
     const body = objectBody(req.body);
-    const out = await identity.addMember({
+    const out = await identity.inviteMember({
       userId: req.userId,
       projectId: String(req.params.id),
       email: stringField(body, 'email') ?? '',
       role: roleValue(body.role ?? 'member'),
     });
-    res.status(201).json(memberJson(out.member!));
+    res.status(201).json(invitationJson(out.invitation!));
+  });
+
+  r.get('/projects/:id/invitations', session, async (req, res) => {
+    const out = await identity.listInvitations({ userId: req.userId, projectId: String(req.params.id) });
+    res.json(out.invitations.map(invitationJson));
+  });
+
+  r.delete('/projects/:id/invitations/:invitationId', session, async (req, res) => {
+    const ids = { projectId: String(req.params.id), invitationId: String(req.params.invitationId) };
+    await identity.revokeInvitation({ userId: req.userId, ...ids });
+    res.status(204).end();
+  });
+
+  r.get('/users/@me/invitations', session, async (req, res) => {
+    res.json((await identity.listMyInvitations({ userId: req.userId })).invitations.map(invitationJson));
+  });
+
+  r.post('/users/@me/invitations/:invitationId/accept', session, async (req, res) => {
+    const out = await identity.acceptInvitation({ userId: req.userId, invitationId: String(req.params.invitationId) });
+    res.json(invitationJson(out.invitation!));
+  });
+
+  r.post('/users/@me/invitations/:invitationId/decline', session, async (req, res) => {
+    const out = await identity.declineInvitation({ userId: req.userId, invitationId: String(req.params.invitationId) });
+    res.json(invitationJson(out.invitation!));
   });
 
   r.patch('/projects/:id/members/:userId', session, async (req, res) => {
