@@ -4,6 +4,8 @@ import type { ConnectRouter } from '@connectrpc/connect';
 import { validationError } from '@svc/lib/errors';
 import {
   IdentityService,
+  InvitationSchema,
+  InvitationStatus,
   KeyType,
   MemberSchema,
   ProjectSchema,
@@ -11,12 +13,22 @@ import {
   UserSchema,
 } from '@svc/proto/svc/identity/v1/identity_pb';
 import type { Identity, ProjectView } from './domain/identity.js';
+import type { Invitations } from './domain/invitations.js';
 import type { Role } from './domain/roles.js';
 import type { MemberRow, UserRow } from './store/identity-store.js';
+import type { InvitationRow, InvitationStatus as Status } from './store/invitations-store.js';
 
 const ROLE_TO_PROTO: Record<Role, ProtoRole> = { owner: ProtoRole.OWNER, admin: ProtoRole.ADMIN, member: ProtoRole.MEMBER };
 
-function roleFromProto(role: ProtoRole, field = 'role'): Role {
+const STATUS_TO_PROTO: Record<Status, InvitationStatus> = {
+  pending: InvitationStatus.PENDING,
+  accepted: InvitationStatus.ACCEPTED,
+  declined: InvitationStatus.DECLINED,
+  revoked: InvitationStatus.REVOKED,
+  expired: InvitationStatus.EXPIRED,
+};
+
+function roleFromProto(role: ProtoRole, field = 'role'): Exclude<Role, 'owner'> {
   const found = (Object.keys(ROLE_TO_PROTO) as Role[]).find((r) => ROLE_TO_PROTO[r] === role);
   if (!found || found === 'owner') {
     throw validationError([{ field, message: 'Role must be admin or member', code: 'invalid_enum_value' }]);
@@ -44,7 +56,21 @@ const project = (p: ProjectView) =>
 const member = (m: MemberRow) =>
   create(MemberSchema, { userId: m.user_id, email: m.email, role: ROLE_TO_PROTO[m.role], createdAt: timestampFromDate(m.created_at) });
 
-export function identityRoutes(identity: Identity) {
+const invitation = (i: InvitationRow) =>
+  create(InvitationSchema, {
+    id: i.id,
+    projectId: i.project_id,
+    projectName: i.project_name,
+    email: i.email,
+    role: ROLE_TO_PROTO[i.role],
+    invitedByUserId: i.invited_by ?? '',
+    invitedByEmail: i.invited_by_email ?? '',
+    status: STATUS_TO_PROTO[i.status],
+    createdAt: timestampFromDate(i.created_at),
+    expiresAt: timestampFromDate(i.expires_at),
+  });
+
+export function identityRoutes(identity: Identity, invitations: Invitations) {
   return (router: ConnectRouter) =>
     router.service(IdentityService, {
       async signUp(req) {
@@ -95,8 +121,9 @@ export function identityRoutes(identity: Identity) {
       async listMembers(req) {
         return { members: (await identity.members(req.userId, req.projectId)).map(member) };
       },
-      async addMember(req) {
-        return { member: member(await identity.addMember(req.userId, req.projectId, req.email, roleFromProto(req.role))) };
+      async inviteMember(req) {
+        const role = roleFromProto(req.role);
+        return { invitation: invitation(await invitations.invite(req.userId, req.projectId, req.email, role)) };
       },
       async updateMember(req) {
         return {
@@ -106,6 +133,22 @@ export function identityRoutes(identity: Identity) {
       async removeMember(req) {
         await identity.removeMember(req.userId, req.projectId, req.memberUserId);
         return {};
+      },
+      async listInvitations(req) {
+        return { invitations: (await invitations.forProject(req.userId, req.projectId)).map(invitation) };
+      },
+      async revokeInvitation(req) {
+        await invitations.revoke(req.userId, req.projectId, req.invitationId);
+        return {};
+      },
+      async listMyInvitations(req) {
+        return { invitations: (await invitations.mine(req.userId)).map(invitation) };
+      },
+      async acceptInvitation(req) {
+        return { invitation: invitation(await invitations.accept(req.userId, req.invitationId)) };
+      },
+      async declineInvitation(req) {
+        return { invitation: invitation(await invitations.decline(req.userId, req.invitationId)) };
       },
       async getOAuthConfig() {
         // No OAuth provider is configurable yet: the list is empty, as the spine issue asks.

@@ -1,5 +1,12 @@
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
-import { Role, type Member, type Project, type User } from '@svc/proto/svc/identity/v1/identity_pb';
+import {
+  InvitationStatus,
+  Role,
+  type Invitation,
+  type Member,
+  type Project,
+  type User,
+} from '@svc/proto/svc/identity/v1/identity_pb';
 
 export const iso = (t?: Timestamp) => (t ? timestampDate(t).toISOString() : null);
 
@@ -29,3 +36,24 @@ export const projectJson = (p: Project) => ({
 });
 
 export const memberJson = (m: Member) => ({ userId: m.userId, email: m.email, role: roleName(m.role), createdAt: iso(m.createdAt) });
+
+const STATUS_NAMES: Record<number, string> = {
+  [InvitationStatus.PENDING]: 'pending',
+  [InvitationStatus.ACCEPTED]: 'accepted',
+  [InvitationStatus.DECLINED]: 'declined',
+  [InvitationStatus.REVOKED]: 'revoked',
+  [InvitationStatus.EXPIRED]: 'expired',
+};
+
+/** `invitedBy` is null once the inviting account is deleted. */
+export const invitationJson = (i: Invitation) => ({
+  id: i.id,
+  projectId: i.projectId,
+  projectName: i.projectName,
+  email: i.email,
+  role: roleName(i.role),
+  invitedBy: i.invitedByUserId ? { userId: i.invitedByUserId, email: i.invitedByEmail } : null,
+  status: STATUS_NAMES[i.status] ?? null,
+  createdAt: iso(i.createdAt),
+  expiresAt: iso(i.expiresAt),
+});

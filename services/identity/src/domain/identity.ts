@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { accountEmailKey, tidyAccountEmail } from '@svc/lib/account-email';
 import { withTransaction } from '@svc/lib/db';
-import { conflict, forbidden, notFound, unauthorized, validationError } from '@svc/lib/errors';
+import { conflict, forbidden, notFound, unauthorized } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
 import { enqueue } from '@svc/lib/outbox';
 import { parseOrThrow } from '@svc/lib/zod-errors';
@@ -12,8 +13,11 @@ import { canChangeMember, canDeleteProject, canManageProject, type Role } from '
 
 const SESSION_TTL_SECONDS = 30 * 24 * 3600;
 
+/** An account email as stored: tidied the one way the login throttle also keys it (lib/account-email). */
+export const accountEmailSchema = z.string().transform(tidyAccountEmail).pipe(z.string().email().max(254));
+
 const credentialsSchema = z.object({
-  email: z.string().trim().email().max(254),
+  email: accountEmailSchema,
   password: z.string().min(8, 'Password must be at least 8 characters').max(200),
 });
 const projectNameSchema = z.string().trim().min(1).max(100);
@@ -64,7 +68,7 @@ export class Identity {
     const invalid = unauthorized('INVALID_CREDENTIALS', 'Invalid email or password');
     const parsed = credentialsSchema.safeParse(input);
     if (!parsed.success) throw invalid;
-    const user = await this.store.userByEmail(parsed.data.email);
+    const user = await this.store.userByEmail(accountEmailKey(parsed.data.email));
     if (!user || !(await verifyPassword(parsed.data.password, user.password_hash))) throw invalid;
     const token = generateSessionToken();
     await this.store.insertSession(this.store.pool, token.hash, user.id, SESSION_TTL_SECONDS);
@@ -146,18 +150,6 @@ export class Identity {
   async members(userId: string, projectId: string): Promise<MemberRow[]> {
     await this.project(userId, projectId);
     return this.store.members(projectId);
-  }
-
-  /** Adds an existing user by email; people without an account sign up first. */
-  async addMember(userId: string, projectId: string, email: string, role: Role): Promise<MemberRow> {
-    const project = await this.project(userId, projectId);
-    const parsed = z.string().trim().email().safeParse(email);
-    if (!parsed.success) throw validationError([{ field: 'email', message: 'Invalid email', code: 'invalid_string', received: email }]);
-    if (!canChangeMember(project.role!, 'member', role)) throw forbidden('Not allowed to add a member with this role', 'PROJECT_ACCESS_DENIED');
-    const user = await this.store.userByEmail(parsed.data);
-    if (!user) throw notFound('User', parsed.data, 'USER_NOT_FOUND');
-    if (!(await this.store.insertMember(projectId, user.id, role))) throw conflict('This user is already a member of the project');
-    return (await this.store.member(projectId, user.id))!;
   }
 
   async updateMember(userId: string, projectId: string, memberId: string, role: Role): Promise<MemberRow> {

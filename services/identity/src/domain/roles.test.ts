@@ -13,9 +13,17 @@ describe('member roles', () => {
     expect(canChangeMember('owner', 'owner')).toBe(false);
     expect(canChangeMember('owner', 'member', 'owner')).toBe(false);
   });
-  test('admins manage members but cannot demote other admins', () => {
-    expect(canChangeMember('admin', 'member', 'admin')).toBe(true);
+  test('admins manage members only: no inviting or promoting admins, no demoting or removing one', () => {
+    expect(canChangeMember('admin', 'member', 'member')).toBe(true);
+    expect(canChangeMember('admin', 'member')).toBe(true);
+    expect(canChangeMember('admin', 'member', 'admin')).toBe(false);
     expect(canChangeMember('admin', 'admin', 'member')).toBe(false);
+    expect(canChangeMember('admin', 'admin')).toBe(false);
     expect(canChangeMember('member', 'member')).toBe(false);
+  });
+  test('the owner manages admins and members', () => {
+    expect(canChangeMember('owner', 'member', 'admin')).toBe(true);
+    expect(canChangeMember('owner', 'admin', 'member')).toBe(true);
+    expect(canChangeMember('owner', 'admin')).toBe(true);
   });
 });

@@ -9,11 +9,13 @@ export const canManageProject = (role: Role) => RANK[role] >= RANK.admin;
 export const canDeleteProject = (role: Role) => role === 'owner';
 
 /**
- * Owners and admins manage members, but nobody hands out or takes away more than they
- * hold, and the owner is never demoted or removed (a project always has one).
+ * Who may invite, change or remove whom. The owner manages admins and members; admins manage
+ * members only: they cannot invite or promote admins, nor change or remove another admin (removing
+ * and re-inviting would otherwise demote one). The owner is never changed or removed, and nobody
+ * becomes a second owner.
  */
 export function canChangeMember(actor: Role, target: Role, newRole?: Role): boolean {
   if (!canManageProject(actor) || target === 'owner' || newRole === 'owner') return false;
-  if (actor === 'admin' && target === 'admin' && newRole !== undefined) return false;
-  return newRole === undefined || RANK[newRole] <= RANK[actor];
+  if (actor === 'owner') return true;
+  return target === 'member' && (newRole === undefined || newRole === 'member');
 }

@@ -48,8 +48,9 @@ export class IdentityStore {
     return rows[0] ?? null;
   }
 
-  async userByEmail(email: string): Promise<UserRow | null> {
-    const { rows } = await this.pool.query<UserRow>('SELECT * FROM users WHERE lower(email) = lower($1)', [email]);
+  /** `emailKey` is accountEmailKey(email): the lower-case form the unique index holds. */
+  async userByEmail(emailKey: string): Promise<UserRow | null> {
+    const { rows } = await this.pool.query<UserRow>('SELECT * FROM users WHERE lower(email) = $1', [emailKey]);
     return rows[0] ?? null;
   }
 
@@ -149,8 +150,8 @@ export class IdentityStore {
     return rows[0] ?? null;
   }
 
-  async insertMember(projectId: string, userId: string, role: Role): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
+  async insertMember(db: Queryable, projectId: string, userId: string, role: Role): Promise<boolean> {
+    const { rowCount } = await db.query(
       `INSERT INTO members (project_id, user_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
       [projectId, userId, role],
     );

@@ -43,4 +43,25 @@ export const migrations: Migration[] = [
       CREATE INDEX members_user ON members (user_id);
     `,
   },
+  {
+    // A pending invitation stays 'pending' past expires_at (read as expired) until it is closed; the
+    // partial unique index allows one open invitation per project and user.
+    id: '002_invitations',
+    sql: `
+      CREATE TABLE invitations (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL REFERENCES projects ON DELETE CASCADE,
+        user_id uuid NOT NULL REFERENCES users ON DELETE CASCADE,
+        role text NOT NULL CHECK (role IN ('admin', 'member')),
+        invited_by uuid REFERENCES users ON DELETE SET NULL,
+        status text NOT NULL DEFAULT 'pending'
+          CHECK (status IN ('pending', 'accepted', 'declined', 'revoked', 'expired')),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL,
+        closed_at timestamptz
+      );
+      CREATE UNIQUE INDEX invitations_open ON invitations (project_id, user_id) WHERE status = 'pending';
+      CREATE INDEX invitations_user ON invitations (user_id) WHERE status = 'pending';
+    `,
+  },
 ];

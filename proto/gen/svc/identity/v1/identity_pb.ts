@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file svc/identity/v1/identity.proto.
  */
 export const file_svc_identity_v1_identity: GenFile = /*@__PURE__*/
-  fileDesc("Ch5zdmMvaWRlbnRpdHkvdjEvaWRlbnRpdHkucHJvdG8SD3N2Yy5pZGVudGl0eS52MSJpCgRVc2VyEgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhYKDmVtYWlsX3ZlcmlmaWVkGAMgASgIEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpgCCgdQcm9qZWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKcHVibGljX2tleRgDIAEoCRISCgpzZWNyZXRfa2V5GAQgASgJEhkKEXB1YmxpY19rZXlfcHJlZml4GAUgASgJEhkKEXNlY3JldF9rZXlfcHJlZml4GAYgASgJEhAKCGRpc2FibGVkGAcgASgIEiMKBHJvbGUYCCABKA4yFS5zdmMuaWRlbnRpdHkudjEuUm9sZRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ9CgZNZW1iZXISDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIjCgRyb2xlGAMgASgOMhUuc3ZjLmlkZW50aXR5LnYxLlJvbGUSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMAoNU2lnblVwUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIQCghwYXNzd29yZBgCIAEoCSJMCg5TaWduVXBSZXNwb25zZRIjCgR1c2VyGAEgASgLMhUuc3ZjLmlkZW50aXR5LnYxLlVzZXISFQoNc2Vzc2lvbl90b2tlbhgCIAEoCSIvCgxMb2dpblJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiSwoNTG9naW5SZXNwb25zZRIjCgR1c2VyGAEgASgLMhUuc3ZjLmlkZW50aXR5LnYxLlVzZXISFQoNc2Vzc2lvbl90b2tlbhgCIAEoCSImCg1Mb2dvdXRSZXF1ZXN0EhUKDXNlc3Npb25fdG9rZW4YASABKAkiEAoOTG9nb3V0UmVzcG9uc2UiKgoRR2V0U2Vzc2lvblJlcXVlc3QSFQoNc2Vzc2lvbl90b2tlbhgBIAEoCSI5ChJHZXRTZXNzaW9uUmVzcG9uc2USIwoEdXNlchgBIAEoCzIVLnN2Yy5pZGVudGl0eS52MS5Vc2VyIiEKDkdldFVzZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkiNgoPR2V0VXNlclJlc3BvbnNlEiMKBHVzZXIYASABKAsyFS5zdmMuaWRlbnRpdHkudjEuVXNlciImChNMaXN0UHJvamVjdHNSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkiQgoUTGlzdFByb2plY3RzUmVzcG9uc2USKgoIcHJvamVjdHMYASADKAsyGC5zdmMuaWRlbnRpdHkudjEuUHJvamVjdCI1ChRDcmVhdGVQcm9qZWN0UmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEgwKBG5hbWUYAiABKAkiQgoVQ3JlYXRlUHJvamVjdFJlc3BvbnNlEikKB3Byb2plY3QYASABKAsyGC5zdmMuaWRlbnRpdHkudjEuUHJvamVjdCI4ChFHZXRQcm9qZWN0UmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiPwoSR2V0UHJvamVjdFJlc3BvbnNlEikKB3Byb2plY3QYASABKAsyGC5zdmMuaWRlbnRpdHkudjEuUHJvamVjdCJXChRVcGRhdGVQcm9qZWN0UmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBQgcKBV9uYW1lIkIKFVVwZGF0ZVByb2plY3RSZXNwb25zZRIpCgdwcm9qZWN0GAEgASgLMhguc3ZjLmlkZW50aXR5LnYxLlByb2plY3QiOwoURGVsZXRlUHJvamVjdFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIhcKFURlbGV0ZVByb2plY3RSZXNwb25zZSI8ChVSZWdlbmVyYXRlS2V5c1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIkMKFlJlZ2VuZXJhdGVLZXlzUmVzcG9uc2USKQoHcHJvamVjdBgBIAEoCzIYLnN2Yy5pZGVudGl0eS52MS5Qcm9qZWN0IiIKE1ZlcmlmeUFwaUtleVJlcXVlc3QSCwoDa2V5GAEgASgJInAKFFZlcmlmeUFwaUtleVJlc3BvbnNlEhIKCnByb2plY3RfaWQYASABKAkSKgoIa2V5X3R5cGUYAiABKA4yGC5zdmMuaWRlbnRpdHkudjEuS2V5VHlwZRIYChBwcm9qZWN0X2Rpc2FibGVkGAMgASgIIjkKEkxpc3RNZW1iZXJzUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiPwoTTGlzdE1lbWJlcnNSZXNwb25zZRIoCgdtZW1iZXJzGAEgAygLMhcuc3ZjLmlkZW50aXR5LnYxLk1lbWJlciJrChBBZGRNZW1iZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRINCgVlbWFpbBgDIAEoCRIjCgRyb2xlGAQgASgOMhUuc3ZjLmlkZW50aXR5LnYxLlJvbGUiPAoRQWRkTWVtYmVyUmVzcG9uc2USJwoGbWVtYmVyGAEgASgLMhcuc3ZjLmlkZW50aXR5LnYxLk1lbWJlciJ3ChNVcGRhdGVNZW1iZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5tZW1iZXJfdXNlcl9pZBgDIAEoCRIjCgRyb2xlGAQgASgOMhUuc3ZjLmlkZW50aXR5LnYxLlJvbGUiPwoUVXBkYXRlTWVtYmVyUmVzcG9uc2USJwoGbWVtYmVyGAEgASgLMhcuc3ZjLmlkZW50aXR5LnYxLk1lbWJlciJSChNSZW1vdmVNZW1iZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5tZW1iZXJfdXNlcl9pZBgDIAEoCSIWChRSZW1vdmVNZW1iZXJSZXNwb25zZSIXChVHZXRPQXV0aENvbmZpZ1JlcXVlc3QiKQoNT0F1dGhQcm92aWRlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJIksKFkdldE9BdXRoQ29uZmlnUmVzcG9uc2USMQoJcHJvdmlkZXJzGAEgAygLMh4uc3ZjLmlkZW50aXR5LnYxLk9BdXRoUHJvdmlkZXIqTQoHS2V5VHlwZRIYChRLRVlfVFlQRV9VTlNQRUNJRklFRBAAEhMKD0tFWV9UWVBFX1NFQ1JFVBABEhMKD0tFWV9UWVBFX1BVQkxJQxACKk0KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg4KClJPTEVfT1dORVIQARIOCgpST0xFX0FETUlOEAISDwoLUk9MRV9NRU1CRVIQAzLzCwoPSWRlbnRpdHlTZXJ2aWNlEkkKBlNpZ25VcBIeLnN2Yy5pZGVudGl0eS52MS5TaWduVXBSZXF1ZXN0Gh8uc3ZjLmlkZW50aXR5LnYxLlNpZ25VcFJlc3BvbnNlEkYKBUxvZ2luEh0uc3ZjLmlkZW50aXR5LnYxLkxvZ2luUmVxdWVzdBoeLnN2Yy5pZGVudGl0eS52MS5Mb2dpblJlc3BvbnNlEkkKBkxvZ291dBIeLnN2Yy5pZGVudGl0eS52MS5Mb2dvdXRSZXF1ZXN0Gh8uc3ZjLmlkZW50aXR5LnYxLkxvZ291dFJlc3BvbnNlElUKCkdldFNlc3Npb24SIi5zdmMuaWRlbnRpdHkudjEuR2V0U2Vzc2lvblJlcXVlc3QaIy5zdmMuaWRlbnRpdHkudjEuR2V0U2Vzc2lvblJlc3BvbnNlEkwKB0dldFVzZXISHy5zdmMuaWRlbnRpdHkudjEuR2V0VXNlclJlcXVlc3QaIC5zdmMuaWRlbnRpdHkudjEuR2V0VXNlclJlc3BvbnNlElsKDExpc3RQcm9qZWN0cxIkLnN2Yy5pZGVudGl0eS52MS5MaXN0UHJvamVjdHNSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlEl4KDUNyZWF0ZVByb2plY3QSJS5zdmMuaWRlbnRpdHkudjEuQ3JlYXRlUHJvamVjdFJlcXVlc3QaJi5zdmMuaWRlbnRpdHkudjEuQ3JlYXRlUHJvamVjdFJlc3BvbnNlElUKCkdldFByb2plY3QSIi5zdmMuaWRlbnRpdHkudjEuR2V0UHJvamVjdFJlcXVlc3QaIy5zdmMuaWRlbnRpdHkudjEuR2V0UHJvamVjdFJlc3BvbnNlEl4KDVVwZGF0ZVByb2plY3QSJS5zdmMuaWRlbnRpdHkudjEuVXBkYXRlUHJvamVjdFJlcXVlc3QaJi5zdmMuaWRlbnRpdHkudjEuVXBkYXRlUHJvamVjdFJlc3BvbnNlEl4KDURlbGV0ZVByb2plY3QSJS5zdmMuaWRlbnRpdHkudjEuRGVsZXRlUHJvamVjdFJlcXVlc3QaJi5zdmMuaWRlbnRpdHkudjEuRGVsZXRlUHJvamVjdFJlc3BvbnNlEmEKDlJlZ2VuZXJhdGVLZXlzEiYuc3ZjLmlkZW50aXR5LnYxLlJlZ2VuZXJhdGVLZXlzUmVxdWVzdBonLnN2Yy5pZGVudGl0eS52MS5SZWdlbmVyYXRlS2V5c1Jlc3BvbnNlElsKDFZlcmlmeUFwaUtleRIkLnN2Yy5pZGVudGl0eS52MS5WZXJpZnlBcGlLZXlSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLlZlcmlmeUFwaUtleVJlc3BvbnNlElgKC0xpc3RNZW1iZXJzEiMuc3ZjLmlkZW50aXR5LnYxLkxpc3RNZW1iZXJzUmVxdWVzdBokLnN2Yy5pZGVudGl0eS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlElIKCUFkZE1lbWJlchIhLnN2Yy5pZGVudGl0eS52MS5BZGRNZW1iZXJSZXF1ZXN0GiIuc3ZjLmlkZW50aXR5LnYxLkFkZE1lbWJlclJlc3BvbnNlElsKDFVwZGF0ZU1lbWJlchIkLnN2Yy5pZGVudGl0eS52MS5VcGRhdGVNZW1iZXJSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLlVwZGF0ZU1lbWJlclJlc3BvbnNlElsKDFJlbW92ZU1lbWJlchIkLnN2Yy5pZGVudGl0eS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEmEKDkdldE9BdXRoQ29uZmlnEiYuc3ZjLmlkZW50aXR5LnYxLkdldE9BdXRoQ29uZmlnUmVxdWVzdBonLnN2Yy5pZGVudGl0eS52MS5HZXRPQXV0aENvbmZpZ1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("Ch5zdmMvaWRlbnRpdHkvdjEvaWRlbnRpdHkucHJvdG8SD3N2Yy5pZGVudGl0eS52MSJpCgRVc2VyEgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhYKDmVtYWlsX3ZlcmlmaWVkGAMgASgIEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpgCCgdQcm9qZWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKcHVibGljX2tleRgDIAEoCRISCgpzZWNyZXRfa2V5GAQgASgJEhkKEXB1YmxpY19rZXlfcHJlZml4GAUgASgJEhkKEXNlY3JldF9rZXlfcHJlZml4GAYgASgJEhAKCGRpc2FibGVkGAcgASgIEiMKBHJvbGUYCCABKA4yFS5zdmMuaWRlbnRpdHkudjEuUm9sZRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ9CgZNZW1iZXISDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIjCgRyb2xlGAMgASgOMhUuc3ZjLmlkZW50aXR5LnYxLlJvbGUSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAivwIKCkludml0YXRpb24SCgoCaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIUCgxwcm9qZWN0X25hbWUYAyABKAkSDQoFZW1haWwYBCABKAkSIwoEcm9sZRgFIAEoDjIVLnN2Yy5pZGVudGl0eS52MS5Sb2xlEhoKEmludml0ZWRfYnlfdXNlcl9pZBgGIAEoCRIYChBpbnZpdGVkX2J5X2VtYWlsGAcgASgJEjEKBnN0YXR1cxgIIAEoDjIhLnN2Yy5pZGVudGl0eS52MS5JbnZpdGF0aW9uU3RhdHVzEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjAKDVNpZ25VcFJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiTAoOU2lnblVwUmVzcG9uc2USIwoEdXNlchgBIAEoCzIVLnN2Yy5pZGVudGl0eS52MS5Vc2VyEhUKDXNlc3Npb25fdG9rZW4YAiABKAkiLwoMTG9naW5SZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJIksKDUxvZ2luUmVzcG9uc2USIwoEdXNlchgBIAEoCzIVLnN2Yy5pZGVudGl0eS52MS5Vc2VyEhUKDXNlc3Npb25fdG9rZW4YAiABKAkiJgoNTG9nb3V0UmVxdWVzdBIVCg1zZXNzaW9uX3Rva2VuGAEgASgJIhAKDkxvZ291dFJlc3BvbnNlIioKEUdldFNlc3Npb25SZXF1ZXN0EhUKDXNlc3Npb25fdG9rZW4YASABKAkiOQoSR2V0U2Vzc2lvblJlc3BvbnNlEiMKBHVzZXIYASABKAsyFS5zdmMuaWRlbnRpdHkudjEuVXNlciIhCg5HZXRVc2VyUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIjYKD0dldFVzZXJSZXNwb25zZRIjCgR1c2VyGAEgASgLMhUuc3ZjLmlkZW50aXR5LnYxLlVzZXIiJgoTTGlzdFByb2plY3RzUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIkIKFExpc3RQcm9qZWN0c1Jlc3BvbnNlEioKCHByb2plY3RzGAEgAygLMhguc3ZjLmlkZW50aXR5LnYxLlByb2plY3QiNQoUQ3JlYXRlUHJvamVjdFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIkIKFUNyZWF0ZVByb2plY3RSZXNwb25zZRIpCgdwcm9qZWN0GAEgASgLMhguc3ZjLmlkZW50aXR5LnYxLlByb2plY3QiOAoRR2V0UHJvamVjdFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIj8KEkdldFByb2plY3RSZXNwb25zZRIpCgdwcm9qZWN0GAEgASgLMhguc3ZjLmlkZW50aXR5LnYxLlByb2plY3QiVwoUVXBkYXRlUHJvamVjdFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBAUIHCgVfbmFtZSJCChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USKQoHcHJvamVjdBgBIAEoCzIYLnN2Yy5pZGVudGl0eS52MS5Qcm9qZWN0IjsKFERlbGV0ZVByb2plY3RSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSIXChVEZWxldGVQcm9qZWN0UmVzcG9uc2UiPAoVUmVnZW5lcmF0ZUtleXNSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSJDChZSZWdlbmVyYXRlS2V5c1Jlc3BvbnNlEikKB3Byb2plY3QYASABKAsyGC5zdmMuaWRlbnRpdHkudjEuUHJvamVjdCIiChNWZXJpZnlBcGlLZXlSZXF1ZXN0EgsKA2tleRgBIAEoCSJwChRWZXJpZnlBcGlLZXlSZXNwb25zZRISCgpwcm9qZWN0X2lkGAEgASgJEioKCGtleV90eXBlGAIgASgOMhguc3ZjLmlkZW50aXR5LnYxLktleVR5cGUSGAoQcHJvamVjdF9kaXNhYmxlZBgDIAEoCCI5ChJMaXN0TWVtYmVyc1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIj8KE0xpc3RNZW1iZXJzUmVzcG9uc2USKAoHbWVtYmVycxgBIAMoCzIXLnN2Yy5pZGVudGl0eS52MS5NZW1iZXIibgoTSW52aXRlTWVtYmVyUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDQoFZW1haWwYAyABKAkSIwoEcm9sZRgEIAEoDjIVLnN2Yy5pZGVudGl0eS52MS5Sb2xlIkcKFEludml0ZU1lbWJlclJlc3BvbnNlEi8KCmludml0YXRpb24YASABKAsyGy5zdmMuaWRlbnRpdHkudjEuSW52aXRhdGlvbiJ3ChNVcGRhdGVNZW1iZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5tZW1iZXJfdXNlcl9pZBgDIAEoCRIjCgRyb2xlGAQgASgOMhUuc3ZjLmlkZW50aXR5LnYxLlJvbGUiPwoUVXBkYXRlTWVtYmVyUmVzcG9uc2USJwoGbWVtYmVyGAEgASgLMhcuc3ZjLmlkZW50aXR5LnYxLk1lbWJlciJSChNSZW1vdmVNZW1iZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5tZW1iZXJfdXNlcl9pZBgDIAEoCSIWChRSZW1vdmVNZW1iZXJSZXNwb25zZSI9ChZMaXN0SW52aXRhdGlvbnNSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSJLChdMaXN0SW52aXRhdGlvbnNSZXNwb25zZRIwCgtpbnZpdGF0aW9ucxgBIAMoCzIbLnN2Yy5pZGVudGl0eS52MS5JbnZpdGF0aW9uIlUKF1Jldm9rZUludml0YXRpb25SZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCg1pbnZpdGF0aW9uX2lkGAMgASgJIhoKGFJldm9rZUludml0YXRpb25SZXNwb25zZSIrChhMaXN0TXlJbnZpdGF0aW9uc1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCSJNChlMaXN0TXlJbnZpdGF0aW9uc1Jlc3BvbnNlEjAKC2ludml0YXRpb25zGAEgAygLMhsuc3ZjLmlkZW50aXR5LnYxLkludml0YXRpb24iQQoXQWNjZXB0SW52aXRhdGlvblJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIVCg1pbnZpdGF0aW9uX2lkGAIgASgJIksKGEFjY2VwdEludml0YXRpb25SZXNwb25zZRIvCgppbnZpdGF0aW9uGAEgASgLMhsuc3ZjLmlkZW50aXR5LnYxLkludml0YXRpb24iQgoYRGVjbGluZUludml0YXRpb25SZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSFQoNaW52aXRhdGlvbl9pZBgCIAEoCSJMChlEZWNsaW5lSW52aXRhdGlvblJlc3BvbnNlEi8KCmludml0YXRpb24YASABKAsyGy5zdmMuaWRlbnRpdHkudjEuSW52aXRhdGlvbiIXChVHZXRPQXV0aENvbmZpZ1JlcXVlc3QiKQoNT0F1dGhQcm92aWRlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJIksKFkdldE9BdXRoQ29uZmlnUmVzcG9uc2USMQoJcHJvdmlkZXJzGAEgAygLMh4uc3ZjLmlkZW50aXR5LnYxLk9BdXRoUHJvdmlkZXIqTQoHS2V5VHlwZRIYChRLRVlfVFlQRV9VTlNQRUNJRklFRBAAEhMKD0tFWV9UWVBFX1NFQ1JFVBABEhMKD0tFWV9UWVBFX1BVQkxJQxACKk0KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg4KClJPTEVfT1dORVIQARIOCgpST0xFX0FETUlOEAISDwoLUk9MRV9NRU1CRVIQAyrSAQoQSW52aXRhdGlvblN0YXR1cxIhCh1JTlZJVEFUSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEh0KGUlOVklUQVRJT05fU1RBVFVTX1BFTkRJTkcQARIeChpJTlZJVEFUSU9OX1NUQVRVU19BQ0NFUFRFRBACEh4KGklOVklUQVRJT05fU1RBVFVTX0RFQ0xJTkVEEAMSHQoZSU5WSVRBVElPTl9TVEFUVVNfUkVWT0tFRBAEEh0KGUlOVklUQVRJT05fU1RBVFVTX0VYUElSRUQQBTKMEAoPSWRlbnRpdHlTZXJ2aWNlEkkKBlNpZ25VcBIeLnN2Yy5pZGVudGl0eS52MS5TaWduVXBSZXF1ZXN0Gh8uc3ZjLmlkZW50aXR5LnYxLlNpZ25VcFJlc3BvbnNlEkYKBUxvZ2luEh0uc3ZjLmlkZW50aXR5LnYxLkxvZ2luUmVxdWVzdBoeLnN2Yy5pZGVudGl0eS52MS5Mb2dpblJlc3BvbnNlEkkKBkxvZ291dBIeLnN2Yy5pZGVudGl0eS52MS5Mb2dvdXRSZXF1ZXN0Gh8uc3ZjLmlkZW50aXR5LnYxLkxvZ291dFJlc3BvbnNlElUKCkdldFNlc3Npb24SIi5zdmMuaWRlbnRpdHkudjEuR2V0U2Vzc2lvblJlcXVlc3QaIy5zdmMuaWRlbnRpdHkudjEuR2V0U2Vzc2lvblJlc3BvbnNlEkwKB0dldFVzZXISHy5zdmMuaWRlbnRpdHkudjEuR2V0VXNlclJlcXVlc3QaIC5zdmMuaWRlbnRpdHkudjEuR2V0VXNlclJlc3BvbnNlElsKDExpc3RQcm9qZWN0cxIkLnN2Yy5pZGVudGl0eS52MS5MaXN0UHJvamVjdHNSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlEl4KDUNyZWF0ZVByb2plY3QSJS5zdmMuaWRlbnRpdHkudjEuQ3JlYXRlUHJvamVjdFJlcXVlc3QaJi5zdmMuaWRlbnRpdHkudjEuQ3JlYXRlUHJvamVjdFJlc3BvbnNlElUKCkdldFByb2plY3QSIi5zdmMuaWRlbnRpdHkudjEuR2V0UHJvamVjdFJlcXVlc3QaIy5zdmMuaWRlbnRpdHkudjEuR2V0UHJvamVjdFJlc3BvbnNlEl4KDVVwZGF0ZVByb2plY3QSJS5zdmMuaWRlbnRpdHkudjEuVXBkYXRlUHJvamVjdFJlcXVlc3QaJi5zdmMuaWRlbnRpdHkudjEuVXBkYXRlUHJvamVjdFJlc3BvbnNlEl4KDURlbGV0ZVByb2plY3QSJS5zdmMuaWRlbnRpdHkudjEuRGVsZXRlUHJvamVjdFJlcXVlc3QaJi5zdmMuaWRlbnRpdHkudjEuRGVsZXRlUHJvamVjdFJlc3BvbnNlEmEKDlJlZ2VuZXJhdGVLZXlzEiYuc3ZjLmlkZW50aXR5LnYxLlJlZ2VuZXJhdGVLZXlzUmVxdWVzdBonLnN2Yy5pZGVudGl0eS52MS5SZWdlbmVyYXRlS2V5c1Jlc3BvbnNlElsKDFZlcmlmeUFwaUtleRIkLnN2Yy5pZGVudGl0eS52MS5WZXJpZnlBcGlLZXlSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLlZlcmlmeUFwaUtleVJlc3BvbnNlElgKC0xpc3RNZW1iZXJzEiMuc3ZjLmlkZW50aXR5LnYxLkxpc3RNZW1iZXJzUmVxdWVzdBokLnN2Yy5pZGVudGl0eS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlElsKDEludml0ZU1lbWJlchIkLnN2Yy5pZGVudGl0eS52MS5JbnZpdGVNZW1iZXJSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLkludml0ZU1lbWJlclJlc3BvbnNlElsKDFVwZGF0ZU1lbWJlchIkLnN2Yy5pZGVudGl0eS52MS5VcGRhdGVNZW1iZXJSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLlVwZGF0ZU1lbWJlclJlc3BvbnNlElsKDFJlbW92ZU1lbWJlchIkLnN2Yy5pZGVudGl0eS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEmQKD0xpc3RJbnZpdGF0aW9ucxInLnN2Yy5pZGVudGl0eS52MS5MaXN0SW52aXRhdGlvbnNSZXF1ZXN0Giguc3ZjLmlkZW50aXR5LnYxLkxpc3RJbnZpdGF0aW9uc1Jlc3BvbnNlEmcKEFJldm9rZUludml0YXRpb24SKC5zdmMuaWRlbnRpdHkudjEuUmV2b2tlSW52aXRhdGlvblJlcXVlc3QaKS5zdmMuaWRlbnRpdHkudjEuUmV2b2tlSW52aXRhdGlvblJlc3BvbnNlEmoKEUxpc3RNeUludml0YXRpb25zEikuc3ZjLmlkZW50aXR5LnYxLkxpc3RNeUludml0YXRpb25zUmVxdWVzdBoqLnN2Yy5pZGVudGl0eS52MS5MaXN0TXlJbnZpdGF0aW9uc1Jlc3BvbnNlEmcKEEFjY2VwdEludml0YXRpb24SKC5zdmMuaWRlbnRpdHkudjEuQWNjZXB0SW52aXRhdGlvblJlcXVlc3QaKS5zdmMuaWRlbnRpdHkudjEuQWNjZXB0SW52aXRhdGlvblJlc3BvbnNlEmoKEURlY2xpbmVJbnZpdGF0aW9uEikuc3ZjLmlkZW50aXR5LnYxLkRlY2xpbmVJbnZpdGF0aW9uUmVxdWVzdBoqLnN2Yy5pZGVudGl0eS52MS5EZWNsaW5lSW52aXRhdGlvblJlc3BvbnNlEmEKDkdldE9BdXRoQ29uZmlnEiYuc3ZjLmlkZW50aXR5LnYxLkdldE9BdXRoQ29uZmlnUmVxdWVzdBonLnN2Yy5pZGVudGl0eS52MS5HZXRPQXV0aENvbmZpZ1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message svc.identity.v1.User
@@ -143,6 +143,72 @@ export const MemberSchema: GenMessage<Member> = /*@__PURE__*/
   messageDesc(file_svc_identity_v1_identity, 2);
 
 /**
+ * @generated from message svc.identity.v1.Invitation
+ */
+export type Invitation = Message<"svc.identity.v1.Invitation"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string project_name = 3;
+   */
+  projectName: string;
+
+  /**
+   * The invited account's email.
+   *
+   * @generated from field: string email = 4;
+   */
+  email: string;
+
+  /**
+   * @generated from field: svc.identity.v1.Role role = 5;
+   */
+  role: Role;
+
+  /**
+   * Empty when the inviting account has since been deleted.
+   *
+   * @generated from field: string invited_by_user_id = 6;
+   */
+  invitedByUserId: string;
+
+  /**
+   * @generated from field: string invited_by_email = 7;
+   */
+  invitedByEmail: string;
+
+  /**
+   * @generated from field: svc.identity.v1.InvitationStatus status = 8;
+   */
+  status: InvitationStatus;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 9;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 10;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message svc.identity.v1.Invitation.
+ * Use `create(InvitationSchema)` to create a new message.
+ */
+export const InvitationSchema: GenMessage<Invitation> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 3);
+
+/**
  * @generated from message svc.identity.v1.SignUpRequest
  */
 export type SignUpRequest = Message<"svc.identity.v1.SignUpRequest"> & {
@@ -162,7 +228,7 @@ export type SignUpRequest = Message<"svc.identity.v1.SignUpRequest"> & {
  * Use `create(SignUpRequestSchema)` to create a new message.
  */
 export const SignUpRequestSchema: GenMessage<SignUpRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 3);
+  messageDesc(file_svc_identity_v1_identity, 4);
 
 /**
  * @generated from message svc.identity.v1.SignUpResponse
@@ -184,7 +250,7 @@ export type SignUpResponse = Message<"svc.identity.v1.SignUpResponse"> & {
  * Use `create(SignUpResponseSchema)` to create a new message.
  */
 export const SignUpResponseSchema: GenMessage<SignUpResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 4);
+  messageDesc(file_svc_identity_v1_identity, 5);
 
 /**
  * @generated from message svc.identity.v1.LoginRequest
@@ -206,7 +272,7 @@ export type LoginRequest = Message<"svc.identity.v1.LoginRequest"> & {
  * Use `create(LoginRequestSchema)` to create a new message.
  */
 export const LoginRequestSchema: GenMessage<LoginRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 5);
+  messageDesc(file_svc_identity_v1_identity, 6);
 
 /**
  * @generated from message svc.identity.v1.LoginResponse
@@ -228,7 +294,7 @@ export type LoginResponse = Message<"svc.identity.v1.LoginResponse"> & {
  * Use `create(LoginResponseSchema)` to create a new message.
  */
 export const LoginResponseSchema: GenMessage<LoginResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 6);
+  messageDesc(file_svc_identity_v1_identity, 7);
 
 /**
  * @generated from message svc.identity.v1.LogoutRequest
@@ -245,7 +311,7 @@ export type LogoutRequest = Message<"svc.identity.v1.LogoutRequest"> & {
  * Use `create(LogoutRequestSchema)` to create a new message.
  */
 export const LogoutRequestSchema: GenMessage<LogoutRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 7);
+  messageDesc(file_svc_identity_v1_identity, 8);
 
 /**
  * @generated from message svc.identity.v1.LogoutResponse
@@ -258,7 +324,7 @@ export type LogoutResponse = Message<"svc.identity.v1.LogoutResponse"> & {
  * Use `create(LogoutResponseSchema)` to create a new message.
  */
 export const LogoutResponseSchema: GenMessage<LogoutResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 8);
+  messageDesc(file_svc_identity_v1_identity, 9);
 
 /**
  * @generated from message svc.identity.v1.GetSessionRequest
@@ -275,7 +341,7 @@ export type GetSessionRequest = Message<"svc.identity.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 9);
+  messageDesc(file_svc_identity_v1_identity, 10);
 
 /**
  * @generated from message svc.identity.v1.GetSessionResponse
@@ -292,7 +358,7 @@ export type GetSessionResponse = Message<"svc.identity.v1.GetSessionResponse"> &
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 10);
+  messageDesc(file_svc_identity_v1_identity, 11);
 
 /**
  * @generated from message svc.identity.v1.GetUserRequest
@@ -309,7 +375,7 @@ export type GetUserRequest = Message<"svc.identity.v1.GetUserRequest"> & {
  * Use `create(GetUserRequestSchema)` to create a new message.
  */
 export const GetUserRequestSchema: GenMessage<GetUserRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 11);
+  messageDesc(file_svc_identity_v1_identity, 12);
 
 /**
  * @generated from message svc.identity.v1.GetUserResponse
@@ -326,7 +392,7 @@ export type GetUserResponse = Message<"svc.identity.v1.GetUserResponse"> & {
  * Use `create(GetUserResponseSchema)` to create a new message.
  */
 export const GetUserResponseSchema: GenMessage<GetUserResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 12);
+  messageDesc(file_svc_identity_v1_identity, 13);
 
 /**
  * @generated from message svc.identity.v1.ListProjectsRequest
@@ -343,7 +409,7 @@ export type ListProjectsRequest = Message<"svc.identity.v1.ListProjectsRequest">
  * Use `create(ListProjectsRequestSchema)` to create a new message.
  */
 export const ListProjectsRequestSchema: GenMessage<ListProjectsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 13);
+  messageDesc(file_svc_identity_v1_identity, 14);
 
 /**
  * @generated from message svc.identity.v1.ListProjectsResponse
@@ -360,7 +426,7 @@ export type ListProjectsResponse = Message<"svc.identity.v1.ListProjectsResponse
  * Use `create(ListProjectsResponseSchema)` to create a new message.
  */
 export const ListProjectsResponseSchema: GenMessage<ListProjectsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 14);
+  messageDesc(file_svc_identity_v1_identity, 15);
 
 /**
  * @generated from message svc.identity.v1.CreateProjectRequest
@@ -382,7 +448,7 @@ export type CreateProjectRequest = Message<"svc.identity.v1.CreateProjectRequest
  * Use `create(CreateProjectRequestSchema)` to create a new message.
  */
 export const CreateProjectRequestSchema: GenMessage<CreateProjectRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 15);
+  messageDesc(file_svc_identity_v1_identity, 16);
 
 /**
  * @generated from message svc.identity.v1.CreateProjectResponse
@@ -399,7 +465,7 @@ export type CreateProjectResponse = Message<"svc.identity.v1.CreateProjectRespon
  * Use `create(CreateProjectResponseSchema)` to create a new message.
  */
 export const CreateProjectResponseSchema: GenMessage<CreateProjectResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 16);
+  messageDesc(file_svc_identity_v1_identity, 17);
 
 /**
  * @generated from message svc.identity.v1.GetProjectRequest
@@ -421,7 +487,7 @@ export type GetProjectRequest = Message<"svc.identity.v1.GetProjectRequest"> & {
  * Use `create(GetProjectRequestSchema)` to create a new message.
  */
 export const GetProjectRequestSchema: GenMessage<GetProjectRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 17);
+  messageDesc(file_svc_identity_v1_identity, 18);
 
 /**
  * @generated from message svc.identity.v1.GetProjectResponse
@@ -438,7 +504,7 @@ export type GetProjectResponse = Message<"svc.identity.v1.GetProjectResponse"> &
  * Use `create(GetProjectResponseSchema)` to create a new message.
  */
 export const GetProjectResponseSchema: GenMessage<GetProjectResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 18);
+  messageDesc(file_svc_identity_v1_identity, 19);
 
 /**
  * @generated from message svc.identity.v1.UpdateProjectRequest
@@ -465,7 +531,7 @@ export type UpdateProjectRequest = Message<"svc.identity.v1.UpdateProjectRequest
  * Use `create(UpdateProjectRequestSchema)` to create a new message.
  */
 export const UpdateProjectRequestSchema: GenMessage<UpdateProjectRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 19);
+  messageDesc(file_svc_identity_v1_identity, 20);
 
 /**
  * @generated from message svc.identity.v1.UpdateProjectResponse
@@ -482,7 +548,7 @@ export type UpdateProjectResponse = Message<"svc.identity.v1.UpdateProjectRespon
  * Use `create(UpdateProjectResponseSchema)` to create a new message.
  */
 export const UpdateProjectResponseSchema: GenMessage<UpdateProjectResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 20);
+  messageDesc(file_svc_identity_v1_identity, 21);
 
 /**
  * @generated from message svc.identity.v1.DeleteProjectRequest
@@ -504,7 +570,7 @@ export type DeleteProjectRequest = Message<"svc.identity.v1.DeleteProjectRequest
  * Use `create(DeleteProjectRequestSchema)` to create a new message.
  */
 export const DeleteProjectRequestSchema: GenMessage<DeleteProjectRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 21);
+  messageDesc(file_svc_identity_v1_identity, 22);
 
 /**
  * @generated from message svc.identity.v1.DeleteProjectResponse
@@ -517,7 +583,7 @@ export type DeleteProjectResponse = Message<"svc.identity.v1.DeleteProjectRespon
  * Use `create(DeleteProjectResponseSchema)` to create a new message.
  */
 export const DeleteProjectResponseSchema: GenMessage<DeleteProjectResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 22);
+  messageDesc(file_svc_identity_v1_identity, 23);
 
 /**
  * @generated from message svc.identity.v1.RegenerateKeysRequest
@@ -539,7 +605,7 @@ export type RegenerateKeysRequest = Message<"svc.identity.v1.RegenerateKeysReque
  * Use `create(RegenerateKeysRequestSchema)` to create a new message.
  */
 export const RegenerateKeysRequestSchema: GenMessage<RegenerateKeysRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 23);
+  messageDesc(file_svc_identity_v1_identity, 24);
 
 /**
  * @generated from message svc.identity.v1.RegenerateKeysResponse
@@ -556,7 +622,7 @@ export type RegenerateKeysResponse = Message<"svc.identity.v1.RegenerateKeysResp
  * Use `create(RegenerateKeysResponseSchema)` to create a new message.
  */
 export const RegenerateKeysResponseSchema: GenMessage<RegenerateKeysResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 24);
+  messageDesc(file_svc_identity_v1_identity, 25);
 
 /**
  * @generated from message svc.identity.v1.VerifyApiKeyRequest
@@ -573,7 +639,7 @@ export type VerifyApiKeyRequest = Message<"svc.identity.v1.VerifyApiKeyRequest">
  * Use `create(VerifyApiKeyRequestSchema)` to create a new message.
  */
 export const VerifyApiKeyRequestSchema: GenMessage<VerifyApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 25);
+  messageDesc(file_svc_identity_v1_identity, 26);
 
 /**
  * @generated from message svc.identity.v1.VerifyApiKeyResponse
@@ -600,7 +666,7 @@ export type VerifyApiKeyResponse = Message<"svc.identity.v1.VerifyApiKeyResponse
  * Use `create(VerifyApiKeyResponseSchema)` to create a new message.
  */
 export const VerifyApiKeyResponseSchema: GenMessage<VerifyApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 26);
+  messageDesc(file_svc_identity_v1_identity, 27);
 
 /**
  * @generated from message svc.identity.v1.ListMembersRequest
@@ -622,7 +688,7 @@ export type ListMembersRequest = Message<"svc.identity.v1.ListMembersRequest"> &
  * Use `create(ListMembersRequestSchema)` to create a new message.
  */
 export const ListMembersRequestSchema: GenMessage<ListMembersRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 27);
+  messageDesc(file_svc_identity_v1_identity, 28);
 
 /**
  * @generated from message svc.identity.v1.ListMembersResponse
@@ -639,12 +705,12 @@ export type ListMembersResponse = Message<"svc.identity.v1.ListMembersResponse">
  * Use `create(ListMembersResponseSchema)` to create a new message.
  */
 export const ListMembersResponseSchema: GenMessage<ListMembersResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 28);
+  messageDesc(file_svc_identity_v1_identity, 29);
 
 /**
- * @generated from message svc.identity.v1.AddMemberRequest
+ * @generated from message svc.identity.v1.InviteMemberRequest
  */
-export type AddMemberRequest = Message<"svc.identity.v1.AddMemberRequest"> & {
+export type InviteMemberRequest = Message<"svc.identity.v1.InviteMemberRequest"> & {
   /**
    * @generated from field: string user_id = 1;
    */
@@ -667,28 +733,28 @@ export type AddMemberRequest = Message<"svc.identity.v1.AddMemberRequest"> & {
 };
 
 /**
- * Describes the message svc.identity.v1.AddMemberRequest.
- * Use `create(AddMemberRequestSchema)` to create a new message.
+ * Describes the message svc.identity.v1.InviteMemberRequest.
+ * Use `create(InviteMemberRequestSchema)` to create a new message.
  */
-export const AddMemberRequestSchema: GenMessage<AddMemberRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 29);
+export const InviteMemberRequestSchema: GenMessage<InviteMemberRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 30);
 
 /**
- * @generated from message svc.identity.v1.AddMemberResponse
+ * @generated from message svc.identity.v1.InviteMemberResponse
  */
-export type AddMemberResponse = Message<"svc.identity.v1.AddMemberResponse"> & {
+export type InviteMemberResponse = Message<"svc.identity.v1.InviteMemberResponse"> & {
   /**
-   * @generated from field: svc.identity.v1.Member member = 1;
+   * @generated from field: svc.identity.v1.Invitation invitation = 1;
    */
-  member?: Member | undefined;
+  invitation?: Invitation | undefined;
 };
 
 /**
- * Describes the message svc.identity.v1.AddMemberResponse.
- * Use `create(AddMemberResponseSchema)` to create a new message.
+ * Describes the message svc.identity.v1.InviteMemberResponse.
+ * Use `create(InviteMemberResponseSchema)` to create a new message.
  */
-export const AddMemberResponseSchema: GenMessage<AddMemberResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 30);
+export const InviteMemberResponseSchema: GenMessage<InviteMemberResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 31);
 
 /**
  * @generated from message svc.identity.v1.UpdateMemberRequest
@@ -720,7 +786,7 @@ export type UpdateMemberRequest = Message<"svc.identity.v1.UpdateMemberRequest">
  * Use `create(UpdateMemberRequestSchema)` to create a new message.
  */
 export const UpdateMemberRequestSchema: GenMessage<UpdateMemberRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 31);
+  messageDesc(file_svc_identity_v1_identity, 32);
 
 /**
  * @generated from message svc.identity.v1.UpdateMemberResponse
@@ -737,7 +803,7 @@ export type UpdateMemberResponse = Message<"svc.identity.v1.UpdateMemberResponse
  * Use `create(UpdateMemberResponseSchema)` to create a new message.
  */
 export const UpdateMemberResponseSchema: GenMessage<UpdateMemberResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 32);
+  messageDesc(file_svc_identity_v1_identity, 33);
 
 /**
  * @generated from message svc.identity.v1.RemoveMemberRequest
@@ -764,7 +830,7 @@ export type RemoveMemberRequest = Message<"svc.identity.v1.RemoveMemberRequest">
  * Use `create(RemoveMemberRequestSchema)` to create a new message.
  */
 export const RemoveMemberRequestSchema: GenMessage<RemoveMemberRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 33);
+  messageDesc(file_svc_identity_v1_identity, 34);
 
 /**
  * @generated from message svc.identity.v1.RemoveMemberResponse
@@ -777,7 +843,198 @@ export type RemoveMemberResponse = Message<"svc.identity.v1.RemoveMemberResponse
  * Use `create(RemoveMemberResponseSchema)` to create a new message.
  */
 export const RemoveMemberResponseSchema: GenMessage<RemoveMemberResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 34);
+  messageDesc(file_svc_identity_v1_identity, 35);
+
+/**
+ * @generated from message svc.identity.v1.ListInvitationsRequest
+ */
+export type ListInvitationsRequest = Message<"svc.identity.v1.ListInvitationsRequest"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.ListInvitationsRequest.
+ * Use `create(ListInvitationsRequestSchema)` to create a new message.
+ */
+export const ListInvitationsRequestSchema: GenMessage<ListInvitationsRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 36);
+
+/**
+ * @generated from message svc.identity.v1.ListInvitationsResponse
+ */
+export type ListInvitationsResponse = Message<"svc.identity.v1.ListInvitationsResponse"> & {
+  /**
+   * @generated from field: repeated svc.identity.v1.Invitation invitations = 1;
+   */
+  invitations: Invitation[];
+};
+
+/**
+ * Describes the message svc.identity.v1.ListInvitationsResponse.
+ * Use `create(ListInvitationsResponseSchema)` to create a new message.
+ */
+export const ListInvitationsResponseSchema: GenMessage<ListInvitationsResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 37);
+
+/**
+ * @generated from message svc.identity.v1.RevokeInvitationRequest
+ */
+export type RevokeInvitationRequest = Message<"svc.identity.v1.RevokeInvitationRequest"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string invitation_id = 3;
+   */
+  invitationId: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.RevokeInvitationRequest.
+ * Use `create(RevokeInvitationRequestSchema)` to create a new message.
+ */
+export const RevokeInvitationRequestSchema: GenMessage<RevokeInvitationRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 38);
+
+/**
+ * @generated from message svc.identity.v1.RevokeInvitationResponse
+ */
+export type RevokeInvitationResponse = Message<"svc.identity.v1.RevokeInvitationResponse"> & {
+};
+
+/**
+ * Describes the message svc.identity.v1.RevokeInvitationResponse.
+ * Use `create(RevokeInvitationResponseSchema)` to create a new message.
+ */
+export const RevokeInvitationResponseSchema: GenMessage<RevokeInvitationResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 39);
+
+/**
+ * @generated from message svc.identity.v1.ListMyInvitationsRequest
+ */
+export type ListMyInvitationsRequest = Message<"svc.identity.v1.ListMyInvitationsRequest"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.ListMyInvitationsRequest.
+ * Use `create(ListMyInvitationsRequestSchema)` to create a new message.
+ */
+export const ListMyInvitationsRequestSchema: GenMessage<ListMyInvitationsRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 40);
+
+/**
+ * @generated from message svc.identity.v1.ListMyInvitationsResponse
+ */
+export type ListMyInvitationsResponse = Message<"svc.identity.v1.ListMyInvitationsResponse"> & {
+  /**
+   * @generated from field: repeated svc.identity.v1.Invitation invitations = 1;
+   */
+  invitations: Invitation[];
+};
+
+/**
+ * Describes the message svc.identity.v1.ListMyInvitationsResponse.
+ * Use `create(ListMyInvitationsResponseSchema)` to create a new message.
+ */
+export const ListMyInvitationsResponseSchema: GenMessage<ListMyInvitationsResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 41);
+
+/**
+ * @generated from message svc.identity.v1.AcceptInvitationRequest
+ */
+export type AcceptInvitationRequest = Message<"svc.identity.v1.AcceptInvitationRequest"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string invitation_id = 2;
+   */
+  invitationId: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.AcceptInvitationRequest.
+ * Use `create(AcceptInvitationRequestSchema)` to create a new message.
+ */
+export const AcceptInvitationRequestSchema: GenMessage<AcceptInvitationRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 42);
+
+/**
+ * @generated from message svc.identity.v1.AcceptInvitationResponse
+ */
+export type AcceptInvitationResponse = Message<"svc.identity.v1.AcceptInvitationResponse"> & {
+  /**
+   * @generated from field: svc.identity.v1.Invitation invitation = 1;
+   */
+  invitation?: Invitation | undefined;
+};
+
+/**
+ * Describes the message svc.identity.v1.AcceptInvitationResponse.
+ * Use `create(AcceptInvitationResponseSchema)` to create a new message.
+ */
+export const AcceptInvitationResponseSchema: GenMessage<AcceptInvitationResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 43);
+
+/**
+ * @generated from message svc.identity.v1.DeclineInvitationRequest
+ */
+export type DeclineInvitationRequest = Message<"svc.identity.v1.DeclineInvitationRequest"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string invitation_id = 2;
+   */
+  invitationId: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.DeclineInvitationRequest.
+ * Use `create(DeclineInvitationRequestSchema)` to create a new message.
+ */
+export const DeclineInvitationRequestSchema: GenMessage<DeclineInvitationRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 44);
+
+/**
+ * @generated from message svc.identity.v1.DeclineInvitationResponse
+ */
+export type DeclineInvitationResponse = Message<"svc.identity.v1.DeclineInvitationResponse"> & {
+  /**
+   * @generated from field: svc.identity.v1.Invitation invitation = 1;
+   */
+  invitation?: Invitation | undefined;
+};
+
+/**
+ * Describes the message svc.identity.v1.DeclineInvitationResponse.
+ * Use `create(DeclineInvitationResponseSchema)` to create a new message.
+ */
+export const DeclineInvitationResponseSchema: GenMessage<DeclineInvitationResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 45);
 
 /**
  * @generated from message svc.identity.v1.GetOAuthConfigRequest
@@ -790,7 +1047,7 @@ export type GetOAuthConfigRequest = Message<"svc.identity.v1.GetOAuthConfigReque
  * Use `create(GetOAuthConfigRequestSchema)` to create a new message.
  */
 export const GetOAuthConfigRequestSchema: GenMessage<GetOAuthConfigRequest> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 35);
+  messageDesc(file_svc_identity_v1_identity, 46);
 
 /**
  * @generated from message svc.identity.v1.OAuthProvider
@@ -812,7 +1069,7 @@ export type OAuthProvider = Message<"svc.identity.v1.OAuthProvider"> & {
  * Use `create(OAuthProviderSchema)` to create a new message.
  */
 export const OAuthProviderSchema: GenMessage<OAuthProvider> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 36);
+  messageDesc(file_svc_identity_v1_identity, 47);
 
 /**
  * @generated from message svc.identity.v1.GetOAuthConfigResponse
@@ -829,7 +1086,7 @@ export type GetOAuthConfigResponse = Message<"svc.identity.v1.GetOAuthConfigResp
  * Use `create(GetOAuthConfigResponseSchema)` to create a new message.
  */
 export const GetOAuthConfigResponseSchema: GenMessage<GetOAuthConfigResponse> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_identity, 37);
+  messageDesc(file_svc_identity_v1_identity, 48);
 
 /**
  * @generated from enum svc.identity.v1.KeyType
@@ -889,8 +1146,49 @@ export const RoleSchema: GenEnum<Role> = /*@__PURE__*/
   enumDesc(file_svc_identity_v1_identity, 1);
 
 /**
- * Users, sessions, projects, API keys and members. The gateway authenticates
- * every request through this service.
+ * @generated from enum svc.identity.v1.InvitationStatus
+ */
+export enum InvitationStatus {
+  /**
+   * @generated from enum value: INVITATION_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: INVITATION_STATUS_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * @generated from enum value: INVITATION_STATUS_ACCEPTED = 2;
+   */
+  ACCEPTED = 2,
+
+  /**
+   * @generated from enum value: INVITATION_STATUS_DECLINED = 3;
+   */
+  DECLINED = 3,
+
+  /**
+   * @generated from enum value: INVITATION_STATUS_REVOKED = 4;
+   */
+  REVOKED = 4,
+
+  /**
+   * @generated from enum value: INVITATION_STATUS_EXPIRED = 5;
+   */
+  EXPIRED = 5,
+}
+
+/**
+ * Describes the enum svc.identity.v1.InvitationStatus.
+ */
+export const InvitationStatusSchema: GenEnum<InvitationStatus> = /*@__PURE__*/
+  enumDesc(file_svc_identity_v1_identity, 2);
+
+/**
+ * Users, sessions, projects, API keys, members and invitations. The gateway
+ * authenticates every request through this service.
  *
  * @generated from service svc.identity.v1.IdentityService
  */
@@ -1000,12 +1298,15 @@ export const IdentityService: GenService<{
     output: typeof ListMembersResponseSchema;
   },
   /**
-   * @generated from rpc svc.identity.v1.IdentityService.AddMember
+   * Nobody becomes a member without consent: adding a member creates a pending
+   * invitation that the invited user accepts or declines.
+   *
+   * @generated from rpc svc.identity.v1.IdentityService.InviteMember
    */
-  addMember: {
+  inviteMember: {
     methodKind: "unary";
-    input: typeof AddMemberRequestSchema;
-    output: typeof AddMemberResponseSchema;
+    input: typeof InviteMemberRequestSchema;
+    output: typeof InviteMemberResponseSchema;
   },
   /**
    * @generated from rpc svc.identity.v1.IdentityService.UpdateMember
@@ -1022,6 +1323,46 @@ export const IdentityService: GenService<{
     methodKind: "unary";
     input: typeof RemoveMemberRequestSchema;
     output: typeof RemoveMemberResponseSchema;
+  },
+  /**
+   * @generated from rpc svc.identity.v1.IdentityService.ListInvitations
+   */
+  listInvitations: {
+    methodKind: "unary";
+    input: typeof ListInvitationsRequestSchema;
+    output: typeof ListInvitationsResponseSchema;
+  },
+  /**
+   * @generated from rpc svc.identity.v1.IdentityService.RevokeInvitation
+   */
+  revokeInvitation: {
+    methodKind: "unary";
+    input: typeof RevokeInvitationRequestSchema;
+    output: typeof RevokeInvitationResponseSchema;
+  },
+  /**
+   * @generated from rpc svc.identity.v1.IdentityService.ListMyInvitations
+   */
+  listMyInvitations: {
+    methodKind: "unary";
+    input: typeof ListMyInvitationsRequestSchema;
+    output: typeof ListMyInvitationsResponseSchema;
+  },
+  /**
+   * @generated from rpc svc.identity.v1.IdentityService.AcceptInvitation
+   */
+  acceptInvitation: {
+    methodKind: "unary";
+    input: typeof AcceptInvitationRequestSchema;
+    output: typeof AcceptInvitationResponseSchema;
+  },
+  /**
+   * @generated from rpc svc.identity.v1.IdentityService.DeclineInvitation
+   */
+  declineInvitation: {
+    methodKind: "unary";
+    input: typeof DeclineInvitationRequestSchema;
+    output: typeof DeclineInvitationResponseSchema;
   },
   /**
    * @generated from rpc svc.identity.v1.IdentityService.GetOAuthConfig
