@@ -100,15 +100,27 @@ test('deleting the JetStream streams under track load loses nothing and duplicat
   // Republished rows that consumers had already handled add nothing: once the outbox is drained and
   // messaging's consumer has nothing pending, the count still holds.
   const outbox = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${runId}_contacts` });
+  outbox.on('error', () => undefined); // afterAll drops the database with FORCE
   await outbox.connect();
   const jsm = await nc!.jetstreamManager();
-  await eventually(async () => {
-    const { rows } = await outbox.query('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL');
-    const info = await jsm.consumers.info(`${runId}_EVENTS`, 'messaging-activity_events_tracked');
-    return rows[0].n === 0 && info.num_pending === 0 && info.num_ack_pending === 0 ? true : undefined;
-  }, 10_000, 'outbox drained and consumer caught up');
-  await outbox.end();
-  await nc!.close();
+  let seen = '';
+  try {
+    await eventually(
+      async () => {
+        const { rows } = await outbox.query('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL');
+        const info = await jsm.consumers.info(`${runId}_EVENTS`, 'messaging-activity_events_tracked');
+        seen = `unpublished ${rows[0].n}, pending ${info.num_pending}, unacked ${info.num_ack_pending}`;
+        return rows[0].n === 0 && info.num_pending === 0 && info.num_ack_pending === 0 ? true : undefined;
+      },
+      30_000,
+      'outbox drained and consumer caught up',
+    ).catch((err) => {
+      throw new Error(`${(err as Error).message} (last seen: ${seen})`);
+    });
+  } finally {
+    await outbox.end().catch(() => undefined);
+    await nc!.close();
+  }
   expect(await activityTotal()).toBe(before + total);
 });
 
