@@ -164,3 +164,19 @@ test('a service that dies mid-call or refuses connections: 503 with Retry-After,
     crashing.close();
   }
 });
+
+test('a platform started while PostgreSQL is down waits for it instead of exiting, then serves', async () => {
+  await stopProcess(child);
+  pg.stopImmediately();
+  child = startPlatform([], env, `${LOG}-late`);
+  try {
+    const log = path.join(ROOT, '.test-run', 'logs', `${LOG}-late.log`);
+    const waiting = async () => readFileSync(log, 'utf8').includes('database unreachable at start');
+    await waitFor('the wait for the database', waiting, child, 20_000);
+    expect(child.exitCode).toBeNull();
+  } finally {
+    pg.start();
+  }
+  await waitFor('platform after the database came up', () => httpOk(`${baseUrl}/readyz`), child, 40_000);
+  await expectRecovered();
+});

@@ -2,6 +2,7 @@ import type { Bus } from './bus.js';
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { Config, RpcServiceName } from './config.js';
 import { DbHealth } from './db-health.js';
+import { isDependencyUnavailable } from './dependency-errors.js';
 import { createPool, ensureDatabase, serviceDatabaseUrl, type Pool } from './db.js';
 import type { Logger } from './logger.js';
 import { migrate, type Migration } from './migrate.js';
@@ -41,12 +42,35 @@ async function migrateDatabase(url: string, migrations: Migration[]): Promise<st
   }
 }
 
+const START_RETRY_MAX_MS = 10_000;
+
+/**
+ * A service that starts while PostgreSQL is down waits for it (one log line, then one when it is
+ * back) instead of exiting; any other failure (a broken migration, bad credentials) still stops it.
+ */
+async function untilDatabaseAnswers<T>(service: string, logger: Logger, step: () => Promise<T>): Promise<T> {
+  for (let delay = 250, warned = false; ; delay = Math.min(START_RETRY_MAX_MS, delay * 2)) {
+    try {
+      const result = await step();
+      if (warned) logger.info({ service, dependency: 'postgres', state: 'up' }, 'database reachable; starting');
+      return result;
+    } catch (err) {
+      if (!isDependencyUnavailable(err)) throw err;
+      if (!warned) logger.warn({ service, dependency: 'postgres', state: 'down', err }, 'database unreachable at start; waiting');
+      warned = true;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
 /** Creates (if needed) and migrates the service's own database, then starts its outbox relay. */
 export async function openServiceDatabase(service: string, rt: Runtime, migrations: Migration[]): Promise<ServiceDatabase> {
   if (!rt.config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const url = serviceDatabaseUrl(service, rt.config.databaseUrl, rt.config.env);
-  await ensureDatabase(url);
-  const applied = await migrateDatabase(url, migrations);
+  const applied = await untilDatabaseAnswers(service, rt.logger, async () => {
+    await ensureDatabase(url);
+    return migrateDatabase(url, migrations);
+  });
   if (applied.length) rt.logger.info({ service, applied }, 'migrations applied');
   const pool = createPool(url, 10, rt.config.db);
   const health = new DbHealth(pool, rt.logger.child({ service }));
