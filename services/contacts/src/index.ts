@@ -25,23 +25,16 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
   const events = new Events(contacts, eventsStore, batches);
   const imports = new Imports(jobsStore, batches, contacts, fieldsStore, rt.logger.child({ service: 'contacts', part: 'imports' }));
   const bulk = new Bulk(jobsStore, contacts);
-  await jobsStore.requeueStale();
   const runner = new JobRunner(
+    db.pool,
     [
-      async () => {
-        const job = await jobsStore.claimImport();
-        if (job) await imports.process(job);
-        return job !== null;
-      },
-      async () => {
-        const job = await jobsStore.claimBulk();
-        if (job) await bulk.process(job);
-        return job !== null;
-      },
+      { name: 'import', claim: () => jobsStore.claimImport(), run: (job) => imports.process(job) },
+      { name: 'bulk', claim: () => jobsStore.claimBulk(), run: (job) => bulk.process(job) },
     ],
+    () => jobsStore.requeueExpiredLeases(),
     rt.logger.child({ service: 'contacts', part: 'jobs' }),
   );
-  runner.start();
+  await runner.start();
   await subscribeContactsConsumers(rt.bus, { events, contacts: contactsStore, forgetTypes: (p) => contacts.forgetTypes(p) });
 
   const server = await serveRpc(

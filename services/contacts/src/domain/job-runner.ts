@@ -1,39 +1,57 @@
-import { CoalescingTask } from '@svc/lib/coalescing-task';
-import { logPassFailure } from '@svc/lib/dependency-errors';
+import type { Pool } from '@svc/lib/db';
+import { DueWorkLoop } from '@svc/lib/due-work';
 import type { Logger } from '@svc/lib/logger';
+import { JOBS_CHANNEL } from '../store/jobs-store.js';
+
+/** One kind of job: claim the oldest queued one under a lease, then run it. */
+export interface JobKind<T> {
+  name: string;
+  claim(): Promise<T | null>;
+  run(job: T): Promise<void>;
+}
 
 /**
- * Polls for queued work and runs it one job at a time; `kick` wakes it when work is queued
- * here, the poll finds work queued by other replicas.
+ * The contacts service's background jobs (CSV imports, bulk operations), each kind on the
+ * platform's due-work loop: woken by NOTIFY from any replica, polled as a fallback, one job at a
+ * time per kind, and a job whose worker died is queued again once its lease runs out.
  */
 export class JobRunner {
-  private timer?: NodeJS.Timeout;
-  private stopped = false;
-  private readonly pass: CoalescingTask;
+  private readonly loops: DueWorkLoop<unknown>[];
 
-  constructor(private readonly passes: Array<() => Promise<boolean>>, logger: Logger, private readonly pollMs = 1000) {
-    this.pass = new CoalescingTask(() => this.drain(), (err) => logPassFailure(logger, err, {}, 'job pass failed', 'error'));
+  constructor(
+    pool: Pool,
+    kinds: JobKind<any>[],
+    reclaim: () => Promise<number>,
+    logger: Logger,
+    pollMs = 1000,
+  ) {
+    this.loops = kinds.map(
+      (kind, i) =>
+        new DueWorkLoop<unknown>({
+          name: `jobs-${kind.name}`,
+          logger,
+          claim: async () => {
+            const job = await kind.claim();
+            return job === null ? [] : [job];
+          },
+          run: ([job]) => kind.run(job),
+          pollMs,
+          notify: { pool, channel: JOBS_CHANNEL },
+          // One sweep covers every kind's table.
+          ...(i === 0 ? { reclaim: { everyMs: 30_000, run: reclaim } } : {}),
+        }),
+    );
   }
 
-  start(): void {
-    this.timer = setInterval(() => this.kick(), this.pollMs);
-    this.kick();
+  async start(): Promise<void> {
+    for (const loop of this.loops) await loop.start();
   }
 
   kick(): void {
-    this.pass.kick();
-  }
-
-  private async drain(): Promise<void> {
-    for (let worked = true; worked && !this.stopped; ) {
-      worked = false;
-      for (const pass of this.passes) worked = (await pass()) || worked;
-    }
+    for (const loop of this.loops) loop.kick();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.pass.stop();
+    await Promise.all(this.loops.map((loop) => loop.stop()));
   }
 }

@@ -1,5 +1,10 @@
 import type { Pool } from '@svc/lib/db';
 
+/** NOTIFY channel of newly queued jobs. */
+export const JOBS_CHANNEL = 'contacts_jobs';
+/** A running job's lease; progress writes renew it, so only a dead worker's job expires. */
+const JOB_LEASE_SECONDS = 120;
+
 export interface ImportJobRow {
   id: string;
   project_id: string;
@@ -34,11 +39,15 @@ const IMPORT_COLUMNS = 'id, project_id, status, filename, total_rows, processed,
 export class JobsStore {
   constructor(private readonly pool: Pool) {}
 
+  /** Wakes the job loops of every replica (they also poll). */
+  private static readonly NOTIFY = `SELECT pg_notify('${JOBS_CHANNEL}', '')`;
+
   async createImport(j: { id: string; projectId: string; filename: string; csv: Buffer }): Promise<ImportJobRow> {
     const { rows } = await this.pool.query<ImportJobRow>(
       `INSERT INTO import_jobs (id, project_id, status, filename, csv) VALUES ($1, $2, 'queued', $3, $4) RETURNING ${IMPORT_COLUMNS}`,
       [j.id, j.projectId, j.filename, j.csv],
     );
+    await this.pool.query(JobsStore.NOTIFY);
     return rows[0];
   }
 
@@ -50,17 +59,21 @@ export class JobsStore {
   /** Claims the oldest queued import (SKIP LOCKED: one worker per job across replicas). */
   async claimImport(): Promise<(ImportJobRow & { csv: Buffer }) | null> {
     const { rows } = await this.pool.query<ImportJobRow & { csv: Buffer }>(
-      `UPDATE import_jobs SET status = 'running' WHERE id = (
+      `UPDATE import_jobs SET status = 'running', locked_until = now() + make_interval(secs => $1) WHERE id = (
          SELECT id FROM import_jobs WHERE status = 'queued' ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1
        ) RETURNING ${IMPORT_COLUMNS}, csv`,
+      [JOB_LEASE_SECONDS],
     );
     return rows[0] ?? null;
   }
 
   async importProgress(id: string, p: { totalRows?: number; processed: number; imported: number; updated: number; skipped: number; errors: unknown[] }): Promise<void> {
     await this.pool.query(
-      `UPDATE import_jobs SET total_rows = COALESCE($2, total_rows), processed = $3, imported = $4, updated = $5, skipped = $6, errors = $7 WHERE id = $1`,
-      [id, p.totalRows ?? null, p.processed, p.imported, p.updated, p.skipped, JSON.stringify(p.errors)],
+      // Each progress write also renews the job's lease.
+      `UPDATE import_jobs SET total_rows = COALESCE($2, total_rows), processed = $3, imported = $4, updated = $5,
+         skipped = $6, errors = $7, locked_until = now() + make_interval(secs => $8)
+       WHERE id = $1`,
+      [id, p.totalRows ?? null, p.processed, p.imported, p.updated, p.skipped, JSON.stringify(p.errors), JOB_LEASE_SECONDS],
     );
   }
 
@@ -71,10 +84,19 @@ export class JobsStore {
     );
   }
 
-  /** Jobs left running by a process that died go back to the queue. */
-  async requeueStale(): Promise<void> {
-    await this.pool.query(`UPDATE import_jobs SET status = 'queued' WHERE status = 'running' AND csv IS NOT NULL AND created_at < now() - interval '10 minutes'`);
-    await this.pool.query(`UPDATE bulk_jobs SET status = 'queued' WHERE status = 'running' AND created_at < now() - interval '10 minutes'`);
+  /**
+   * Jobs whose lease ran out (the process running them died) go back to the queue; an import
+   * starts over from its first row, which is safe because rows are upserts.
+   */
+  async requeueExpiredLeases(): Promise<number> {
+    const imports = await this.pool.query(
+      `UPDATE import_jobs SET status = 'queued', locked_until = NULL
+       WHERE status = 'running' AND csv IS NOT NULL AND locked_until < now()`,
+    );
+    const bulk = await this.pool.query(
+      `UPDATE bulk_jobs SET status = 'queued', locked_until = NULL WHERE status = 'running' AND locked_until < now()`,
+    );
+    return (imports.rowCount ?? 0) + (bulk.rowCount ?? 0);
   }
 
   async createBulk(j: { id: string; projectId: string; operation: string; ids: string[] }): Promise<BulkJobRow> {
@@ -82,6 +104,7 @@ export class JobsStore {
       `INSERT INTO bulk_jobs (id, project_id, operation, status, contact_ids) VALUES ($1, $2, $3, 'queued', $4::uuid[]) RETURNING *`,
       [j.id, j.projectId, j.operation, j.ids],
     );
+    await this.pool.query(JobsStore.NOTIFY);
     return rows[0];
   }
 
@@ -92,9 +115,10 @@ export class JobsStore {
 
   async claimBulk(): Promise<BulkJobRow | null> {
     const { rows } = await this.pool.query<BulkJobRow>(
-      `UPDATE bulk_jobs SET status = 'running' WHERE id = (
+      `UPDATE bulk_jobs SET status = 'running', locked_until = now() + make_interval(secs => $1) WHERE id = (
          SELECT id FROM bulk_jobs WHERE status = 'queued' ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1
        ) RETURNING *`,
+      [JOB_LEASE_SECONDS],
     );
     return rows[0] ?? null;
   }

@@ -98,4 +98,15 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    id: '002_job_leases',
+    sql: `
+      -- A running job holds a lease its worker renews with each progress write; a job whose lease
+      -- ran out (its process died) is queued again by the next sweep, on any replica.
+      ALTER TABLE import_jobs ADD COLUMN locked_until timestamptz;
+      ALTER TABLE bulk_jobs ADD COLUMN locked_until timestamptz;
+      CREATE INDEX import_jobs_leased ON import_jobs (locked_until) WHERE status = 'running';
+      CREATE INDEX bulk_jobs_leased ON bulk_jobs (locked_until) WHERE status = 'running';
+    `,
+  },
 ];

@@ -1,19 +1,17 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import pg from 'pg';
-import { createPool, ensureDatabase, type Pool } from '@svc/lib/db';
+import { randomUUID } from 'node:crypto';
+import type { Pool } from '@svc/lib/db';
 import { DueWorkLoop } from '@svc/lib/due-work';
 import { createLogger } from '@svc/lib/logger';
-import { migrate } from '@svc/lib/migrate';
-import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION } from '@svc/lib/outbox';
+import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { SEND_PRIORITY, type SendSource } from '../domain/priority.js';
 import { EmailsStore, type NewEmail } from './emails-store.js';
 import { migrations } from './migrations.js';
 
 // The send queue's claim order, on a real PostgreSQL with the service's own migrations.
 
-const URL = `postgres://postgres@127.0.0.1:5432/messaging_priority_${randomBytes(6).toString('hex')}`;
 const PROJECT = randomUUID();
 
+let db: TestDatabase;
 let pool: Pool;
 let store: EmailsStore;
 
@@ -51,19 +49,12 @@ async function queue(emails: NewEmail[]): Promise<void> {
 }
 
 beforeAll(async () => {
-  await ensureDatabase(URL);
-  pool = createPool(URL);
-  await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, ...migrations]);
+  db = await createTestDatabase('messaging_priority', migrations);
+  pool = db.pool;
   store = new EmailsStore(pool);
 });
 
-afterAll(async () => {
-  await pool.end();
-  const admin = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${new globalThis.URL(URL).pathname.slice(1)}"`);
-  await admin.end();
-});
+afterAll(() => db.drop());
 
 beforeEach(async () => {
   await pool.query('DELETE FROM emails');

@@ -1,0 +1,33 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { createPool, type Pool } from './db.js';
+import { migrate, type Migration } from './migrate.js';
+import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION } from './outbox.js';
+
+const SERVER_URL = process.env.TEST_DATABASE_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
+
+export interface TestDatabase {
+  pool: Pool;
+  drop(): Promise<void>;
+}
+
+/**
+ * For store tests against a real PostgreSQL: a throwaway database with a service's own
+ * migrations (and the outbox every service has), dropped afterwards.
+ */
+export async function createTestDatabase(tag: string, migrations: Migration[]): Promise<TestDatabase> {
+  const name = `${tag}_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: `${SERVER_URL}/postgres` });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  const pool = createPool(`${SERVER_URL}/${name}`);
+  await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, ...migrations]);
+  return {
+    pool,
+    async drop() {
+      await pool.end();
+      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
