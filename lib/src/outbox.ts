@@ -42,6 +42,11 @@ export async function enqueue(tx: Queryable, subject: string, payload: unknown):
   await tx.query('INSERT INTO outbox (subject, payload) VALUES ($1, $2)', [subject, JSON.stringify(payload)]);
 }
 
+/** A typed message (`busMessage(topic, init)` of lib/bus-topic.ts): publishers write through this. */
+export function enqueueMessage(tx: Queryable, message: { subject: string; payload: unknown }): Promise<void> {
+  return enqueue(tx, message.subject, message.payload);
+}
+
 export interface RelayOptions {
   service: string;
   pool: Pool;
