@@ -14,7 +14,9 @@ import type { KeyCache } from './http/key-cache.js';
 import { rateLimit } from './http/rate-limit.js';
 import { readyz, type ReadinessCheck } from './http/readiness.js';
 import { requestId } from './http/request-id.js';
+import { contactJobsRouter } from './routes/contact-jobs.js';
 import { contactsRouter } from './routes/contacts.js';
+import { eventsRouter } from './routes/events.js';
 import { devMailRouter } from './routes/dev-mail.js';
 import { messagingRouter } from './routes/messaging.js';
 import { trackingRouter, webhooksRouter } from './routes/tracking.js';
@@ -85,7 +87,9 @@ export function createApp(deps: GatewayDeps) {
   app.use((req, res, next) => (req.path === '/v1/send' ? next() : json(req, res, next)));
 
   app.use(identityRouter(clients.identity, auth, deps.limiter));
+  app.use(contactJobsRouter(clients.contacts, guards));
   app.use(contactsRouter(clients.contacts, guards));
+  app.use(eventsRouter(clients.contacts, guards));
   app.use(messagingRouter(clients.messaging, guards));
   app.use(trackingRouter(clients.messaging));
   app.use(webhooksRouter(clients.messaging, config.webhookSecret));
