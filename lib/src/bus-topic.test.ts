@@ -1,6 +1,28 @@
+import { Writable } from 'node:stream';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { pino } from 'pino';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
-import { busMessage, readBusMessage } from './bus-topic.js';
+import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
+import { MemoryBus } from './bus-memory.js';
+import { busMessage, on, readBusMessage, subscribeTopics } from './bus-topic.js';
+
+/** A real pino logger whose lines are kept, to see what a consumer reported. */
+function capturingLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  });
+  return { logger: pino({ level: 'info' }, stream), lines };
+}
+
+const until = async (ok: () => boolean, ms = 2000) => {
+  const deadline = Date.now() + ms;
+  while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  return ok();
+};
 
 describe('bus topics', () => {
   const at = new Date('2026-11-23T10:00:00.123Z');
@@ -8,15 +30,40 @@ describe('bus topics', () => {
   test('a message is stored as proto3 JSON with the names and shapes the README documents', () => {
     const m = busMessage(CONTACTS_TOPICS.created, {
       projectId: 'p1',
-      contact: { id: 'c1', email: 'a@b.co', subscribed: true, data: { plan: 'pro', n: 2 }, createdAt: timestampFromDate(at) },
+      contact: {
+        id: 'c1',
+        email: 'a@b.co',
+        subscribed: true,
+        data: { plan: 'pro', n: 2, tags: ['a'], nested: { x: null } },
+        createdAt: timestampFromDate(at),
+        updatedAt: timestampFromDate(new Date('2026-11-23T10:00:00Z')),
+      },
     });
     expect(m).toEqual({
       subject: 'contacts.created',
       payload: {
         projectId: 'p1',
-        contact: { id: 'c1', email: 'a@b.co', subscribed: true, data: { plan: 'pro', n: 2 }, createdAt: '2026-11-23T10:00:00.123Z' },
+        contact: {
+          id: 'c1',
+          email: 'a@b.co',
+          subscribed: true,
+          data: { plan: 'pro', n: 2, tags: ['a'], nested: { x: null } },
+          createdAt: '2026-11-23T10:00:00.123Z',
+          updatedAt: '2026-11-23T10:00:00Z',
+        },
       },
     });
+  });
+
+  test('scalars at their default are written, not left out (subscribed: false, an empty id)', () => {
+    const m = busMessage(CONTACTS_TOPICS.updated, { projectId: 'p1', contact: { id: 'c1', subscribed: false } });
+    expect(m.payload).toEqual({ projectId: 'p1', contact: { id: 'c1', email: '', subscribed: false } });
+  });
+
+  test('a wildcard topic is published under one concrete subject of its family', () => {
+    expect(busMessage(MESSAGING_TOPICS.emailLifecycle, { type: 'open' }, 'emails.open').subject).toBe('emails.open');
+    expect(() => busMessage(MESSAGING_TOPICS.emailLifecycle, { type: 'open' })).toThrow(/not a concrete subject/);
+    expect(() => busMessage(MESSAGING_TOPICS.emailLifecycle, {}, 'contacts.created')).toThrow(/not a concrete subject/);
   });
 
   test('a consumer reads the generated type and ignores fields a newer publisher added', () => {
@@ -27,5 +74,72 @@ describe('bus topics', () => {
 
   test('a payload of the wrong shape is refused, not half-read', () => {
     expect(() => readBusMessage(CONTACTS_TOPICS.eventTracked, { projectId: 5 })).toThrow();
+    expect(() => readBusMessage(CONTACTS_TOPICS.eventTracked, { createdAt: 'yesterday' })).toThrow();
+    expect(() => readBusMessage(CONTACTS_TOPICS.eventTracked, 'text')).toThrow();
+  });
+});
+
+describe('typed consumers', () => {
+  test('a malformed message is logged and acknowledged; the messages after it are handled at once', async () => {
+    const { logger, lines } = capturingLogger();
+    const bus = new MemoryBus(logger);
+    const seen: string[] = [];
+    const route = on(CONTACTS_TOPICS.deleted, async (m) => {
+      seen.push(m.contactId);
+    });
+    await subscribeTopics(bus, 'test', [route], logger);
+    const started = Date.now();
+    await bus.publish('contacts.deleted', { projectId: 'p1', contactId: ['not', 'a', 'string'] }, 'svc-1');
+    await bus.publish('contacts.deleted', busMessage(CONTACTS_TOPICS.deleted, { projectId: 'p1', contactId: 'c2' }).payload, 'svc-2');
+    expect(seen).toEqual(['c2']);
+    // Redelivering the poison (memory bus: up to 10 attempts with backoff) would have taken seconds.
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(lines).toContainEqual(
+      expect.objectContaining({ level: 50, event: 'bus.malformed', durable: 'test', subject: 'contacts.deleted', id: 'svc-1' }),
+    );
+  });
+
+  test("a handler's own failure is not taken for poison: the message is delivered again", async () => {
+    const { logger, lines } = capturingLogger();
+    const bus = new MemoryBus(logger);
+    let attempts = 0;
+    await subscribeTopics(
+      bus,
+      'flaky',
+      [
+        on(CONTACTS_TOPICS.deleted, async () => {
+          attempts++;
+          if (attempts < 3) throw new Error('database down');
+        }),
+      ],
+      logger,
+    );
+    await bus.publish('contacts.deleted', { projectId: 'p1', contactId: 'c1' }, 'svc-1');
+    expect(await until(() => attempts === 3)).toBe(true);
+    expect(lines.filter((l) => l.event === 'bus.malformed')).toEqual([]);
+  });
+
+  test('one durable consumer routes each subject of its topics to that topic’s handler', async () => {
+    const { logger } = capturingLogger();
+    const bus = new MemoryBus(logger);
+    const got: string[] = [];
+    await subscribeTopics(
+      bus,
+      'feed',
+      [
+        on(MESSAGING_TOPICS.emailLifecycle, async (m) => {
+          got.push(`${m.$typeName}:${m.type}`);
+        }),
+        on(CONTACTS_TOPICS.eventTracked, async (m) => {
+          got.push(`${m.$typeName}:${m.name}`);
+        }),
+      ],
+      logger,
+    );
+    const open = busMessage(MESSAGING_TOPICS.emailLifecycle, { type: 'open' }, 'emails.open');
+    const tracked = busMessage(CONTACTS_TOPICS.eventTracked, { name: 'purchase' });
+    await bus.publish(open.subject, open.payload, 'm-1');
+    await bus.publish(tracked.subject, tracked.payload, 'c-1');
+    expect(got).toEqual(['svc.messaging.v1.EmailLifecycle:open', 'svc.contacts.v1.EventTracked:purchase']);
   });
 });

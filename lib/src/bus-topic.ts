@@ -7,6 +7,8 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from '@bufbuild/protobuf';
+import { subjectMatches, type Bus, type BusMessage } from './bus.js';
+import type { Logger } from './logger.js';
 
 /**
  * A bus subject and the proto message it carries, declared once by the service that owns it
@@ -20,20 +22,89 @@ export interface Topic<D extends DescMessage> {
 
 export const topic = <D extends DescMessage>(subject: string, schema: D): Topic<D> => ({ subject, schema });
 
+/** An outbox row: what `enqueueMessage` / `enqueueMany` (lib/outbox.ts) take. */
+export interface OutboxMessage {
+  subject: string;
+  payload: JsonValue;
+}
+
 /**
- * The outbox row of a message: its proto3 JSON (canonical names, RFC 3339 timestamps), so the
- * stored and published payload stays readable and a consumer built on an older schema still
- * reads it (unknown fields are ignored).
+ * The outbox row of a message: its proto3 JSON (lowerCamelCase names, RFC 3339 timestamps,
+ * Struct fields as plain objects), so the stored and published payload stays readable and a
+ * consumer built on an older schema still reads it (unknown fields are ignored). Scalars at their
+ * default (`subscribed: false`, an empty id) are written too: the documented shapes have every key.
+ * `subject` names one member of a wildcard topic's family (`emails.open` of `emails.>`).
  */
 export function busMessage<D extends DescMessage>(
   t: Topic<D>,
   init: MessageInitShape<D>,
   subject = t.subject,
-): { subject: string; payload: JsonValue } {
-  return { subject, payload: toJson(t.schema, create(t.schema, init)) };
+): OutboxMessage {
+  if (subject.includes('*') || subject.endsWith('>') || !subjectMatches(t.subject, subject)) {
+    throw new Error(`subject ${subject} is not a concrete subject of topic ${t.subject}`);
+  }
+  return { subject, payload: toJson(t.schema, create(t.schema, init), { alwaysEmitImplicit: true }) };
 }
 
-/** A consumer's view of a received payload, as the generated type. */
+/** A consumer's view of a received payload, as the generated type; throws on a payload of the wrong shape. */
 export function readBusMessage<D extends DescMessage>(t: Topic<D>, data: unknown): MessageShape<D> {
   return fromJson(t.schema, data as JsonValue, { ignoreUnknownFields: true });
+}
+
+/** One topic a consumer reads and what it does with each message, as the generated type. */
+export interface TopicRoute {
+  readonly subject: string;
+  /** Decodes (throws `MalformedMessage`) then runs the handler (its errors are redelivered). */
+  deliver(message: BusMessage): Promise<void>;
+}
+
+/** A payload that does not decode as its topic's message: redelivery cannot fix it. */
+export class MalformedMessage extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+  }
+}
+
+export function on<D extends DescMessage>(
+  t: Topic<D>,
+  handler: (message: MessageShape<D>, meta: { id: string; subject: string }) => Promise<void>,
+): TopicRoute {
+  return {
+    subject: t.subject,
+    async deliver(m) {
+      let message: MessageShape<D>;
+      try {
+        message = readBusMessage(t, m.data);
+      } catch (err) {
+        throw new MalformedMessage(err);
+      }
+      await handler(message, { id: m.id, subject: m.subject });
+    },
+  };
+}
+
+/**
+ * A durable consumer of typed topics. A message that does not decode is poison: it is logged
+ * (with its id `<service>-<outbox id>`, to find the outbox row) and acknowledged, so it cannot
+ * wedge the consumer with endless redeliveries. A handler's own failure (database down) is not
+ * acknowledged: the bus redelivers it with backoff.
+ */
+export async function subscribeTopics(bus: Bus, durable: string, routes: TopicRoute[], logger: Logger): Promise<void> {
+  await bus.subscribe(
+    durable,
+    routes.map((r) => r.subject),
+    async (m) => {
+      const route = routes.find((r) => subjectMatches(r.subject, m.subject));
+      if (!route) return;
+      try {
+        await route.deliver(m);
+      } catch (err) {
+        if (!(err instanceof MalformedMessage)) throw err;
+        logger.error(
+          { event: 'bus.malformed', err, durable, subject: m.subject, id: m.id },
+          'malformed bus message skipped (acknowledged, not redelivered)',
+        );
+      }
+    },
+  );
 }

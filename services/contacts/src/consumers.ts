@@ -1,24 +1,37 @@
 import type { Bus } from '@svc/lib/bus';
+import { on, subscribeTopics } from '@svc/lib/bus-topic';
+import { isUuid } from '@svc/lib/ids';
+import type { Logger } from '@svc/lib/logger';
+import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
+import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import type { Events } from './domain/events.js';
 import type { ContactsStore } from './store/contacts-store.js';
 
-interface EmailLifecycle {
-  projectId: string;
-  contactId: string;
-  emailId: string;
-  type: string;
-  occurredAt: string;
-  data?: object;
+interface ConsumerDeps {
+  events: Events;
+  contacts: ContactsStore;
+  forgetTypes(projectId: string): void;
+  logger: Logger;
 }
 
 /** What the contacts service hears on the bus: email lifecycle (for filters) and project deletion. */
-export async function subscribeContactsConsumers(bus: Bus, d: { events: Events; contacts: ContactsStore; forgetTypes(projectId: string): void }): Promise<void> {
-  await bus.subscribe('contacts-email-activity', ['emails.>'], async (m) => {
-    await d.events.recordEmailActivity(m.id, m.data as EmailLifecycle);
-  });
-  await bus.subscribe('contacts-projects', ['identity.project.deleted'], async (m) => {
-    const { projectId } = m.data as { projectId: string };
-    await d.contacts.deleteProject(projectId);
-    d.forgetTypes(projectId);
-  });
+export async function subscribeContactsConsumers(bus: Bus, d: ConsumerDeps): Promise<void> {
+  await subscribeTopics(
+    bus,
+    'contacts-email-activity',
+    [on(MESSAGING_TOPICS.emailLifecycle, (m, meta) => d.events.recordEmailActivity(meta.id, m))],
+    d.logger,
+  );
+  await subscribeTopics(
+    bus,
+    'contacts-projects',
+    [
+      on(IDENTITY_TOPICS.projectDeleted, async ({ projectId }) => {
+        if (!isUuid(projectId)) return;
+        await d.contacts.deleteProject(projectId);
+        d.forgetTypes(projectId);
+      }),
+    ],
+    d.logger,
+  );
 }

@@ -35,7 +35,12 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
     rt.logger.child({ service: 'contacts', part: 'jobs' }),
   );
   await runner.start();
-  await subscribeContactsConsumers(rt.bus, { events, contacts: contactsStore, forgetTypes: (p) => contacts.forgetTypes(p) });
+  await subscribeContactsConsumers(rt.bus, {
+    events,
+    contacts: contactsStore,
+    forgetTypes: (p) => contacts.forgetTypes(p),
+    logger: rt.logger.child({ service: 'contacts', part: 'bus' }),
+  });
 
   const server = await serveRpc(
     rt,

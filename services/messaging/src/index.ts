@@ -1,10 +1,11 @@
+import { subscribeTopics } from '@svc/lib/bus-topic';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { contactsDirectory } from './contacts-rpc.js';
 import { startSmtpSink, type SmtpSink } from './delivery/smtp-sink.js';
 import { createSmtpTransport } from './delivery/smtp-transport.js';
-import { ACTIVITY_SUBJECTS, ActivityFeed } from './domain/activity-feed.js';
+import { ActivityFeed } from './domain/activity-feed.js';
 import { DevMail } from './domain/dev-mail.js';
 import { createDnsResolver } from './domain/dns-resolver.js';
 import { ProviderWebhooks } from './domain/provider-webhooks.js';
@@ -88,7 +89,7 @@ export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } =
     db,
   );
 
-  await rt.bus.subscribe('messaging-activity', ACTIVITY_SUBJECTS, (m) => activity.record(m));
+  await subscribeTopics(rt.bus, 'messaging-activity', activity.routes(), logger);
 
   const transport = createSmtpTransport(smtpUrl, config.smtpPoolSize);
   const worker = new DeliveryWorker(db.pool, emailsStore, domainsStore, transport, new ProjectThrottle(config.sendRatePerSecond), logger, {

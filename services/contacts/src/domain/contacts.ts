@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { withTransaction, type Pool, type Queryable } from '@svc/lib/db';
 import { conflict, flatBadRequest, notFound, validationError } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
-import { enqueue } from '@svc/lib/outbox';
-import type { ContactRow, EventRow } from '../store/contact-rows.js';
+import { enqueueMessage } from '@svc/lib/outbox';
+import type { ContactRow } from '../store/contact-rows.js';
 import type { ContactsStore, SortColumn } from '../store/contacts-store.js';
 import type { EventsStore } from '../store/events-store.js';
 import type { FieldsStore } from '../store/fields-store.js';
+import { contactCreated, contactDeleted, contactUpdated, eventTracked } from './bus-messages.js';
 import { decodeCursor, keysetPage } from './cursor.js';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { applyDataPatch, splitDataPatch, type DataPatch } from './custom-data.js';
@@ -42,17 +43,6 @@ export interface ListInput {
 }
 
 export const contactNotFound = (id: string) => notFound('Contact', id, 'CONTACT_NOT_FOUND');
-
-export function contactMessage(c: ContactRow) {
-  return {
-    projectId: c.project_id,
-    contact: { id: c.id, email: c.email, subscribed: c.subscribed, data: c.data, createdAt: c.created_at, updatedAt: c.updated_at },
-  };
-}
-
-export function eventMessage(e: EventRow) {
-  return { projectId: e.project_id, contactId: e.contact_id, eventId: e.id, name: e.name, data: e.data, createdAt: e.created_at };
-}
 
 export function checkEmail(email: unknown, field = 'email'): string {
   if (typeof email !== 'string' || !isValidEmail(email.trim())) {
@@ -99,7 +89,7 @@ export class Contacts {
       });
       if (inserted) {
         await this.recordTypes(tx, projectId, inserted.data);
-        await enqueue(tx, 'contacts.created', contactMessage(inserted));
+        await enqueueMessage(tx, contactCreated(inserted));
         return { contact: inserted, isNew: true, isUpdate: false, patch };
       }
       existing = (await this.store.byEmailForUpdate(tx, projectId, email))!; // lost a concurrent insert race
@@ -110,7 +100,7 @@ export class Contacts {
     if (changed || subscribed !== existing.subscribed) {
       contact = await this.store.update(tx, projectId, existing.id, { email: existing.email, subscribed, data });
       await this.recordTypes(tx, projectId, patch.patch);
-      await enqueue(tx, 'contacts.updated', contactMessage(contact));
+      await enqueueMessage(tx, contactUpdated(contact));
       await this.emitFlip(tx, existing.subscribed, contact);
     }
     return { contact, isNew: false, isUpdate: true, patch };
@@ -138,7 +128,7 @@ export class Contacts {
       if (!changed && subscribed === existing.subscribed && newEmail === existing.email) return existing;
       const contact = await this.store.update(tx, projectId, id, { email: newEmail, subscribed, data });
       await this.recordTypes(tx, projectId, patch.patch);
-      await enqueue(tx, 'contacts.updated', contactMessage(contact));
+      await enqueueMessage(tx, contactUpdated(contact));
       await this.emitFlip(tx, existing.subscribed, contact);
       return contact;
     });
@@ -149,7 +139,7 @@ export class Contacts {
     await withTransaction(this.pool, async (tx) => {
       const deleted = await this.store.delete(tx, projectId, id);
       if (!deleted) throw contactNotFound(id);
-      await enqueue(tx, 'contacts.deleted', { projectId, contactId: id, email: deleted.email });
+      await enqueueMessage(tx, contactDeleted(projectId, id, deleted.email));
     });
   }
 
@@ -160,13 +150,13 @@ export class Contacts {
     for (const row of rows) {
       if (operation === 'delete') {
         await this.store.delete(tx, projectId, row.id);
-        await enqueue(tx, 'contacts.deleted', { projectId, contactId: row.id, email: row.email });
+        await enqueueMessage(tx, contactDeleted(projectId, row.id, row.email));
         continue;
       }
       const subscribed = operation === 'subscribe';
       if (row.subscribed === subscribed) continue;
       const contact = await this.store.update(tx, projectId, row.id, { email: row.email, subscribed, data: row.data });
-      await enqueue(tx, 'contacts.updated', contactMessage(contact));
+      await enqueueMessage(tx, contactUpdated(contact));
       await this.emitFlip(tx, row.subscribed, contact);
     }
     return { done: ids.filter((i) => found.has(i)), missing: ids.filter((i) => !found.has(i)) };
@@ -204,7 +194,7 @@ export class Contacts {
     const name = subscriptionEvent(before, contact.subscribed);
     if (!name) return;
     const event = await this.events.insert(tx, { id: randomUUID(), projectId: contact.project_id, contactId: contact.id, name, data: {} });
-    await enqueue(tx, 'events.tracked', eventMessage(event));
+    await enqueueMessage(tx, eventTracked(event));
   }
 
   async recordTypes(tx: Queryable, projectId: string, data: Record<string, unknown>): Promise<void> {

@@ -1,11 +1,14 @@
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import type { EmailLifecycle } from '@svc/proto/svc/messaging/v1/events_pb';
 import { withTransaction, type Queryable } from '@svc/lib/db';
 import { validationError } from '@svc/lib/errors';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
-import { enqueue } from '@svc/lib/outbox';
+import { enqueueMessage } from '@svc/lib/outbox';
 import type { EventRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
 import type { EventsStore } from '../store/events-store.js';
-import { checkEmail, eventMessage, type Contacts } from './contacts.js';
+import { eventTracked } from './bus-messages.js';
+import { checkEmail, type Contacts } from './contacts.js';
 import { decodeCursor, keysetPage } from './cursor.js';
 import { splitDataPatch } from './custom-data.js';
 import { trackedEventData, writeTrackBatch, type Tracked, type TrackWrite } from './track-batch.js';
@@ -51,7 +54,7 @@ export class Events {
       w.patch,
     );
     const event = await this.store.insert(tx, { id: uuidv7(), projectId: w.projectId, contactId: contact.id, name: w.name, data: trackedEventData(w.patch) });
-    await enqueue(tx, 'events.tracked', eventMessage(event));
+    await enqueueMessage(tx, eventTracked(event));
     return { contactId: contact.id, event };
   }
 
@@ -79,13 +82,14 @@ export class Events {
   }
 
   /** Email lifecycle from messaging: an `email.<type>` event plus a row the filters read. */
-  async recordEmailActivity(messageId: string, m: { projectId: string; contactId: string; emailId: string; type: string; occurredAt: string; data?: object }): Promise<void> {
+  async recordEmailActivity(messageId: string, m: EmailLifecycle): Promise<void> {
     if (!isUuid(m.projectId) || !isUuid(m.contactId)) return;
+    const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
     await withTransaction(this.contacts.pool, async (tx) => {
       if (!(await this.store.markProcessed(tx, 'email-activity', messageId))) return;
       const contact = await this.contacts.get(m.projectId, m.contactId).catch(() => null);
       if (!contact) return; // deleted since the email went out
-      await this.store.insertEmailActivity(tx, { projectId: m.projectId, contactId: m.contactId, emailId: m.emailId, type: m.type, at: m.occurredAt });
+      await this.store.insertEmailActivity(tx, { projectId: m.projectId, contactId: m.contactId, emailId: m.emailId, type: m.type, at });
       const event = await this.store.insert(tx, {
         id: uuidv7(),
         projectId: m.projectId,
@@ -93,7 +97,7 @@ export class Events {
         name: `email.${m.type}`,
         data: { emailId: m.emailId, ...(m.data ?? {}) },
       });
-      await enqueue(tx, 'events.tracked', eventMessage(event));
+      await enqueueMessage(tx, eventTracked(event));
     });
   }
 }

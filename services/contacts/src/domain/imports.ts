@@ -9,7 +9,8 @@ import type { ContactRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
 import type { FieldsStore } from '../store/fields-store.js';
 import type { ImportJobRow, JobsStore } from '../store/jobs-store.js';
-import { contactMessage, type Contacts } from './contacts.js';
+import { contactCreated, contactUpdated } from './bus-messages.js';
+import type { Contacts } from './contacts.js';
 import { rowError, rowToContact, validateCsvHeader, type RowError } from './csv-typing.js';
 import { applyDataPatch } from './custom-data.js';
 import { MAX_CUSTOM_FIELDS } from './fields.js';
@@ -237,10 +238,7 @@ export class Imports {
         }
       }
       for (const c of [...inserted, ...updated]) await this.contacts.recordTypes(tx, projectId, c.data);
-      await enqueueMany(tx, [
-        ...inserted.map((c) => ({ subject: 'contacts.created', payload: contactMessage(c) })),
-        ...updated.map((c) => ({ subject: 'contacts.updated', payload: contactMessage(c) })),
-      ]);
+      await enqueueMany(tx, [...inserted.map(contactCreated), ...updated.map(contactUpdated)]);
     });
     return written;
   }

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { uuidv7 } from '@svc/lib/ids';
+import type { OutboxMessage } from '@svc/lib/bus-topic';
 import type { Queryable } from '@svc/lib/db';
 import { enqueueMany } from '@svc/lib/outbox';
 import type { ContactRow, EventRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
 import type { EventsStore } from '../store/events-store.js';
-import { contactMessage, eventMessage, type Contacts } from './contacts.js';
+import { contactCreated, contactUpdated, eventTracked } from './bus-messages.js';
+import type { Contacts } from './contacts.js';
 import { applyDataPatch, type DataPatch } from './custom-data.js';
 import { nextSubscription, subscriptionEvent } from './subscription.js';
 
@@ -72,7 +74,7 @@ export async function writeTrackBatch(
     answers.push({ contactId: entry.row.id, eventId });
   }
 
-  const messages: Array<{ subject: string; payload: unknown }> = [];
+  const messages: OutboxMessage[] = [];
   const byProject = new Map<string, Array<{ row: ContactRow; isNew: boolean; dirty: boolean }>>();
   for (const e of state.values()) byProject.set(e.row.project_id, [...(byProject.get(e.row.project_id) ?? []), e]);
   for (const [projectId, entries] of byProject) {
@@ -81,11 +83,11 @@ export async function writeTrackBatch(
     if (inserted.length < fresh.length) throw new ConcurrentInsert('a contact was created concurrently');
     const updated = await d.batches.updateMany(tx, projectId, entries.filter((e) => e.dirty && !e.isNew).map((e) => e.row));
     for (const c of [...inserted, ...updated]) await d.contacts.recordTypes(tx, projectId, c.data);
-    messages.push(...inserted.map((c) => ({ subject: 'contacts.created', payload: contactMessage(c) })));
-    messages.push(...updated.map((c) => ({ subject: 'contacts.updated', payload: contactMessage(c) })));
+    messages.push(...inserted.map(contactCreated));
+    messages.push(...updated.map(contactUpdated));
   }
   const rows = await d.events.insertMany(tx, events);
-  messages.push(...rows.map((e) => ({ subject: 'events.tracked', payload: eventMessage(e) })));
+  messages.push(...rows.map(eventTracked));
   await enqueueMany(tx, messages);
   const byId = new Map(rows.map((r) => [r.id, r]));
   return answers.map((a) => ({ contactId: a.contactId, event: byId.get(a.eventId)! }));

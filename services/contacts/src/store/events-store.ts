@@ -73,7 +73,7 @@ export class EventsStore {
     return rowCount ?? 0;
   }
 
-  async insertEmailActivity(tx: Queryable, a: { projectId: string; contactId: string; emailId: string; type: string; at: string }): Promise<void> {
+  async insertEmailActivity(tx: Queryable, a: { projectId: string; contactId: string; emailId: string; type: string; at: Date }): Promise<void> {
     await tx.query(
       'INSERT INTO email_activity (project_id, contact_id, email_id, type, created_at) VALUES ($1, $2, $3, $4, $5)',
       [a.projectId, a.contactId, a.emailId, a.type, a.at],

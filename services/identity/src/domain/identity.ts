@@ -4,9 +4,10 @@ import { accountEmailKey, tidyAccountEmail } from '@svc/lib/account-email';
 import { withTransaction } from '@svc/lib/db';
 import { conflict, forbidden, notFound, unauthorized } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
-import { enqueue } from '@svc/lib/outbox';
+import { enqueueMessage } from '@svc/lib/outbox';
 import { parseOrThrow } from '@svc/lib/zod-errors';
 import type { IdentityStore, KeyHashes, MemberRow, ProjectRow, UserRow } from '../store/identity-store.js';
+import { projectCreated, projectDeleted, userCreated } from './bus-messages.js';
 import { generateKey, generateSessionToken, hashKey, kindOfKey, type KeyKind } from './api-keys.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { canChangeMember, canDeleteProject, canManageProject, type Role } from './roles.js';
@@ -59,7 +60,7 @@ export class Identity {
       const user = await this.store.insertUser(tx, { id: randomUUID(), email, passwordHash });
       if (!user) throw conflict('A user with this email already exists', { field: 'email' });
       await this.store.insertSession(tx, token.hash, user.id, SESSION_TTL_SECONDS);
-      await enqueue(tx, 'identity.user.created', { userId: user.id, email: user.email });
+      await enqueueMessage(tx, userCreated(user));
       return { user, sessionToken: token.key };
     });
   }
@@ -100,7 +101,7 @@ export class Identity {
     const { issued, hashes } = newKeys();
     return withTransaction(this.store.pool, async (tx) => {
       const project = await this.store.insertProject(tx, { id: randomUUID(), name: projectName, ownerId: userId, keys: hashes });
-      await enqueue(tx, 'identity.project.created', { projectId: project.id, name: project.name });
+      await enqueueMessage(tx, projectCreated(project));
       return { ...project, keys: issued };
     });
   }
@@ -126,7 +127,7 @@ export class Identity {
     if (!canDeleteProject(project.role!)) throw forbidden('Only the owner can delete a project', 'PROJECT_ACCESS_DENIED');
     await withTransaction(this.store.pool, async (tx) => {
       await this.store.deleteProject(tx, projectId);
-      await enqueue(tx, 'identity.project.deleted', { projectId });
+      await enqueueMessage(tx, projectDeleted(projectId));
     });
   }
 

@@ -1,24 +1,47 @@
-import { toActivity } from './activity-feed.js';
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { readBusMessage } from '@svc/lib/bus-topic';
+import { EventTrackedSchema } from '@svc/proto/svc/contacts/v1/events_pb';
+import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
+import { lifecycleActivity, trackedActivity } from './activity-feed.js';
+import { lifecycleMessage } from './email-events.js';
 
+const projectId = '00000000-0000-4000-8000-000000000000';
 const contactId = '11111111-1111-4111-8111-111111111111';
 const emailId = '22222222-2222-4222-8222-222222222222';
 
 describe('activity read model', () => {
-  test('email lifecycle messages become email.<type> rows keyed by the bus message id', () => {
-    const row = toActivity({
-      id: 'messaging-7',
-      subject: 'emails.open',
-      data: { projectId: 'p', contactId, emailId, type: 'open', occurredAt: '2026-01-02T03:04:05.000Z', data: { email: 'a@b.com', isFirstOpen: true } },
+  test('a lifecycle message as the delivery path publishes it becomes an email.<type> row keyed by the bus message id', () => {
+    const at = new Date('2026-01-02T03:04:05.000Z');
+    const email = { id: emailId, project_id: projectId, contact_id: contactId, to_email: 'a@b.com', subject: 'Hi', template_id: null };
+    const { payload } = lifecycleMessage(email, 'open', { isFirstOpen: true }, at);
+    const wire = JSON.parse(JSON.stringify(payload));
+    const row = lifecycleActivity('messaging-7', readBusMessage(MESSAGING_TOPICS.emailLifecycle, wire));
+    expect(row).toMatchObject({
+      source_id: 'messaging-7',
+      project_id: projectId,
+      type: 'email.open',
+      contact_id: contactId,
+      email_id: emailId,
+      email: 'a@b.com',
+      data: { email: 'a@b.com', subject: 'Hi', isFirstOpen: true },
     });
-    expect(row).toMatchObject({ source_id: 'messaging-7', project_id: 'p', type: 'email.open', contact_id: contactId, email_id: emailId, email: 'a@b.com' });
     expect(row!.occurred_at.toISOString()).toBe('2026-01-02T03:04:05.000Z');
   });
 
   test('tracked events become `event` rows; system names keep their name as type; email.* names are skipped', () => {
-    const base = { projectId: 'p', contactId, eventId: 'e', createdAt: '2026-01-01T00:00:00Z' };
-    expect(toActivity({ id: 'c-1', subject: 'events.tracked', data: { ...base, name: 'purchase', data: { amount: 3 } } })).toMatchObject({ type: 'event', name: 'purchase', data: { amount: 3, eventId: 'e' } });
-    expect(toActivity({ id: 'c-2', subject: 'events.tracked', data: { ...base, name: 'contact.unsubscribed' } })).toMatchObject({ type: 'contact.unsubscribed' });
-    expect(toActivity({ id: 'c-3', subject: 'events.tracked', data: { ...base, name: 'email.open' } })).toBeNull();
-    expect(toActivity({ id: 'c-4', subject: 'contacts.updated', data: {} })).toBeNull();
+    const base = { projectId, contactId, eventId: 'e', createdAt: timestampFromDate(new Date('2026-01-01T00:00:00Z')) };
+    const tracked = (name: string, data?: Record<string, number>) => create(EventTrackedSchema, { ...base, name, data });
+    expect(trackedActivity('c-1', tracked('purchase', { amount: 3 }))).toMatchObject({
+      type: 'event',
+      name: 'purchase',
+      data: { amount: 3, eventId: 'e' },
+    });
+    expect(trackedActivity('c-2', tracked('contact.unsubscribed'))).toMatchObject({ type: 'contact.unsubscribed' });
+    expect(trackedActivity('c-3', tracked('email.open'))).toBeNull();
+  });
+
+  test('a message naming no stored project makes no row (it could never be inserted)', () => {
+    expect(trackedActivity('c-4', create(EventTrackedSchema, { projectId: 'p', name: 'purchase' }))).toBeNull();
   });
 });

@@ -1,67 +1,54 @@
-import type { BusMessage } from '@svc/lib/bus';
+import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
+import { on, type TopicRoute } from '@svc/lib/bus-topic';
 import { badRequest } from '@svc/lib/errors';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
+import type { EventTracked } from '@svc/proto/svc/contacts/v1/events_pb';
+import type { EmailLifecycle } from '@svc/proto/svc/messaging/v1/events_pb';
+import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
+import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import type { ActivityRow, ActivityStore } from '../store/activity-store.js';
 import type { EmailCountsRow, EmailsStore } from '../store/emails-store.js';
-import type { LifecyclePayload } from './email-events.js';
 import { intParam } from './pagination.js';
 
-/** The bus subjects the feed is built from. */
-export const ACTIVITY_SUBJECTS = ['emails.>', 'events.tracked'];
+const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : new Date());
+const uuidOrNull = (v: string) => (isUuid(v) ? v : null);
 
-interface TrackedEventPayload {
-  projectId: string;
-  contactId: string;
-  eventId?: string;
-  name: string;
-  data?: Record<string, unknown>;
-  createdAt?: string;
+/** Email lifecycle (`emails.*`) -> an `email.<type>` feed row; `sourceId` is the bus message id. */
+export function lifecycleActivity(sourceId: string, m: EmailLifecycle): ActivityRow | null {
+  if (!isUuid(m.projectId) || !m.type) return null;
+  return {
+    id: uuidv7(),
+    source_id: sourceId,
+    project_id: m.projectId,
+    type: `email.${m.type}`,
+    contact_id: uuidOrNull(m.contactId),
+    email_id: uuidOrNull(m.emailId),
+    email: typeof m.data?.email === 'string' ? m.data.email : null,
+    name: null,
+    data: m.data ?? {},
+    occurred_at: dateOf(m.occurredAt),
+  };
 }
 
-const asDate = (v: unknown) => {
-  const d = typeof v === 'string' ? new Date(v) : new Date(NaN);
-  return Number.isNaN(d.getTime()) ? new Date() : d;
-};
-
 /**
- * One bus message -> one feed row (or none). Email lifecycle comes from `emails.*`; tracked
- * events from `events.tracked`, where `email.*` names are skipped (contacts records those from
- * the same lifecycle messages, which are already in the feed).
+ * A tracked event (`events.tracked`) -> a feed row, or none for `email.*` names: contacts records
+ * those from the same lifecycle messages, which are already in the feed.
  */
-export function toActivity(message: BusMessage): ActivityRow | null {
-  const base = { id: uuidv7(), source_id: message.id };
-  if (message.subject.startsWith('emails.')) {
-    const p = message.data as LifecyclePayload;
-    if (!p?.projectId || !p.type) return null;
-    return {
-      ...base,
-      project_id: p.projectId,
-      type: `email.${p.type}`,
-      contact_id: isUuid(p.contactId) ? p.contactId : null,
-      email_id: isUuid(p.emailId) ? p.emailId : null,
-      email: typeof p.data?.email === 'string' ? p.data.email : null,
-      name: null,
-      data: p.data ?? {},
-      occurred_at: asDate(p.occurredAt),
-    };
-  }
-  if (message.subject === 'events.tracked') {
-    const p = message.data as TrackedEventPayload;
-    if (!p?.projectId || typeof p.name !== 'string' || p.name.startsWith('email.')) return null;
-    const system = p.name.startsWith('contact.') || p.name.startsWith('segment.');
-    return {
-      ...base,
-      project_id: p.projectId,
-      type: system ? p.name : 'event',
-      contact_id: isUuid(p.contactId) ? p.contactId : null,
-      email_id: null,
-      email: null,
-      name: p.name,
-      data: { ...(p.data ?? {}), ...(p.eventId ? { eventId: p.eventId } : {}) },
-      occurred_at: asDate(p.createdAt),
-    };
-  }
-  return null;
+export function trackedActivity(sourceId: string, m: EventTracked): ActivityRow | null {
+  if (!isUuid(m.projectId) || !m.name || m.name.startsWith('email.')) return null;
+  const system = m.name.startsWith('contact.') || m.name.startsWith('segment.');
+  return {
+    id: uuidv7(),
+    source_id: sourceId,
+    project_id: m.projectId,
+    type: system ? m.name : 'event',
+    contact_id: uuidOrNull(m.contactId),
+    email_id: null,
+    email: null,
+    name: m.name,
+    data: { ...(m.data ?? {}), ...(m.eventId ? { eventId: m.eventId } : {}) },
+    occurred_at: dateOf(m.createdAt),
+  };
 }
 
 function encodeCursor(row: ActivityRow): string {
@@ -92,8 +79,15 @@ export interface ActivityListQuery {
 export class ActivityFeed {
   constructor(private readonly store: ActivityStore, private readonly emails: EmailsStore) {}
 
-  async record(message: BusMessage): Promise<void> {
-    const row = toActivity(message);
+  /** The bus messages the feed is built from. */
+  routes(): TopicRoute[] {
+    return [
+      on(MESSAGING_TOPICS.emailLifecycle, (m, { id }) => this.record(lifecycleActivity(id, m))),
+      on(CONTACTS_TOPICS.eventTracked, (m, { id }) => this.record(trackedActivity(id, m))),
+    ];
+  }
+
+  private async record(row: ActivityRow | null): Promise<void> {
     if (row) await this.store.insert(row);
   }
 

@@ -1,32 +1,38 @@
+import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { busMessage, type OutboxMessage } from '@svc/lib/bus-topic';
+import { emailLifecycleSubject, MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import type { EmailRow } from '../store/emails-store.js';
 
 /** The email lifecycle on the bus (`emails.<type>`); contacts records them as `email.<type>` events. */
 export type LifecycleType = 'sent' | 'delivery' | 'open' | 'click' | 'bounce' | 'complaint';
 
-export interface LifecyclePayload {
-  projectId: string;
-  contactId: string;
-  emailId: string;
-  type: LifecycleType;
-  occurredAt: string;
-  data: Record<string, unknown>;
+/** The step's own values; an undefined one is left out, as JSON.stringify would. */
+export type LifecycleData = Record<string, JsonValue | undefined>;
+
+function defined(data: LifecycleData): JsonObject {
+  const out: JsonObject = {};
+  for (const [k, v] of Object.entries(data)) if (v !== undefined) out[k] = v;
+  return out;
 }
 
 export function lifecycleMessage(
   email: Pick<EmailRow, 'id' | 'project_id' | 'contact_id' | 'to_email' | 'subject' | 'template_id'>,
   type: LifecycleType,
-  data: Record<string, unknown> = {},
+  data: LifecycleData = {},
   occurredAt = new Date(),
-): { subject: string; payload: LifecyclePayload } {
-  return {
-    subject: `emails.${type}`,
-    payload: {
+): OutboxMessage {
+  const about = { email: email.to_email, subject: email.subject, ...(email.template_id ? { templateId: email.template_id } : {}) };
+  return busMessage(
+    MESSAGING_TOPICS.emailLifecycle,
+    {
       projectId: email.project_id,
       contactId: email.contact_id,
       emailId: email.id,
       type,
-      occurredAt: occurredAt.toISOString(),
-      data: { email: email.to_email, subject: email.subject, ...(email.template_id ? { templateId: email.template_id } : {}), ...data },
+      occurredAt: timestampFromDate(occurredAt),
+      data: defined({ ...about, ...data }),
     },
-  };
+    emailLifecycleSubject(type),
+  );
 }

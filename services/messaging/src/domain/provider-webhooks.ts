@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { withTransaction, type Pool } from '@svc/lib/db';
 import { isUuid } from '@svc/lib/ids';
-import { enqueue } from '@svc/lib/outbox';
+import { enqueueMessage } from '@svc/lib/outbox';
 import { parseOrThrow } from '@svc/lib/zod-errors';
 import type { EmailsStore } from '../store/emails-store.js';
 import { lifecycleMessage } from './email-events.js';
@@ -57,7 +57,7 @@ export class ProviderWebhooks {
         if (n.type === 'delivery') {
           if (!(await this.emails.markDelivered(tx, email.id))) return false;
           const m = lifecycleMessage(email, 'delivery', {}, at);
-          await enqueue(tx, m.subject, m.payload);
+          await enqueueMessage(tx, m);
           return true;
         }
         if (n.type === 'bounce') {
@@ -68,13 +68,13 @@ export class ProviderWebhooks {
             await this.emails.suppress(tx, email.project_id, email.to_email, 'bounce', email.id);
           }
           const m = lifecycleMessage(email, 'bounce', { reason, bounceType: n.bounceType }, at);
-          await enqueue(tx, m.subject, m.payload);
+          await enqueueMessage(tx, m);
           return true;
         }
         if (!(await this.emails.markComplained(tx, email.id))) return false;
         await this.emails.suppress(tx, email.project_id, email.to_email, 'complaint', email.id);
         const m = lifecycleMessage(email, 'complaint', n.reason ? { reason: n.reason } : {}, at);
-        await enqueue(tx, m.subject, m.payload);
+        await enqueueMessage(tx, m);
         return true;
       });
       if (applied) processed++;

@@ -1,6 +1,6 @@
 import { withTransaction, type Pool } from '@svc/lib/db';
 import { notFound } from '@svc/lib/errors';
-import { enqueue } from '@svc/lib/outbox';
+import { enqueueMessage } from '@svc/lib/outbox';
 import type { EmailsStore } from '../store/emails-store.js';
 import type { ContactDirectory } from './contact-directory.js';
 import { lifecycleMessage } from './email-events.js';
@@ -31,7 +31,7 @@ export class Tracking {
       const email = await this.emails.recordOpen(tx, t.emailId);
       if (!email) throw invalidLink(token);
       const m = lifecycleMessage(email, 'open', { isFirstOpen: email.is_first, ...clientData(client) });
-      await enqueue(tx, m.subject, m.payload);
+      await enqueueMessage(tx, m);
     });
   }
 
@@ -43,7 +43,7 @@ export class Tracking {
       const email = await this.emails.recordClick(tx, t.emailId);
       if (!email) return; // the email record is gone; the link still works
       const m = lifecycleMessage(email, 'click', { url: t.url, isFirstClick: email.is_first, ...clientData(client) });
-      await enqueue(tx, m.subject, m.payload);
+      await enqueueMessage(tx, m);
     });
     return t.url;
   }

@@ -1,6 +1,7 @@
 import { withTransaction, type Pool } from '@svc/lib/db';
 import { DueWorkLoop } from '@svc/lib/due-work';
 import type { Logger } from '@svc/lib/logger';
+import type { OutboxMessage } from '@svc/lib/bus-topic';
 import { enqueueMany } from '@svc/lib/outbox';
 import { domainOf } from '../domain/address.js';
 import { classifyFailure, type SmtpFailure } from '../domain/delivery-outcome.js';
@@ -83,7 +84,7 @@ export class DeliveryWorker {
     if (held.length) await this.emails.release(held.map((h) => h.id), Math.max(...held.map((h) => h.wait)));
 
     const outcomes: DeliveryOutcomes = { sent: [], retry: [], bounced: [], failed: [] };
-    const messages: { subject: string; payload: unknown }[] = [];
+    const messages: OutboxMessage[] = [];
     const suppress: ClaimedEmail[] = [];
     await Promise.all(
       ready.map(async (row) => {
