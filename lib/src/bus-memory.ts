@@ -1,5 +1,6 @@
 import type { Logger } from './logger.js';
-import { subjectMatches, type Bus, type BusHandler, type BusMessage } from './bus.js';
+import { subjectMatches, type Bus, type BusHandler, type BusMessage, type MessageContext } from './bus.js';
+import { messageContext, runInContext } from './request-context.js';
 
 interface Subscription {
   durable: string;
@@ -24,11 +25,17 @@ export class MemoryBus implements Bus {
 
   constructor(private readonly logger: Logger) {}
 
-  async publish(subject: string, data: unknown, id: string): Promise<void> {
+  async publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void> {
     if (this.closed) throw new Error('bus closed');
     if (this.seen.has(id)) return;
     this.remember(id);
-    const message: BusMessage = { id, subject, data };
+    const message: BusMessage = {
+      id,
+      subject,
+      data,
+      requestId: context?.requestId ?? undefined,
+      traceparent: context?.traceparent ?? undefined,
+    };
     const targets = this.subs.filter((s) => s.subjects.some((p) => subjectMatches(p, subject)));
     await Promise.all(
       targets.map((s) => {
@@ -51,10 +58,16 @@ export class MemoryBus implements Bus {
     this.closed = true;
   }
 
-  private async deliver(sub: Subscription, message: BusMessage): Promise<void> {
+  /** Like NatsBus: the handler runs inside the context of the request that wrote the message. */
+  private deliver(sub: Subscription, message: BusMessage): Promise<void> {
+    return runInContext(messageContext(message), () => this.deliverWithRetries(sub, message));
+  }
+
+  private async deliverWithRetries(sub: Subscription, message: BusMessage): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
         await sub.handler(structuredClone(message));
+        this.logger.debug({ durable: sub.durable, subject: message.subject, messageId: message.id }, 'bus message handled');
         return;
       } catch (err) {
         if (attempt >= MAX_ATTEMPTS || this.closed) {

@@ -2,18 +2,33 @@ import {
   AckPolicy,
   connect,
   DeliverPolicy,
+  headers,
   nanos,
   StorageType,
   type ConsumerMessages,
   type JetStreamClient,
   type JetStreamManager,
+  type JetStreamPublishOptions,
   type NatsConnection,
 } from 'nats';
 import type { Logger } from './logger.js';
-import { STREAMS, streamOf, type Bus, type BusHandler } from './bus.js';
+import { STREAMS, streamOf, type Bus, type BusHandler, type BusMessage, type MessageContext } from './bus.js';
+import { messageContext, runInContext } from './request-context.js';
 
 const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
 const MAX_BACKOFF_MS = 5000;
+/** Message headers of the request that wrote a message, beside Nats-Msg-Id (read back with the same spelling). */
+const REQUEST_ID_HEADER = 'X-Request-Id';
+const TRACEPARENT_HEADER = 'traceparent';
+
+/** Publish options: the dedupe id, and the request's headers when the message has them (nothing more per message). */
+function publishOptions(id: string, context?: MessageContext): Partial<JetStreamPublishOptions> {
+  if (!context?.requestId && !context?.traceparent) return { msgID: id };
+  const h = headers();
+  if (context.requestId) h.set(REQUEST_ID_HEADER, context.requestId);
+  if (context.traceparent) h.set(TRACEPARENT_HEADER, context.traceparent);
+  return { msgID: id, headers: h };
+}
 
 interface Registration {
   durable: string;
@@ -80,18 +95,19 @@ export class NatsBus implements Bus {
     this.recreatedListeners.push(listener);
   }
 
-  async publish(subject: string, data: unknown, id: string): Promise<void> {
+  async publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void> {
     if (!this.js || !this.connected()) {
       throw new Error('message bus unavailable: NATS not connected or streams not ready');
     }
     const full = `${this.prefix}.${subject}`;
     const payload = Buffer.from(JSON.stringify(data));
+    const options = publishOptions(id, context);
     try {
-      await this.js.publish(full, payload, { msgID: id });
+      await this.js.publish(full, payload, options);
     } catch (err) {
       if (!isMissingStream(err)) throw err;
       await this.repair();
-      await this.js.publish(full, payload, { msgID: id });
+      await this.js.publish(full, payload, options);
     }
   }
 
@@ -309,14 +325,21 @@ export class NatsBus implements Bus {
     const prefixLength = this.prefix.length + 1;
     for await (const m of messages) {
       const subject = m.subject.slice(prefixLength);
-      try {
-        const id = m.headers?.get('Nats-Msg-Id') || `${m.info.stream}-${m.seq}`;
-        await reg.handler({ id, subject, data: JSON.parse(m.string()) });
-        m.ack();
-      } catch (err) {
-        this.logger.warn({ err, durable: reg.durable, subject }, 'bus handler failed; redelivering');
-        m.nak(Math.min(1000 * m.info.redeliveryCount, 30_000));
-      }
+      // The handler, its log lines and the outbox rows it writes belong to the request that wrote the message.
+      const requestId = m.headers?.get(REQUEST_ID_HEADER) || undefined;
+      const traceparent = m.headers?.get(TRACEPARENT_HEADER) || undefined;
+      await runInContext(messageContext({ requestId, traceparent }), async () => {
+        try {
+          const id = m.headers?.get('Nats-Msg-Id') || `${m.info.stream}-${m.seq}`;
+          const message: BusMessage = { id, subject, data: JSON.parse(m.string()), requestId, traceparent };
+          await reg.handler(message);
+          m.ack();
+          this.logger.debug({ durable: reg.durable, subject, messageId: message.id }, 'bus message handled');
+        } catch (err) {
+          this.logger.warn({ err, durable: reg.durable, subject }, 'bus handler failed; redelivering');
+          m.nak(Math.min(1000 * m.info.redeliveryCount, 30_000));
+        }
+      });
     }
   }
 

@@ -8,12 +8,22 @@ export interface BusMessage {
   /** Subject without the deployment prefix, e.g. `contacts.updated`. */
   subject: string;
   data: unknown;
+  /** The request that wrote the message (headers `X-Request-Id`, `traceparent`); absent outside a request. */
+  requestId?: string;
+  traceparent?: string;
+}
+
+/** What a message carries of the request that wrote it (the outbox row's columns). */
+export interface MessageContext {
+  requestId?: string | null;
+  traceparent?: string | null;
 }
 
 export type BusHandler = (message: BusMessage) => Promise<void>;
 
 export interface Bus {
-  publish(subject: string, data: unknown, id: string): Promise<void>;
+  /** `context` travels as headers; consumers' handlers run inside it (lib/request-context.ts). */
+  publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void>;
   /** `durable` names the consumer; its position survives restarts (JetStream) or the process (in-process). */
   subscribe(durable: string, subjects: string[], handler: BusHandler): Promise<void>;
   /** Whether publishing can succeed now (broker connected and streams in place); for readiness. */

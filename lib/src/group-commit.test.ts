@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { createPool, type PoolClient } from './db.js';
 import { GroupCommit } from './group-commit.js';
+import { contextFrom, currentContext, runInContext } from './request-context.js';
 
 const DATABASE = 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -39,6 +40,35 @@ describe('GroupCommit when the database cannot be reached', () => {
     } finally {
       await down.end();
       await up.end();
+    }
+  });
+});
+
+describe('GroupCommit and the request context', () => {
+  it('runs each write in its submitter context, and a mixed writeMany batch outside any', async () => {
+    const pool = createPool(DATABASE, 2);
+    const seen: Array<string | undefined> = [];
+    const batches: Array<{ shared?: string; each: Array<string | undefined> }> = [];
+    const write = async (tx: PoolClient, n: number) => {
+      seen.push(currentContext()?.requestId);
+      return (await tx.query<{ n: number }>('SELECT $1::int AS n', [n])).rows[0].n;
+    };
+    const writeMany = async (_tx: PoolClient, inputs: number[], contexts: Array<{ requestId: string } | undefined>) => {
+      batches.push({ shared: currentContext()?.requestId, each: contexts.map((c) => c?.requestId) });
+      return inputs;
+    };
+    const submitAs = (c: GroupCommit<number, number>, id: string, n: number) =>
+      runInContext(contextFrom({ requestId: `req-${id}-group-commit` }), () => c.submit(n));
+    try {
+      const one = new GroupCommit<number, number>(() => pool.connect(), write);
+      await Promise.all([submitAs(one, 'a', 1), submitAs(one, 'b', 2), submitAs(one, 'c', 3)]);
+      expect(seen).toEqual(['req-a-group-commit', 'req-b-group-commit', 'req-c-group-commit']);
+
+      const many = new GroupCommit<number, number>(() => pool.connect(), write, { writeMany });
+      await Promise.all([submitAs(many, 'a', 1), submitAs(many, 'b', 2), submitAs(many, 'c', 3)]);
+      expect(batches).toEqual([{ shared: undefined, each: ['req-b-group-commit', 'req-c-group-commit'] }]);
+    } finally {
+      await pool.end();
     }
   });
 });

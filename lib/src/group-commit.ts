@@ -1,10 +1,13 @@
 import { releaseAfterFailure, type PoolClient } from './db.js';
 import { isDependencyUnavailable } from './dependency-errors.js';
+import { currentContext, runInContext, type RequestContext } from './request-context.js';
 
 interface Pending<I, O> {
   input: I;
   resolve(value: O): void;
   reject(err: unknown): void;
+  /** The submitter's request: its write (log lines, outbox rows) runs inside it, not inside the lane starter's. */
+  context?: RequestContext;
 }
 
 export interface GroupCommitOptions<I, O> {
@@ -19,9 +22,10 @@ export interface GroupCommitOptions<I, O> {
   lockOrder?: (input: I) => string;
   /**
    * Writes a whole batch set-based (a few statements instead of a few per write), answering in
-   * input order; when it fails, the batch falls back to one `write` each.
+   * input order; when it fails, the batch falls back to one `write` each. It runs outside any request
+   * unless all inputs share one: `contexts[i]` is input i's, for outbox rows (`enqueueMany`'s `context`).
    */
-  writeMany?: (tx: PoolClient, inputs: I[]) => Promise<O[]>;
+  writeMany?: (tx: PoolClient, inputs: I[], contexts: Array<RequestContext | undefined>) => Promise<O[]>;
 }
 
 /**
@@ -46,7 +50,7 @@ export class GroupCommit<I, O> {
 
   submit(input: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.queue.push({ input, resolve, reject });
+      this.queue.push({ input, resolve, reject, context: currentContext() });
       if (this.active < this.lanes) void this.lane();
     });
   }
@@ -78,8 +82,12 @@ export class GroupCommit<I, O> {
     const results: O[] = [];
     try {
       await client.query('BEGIN');
-      if (this.opts.writeMany) results.push(...(await this.opts.writeMany(client, batch.map((p) => p.input))));
-      else for (const p of batch) results.push(await this.write(client, p.input));
+      const writeMany = this.opts.writeMany;
+      if (writeMany) {
+        const contexts = batch.map((p) => p.context);
+        const shared = contexts.every((c) => c === contexts[0]) ? contexts[0] : undefined;
+        results.push(...(await runInContext(shared, () => writeMany(client, batch.map((p) => p.input), contexts))));
+      } else for (const p of batch) results.push(await runInContext(p.context, () => this.write(client, p.input)));
       await client.query('COMMIT');
     } catch (err) {
       await releaseAfterFailure(client, err);
@@ -97,7 +105,7 @@ export class GroupCommit<I, O> {
     try {
       client = await this.begin();
       await client.query('BEGIN');
-      const result = await this.write(client, p.input);
+      const result = await runInContext(p.context, () => this.write(client!, p.input));
       await client.query('COMMIT');
       client.release();
       p.resolve(result);

@@ -4,7 +4,8 @@ import { MemoryBus } from './bus-memory.js';
 import { createPool, withTransaction, type Pool } from './db.js';
 import { createLogger } from './logger.js';
 import { migrate } from './migrate.js';
-import { enqueue, enqueueMany, OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, OutboxRelay } from './outbox.js';
+import { enqueue, enqueueMany, OUTBOX_MIGRATIONS, OutboxRelay } from './outbox.js';
+import { contextFrom, currentContext, parseTraceparent, runInContext, type RequestContext } from './request-context.js';
 
 const ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
 const dbName = `outbox_test_${process.pid}_${Date.now().toString(36)}`;
@@ -17,7 +18,7 @@ beforeAll(async () => {
   await admin.query(`CREATE DATABASE ${dbName}`);
   await admin.end();
   pool = createPool(ADMIN.replace(/\/postgres$/, `/${dbName}`));
-  await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION]);
+  await migrate(pool, OUTBOX_MIGRATIONS);
 });
 
 afterAll(async () => {
@@ -37,12 +38,13 @@ function recordingBus(): Bus & { got: BusMessage[]; failNext: number } {
   return {
     got,
     failNext: 0,
-    async publish(subject, data, id) {
+    async publish(subject, data, id, context) {
       if (this.failNext > 0) {
         this.failNext--;
         throw new Error('bus down');
       }
-      if (!got.some((m) => m.id === id)) got.push({ id, subject, data }); // JetStream's Nats-Msg-Id dedupe
+      const headers = { requestId: context?.requestId ?? undefined, traceparent: context?.traceparent ?? undefined };
+      if (!got.some((m) => m.id === id)) got.push({ id, subject, data, ...headers }); // JetStream's Nats-Msg-Id dedupe
     },
     async subscribe() {},
     connected: () => true,
@@ -119,6 +121,44 @@ describe('outbox relay', () => {
     });
     await bus.publish('events.tracked', {}, 'x-1');
     expect(attempts).toBe(3);
+  });
+});
+
+describe('request context through the outbox', () => {
+  const ctx = contextFrom({ requestId: 'req-outbox-test', traceparent: undefined });
+
+  test('rows carry the writing request (new span, same trace); rows written outside a request carry none', async () => {
+    const bus = recordingBus();
+    const relay = new OutboxRelay({ service: 'svc', pool, bus, logger });
+    const other: RequestContext = contextFrom({ requestId: 'req-other-one', traceparent: undefined });
+    await runInContext(ctx, async () => {
+      await enqueue(pool, 'contacts.created', { n: 1 });
+      await enqueueMany(pool, [
+        { subject: 'events.tracked', payload: { n: 2 } },
+        { subject: 'events.tracked', payload: { n: 3 }, context: { requestId: other.requestId, traceparent: null } },
+      ]);
+    });
+    await enqueue(pool, 'contacts.updated', { n: 4 });
+    expect(await relay.drain()).toBe(4);
+    expect(bus.got.map((m) => m.requestId)).toEqual(['req-outbox-test', 'req-outbox-test', 'req-other-one', undefined]);
+    for (const m of bus.got.slice(0, 2)) {
+      expect(parseTraceparent(m.traceparent)).toMatchObject({ traceId: ctx.traceId });
+      expect(parseTraceparent(m.traceparent)?.parentId).not.toBe(ctx.parentId);
+    }
+  });
+
+  test('an in-process consumer runs inside the context of the request that wrote the message', async () => {
+    const bus = new MemoryBus(logger);
+    const contexts: Array<RequestContext | undefined> = [];
+    await bus.subscribe('ctx', ['contacts.>'], async () => {
+      contexts.push(currentContext());
+    });
+    const relay = new OutboxRelay({ service: 'svc', pool, bus, logger });
+    await runInContext(ctx, () => enqueue(pool, 'contacts.created', { n: 1 }));
+    await enqueue(pool, 'contacts.created', { n: 2 });
+    await relay.drain();
+    expect(contexts[0]).toMatchObject({ requestId: 'req-outbox-test', traceId: ctx.traceId });
+    expect(contexts[1]).toBeUndefined();
   });
 });
 

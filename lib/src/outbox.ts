@@ -5,6 +5,7 @@ import { releaseAfterFailure, type Pool, type Queryable } from './db.js';
 import type { Logger } from './logger.js';
 import type { Migration } from './migrate.js';
 import { PgListener } from './pg-listener.js';
+import { outgoingContext, type PropagatedContext } from './request-context.js';
 
 /** Every service's migrations include this table: messages commit with the state they describe. */
 export const OUTBOX_MIGRATION: Migration = {
@@ -35,11 +36,30 @@ export const OUTBOX_NOTIFY_MIGRATION: Migration = {
     CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify();
   `,
 };
+
+/** The request that wrote a row (null outside a request): the relay sends it as message headers. */
+export const OUTBOX_CONTEXT_MIGRATION: Migration = {
+  id: '000_outbox_context',
+  sql: 'ALTER TABLE outbox ADD COLUMN request_id text, ADD COLUMN traceparent text;',
+};
+
+/** Every service's outbox migrations, in order (runtime.ts and test databases apply them). */
+export const OUTBOX_MIGRATIONS: Migration[] = [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, OUTBOX_CONTEXT_MIGRATION];
+
 const CLEANUP_EVERY_MS = 60_000;
 
-/** Call inside the transaction that changes the state the message describes. */
+/**
+ * Call inside the transaction that changes the state the message describes. The row carries the
+ * current request context (request id, traceparent with a new span id), picked up here.
+ */
 export async function enqueue(tx: Queryable, subject: string, payload: unknown): Promise<void> {
-  await tx.query('INSERT INTO outbox (subject, payload) VALUES ($1, $2)', [subject, JSON.stringify(payload)]);
+  const ctx = outgoingContext();
+  await tx.query('INSERT INTO outbox (subject, payload, request_id, traceparent) VALUES ($1, $2, $3, $4)', [
+    subject,
+    JSON.stringify(payload),
+    ctx?.requestId ?? null,
+    ctx?.traceparent ?? null,
+  ]);
 }
 
 /** A typed message (`busMessage(topic, init)` of lib/bus-topic.ts): publishers write through this. */
@@ -113,8 +133,8 @@ export class OutboxRelay {
     const published: number[] = [];
     try {
       await client.query('BEGIN');
-      const { rows } = await client.query<{ id: string; subject: string; payload: unknown }>(
-        `SELECT id::text, subject, payload FROM outbox WHERE published_at IS NULL
+      const { rows } = await client.query<OutboxRow>(
+        `SELECT id::text, subject, payload, request_id, traceparent FROM outbox WHERE published_at IS NULL
          ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [this.opts.batchSize ?? 500],
       );
@@ -122,7 +142,12 @@ export class OutboxRelay {
         // Pipelined: every publish of the batch is in flight at once (one connection keeps their
         // order); only acknowledged rows are marked, the rest go out again on the next pass.
         const results = await Promise.allSettled(
-          rows.map((row) => this.opts.bus.publish(row.subject, row.payload, `${this.opts.service}-${row.id}`)),
+          rows.map((row) =>
+            this.opts.bus.publish(row.subject, row.payload, `${this.opts.service}-${row.id}`, {
+              requestId: row.request_id,
+              traceparent: row.traceparent,
+            }),
+          ),
         );
         const failed = results.findIndex((r) => r.status === 'rejected');
         for (const row of failed === -1 ? rows : rows.slice(0, failed)) published.push(Number(row.id));
@@ -148,6 +173,14 @@ export class OutboxRelay {
   }
 }
 
+interface OutboxRow {
+  id: string;
+  subject: string;
+  payload: unknown;
+  request_id: string | null;
+  traceparent: string | null;
+}
+
 /** The bus refused a message (not the database): kept apart so a broker outage is not taken for a database one. */
 class PublishFailed extends Error {
   constructor(cause: unknown) {
@@ -155,12 +188,27 @@ class PublishFailed extends Error {
   }
 }
 
+export interface OutboxWrite {
+  subject: string;
+  payload: unknown;
+  /** The request this message belongs to, when a batch mixes requests; else the current context's. */
+  context?: PropagatedContext;
+}
+
 /** Many messages in one statement, in the given order (imports, bulk jobs, the delivery worker). */
-export async function enqueueMany(tx: Queryable, messages: Array<{ subject: string; payload: unknown }>): Promise<void> {
+export async function enqueueMany(tx: Queryable, messages: OutboxWrite[]): Promise<void> {
   if (!messages.length) return;
+  const current = outgoingContext();
+  const ctx = (m: OutboxWrite) => m.context ?? current;
   await tx.query(
-    `INSERT INTO outbox (subject, payload)
-     SELECT s, p::jsonb FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(s, p, n) ORDER BY n`,
-    [messages.map((m) => m.subject), messages.map((m) => JSON.stringify(m.payload))],
+    `INSERT INTO outbox (subject, payload, request_id, traceparent)
+     SELECT s, p::jsonb, r, t FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+       WITH ORDINALITY AS m(s, p, r, t, n) ORDER BY n`,
+    [
+      messages.map((m) => m.subject),
+      messages.map((m) => JSON.stringify(m.payload)),
+      messages.map((m) => ctx(m)?.requestId ?? null),
+      messages.map((m) => ctx(m)?.traceparent ?? null),
+    ],
   );
 }

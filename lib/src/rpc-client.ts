@@ -1,6 +1,7 @@
 import type { DescService } from '@bufbuild/protobuf';
 import { createClient, type Client } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
+import { contextClientInterceptor } from './rpc-context.js';
 import { fromConnectError } from './rpc-errors.js';
 import { bearerInterceptor } from './service-auth.js';
 
@@ -25,7 +26,8 @@ async function* rethrowStream<T>(stream: AsyncIterable<T>): AsyncIterable<T> {
  * whatever a client interceptor throws back into a ConnectError, so the wrapping is here.)
  */
 export function createRpcClient<S extends DescService>(service: S, baseUrl: string, opts: RpcClientOptions): Client<S> {
-  const interceptors = opts.serviceToken ? [bearerInterceptor(opts.serviceToken)] : [];
+  // Every call carries the current request id and trace context (see rpc-context.ts).
+  const interceptors = [contextClientInterceptor(), ...(opts.serviceToken ? [bearerInterceptor(opts.serviceToken)] : [])];
   const transport = createGrpcTransport({ baseUrl, interceptors, defaultTimeoutMs: opts.rpcTimeoutMs });
   const client = createClient(service, transport) as Record<string, (...a: unknown[]) => unknown>;
   const wrapped: Record<string, unknown> = {};

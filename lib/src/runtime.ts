@@ -6,7 +6,7 @@ import { isDependencyUnavailable } from './dependency-errors.js';
 import { createPool, ensureDatabase, serviceDatabaseUrl, type Pool } from './db.js';
 import type { Logger } from './logger.js';
 import { migrate, type Migration } from './migrate.js';
-import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, OutboxRelay } from './outbox.js';
+import { OUTBOX_MIGRATIONS, OutboxRelay } from './outbox.js';
 import { refillLostStreams } from './outbox-replay.js';
 import { startRpcServer, type RpcServer } from './rpc-server.js';
 
@@ -36,7 +36,7 @@ export interface ServiceDatabase {
 async function migrateDatabase(url: string, migrations: Migration[]): Promise<string[]> {
   const pool = createPool(url, 1);
   try {
-    return await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, ...migrations]);
+    return await migrate(pool, [...OUTBOX_MIGRATIONS, ...migrations]);
   } finally {
     await pool.end();
   }

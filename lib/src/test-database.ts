@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createPool, type Pool } from './db.js';
 import { migrate, type Migration } from './migrate.js';
-import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION } from './outbox.js';
+import { OUTBOX_MIGRATIONS } from './outbox.js';
 
 const SERVER_URL = process.env.TEST_DATABASE_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
 
@@ -21,7 +21,7 @@ export async function createTestDatabase(tag: string, migrations: Migration[]): 
   await admin.connect();
   await admin.query(`CREATE DATABASE "${name}"`);
   const pool = createPool(`${SERVER_URL}/${name}`);
-  await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, ...migrations]);
+  await migrate(pool, [...OUTBOX_MIGRATIONS, ...migrations]);
   return {
     pool,
     async drop() {

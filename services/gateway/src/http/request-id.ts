@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import type { Logger } from '@svc/lib/logger';
+import { contextFrom, runInContext } from '@svc/lib/request-context';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -9,20 +9,22 @@ declare module 'express-serve-static-core' {
   }
 }
 
-const INCOMING = /^[A-Za-z0-9._:-]{8,128}$/;
-
-/** Honours a sane incoming X-Request-Id (from a proxy), else mints one; echoed on every answer. */
+/**
+ * Honours a sane incoming X-Request-Id and a valid W3C `traceparent` (from a proxy), else mints
+ * them; X-Request-Id is echoed on every answer. The rest of the request runs inside that context:
+ * every log line carries `requestId`/`traceId` (the logger's mixin) and every RPC call sends them on.
+ */
 export function requestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
-    const incoming = req.get('x-request-id');
-    req.requestId = incoming && INCOMING.test(incoming) ? incoming : `req_${randomUUID().replace(/-/g, '')}`;
-    req.log = logger.child({ requestId: req.requestId });
-    res.setHeader('X-Request-Id', req.requestId);
+    const ctx = contextFrom({ requestId: req.get('x-request-id'), traceparent: req.get('traceparent') });
+    req.requestId = ctx.requestId;
+    req.log = logger;
+    res.setHeader('X-Request-Id', ctx.requestId);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      req.log.debug({ method: req.method, path: req.path, status: res.statusCode, ms }, 'request');
+      runInContext(ctx, () => logger.debug({ method: req.method, path: req.path, status: res.statusCode, ms }, 'request'));
     });
-    next();
+    runInContext(ctx, next);
   };
 }

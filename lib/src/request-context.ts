@@ -1,0 +1,118 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes, randomUUID } from 'node:crypto';
+
+/**
+ * The request a piece of work belongs to, carried across every hop: HTTP (gateway), RPC
+ * (`x-request-id`, `traceparent` metadata) and the bus (outbox columns, then message headers).
+ * Log lines read it through the logger's mixin, so no code passes it by hand.
+ */
+export interface RequestContext {
+  requestId: string;
+  /** W3C trace id: 32 lowercase hex digits, the same on every hop of one request. */
+  traceId: string;
+  /** The span id the caller sent (W3C parent-id); each outgoing hop gets a new one. */
+  parentId: string;
+  /** W3C trace flags, two hex digits (`01` = sampled). */
+  flags: string;
+}
+
+/** What crosses a process boundary: the two headers, either possibly absent. */
+export interface PropagatedContext {
+  requestId?: string | null;
+  traceparent?: string | null;
+}
+
+const storage = new AsyncLocalStorage<RequestContext>();
+
+/** A request id we accept from outside (a proxy, a caller): printable, no spaces, bounded. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+const ZERO_TRACE = '0'.repeat(32);
+const ZERO_SPAN = '0'.repeat(16);
+
+export function isValidRequestId(id: string | null | undefined): id is string {
+  return !!id && REQUEST_ID.test(id);
+}
+
+export function mintRequestId(): string {
+  return `req_${randomUUID().replace(/-/g, '')}`;
+}
+
+export interface Traceparent {
+  traceId: string;
+  parentId: string;
+  flags: string;
+}
+
+/**
+ * W3C Trace Context level 1: `00-<trace id>-<parent id>-<flags>`. Version `ff` and all-zero ids are
+ * invalid; a later version is read by its first four fields (the spec's forward-compatibility rule).
+ */
+export function parseTraceparent(header: string | null | undefined): Traceparent | undefined {
+  const m = header ? TRACEPARENT.exec(header.trim()) : null;
+  if (!m) return undefined;
+  const [, version, traceId, parentId, flags, rest] = m;
+  if (version === 'ff' || (version === '00' && rest !== undefined)) return undefined;
+  if (traceId === ZERO_TRACE || parentId === ZERO_SPAN) return undefined;
+  return { traceId, parentId, flags };
+}
+
+export function formatTraceparent(t: Traceparent): string {
+  return `00-${t.traceId}-${t.parentId}-${t.flags}`;
+}
+
+function randomHex(bytes: number, zero: string): string {
+  for (;;) {
+    const hex = randomBytes(bytes).toString('hex');
+    if (hex !== zero) return hex;
+  }
+}
+
+export const mintSpanId = () => randomHex(8, ZERO_SPAN);
+
+/** A new trace: random 16-byte trace id and 8-byte span id, sampled. */
+export function mintTraceparent(): Traceparent {
+  return { traceId: randomHex(16, ZERO_TRACE), parentId: mintSpanId(), flags: '01' };
+}
+
+/**
+ * The context of an incoming hop: a valid request id and traceparent are honoured, a missing or
+ * malformed one is minted, so every hop has both.
+ */
+export function contextFrom(incoming: PropagatedContext): RequestContext {
+  const requestId = isValidRequestId(incoming.requestId) ? incoming.requestId : mintRequestId();
+  return { requestId, ...(parseTraceparent(incoming.traceparent) ?? mintTraceparent()) };
+}
+
+/** A bus message's context: none when it carries neither header (published outside a request). */
+export function messageContext(incoming: PropagatedContext): RequestContext | undefined {
+  return incoming.requestId || incoming.traceparent ? contextFrom(incoming) : undefined;
+}
+
+export function currentContext(): RequestContext | undefined {
+  return storage.getStore();
+}
+
+/** Runs `fn` (and everything it starts) inside `ctx`; undefined runs it outside any request. */
+export function runInContext<T>(ctx: RequestContext | undefined, fn: () => T): T {
+  return ctx ? storage.run(ctx, fn) : storage.exit(fn);
+}
+
+/** The traceparent for the next hop out of `ctx`: same trace, a new span id. */
+export function childTraceparent(ctx: RequestContext): string {
+  return `00-${ctx.traceId}-${mintSpanId()}-${ctx.flags}`;
+}
+
+/** What the next hop (an RPC call, an outbox row) carries; by default from the current context, none outside a request. */
+export function outgoingContext(
+  ctx: RequestContext | undefined = storage.getStore(),
+): { requestId: string; traceparent: string } | undefined {
+  return ctx && { requestId: ctx.requestId, traceparent: childTraceparent(ctx) };
+}
+
+/** Log fields of the current context (the logger's mixin): none outside a request. */
+export function logFields(): { requestId?: string; traceId?: string } {
+  const ctx = storage.getStore();
+  // A fresh object each time: pino merges the log call's fields into it.
+  return ctx ? { requestId: ctx.requestId, traceId: ctx.traceId } : {};
+}
