@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { MemoryBus } from '@svc/lib/bus-memory';
+import { subscribeTopics } from '@svc/lib/bus-topic';
+import { withTransaction } from '@svc/lib/db';
+import { enqueue, enqueueMessage, OutboxRelay } from '@svc/lib/outbox';
+import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
+import { ActivityStore } from '../store/activity-store.js';
+import { EmailsStore } from '../store/emails-store.js';
+import { migrations } from '../store/migrations.js';
+import { ActivityFeed } from './activity-feed.js';
+import { lifecycleMessage } from './email-events.js';
+
+// The feed's consumer reading what the delivery path publishes, through the real outbox, relay
+// and in-process bus, on a real PostgreSQL; a malformed row on the bus is skipped, not retried.
+
+let db: TestDatabase;
+const lines: Array<Record<string, unknown>> = [];
+const logger = pino(
+  { level: 'info' },
+  new Writable({
+    write(chunk, _enc, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  }),
+);
+
+beforeAll(async () => {
+  db = await createTestDatabase('activity_feed', migrations);
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+test('lifecycle messages published through the outbox land in the feed; a malformed one between them is skipped', async () => {
+  const bus = new MemoryBus(logger);
+  const feed = new ActivityFeed(new ActivityStore(db.pool), new EmailsStore(db.pool));
+  await subscribeTopics(bus, 'messaging-activity', feed.routes(), logger);
+  const relay = new OutboxRelay({ service: 'messaging', pool: db.pool, bus, logger });
+
+  const projectId = randomUUID();
+  const email = { id: randomUUID(), project_id: projectId, contact_id: randomUUID(), to_email: 'a@b.co', subject: 'Hi', template_id: null };
+  await withTransaction(db.pool, async (tx) => {
+    await enqueueMessage(tx, lifecycleMessage(email, 'sent', { messageId: '<m@x>' }, new Date('2026-01-01T00:00:00Z')));
+    await enqueue(tx, 'emails.open', { projectId, type: 'open', occurredAt: 'yesterday' });
+    await enqueueMessage(tx, lifecycleMessage(email, 'open', { isFirstOpen: true }, new Date('2026-01-01T00:01:00Z')));
+  });
+  const started = Date.now();
+  expect(await relay.drain()).toBe(3);
+  expect(Date.now() - started).toBeLessThan(2000); // the memory bus retries a failed handler for seconds
+
+  const { items, total } = await feed.list(projectId, {});
+  expect(total).toBe(2);
+  expect(items.map((r) => [r.type, r.email_id, r.email, r.data])).toEqual([
+    ['email.open', email.id, 'a@b.co', { email: 'a@b.co', subject: 'Hi', isFirstOpen: true }],
+    ['email.sent', email.id, 'a@b.co', { email: 'a@b.co', subject: 'Hi', messageId: '<m@x>' }],
+  ]);
+  expect(items[0].occurred_at.toISOString()).toBe('2026-01-01T00:01:00.000Z');
+  expect(lines).toContainEqual(
+    expect.objectContaining({ event: 'bus.malformed', durable: 'messaging-activity', subject: 'emails.open' }),
+  );
+});
