@@ -331,7 +331,14 @@ export class NatsBus implements Bus {
       await runInContext(messageContext({ requestId, traceparent }), async () => {
         try {
           const id = m.headers?.get('Nats-Msg-Id') || `${m.info.stream}-${m.seq}`;
-          const message: BusMessage = { id, subject, data: JSON.parse(m.string()), requestId, traceparent };
+          const data = parseOrUndefined(m.string());
+          if (data === undefined) {
+            // Not JSON: no redelivery can fix it (lib/bus-topic.ts treats undecodable payloads alike).
+            this.logger.error({ event: 'bus.malformed', durable: reg.durable, subject, id }, 'bus message is not JSON; skipped');
+            m.term();
+            return;
+          }
+          const message: BusMessage = { id, subject, data, requestId, traceparent };
           await reg.handler(message);
           m.ack();
           this.logger.debug({ durable: reg.durable, subject, messageId: message.id }, 'bus message handled');
@@ -358,5 +365,13 @@ export class NatsBus implements Bus {
       const timer = setTimeout(done, ms);
       this.wakers.add(done);
     });
+  }
+}
+
+function parseOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }

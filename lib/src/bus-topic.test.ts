@@ -67,7 +67,12 @@ describe('bus topics', () => {
   });
 
   test('a consumer reads the generated type and ignores fields a newer publisher added', () => {
-    const read = readBusMessage(CONTACTS_TOPICS.deleted, { projectId: 'p1', contactId: 'c1', email: 'a@b.co', addedLater: 1 });
+    const read = readBusMessage(CONTACTS_TOPICS.deleted, {
+      projectId: 'p1',
+      contactId: 'c1',
+      email: 'a@b.co',
+      addedLater: 1,
+    });
     expect(read.$typeName).toBe('svc.contacts.v1.ContactDeleted');
     expect(read.contactId).toBe('c1');
   });
@@ -90,12 +95,22 @@ describe('typed consumers', () => {
     await subscribeTopics(bus, 'test', [route], logger);
     const started = Date.now();
     await bus.publish('contacts.deleted', { projectId: 'p1', contactId: ['not', 'a', 'string'] }, 'svc-1');
-    await bus.publish('contacts.deleted', busMessage(CONTACTS_TOPICS.deleted, { projectId: 'p1', contactId: 'c2' }).payload, 'svc-2');
+    await bus.publish(
+      'contacts.deleted',
+      busMessage(CONTACTS_TOPICS.deleted, { projectId: 'p1', contactId: 'c2' }).payload,
+      'svc-2',
+    );
     expect(seen).toEqual(['c2']);
     // Redelivering the poison (memory bus: up to 10 attempts with backoff) would have taken seconds.
     expect(Date.now() - started).toBeLessThan(1000);
     expect(lines).toContainEqual(
-      expect.objectContaining({ level: 50, event: 'bus.malformed', durable: 'test', subject: 'contacts.deleted', id: 'svc-1' }),
+      expect.objectContaining({
+        level: 50,
+        event: 'bus.malformed',
+        durable: 'test',
+        subject: 'contacts.deleted',
+        id: 'svc-1',
+      }),
     );
   });
 

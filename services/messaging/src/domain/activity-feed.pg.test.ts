@@ -42,7 +42,14 @@ test('lifecycle messages published through the outbox land in the feed; a malfor
   const relay = new OutboxRelay({ service: 'messaging', pool: db.pool, bus, logger });
 
   const projectId = randomUUID();
-  const email = { id: randomUUID(), project_id: projectId, contact_id: randomUUID(), to_email: 'a@b.co', subject: 'Hi', template_id: null };
+  const email = {
+    id: randomUUID(),
+    project_id: projectId,
+    contact_id: randomUUID(),
+    to_email: 'a@b.co',
+    subject: 'Hi',
+    template_id: null,
+  };
   await withTransaction(db.pool, async (tx) => {
     await enqueueMessage(tx, lifecycleMessage(email, 'sent', { messageId: '<m@x>' }, new Date('2026-01-01T00:00:00Z')));
     await enqueue(tx, 'emails.open', { projectId, type: 'open', occurredAt: 'yesterday' });

@@ -13,7 +13,14 @@ const emailId = '22222222-2222-4222-8222-222222222222';
 describe('activity read model', () => {
   test('a lifecycle message as the delivery path publishes it becomes an email.<type> row keyed by the bus message id', () => {
     const at = new Date('2026-01-02T03:04:05.000Z');
-    const email = { id: emailId, project_id: projectId, contact_id: contactId, to_email: 'a@b.com', subject: 'Hi', template_id: null };
+    const email = {
+      id: emailId,
+      project_id: projectId,
+      contact_id: contactId,
+      to_email: 'a@b.com',
+      subject: 'Hi',
+      template_id: null,
+    };
     const { payload } = lifecycleMessage(email, 'open', { isFirstOpen: true }, at);
     const wire = JSON.parse(JSON.stringify(payload));
     const row = lifecycleActivity('messaging-7', readBusMessage(MESSAGING_TOPICS.emailLifecycle, wire));
@@ -31,7 +38,8 @@ describe('activity read model', () => {
 
   test('tracked events become `event` rows; system names keep their name as type; email.* names are skipped', () => {
     const base = { projectId, contactId, eventId: 'e', createdAt: timestampFromDate(new Date('2026-01-01T00:00:00Z')) };
-    const tracked = (name: string, data?: Record<string, number>) => create(EventTrackedSchema, { ...base, name, data });
+    const tracked = (name: string, data?: Record<string, number>) =>
+      create(EventTrackedSchema, { ...base, name, data });
     expect(trackedActivity('c-1', tracked('purchase', { amount: 3 }))).toMatchObject({
       type: 'event',
       name: 'purchase',

@@ -77,7 +77,10 @@ export interface ActivityListQuery {
 
 /** GET /activity and friends, over the read model. */
 export class ActivityFeed {
-  constructor(private readonly store: ActivityStore, private readonly emails: EmailsStore) {}
+  constructor(
+    private readonly store: ActivityStore,
+    private readonly emails: EmailsStore,
+  ) {}
 
   /** The bus messages the feed is built from. */
   routes(): TopicRoute[] {
@@ -94,20 +97,35 @@ export class ActivityFeed {
   /** SPEC.md cursor pagination: `total` only on the first page. */
   async list(projectId: string, q: ActivityListQuery) {
     const limit = Math.max(1, intParam(q.limit, 'limit', { min: 0, def: 20, max: 100 }));
-    const types = q.type ? q.type.split(',').map((t) => t.trim()).filter(Boolean) : undefined;
+    const types = q.type
+      ? q.type
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean)
+      : undefined;
     if (q.contactId && !isUuid(q.contactId)) return { items: [], cursor: '', hasMore: false, total: 0 };
     const filter = { types, contactId: q.contactId || undefined };
-    const rows = await this.store.page(projectId, { ...filter, after: q.cursor ? decodeCursor(q.cursor) : undefined, limit: limit + 1 });
+    const rows = await this.store.page(projectId, {
+      ...filter,
+      after: q.cursor ? decodeCursor(q.cursor) : undefined,
+      limit: limit + 1,
+    });
     const hasMore = rows.length > limit;
     const items = rows.slice(0, limit);
     const total = q.cursor ? 0 : await this.store.count(projectId, filter);
     return { items, cursor: hasMore ? encodeCursor(items[items.length - 1]) : '', hasMore, total };
   }
 
-  async stats(projectId: string, daysParam?: string): Promise<{ days: number; total: number; byType: { type: string; count: number }[]; emails: EmailCountsRow }> {
+  async stats(
+    projectId: string,
+    daysParam?: string,
+  ): Promise<{ days: number; total: number; byType: { type: string; count: number }[]; emails: EmailCountsRow }> {
     const days = intParam(daysParam, 'days', { min: 1, def: 30, max: 365 });
     const since = new Date(Date.now() - days * 86400_000);
-    const [byType, emails] = await Promise.all([this.store.countsByType(projectId, since), this.emails.counts(projectId, since)]);
+    const [byType, emails] = await Promise.all([
+      this.store.countsByType(projectId, since),
+      this.emails.counts(projectId, since),
+    ]);
     return { days, total: byType.reduce((n, t) => n + t.count, 0), byType, emails };
   }
 
@@ -124,6 +142,11 @@ export class ActivityFeed {
   /** Upcoming sends this service knows of: queued messages waiting for a retry or the throttle. */
   async upcoming(projectId: string) {
     const queued = await this.emails.queuedRetries(projectId, 50);
-    return queued.map((e) => ({ kind: 'email', id: e.id, name: `${e.subject} -> ${e.to_email}`, dueAt: e.next_attempt_at }));
+    return queued.map((e) => ({
+      kind: 'email',
+      id: e.id,
+      name: `${e.subject} -> ${e.to_email}`,
+      dueAt: e.next_attempt_at,
+    }));
   }
 }

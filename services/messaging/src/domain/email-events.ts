@@ -22,7 +22,11 @@ export function lifecycleMessage(
   data: LifecycleData = {},
   occurredAt = new Date(),
 ): OutboxMessage {
-  const about = { email: email.to_email, subject: email.subject, ...(email.template_id ? { templateId: email.template_id } : {}) };
+  const about = {
+    email: email.to_email,
+    subject: email.subject,
+    ...(email.template_id ? { templateId: email.template_id } : {}),
+  };
   return busMessage(
     MESSAGING_TOPICS.emailLifecycle,
     {

@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { connect, type NatsConnection } from 'nats';
+import { pino } from 'pino';
+import { STREAMS } from './bus.js';
+import { NatsBus } from './bus-nats.js';
+
+// JetStream on the local NATS: a message whose bytes are not JSON (a foreign publisher) is logged
+// and terminated, so the durable consumer goes on with the next one and never sees it again.
+
+const URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+const prefix = `bustest${randomBytes(4).toString('hex')}`;
+const lines: Array<Record<string, unknown>> = [];
+const logger = pino(
+  { level: 'info' },
+  new Writable({
+    write(chunk, _enc, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  }),
+);
+let bus: NatsBus;
+let raw: NatsConnection;
+
+const until = async (ok: () => boolean, ms = 10_000) => {
+  const deadline = Date.now() + ms;
+  while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  return ok();
+};
+
+beforeAll(async () => {
+  bus = NatsBus.start(URL, prefix, 'bus-test', logger);
+  raw = await connect({ servers: URL });
+  expect(await until(() => bus.connected())).toBe(true);
+});
+
+afterAll(async () => {
+  await bus?.close();
+  if (raw) {
+    const jsm = await raw.jetstreamManager();
+    for (const s of STREAMS) await jsm.streams.delete(bus.streamName(s.name)).catch(() => undefined);
+    await raw.close();
+  }
+});
+
+test('bytes that are not JSON are skipped (terminated, not redelivered); the next message is handled', async () => {
+  const seen: unknown[] = [];
+  let deliveries = 0;
+  await bus.subscribe('malformed-test', ['contacts.>'], async (m) => {
+    deliveries++;
+    seen.push(m.data);
+  });
+  await raw.jetstream().publish(`${prefix}.contacts.deleted`, Buffer.from('{not json'));
+  await bus.publish('contacts.deleted', { contactId: 'c2' }, 'test-2');
+  expect(await until(() => seen.length === 1)).toBe(true);
+  expect(seen).toEqual([{ contactId: 'c2' }]);
+  expect(lines).toContainEqual(
+    expect.objectContaining({
+      level: 50,
+      event: 'bus.malformed',
+      durable: expect.stringContaining('malformed-test'),
+      subject: 'contacts.deleted',
+    }),
+  );
+  // A nak would bring it back within a second or two; a terminated message never comes back.
+  await new Promise((r) => setTimeout(r, 1500));
+  expect(lines.filter((l) => l.event === 'bus.malformed')).toHaveLength(1);
+  expect(deliveries).toBe(1);
+});
