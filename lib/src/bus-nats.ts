@@ -334,7 +334,8 @@ export class NatsBus implements Bus {
           const data = parseOrUndefined(m.string());
           if (data === undefined) {
             // Not JSON: no redelivery can fix it (lib/bus-topic.ts treats undecodable payloads alike).
-            this.logger.error({ event: 'bus.malformed', durable: reg.durable, subject, id }, 'bus message is not JSON; skipped');
+            const fields = { event: 'bus.malformed', durable: reg.durable, subject, id };
+            this.logger.error(fields, 'bus message is not JSON; skipped');
             m.term();
             return;
           }
