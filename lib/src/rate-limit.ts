@@ -1,10 +1,11 @@
 import type { RedisLink } from './redis.js';
+import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from './token-bucket.js';
 
 export interface RateDecision {
   allowed: boolean;
   limit: number;
   remaining: number;
-  /** Seconds until the window resets. */
+  /** Seconds until the next request would be allowed (at least 1). */
   retryAfter: number;
 }
 
@@ -12,26 +13,36 @@ export interface RateLimiter {
   hit(key: string, limit: number, windowMs: number, now?: number): Promise<RateDecision>;
 }
 
-function decide(count: number, limit: number, windowStart: number, windowMs: number, now: number): RateDecision {
-  return {
-    allowed: count <= limit,
-    limit,
-    remaining: Math.max(0, limit - count),
-    retryAfter: Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000)),
-  };
+/**
+ * `limit` requests per `windowMs` as a token bucket: a full bucket allows a burst of `limit`,
+ * then requests are allowed as the budget refills (limit / windowMs), with no reset edge where
+ * two windows' worth pass back to back.
+ */
+class BucketRateLimiter implements RateLimiter {
+  constructor(private readonly buckets: TokenBuckets) {}
+
+  async hit(key: string, limit: number, windowMs: number, now?: number): Promise<RateDecision> {
+    const g = await this.buckets.take(key, { capacity: limit, perMs: limit / windowMs }, 1, now);
+    return {
+      allowed: g.granted === 1,
+      limit,
+      remaining: g.remaining,
+      retryAfter: Math.max(1, Math.ceil(g.waitMs / 1000)),
+    };
+  }
 }
 
-/** Fixed windows aligned to the clock: one INCR per request, shared by every gateway replica. */
-export class RedisRateLimiter implements RateLimiter {
-  constructor(private readonly redis: RedisLink, private readonly prefix = 'rl') {}
+/** Shared by every gateway replica: one atomic script per request (lib/src/token-bucket.ts). */
+export class RedisRateLimiter extends BucketRateLimiter {
+  constructor(redis: RedisLink, prefix = 'rl') {
+    super(new RedisTokenBuckets(redis, prefix));
+  }
+}
 
-  async hit(key: string, limit: number, windowMs: number, now = Date.now()): Promise<RateDecision> {
-    const windowStart = now - (now % windowMs);
-    const k = `${this.prefix}:${key}:${windowStart}`;
-    const replies = await this.redis.run((r) => r.multi().incr(k).pexpire(k, windowMs + 1000).exec());
-    const [err, count] = replies![0] as [Error | null, number];
-    if (err) throw err;
-    return decide(count, limit, windowStart, windowMs, now);
+/** In-process buckets for embedded mode (correct for one instance). */
+export class MemoryRateLimiter extends BucketRateLimiter {
+  constructor() {
+    super(new MemoryTokenBuckets());
   }
 }
 
@@ -49,26 +60,5 @@ export class FailOpenRateLimiter implements RateLimiter {
     } catch {
       return this.local.hit(key, limit, windowMs, now);
     }
-  }
-}
-
-/** In-process windows for embedded mode (correct for one instance). */
-export class MemoryRateLimiter implements RateLimiter {
-  private readonly windows = new Map<string, { start: number; count: number }>();
-
-  async hit(key: string, limit: number, windowMs: number, now = Date.now()): Promise<RateDecision> {
-    const windowStart = now - (now % windowMs);
-    let w = this.windows.get(key);
-    if (!w || w.start !== windowStart) {
-      w = { start: windowStart, count: 0 };
-      this.windows.set(key, w);
-      if (this.windows.size > 100_000) this.sweep(windowStart);
-    }
-    w.count++;
-    return decide(w.count, limit, windowStart, windowMs, now);
-  }
-
-  private sweep(current: number): void {
-    for (const [k, w] of this.windows) if (w.start < current) this.windows.delete(k);
   }
 }

@@ -41,6 +41,8 @@ export class RedisLink {
     this.client = new Redis(url, {
       commandTimeout: opts.commandTimeoutMs,
       connectTimeout: Math.max(1000, opts.commandTimeoutMs * 4),
+      // ioredis arms this timer on disconnect even when the socket is already gone: keep stops short.
+      disconnectTimeout: opts.commandTimeoutMs,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       retryStrategy,

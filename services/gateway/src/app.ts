@@ -11,7 +11,7 @@ import { errorHandler, routeNotFound } from './http/envelope.js';
 import { idempotency } from './http/idempotency.js';
 import { jsonBody, refuseNulInUrl } from './http/input-guard.js';
 import type { KeyCache } from './http/key-cache.js';
-import { rateLimit } from './http/rate-limit.js';
+import { routeBudgets } from './http/rate-limit.js';
 import { readyz, type ReadinessCheck } from './http/readiness.js';
 import { requestId } from './http/request-id.js';
 import { contactJobsRouter } from './routes/contact-jobs.js';
@@ -58,14 +58,14 @@ export function createApp(deps: GatewayDeps) {
   app.set('trust proxy', (config.trustProxy && parseTrustProxy(config.trustProxy)) || false);
 
   const auth = new Authenticator(clients.identity, deps.keyCache, config.publicUrl.startsWith('https:'));
-  const limit = rateLimit(deps.limiter, config.rateLimitPerMinute);
+  const limit = routeBudgets(deps.limiter, config);
   const idem = idempotency(deps.idempotencyStore, config.idempotencyTtlSeconds);
   const guards: KeyGuards = {
-    secret: chain(auth.key('secret'), limit, idem),
-    public: chain(auth.key('public'), limit, idem),
+    secret: chain(auth.key('secret'), limit.api, idem),
+    public: chain(auth.key('public'), limit.track, idem),
     // /v1/send carries attachments (10 MB, base64-encoded) inside a 40 MB message: its large
     // body is read only once the key is known, and before idempotency fingerprints it.
-    send: chain(auth.key('secret'), ...jsonBody(SEND_BODY_LIMIT), limit, idem),
+    send: chain(auth.key('secret'), ...jsonBody(SEND_BODY_LIMIT), limit.send, idem),
   };
 
   app.use(requestId(logger));

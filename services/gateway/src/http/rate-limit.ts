@@ -1,13 +1,21 @@
 import type { RequestHandler } from 'express';
+import type { GatewayConfig as Config } from '../config.js';
 import { AppError } from '@svc/lib/errors';
 import type { RateLimiter } from '@svc/lib/rate-limit';
 
 const WINDOW_MS = 60_000;
 
-/** Per-project request budget (SPEC.md: 1000 per minute); runs after key authentication. */
-export function rateLimit(limiter: RateLimiter, perMinute: number): RequestHandler {
+/**
+ * Route families, each with its own per-project budget, so a burst of tracked events cannot
+ * starve sending or the management API, and the reverse. The family is the key guard's: the
+ * public key (ingestion: /v1/track), /v1/send, and every other secret-key route (management).
+ */
+export type RouteFamily = 'track' | 'send' | 'api';
+
+/** Per-project request budget of one family, shared by every gateway replica; runs after key authentication. */
+export function rateLimit(limiter: RateLimiter, family: RouteFamily, perMinute: number): RequestHandler {
   return async (req, res, next) => {
-    const d = await limiter.hit(`project:${req.projectId}`, perMinute, WINDOW_MS);
+    const d = await limiter.hit(`${family}:${req.projectId}`, perMinute, WINDOW_MS);
     res.setHeader('X-RateLimit-Limit', String(d.limit));
     res.setHeader('X-RateLimit-Remaining', String(d.remaining));
     if (!d.allowed) {
@@ -15,9 +23,18 @@ export function rateLimit(limiter: RateLimiter, perMinute: number): RequestHandl
         code: 'RATE_LIMIT_EXCEEDED',
         status: 429,
         message: `Rate limit of ${perMinute} requests per minute exceeded`,
-        details: { retryAfter: d.retryAfter, limit: d.limit },
+        details: { retryAfter: d.retryAfter, limit: d.limit, budget: family },
       });
     }
     next();
+  };
+}
+
+/** The three families' limiters (SPEC.md's 1000 per minute per project is the management budget). */
+export function routeBudgets(limiter: RateLimiter, config: Config): Record<RouteFamily, RequestHandler> {
+  return {
+    api: rateLimit(limiter, 'api', config.rateLimitPerMinute),
+    track: rateLimit(limiter, 'track', config.trackRateLimitPerMinute),
+    send: rateLimit(limiter, 'send', config.sendRateLimitPerMinute),
   };
 }
