@@ -5,7 +5,7 @@ import { releaseAfterFailure, type Pool, type Queryable } from './db.js';
 import type { Logger } from './logger.js';
 import type { Migration } from './migrate.js';
 import { PgListener } from './pg-listener.js';
-import { outgoingContext, type PropagatedContext } from './request-context.js';
+import { outgoingContext, type PropagatedContext, type RequestContext } from './request-context.js';
 
 /** Every service's migrations include this table: messages commit with the state they describe. */
 export const OUTBOX_MIGRATION: Migration = {
@@ -193,6 +193,11 @@ export interface OutboxWrite {
   payload: unknown;
   /** The request this message belongs to, when a batch mixes requests; else the current context's. */
   context?: PropagatedContext;
+}
+
+/** A message of a batch that mixes requests (a group commit's `contexts[i]`), tagged with its own request. */
+export function forRequest<M extends { subject: string; payload: unknown }>(m: M, ctx: RequestContext | undefined): M & OutboxWrite {
+  return { ...m, context: outgoingContext(ctx) };
 }
 
 /** Many messages in one statement, in the given order (imports, bulk jobs, the delivery worker). */

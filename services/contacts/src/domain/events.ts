@@ -30,7 +30,7 @@ export class Events {
   constructor(private readonly contacts: Contacts, private readonly store: EventsStore, batches: ContactBatches) {
     this.commits = new GroupCommit(() => contacts.pool.connect(), (tx, w) => this.write(tx, w), {
       lockOrder: (w) => `${w.projectId}:${w.email.toLowerCase()}`,
-      writeMany: (tx, writes) => writeTrackBatch(tx, { batches, events: store, contacts }, writes),
+      writeMany: (tx, writes, contexts) => writeTrackBatch(tx, { batches, events: store, contacts }, writes, contexts),
     });
   }
 

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { uuidv7 } from '@svc/lib/ids';
 import type { OutboxMessage } from '@svc/lib/bus-topic';
 import type { Queryable } from '@svc/lib/db';
-import { enqueueMany } from '@svc/lib/outbox';
+import { enqueueMany, forRequest } from '@svc/lib/outbox';
+import type { RequestContext } from '@svc/lib/request-context';
 import type { ContactRow, EventRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
 import type { EventsStore } from '../store/events-store.js';
@@ -43,6 +44,7 @@ export async function writeTrackBatch(
   tx: Queryable,
   d: { batches: ContactBatches; events: EventsStore; contacts: Contacts },
   writes: TrackWrite[],
+  contexts: Array<RequestContext | undefined> = [],
 ): Promise<Tracked[]> {
   const key = (projectId: string, email: string) => `${projectId}:${email.toLowerCase()}`;
   const state = new Map<string, { row: ContactRow; isNew: boolean; dirty: boolean }>();
@@ -51,7 +53,9 @@ export async function writeTrackBatch(
   const events: Array<{ id: string; projectId: string; contactId: string; name: string; data: object }> = [];
   const answers: Array<{ contactId: string; eventId: string }> = [];
   const now = new Date();
-  for (const w of writes) {
+  // Each message carries the request of the write that caused it (a contact's: its last write).
+  const requestOf = new Map<string, RequestContext | undefined>();
+  for (const [i, w] of writes.entries()) {
     const k = key(w.projectId, w.email);
     let entry = state.get(k);
     if (!entry) {
@@ -65,13 +69,18 @@ export async function writeTrackBatch(
       const { data, changed } = applyDataPatch(entry.row.data, w.patch.patch);
       const subscribed = nextSubscription(entry.row.subscribed, w.subscribed, true, 'track');
       const flip = subscriptionEvent(entry.row.subscribed, subscribed);
-      if (flip) events.push({ id: uuidv7(), projectId: w.projectId, contactId: entry.row.id, name: flip, data: {} });
+      if (flip) {
+        const id = uuidv7();
+        events.push({ id, projectId: w.projectId, contactId: entry.row.id, name: flip, data: {} });
+        requestOf.set(id, contexts[i]);
+      }
       if (changed || flip) entry = { ...entry, row: { ...entry.row, data, subscribed }, dirty: true };
       state.set(k, entry);
     }
     const eventId = uuidv7();
     events.push({ id: eventId, projectId: w.projectId, contactId: entry.row.id, name: w.name, data: trackedEventData(w.patch) });
     answers.push({ contactId: entry.row.id, eventId });
+    requestOf.set(eventId, contexts[i]).set(entry.row.id, contexts[i]);
   }
 
   const messages: OutboxMessage[] = [];
@@ -83,11 +92,11 @@ export async function writeTrackBatch(
     if (inserted.length < fresh.length) throw new ConcurrentInsert('a contact was created concurrently');
     const updated = await d.batches.updateMany(tx, projectId, entries.filter((e) => e.dirty && !e.isNew).map((e) => e.row));
     for (const c of [...inserted, ...updated]) await d.contacts.recordTypes(tx, projectId, c.data);
-    messages.push(...inserted.map(contactCreated));
-    messages.push(...updated.map(contactUpdated));
+    messages.push(...inserted.map((c) => forRequest(contactCreated(c), requestOf.get(c.id))));
+    messages.push(...updated.map((c) => forRequest(contactUpdated(c), requestOf.get(c.id))));
   }
   const rows = await d.events.insertMany(tx, events);
-  messages.push(...rows.map(eventTracked));
+  messages.push(...rows.map((e) => forRequest(eventTracked(e), requestOf.get(e.id))));
   await enqueueMany(tx, messages);
   const byId = new Map(rows.map((r) => [r.id, r]));
   return answers.map((a) => ({ contactId: a.contactId, event: byId.get(a.eventId)! }));
