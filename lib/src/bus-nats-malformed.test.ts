@@ -1,25 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { connect, type NatsConnection } from 'nats';
-import { pino } from 'pino';
 import { STREAMS } from './bus.js';
 import { NatsBus } from './bus-nats.js';
+import { capturingLogger } from './test-logger.js';
 
 // JetStream on the local NATS: a message whose bytes are not JSON (a foreign publisher) is logged
 // and terminated, so the durable consumer goes on with the next one and never sees it again.
 
 const URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 const prefix = `bustest${randomBytes(4).toString('hex')}`;
-const lines: Array<Record<string, unknown>> = [];
-const logger = pino(
-  { level: 'info' },
-  new Writable({
-    write(chunk, _enc, done) {
-      lines.push(JSON.parse(String(chunk)));
-      done();
-    },
-  }),
-);
+const { logger, lines } = capturingLogger();
 let bus: NatsBus;
 let raw: NatsConnection;
 

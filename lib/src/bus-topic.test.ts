@@ -1,22 +1,9 @@
-import { Writable } from 'node:stream';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { pino } from 'pino';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import { MemoryBus } from './bus-memory.js';
 import { busMessage, on, readBusMessage, subscribeTopics } from './bus-topic.js';
-
-/** A real pino logger whose lines are kept, to see what a consumer reported. */
-function capturingLogger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(JSON.parse(String(chunk)));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
+import { capturingLogger } from './test-logger.js';
 
 const until = async (ok: () => boolean, ms = 2000) => {
   const deadline = Date.now() + ms;

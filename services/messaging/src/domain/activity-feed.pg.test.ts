@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { MemoryBus } from '@svc/lib/bus-memory';
 import { subscribeTopics } from '@svc/lib/bus-topic';
 import { withTransaction } from '@svc/lib/db';
 import { enqueue, enqueueMessage, OutboxRelay } from '@svc/lib/outbox';
 import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
+import { capturingLogger } from '@svc/lib/test-logger';
 import { ActivityStore } from '../store/activity-store.js';
 import { EmailsStore } from '../store/emails-store.js';
 import { migrations } from '../store/migrations.js';
@@ -16,16 +15,7 @@ import { lifecycleMessage } from './email-events.js';
 // and in-process bus, on a real PostgreSQL; a malformed row on the bus is skipped, not retried.
 
 let db: TestDatabase;
-const lines: Array<Record<string, unknown>> = [];
-const logger = pino(
-  { level: 'info' },
-  new Writable({
-    write(chunk, _enc, done) {
-      lines.push(JSON.parse(String(chunk)));
-      done();
-    },
-  }),
-);
+const { logger, lines } = capturingLogger();
 
 beforeAll(async () => {
   db = await createTestDatabase('activity_feed', migrations);
