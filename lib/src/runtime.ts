@@ -1,6 +1,6 @@
 import type { Bus } from './bus.js';
 import type { ConnectRouter } from '@connectrpc/connect';
-import type { Config, RpcServiceName } from './config.js';
+import type { Config } from './config.js';
 import { DbHealth } from './db-health.js';
 import { isDependencyUnavailable } from './dependency-errors.js';
 import { createPool, ensureDatabase, serviceDatabaseUrl, type Pool } from './db.js';
@@ -10,9 +10,9 @@ import { OUTBOX_MIGRATIONS, OutboxRelay } from './outbox.js';
 import { refillLostStreams } from './outbox-replay.js';
 import { startRpcServer, type RpcServer } from './rpc-server.js';
 
-/** What every service receives from the launcher, in either run mode. */
-export interface Runtime {
-  config: Config;
+/** What every service receives from the launcher, in either run mode: `C` is its own config fragment's values. */
+export interface Runtime<C extends object = object> {
+  config: Config & C;
   logger: Logger;
   bus: Bus;
   /** Embedded mode (every service in one process): internal ports listen on loopback only. */
@@ -98,7 +98,7 @@ export async function openServiceDatabase(service: string, rt: Runtime, migratio
  */
 export function serveRpc(
   rt: Runtime,
-  name: RpcServiceName,
+  name: string,
   routes: (router: ConnectRouter) => void,
   db?: ServiceDatabase,
 ): Promise<RpcServer> {

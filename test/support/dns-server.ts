@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startTestDnsServer, type TestZoneRecords } from '../../services/messaging/src/domain/dns-test-server.js';
+import { startTestDnsServer, type TestZoneRecords } from '@svc/lib/test-dns-server';
 
 /**
  * The tests' DNS server (dns2 on loopback, the platform's DNS_SERVERS). Test files publish

@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { portVariable } from '@svc/lib/config';
+import { SERVICES } from '../../services/registry.js';
 
 export const ROOT = path.resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../..');
 
@@ -14,6 +16,16 @@ export async function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** The registered RPC services that have code: what a distributed test platform starts, one process each. */
+export const RPC_SERVICES = SERVICES.filter((s) => s.load && !s.edge).map((s) => s.name);
+
+/** `<NAME>_PORT` of every registered RPC service on a free port (code-less ones too, so none collides). */
+export async function freeServicePorts(): Promise<Record<string, string>> {
+  const env: Record<string, string> = {};
+  for (const s of SERVICES.filter((x) => !x.edge)) env[portVariable(s)] = String(await freePort());
+  return env;
 }
 
 /** Used by startPlatform when the caller's env has none ('' leaves it unset): distributed mode requires one. */

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startSmtpSink } from '../../services/messaging/src/delivery/smtp-sink.js';
+import { startSmtpSink } from '@svc/messaging';
 
 /**
  * The tests' SMTP server (smtp-server on loopback), started by the global setup. Recipient

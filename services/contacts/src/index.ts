@@ -1,4 +1,5 @@
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
+import { serviceModule } from '@svc/lib/services';
 import { Audiences } from './domain/audiences.js';
 import { Bulk } from './domain/bulk.js';
 import { Contacts } from './domain/contacts.js';
@@ -65,3 +66,6 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
     },
   };
 }
+
+/** The registry loads this (services/registry.ts); contacts reads only platform-wide variables. */
+export const service = serviceModule({ start: startContacts });

@@ -1,11 +1,11 @@
 import cookieParser from 'cookie-parser';
 import express, { type RequestHandler } from 'express';
-import type { Config } from '@svc/lib/config';
 import type { IdempotencyStore } from '@svc/lib/idempotency-store';
 import type { Logger } from '@svc/lib/logger';
 import type { RateLimiter } from '@svc/lib/rate-limit';
 import { parseTrustProxy } from '@svc/lib/trust-proxy';
 import type { Clients } from './clients.js';
+import type { GatewayConfig } from './config.js';
 import { Authenticator } from './http/auth.js';
 import { errorHandler, routeNotFound } from './http/envelope.js';
 import { idempotency } from './http/idempotency.js';
@@ -23,7 +23,7 @@ import { trackingRouter, webhooksRouter } from './routes/tracking.js';
 import { identityRouter } from './routes/identity.js';
 
 export interface GatewayDeps {
-  config: Config;
+  config: GatewayConfig;
   logger: Logger;
   clients: Clients;
   limiter: RateLimiter;

@@ -1,20 +1,19 @@
+import type { DescService } from '@bufbuild/protobuf';
 import type { Client } from '@connectrpc/connect';
 import type { Config } from '@svc/lib/config';
-import { createRpcClient } from '@svc/lib/rpc-client';
-import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
-import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
-import { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
+import { connectTo, type ServiceDefinition } from '@svc/lib/services';
+import { REGISTRY, SERVICES } from '../../registry.js';
 
-export interface Clients {
-  identity: Client<typeof IdentityService>;
-  contacts: Client<typeof ContactsService>;
-  messaging: Client<typeof MessagingService>;
-}
+type Registry = typeof REGISTRY;
+type Callable = { [K in keyof Registry]: Registry[K] extends { client: DescService } ? K : never }[keyof Registry];
+
+/** A client of every registered service that serves RPCs (built with the registry's client factory). */
+export type Clients = { [K in Callable]: Client<Registry[K]['client']> };
+
+/** The registered services the gateway can call: each gets a client and a `GET /readyz` check. */
+export const CALLABLE_SERVICES = SERVICES.filter((s): s is ServiceDefinition & { client: DescService } => !!s.client);
 
 export function createClients(config: Config): Clients {
-  return {
-    identity: createRpcClient(IdentityService, config.rpcUrls.identity, config),
-    contacts: createRpcClient(ContactsService, config.rpcUrls.contacts, config),
-    messaging: createRpcClient(MessagingService, config.rpcUrls.messaging, config),
-  };
+  // Typed by construction: one client per registry entry with a `client`, under its name.
+  return Object.fromEntries(CALLABLE_SERVICES.map((s) => [s.name, connectTo(s, config)])) as unknown as Clients;
 }

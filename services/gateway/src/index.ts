@@ -5,8 +5,10 @@ import { MemoryIdempotencyStore, RedisIdempotencyStore } from '@svc/lib/idempote
 import { FailOpenRateLimiter, MemoryRateLimiter, RedisRateLimiter } from '@svc/lib/rate-limit';
 import { RedisLink } from '@svc/lib/redis';
 import type { RunningService, Runtime } from '@svc/lib/runtime';
+import { serviceModule } from '@svc/lib/services';
 import { createApp } from './app.js';
-import { createClients } from './clients.js';
+import { CALLABLE_SERVICES, createClients } from './clients.js';
+import { type GatewayEnv, gatewayEnv } from './config.js';
 import { answerClientError } from './http/client-error.js';
 import { KeyCache } from './http/key-cache.js';
 import { serviceHealthCheck } from './http/readiness.js';
@@ -15,7 +17,7 @@ export interface RunningGateway extends RunningService {
   url: string;
 }
 
-export async function startGateway(rt: Runtime, opts: { embedded: boolean }): Promise<RunningGateway> {
+export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: boolean }): Promise<RunningGateway> {
   const { config, logger } = rt;
   const redis = config.redisUrl
     ? new RedisLink(config.redisUrl, {
@@ -42,9 +44,7 @@ export async function startGateway(rt: Runtime, opts: { embedded: boolean }): Pr
     sessionSecret,
     embedded: opts.embedded,
     readiness: {
-      identity: serviceHealthCheck(config, 'identity'),
-      contacts: serviceHealthCheck(config, 'contacts'),
-      messaging: serviceHealthCheck(config, 'messaging'),
+      ...Object.fromEntries(CALLABLE_SERVICES.map((s) => [s.name, serviceHealthCheck(config, s.name)])),
       bus: async () => rt.bus.connected(),
       ...(redis ? { redis: () => redis.run((r) => r.ping()).then(() => true) } : {}),
     },
@@ -69,3 +69,9 @@ export async function startGateway(rt: Runtime, opts: { embedded: boolean }): Pr
     },
   };
 }
+
+/** The registry loads this (services/registry.ts). */
+export const service = serviceModule({
+  config: gatewayEnv,
+  start: (rt) => startGateway(rt, { embedded: rt.embedded }),
+});

@@ -1,4 +1,5 @@
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
+import { serviceModule } from '@svc/lib/services';
 import { Identity } from './domain/identity.js';
 import { Invitations } from './domain/invitations.js';
 import { identityRoutes } from './rpc.js';
@@ -20,3 +21,6 @@ export async function startIdentity(rt: Runtime): Promise<RunningService> {
     },
   };
 }
+
+/** The registry loads this (services/registry.ts); identity reads only platform-wide variables. */
+export const service = serviceModule({ start: startIdentity });

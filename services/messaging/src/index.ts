@@ -1,7 +1,9 @@
 import { subscribeTopics } from '@svc/lib/bus-topic';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
+import { serviceModule } from '@svc/lib/services';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { type MessagingEnv, messagingEnv } from './config.js';
 import { contactsDirectory } from './contacts-rpc.js';
 import { startSmtpSink, type SmtpSink } from './delivery/smtp-sink.js';
 import { createSmtpTransport } from './delivery/smtp-transport.js';
@@ -39,7 +41,7 @@ async function localSink(port: number): Promise<SmtpSink> {
   }
 }
 
-export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } = {}): Promise<RunningService> {
+export async function startMessaging(rt: Runtime<MessagingEnv>, opts: { embedded?: boolean } = {}): Promise<RunningService> {
   const { config } = rt;
   const logger = rt.logger.child({ service: 'messaging' });
   const db = await openServiceDatabase('messaging', rt, migrations);
@@ -113,3 +115,12 @@ export async function startMessaging(rt: Runtime, opts: { embedded?: boolean } =
     },
   };
 }
+
+/** The registry loads this (services/registry.ts). With no SMTP_URL, embedded mode serves the sink's mail at GET /dev/mail. */
+export const service = serviceModule({
+  config: messagingEnv,
+  start: (rt) => startMessaging(rt, { embedded: rt.embedded }),
+});
+
+// The local SMTP sink, for the tests' and benchmarks' own mail server.
+export { startSmtpSink, type SmtpSink } from './delivery/smtp-sink.js';

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import type { Config, RpcServiceName } from '@svc/lib/config';
+import type { Config } from '@svc/lib/config';
 import { RETRY_AFTER_SECONDS } from '@svc/lib/errors';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { Health, HealthCheckResponse_ServingStatus } from '@svc/proto/grpc/health/v1/health_pb';
@@ -10,7 +10,7 @@ export type ReadinessCheck = () => Promise<boolean>;
 const CHECK_TIMEOUT_MS = 2000;
 
 /** A service is ready when its gRPC health says SERVING, which follows the service's own database. */
-export function serviceHealthCheck(config: Config, service: RpcServiceName): ReadinessCheck {
+export function serviceHealthCheck(config: Config, service: string): ReadinessCheck {
   const client = createRpcClient(Health, config.rpcUrls[service], { ...config, rpcTimeoutMs: CHECK_TIMEOUT_MS });
   return async () => (await client.check({})).status === HealthCheckResponse_ServingStatus.SERVING;
 }

@@ -1,5 +1,5 @@
 import { createDnsResolver } from './dns-resolver.js';
-import { startTestDnsServer, type TestDnsServer } from './dns-test-server.js';
+import { startTestDnsServer, type TestDnsServer } from '@svc/lib/test-dns-server';
 
 let server: TestDnsServer;
 

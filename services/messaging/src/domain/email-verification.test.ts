@@ -1,5 +1,5 @@
 import { createDnsResolver, type DnsResolver } from './dns-resolver.js';
-import { startTestDnsServer, type TestDnsServer } from './dns-test-server.js';
+import { startTestDnsServer, type TestDnsServer } from '@svc/lib/test-dns-server';
 import { verifyEmail, type DnsLookup } from './email-verification.js';
 
 const mail = (host: string) => ({ A: ['192.0.2.1'], MX: [{ exchange: `mx.${host}`, priority: 10 }] });

@@ -1,6 +1,6 @@
 import dns2 from 'dns2';
 
-// A real DNS server on loopback for unit tests (DESIGN.md: DNS is never mocked).
+// A real DNS server on loopback for tests (DESIGN.md: DNS is never mocked).
 
 export interface TestZoneRecords {
   A?: string[];

@@ -1,0 +1,29 @@
+import { parseEnv } from '@svc/lib/config';
+import { gatewayEnv } from './config.js';
+
+describe("the gateway's own environment variables", () => {
+  test('defaults as documented', () => {
+    const c = parseEnv(gatewayEnv, {});
+    expect(c).toMatchObject({ rateLimitPerMinute: 1000, keyCacheTtlSeconds: 5, bodyLimit: '1mb' });
+    expect(c.trackRateLimitPerMinute).toBe(1000);
+    expect(c.sessionSecret).toBeUndefined();
+    expect(c.webhookSecret).toBeUndefined();
+    expect(c.trustProxy).toBeUndefined();
+  });
+
+  test('the per-family budgets default to RATE_LIMIT_PER_MINUTE', () => {
+    const c = parseEnv(gatewayEnv, { RATE_LIMIT_PER_MINUTE: '60', RATE_LIMIT_SEND_PER_MINUTE: '10' });
+    expect([c.rateLimitPerMinute, c.trackRateLimitPerMinute, c.sendRateLimitPerMinute]).toEqual([60, 60, 10]);
+  });
+
+  test('a bad value names the variable in one line', () => {
+    expect(() => parseEnv(gatewayEnv, { TRUST_PROXY: 'yes please' })).toThrow(/^invalid environment variable TRUST_PROXY: /);
+    expect(() => parseEnv(gatewayEnv, { SESSION_SECRET: 'short' })).toThrow(/^invalid environment variable SESSION_SECRET: /);
+    expect(() => parseEnv(gatewayEnv, { BODY_LIMIT: 'lots' })).toThrow(/^invalid environment variable BODY_LIMIT: /);
+    expect(parseEnv(gatewayEnv, { TRUST_PROXY: 'loopback' }).trustProxy).toBe('loopback');
+  });
+
+  test("messaging's variables are not the gateway's business", () => {
+    expect(() => parseEnv(gatewayEnv, { SMTP_POOL_SIZE: 'many' })).not.toThrow();
+  });
+});

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { envPositiveInt, type Config } from '@svc/lib/config';
+import { parseTrustProxy } from '@svc/lib/trust-proxy';
+
+/** The gateway's own environment variables (the platform-wide ones are in lib/src/config.ts). */
+export const gatewayEnv = z
+  .object({
+    /** Per-project budgets of the route families: management API, /v1/track, /v1/send. */
+    RATE_LIMIT_PER_MINUTE: envPositiveInt.default(1000),
+    RATE_LIMIT_TRACK_PER_MINUTE: envPositiveInt.optional(),
+    RATE_LIMIT_SEND_PER_MINUTE: envPositiveInt.optional(),
+    KEY_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).default(5),
+    SESSION_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+    BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i, 'expected e.g. 1mb').default('1mb'),
+    /** Shared secret of provider webhooks (`X-Webhook-Secret`); unset: webhooks are refused. */
+    WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+    /** Express `trust proxy` value: which proxies' X-Forwarded-For to believe; unset trusts none. */
+    TRUST_PROXY: z
+      .string()
+      .refine((v) => parseTrustProxy(v) !== null, 'expected a hop count or a comma list of addresses, CIDRs, loopback...')
+      .optional(),
+  })
+  .transform((e) => ({
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    trackRateLimitPerMinute: e.RATE_LIMIT_TRACK_PER_MINUTE ?? e.RATE_LIMIT_PER_MINUTE,
+    sendRateLimitPerMinute: e.RATE_LIMIT_SEND_PER_MINUTE ?? e.RATE_LIMIT_PER_MINUTE,
+    keyCacheTtlSeconds: e.KEY_CACHE_TTL_SECONDS,
+    sessionSecret: e.SESSION_SECRET,
+    bodyLimit: e.BODY_LIMIT,
+    webhookSecret: e.WEBHOOK_SECRET,
+    trustProxy: e.TRUST_PROXY,
+  }));
+
+export type GatewayEnv = z.output<typeof gatewayEnv>;
+/** What the gateway's code reads: the platform-wide config and its own. */
+export type GatewayConfig = Config & GatewayEnv;

@@ -1,0 +1,32 @@
+import { parseEnv } from '@svc/lib/config';
+import { messagingEnv } from './config.js';
+
+describe("the messaging service's own environment variables", () => {
+  test('defaults as documented', () => {
+    expect(parseEnv(messagingEnv, {})).toEqual({
+      smtpUrl: undefined,
+      smtpPoolSize: 5,
+      embeddedSmtpPort: 2525,
+      sendRatePerSecond: 100,
+      sendMaxAttempts: 6,
+      sendRetryBaseMs: 30000,
+      domainCheckIntervalSeconds: 300,
+      dnsServers: [],
+    });
+  });
+
+  test('DNS_SERVERS is a comma-separated list', () => {
+    const c = parseEnv(messagingEnv, { DNS_SERVERS: '127.0.0.1:5353, 10.0.0.1' });
+    expect(c.dnsServers).toEqual(['127.0.0.1:5353', '10.0.0.1']);
+  });
+
+  test('a bad value names the variable in one line', () => {
+    expect(() => parseEnv(messagingEnv, { SMTP_POOL_SIZE: 'many' })).toThrow(/^invalid environment variable SMTP_POOL_SIZE: /);
+    expect(() => parseEnv(messagingEnv, { SMTP_URL: 'relay' })).toThrow(/^invalid environment variable SMTP_URL: /);
+    expect(() => parseEnv(messagingEnv, { DNS_SERVERS: 'a,,b' })).toThrow(/^invalid environment variable DNS_SERVERS: /);
+  });
+
+  test("the gateway's variables are not messaging's business", () => {
+    expect(() => parseEnv(messagingEnv, { TRUST_PROXY: 'yes please', SESSION_SECRET: 'x' })).not.toThrow();
+  });
+});

@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { envPort, envPositiveInt, envUrl, type Config } from '@svc/lib/config';
+
+/** The messaging service's own environment variables (the platform-wide ones are in lib/src/config.ts). */
+export const messagingEnv = z
+  .object({
+    /** SMTP relay of outgoing mail; unset: a local sink on EMBEDDED_SMTP_PORT. */
+    SMTP_URL: envUrl.optional(),
+    SMTP_POOL_SIZE: envPositiveInt.default(5),
+    EMBEDDED_SMTP_PORT: envPort.default(2525),
+    /** Per-project delivery throttle, messages per second. */
+    SEND_RATE_PER_SECOND: envPositiveInt.default(100),
+    SEND_MAX_ATTEMPTS: envPositiveInt.default(6),
+    /** First retry delay after a temporary (4xx) SMTP failure; doubles per attempt. */
+    SEND_RETRY_BASE_MS: envPositiveInt.default(30000),
+    DOMAIN_CHECK_INTERVAL_SECONDS: envPositiveInt.default(300),
+    DNS_SERVERS: z
+      .string()
+      .regex(/^\s*[^,\s]+(\s*,\s*[^,\s]+)*\s*$/, 'expected a comma-separated host:port list')
+      .optional(),
+  })
+  .transform((e) => ({
+    smtpUrl: e.SMTP_URL,
+    smtpPoolSize: e.SMTP_POOL_SIZE,
+    embeddedSmtpPort: e.EMBEDDED_SMTP_PORT,
+    sendRatePerSecond: e.SEND_RATE_PER_SECOND,
+    sendMaxAttempts: e.SEND_MAX_ATTEMPTS,
+    sendRetryBaseMs: e.SEND_RETRY_BASE_MS,
+    domainCheckIntervalSeconds: e.DOMAIN_CHECK_INTERVAL_SECONDS,
+    dnsServers: e.DNS_SERVERS ? e.DNS_SERVERS.split(',').map((s) => s.trim()) : [],
+  }));
+
+export type MessagingEnv = z.output<typeof messagingEnv>;
+/** What the messaging service's code reads: the platform-wide config and its own. */
+export type MessagingConfig = Config & MessagingEnv;

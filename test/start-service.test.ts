@@ -1,0 +1,50 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { platform } from './support/client.js';
+import { freePort, portOpen, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
+
+/** Runs `npm run start:service -- <args>` (bin/platform.ts) and returns its exit code and output. */
+async function runToExit(args: string[], env: Record<string, string>, logName: string) {
+  const child: ChildProcess = startPlatform(args, { ...env }, logName);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  clearTimeout(timer);
+  // The log stream may flush after the exit event.
+  await new Promise((r) => setTimeout(r, 50));
+  return { code, output: readFileSync(path.join(ROOT, '.test-run', 'logs', `${logName}.log`), 'utf8') };
+}
+
+describe('starting services by name (the registry)', () => {
+  test('a registered service with no code yet exits non-zero with a clear message instead of idling', async () => {
+    const { code, output } = await runToExit(['campaigns'], platform.env, 'start-campaigns');
+    expect(code).toBe(1);
+    expect(output).toContain('cannot start campaigns: registered but has no code yet');
+  });
+
+  test('an unknown name exits non-zero and lists the registered services', async () => {
+    const { code, output } = await runToExit(['billing'], platform.env, 'start-billing');
+    expect(code).toBe(1);
+    expect(output).toContain('unknown service(s): billing; known: identity, contacts, messaging');
+  });
+
+  test("a bad value of a service's own variable stops that service with one line", async () => {
+    const env = { ...platform.env, SMTP_POOL_SIZE: 'many' };
+    const { code, output } = await runToExit(['messaging'], env, 'start-bad-messaging');
+    expect(code).toBe(1);
+    expect(output.trim()).toBe('config error: invalid environment variable SMTP_POOL_SIZE: Expected number, received nan');
+  });
+
+  test("a service does not validate another service's variables; platform-wide ones stop every service", async () => {
+    const env = { ...platform.env, SMTP_POOL_SIZE: 'many', IDENTITY_PORT: String(await freePort()) };
+    const identity = startPlatform(['identity'], env, 'start-identity-ignores-messaging-env');
+    try {
+      await waitFor('identity', () => portOpen(Number(env.IDENTITY_PORT)), identity);
+    } finally {
+      await stopProcess(identity);
+    }
+    const bad = await runToExit(['identity'], { ...env, RPC_TIMEOUT_MS: 'soon' }, 'start-bad-platform-env');
+    expect(bad.code).toBe(1);
+    expect(bad.output).toMatch(/^config error: invalid environment variable RPC_TIMEOUT_MS: /);
+  });
+});
