@@ -1,3 +1,5 @@
+import { runInContext } from './request-context.js';
+
 /**
  * Runs an async task now, or once more right after the run in progress: any number of
  * kicks during a run coalesce into one follow-up run. Never two runs at once.
@@ -15,7 +17,8 @@ export class CoalescingTask {
       this.again = true;
       return;
     }
-    this.running = this.task()
+    // Background work: a run kicked from inside a request does not belong to that request.
+    this.running = runInContext(undefined, () => this.task())
       .then(() => undefined, this.onError)
       .finally(() => {
         this.running = undefined;

@@ -2,6 +2,7 @@ import type { Pool } from './db.js';
 import { logPassFailure } from './dependency-errors.js';
 import type { Logger } from './logger.js';
 import { PgListener } from './pg-listener.js';
+import { runInContext } from './request-context.js';
 
 export interface DueWorkHooks {
   claimed?(count: number): void;
@@ -69,7 +70,8 @@ export class DueWorkLoop<T> {
       this.wanted = true;
       return;
     }
-    const lane: Promise<void> = this.drain()
+    // A lane serves whoever is due, not the request that kicked it: it runs outside any request context.
+    const lane: Promise<void> = runInContext(undefined, () => this.drain())
       .catch((err) => {
         this.opts.hooks?.failed?.(err);
         logPassFailure(this.opts.logger, err, { loop: this.opts.name }, 'due-work pass failed; will retry');

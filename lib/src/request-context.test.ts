@@ -1,3 +1,4 @@
+import { CoalescingTask } from './coalescing-task.js';
 import {
   childTraceparent,
   contextFrom,
@@ -93,5 +94,17 @@ describe('request context', () => {
     expect(inside.fields).toEqual({ requestId: 'req-12345678', traceId: ctx.traceId });
     expect(inside.out?.requestId).toBe('req-12345678');
     expect(runInContext(ctx, () => runInContext(undefined, currentContext))).toBeUndefined();
+  });
+});
+
+describe('background work', () => {
+  test('a task kicked from inside a request runs outside it', async () => {
+    let seen: unknown = 'not run';
+    const task = new CoalescingTask(async () => {
+      seen = currentContext();
+    }, () => undefined);
+    runInContext(contextFrom({ requestId: 'req-12345678' }), () => task.kick());
+    await task.stop();
+    expect(seen).toBeUndefined();
   });
 });
