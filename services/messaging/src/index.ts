@@ -16,10 +16,10 @@ import { SenderDomains } from './domain/sender-domains.js';
 import { SendRecords } from './domain/send-records.js';
 import { Sending } from './domain/sending.js';
 import { Templates } from './domain/templates.js';
-import { ProjectThrottle } from './domain/throttle.js';
 import { Tracking } from './domain/tracking.js';
 import { TrackingTokens } from './domain/tracking-tokens.js';
 import { messagingRoutes } from './rpc.js';
+import { sendThrottle } from './send-throttle.js';
 import { ActivityStore } from './store/activity-store.js';
 import { DomainsStore } from './store/domains-store.js';
 import { EmailsStore } from './store/emails-store.js';
@@ -94,7 +94,8 @@ export async function startMessaging(rt: Runtime<MessagingEnv>, opts: { embedded
   await subscribeTopics(rt.bus, 'messaging-activity', activity.routes(), logger);
 
   const transport = createSmtpTransport(smtpUrl, config.smtpPoolSize);
-  const worker = new DeliveryWorker(db.pool, emailsStore, domainsStore, transport, new ProjectThrottle(config.sendRatePerSecond), logger, {
+  const throttle = sendThrottle(config, logger);
+  const worker = new DeliveryWorker(db.pool, emailsStore, domainsStore, transport, throttle.throttle, logger, {
     maxAttempts: config.sendMaxAttempts,
     retryBaseMs: config.sendRetryBaseMs,
   });
@@ -109,6 +110,7 @@ export async function startMessaging(rt: Runtime<MessagingEnv>, opts: { embedded
       await server.close();
       await checker.stop();
       await worker.stop();
+      throttle.close();
       transport.close();
       await devSink?.close();
       await db.close();

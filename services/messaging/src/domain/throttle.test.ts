@@ -1,4 +1,25 @@
-import { ProjectThrottle } from './throttle.js';
+import { createLogger } from '@svc/lib/logger';
+import { RedisLink } from '@svc/lib/redis';
+import { RedisTokenBuckets, type TokenBuckets } from '@svc/lib/token-bucket';
+import { ProjectThrottle, SharedProjectThrottle } from './throttle.js';
+
+/** The test Redis (127.0.0.1:6379); every test uses its own key prefix. */
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = (name: string) => `test-send-${name}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e6)}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let link: RedisLink;
+
+beforeAll(async () => {
+  link = new RedisLink(REDIS_URL, { commandTimeoutMs: 2000, logger: createLogger('silent') });
+  for (let i = 0; i < 250 && !link.available; i++) await sleep(20);
+});
+
+afterAll(async () => {
+  const ended = new Promise((resolve) => link.client.once('end', resolve));
+  link.disconnect();
+  await ended;
+});
 
 describe('per-project throttle', () => {
   test('allows the rate per second, then asks to wait; projects do not share a bucket', () => {
@@ -8,5 +29,59 @@ describe('per-project throttle', () => {
     expect(t.take('p', 0)).toBe(500);
     expect(t.take('q', 0)).toBe(0);
     expect(t.take('p', 500)).toBe(0);
+  });
+});
+
+describe('shared throttle (Redis)', () => {
+  test('two replicas at 10/s send about 10/s together, not 20', async () => {
+    const buckets = new RedisTokenBuckets(link, prefix('two'));
+    // Chunks of 5: tokens a replica holds still count against the shared budget.
+    const replicas = [0, 1].map(() => new SharedProjectThrottle(buckets, 10, undefined, 5));
+    const sent = [0, 0];
+    const started = Date.now();
+    const end = started + 1500;
+    await Promise.all(
+      replicas.map(async (t, i) => {
+        while (Date.now() < end) {
+          const wait = await t.take('project');
+          if (wait === 0) sent[i]++;
+          else await sleep(Math.min(wait, 50));
+        }
+      }),
+    );
+    const seconds = (Date.now() - started) / 1000;
+    const total = sent[0] + sent[1];
+    // One second of burst (10) plus 10 per second: alone, each replica would have allowed that much.
+    expect(total).toBeGreaterThanOrEqual(10);
+    expect(total).toBeLessThanOrEqual(10 + Math.ceil(10 * seconds) + 1);
+  });
+
+  test('tokens come from Redis in chunks: one round trip per ten messages', async () => {
+    const real = new RedisTokenBuckets(link, prefix('chunks'));
+    let trips = 0;
+    const counted: TokenBuckets = {
+      take: (key, shape, want) => {
+        trips++;
+        return real.take(key, shape, want);
+      },
+    };
+    const t = new SharedProjectThrottle(counted, 100);
+    const waits = [];
+    for (let i = 0; i < 50; i++) waits.push(await t.take('project'));
+    expect(waits.every((w) => w === 0)).toBe(true);
+    expect(trips).toBe(5);
+  });
+
+  test('with Redis unreachable the in-process throttle decides', async () => {
+    const dead = new RedisLink('redis://127.0.0.1:1', { commandTimeoutMs: 200, logger: createLogger('silent') });
+    try {
+      const t = new SharedProjectThrottle(new RedisTokenBuckets(dead, prefix('dead')), 3);
+      const waits = [];
+      for (let i = 0; i < 4; i++) waits.push(await t.take('project'));
+      expect(waits.slice(0, 3)).toEqual([0, 0, 0]);
+      expect(waits[3]).toBeGreaterThan(0);
+    } finally {
+      dead.disconnect();
+    }
   });
 });

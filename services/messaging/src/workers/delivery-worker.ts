@@ -6,7 +6,7 @@ import { enqueueMany } from '@svc/lib/outbox';
 import { domainOf } from '../domain/address.js';
 import { classifyFailure, type SmtpFailure } from '../domain/delivery-outcome.js';
 import { lifecycleMessage } from '../domain/email-events.js';
-import type { ProjectThrottle } from '../domain/throttle.js';
+import type { SendThrottle } from '../domain/throttle.js';
 import type { MailMessage, MailTransport } from '../delivery/smtp-transport.js';
 import type { DomainsStore } from '../store/domains-store.js';
 import type { ClaimedEmail, DeliveryOutcomes, EmailsStore } from '../store/emails-store.js';
@@ -43,7 +43,7 @@ export class DeliveryWorker {
     private readonly emails: EmailsStore,
     private readonly domains: DomainsStore,
     private readonly transport: MailTransport,
-    private readonly throttle: ProjectThrottle,
+    private readonly throttle: SendThrottle,
     private readonly logger: Logger,
     private readonly opts: DeliveryWorkerOptions,
   ) {
@@ -77,7 +77,7 @@ export class DeliveryWorker {
     const ready: ClaimedEmail[] = [];
     const held: { id: string; wait: number }[] = [];
     for (const row of rows) {
-      const wait = this.throttle.take(row.project_id);
+      const wait = await this.throttle.take(row.project_id);
       if (wait === 0) ready.push(row);
       else held.push({ id: row.id, wait });
     }
