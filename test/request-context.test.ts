@@ -60,8 +60,16 @@ beforeAll(async () => {
   children.gateway = startPlatform(['identity', 'gateway'], env, logName('gateway'));
   await waitFor('gateway', () => httpOk(`${baseUrl}/healthz`), children.gateway);
 
-  const signup = await call('POST', '/auth/signup', { email: uniqueEmail('rctx'), password: 'password-123' }, { baseUrl });
-  const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const signup = await call(
+    'POST',
+    '/auth/signup',
+    { email: uniqueEmail('rctx'), password: 'password-123' },
+    { baseUrl },
+  );
+  const cookie = signup.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const project = await call('POST', '/users/@me/projects', { name: 'Request context' }, { cookie, baseUrl });
   tenant = { secretKey: project.body.secretKey, publicKey: project.body.publicKey, projectId: project.body.id };
 });
@@ -84,13 +92,21 @@ test('a /v1/track request id and trace id reach the contacts RPC log and the mes
     'POST',
     '/v1/track',
     { email: uniqueEmail('tracked'), event: 'context-checked' },
-    { key: tenant.publicKey, baseUrl, headers: { 'X-Request-Id': requestId, traceparent: `00-${traceId}-${hex(8)}-01` } },
+    {
+      key: tenant.publicKey,
+      baseUrl,
+      headers: { 'X-Request-Id': requestId, traceparent: `00-${traceId}-${hex(8)}-01` },
+    },
   );
   expect(res.status).toBe(200);
   expect(res.headers.get('x-request-id')).toBe(requestId);
 
   // gateway -> contacts over gRPC: the handler's log line carries both.
-  const rpc = await logged('contacts', 'the TrackEvent RPC', (l) => l.msg === 'rpc handled' && l.requestId === requestId);
+  const rpc = await logged(
+    'contacts',
+    'the TrackEvent RPC',
+    (l) => l.msg === 'rpc handled' && l.requestId === requestId,
+  );
   expect(rpc).toMatchObject({ procedure: 'TrackEvent', traceId });
 
   // contacts outbox -> NATS -> messaging's activity consumer: the headers survive the relay.
@@ -111,24 +127,44 @@ test('concurrent tracks committed together keep their own request ids on the bus
   const ids = Array.from({ length: 20 }, (_, i) => `req-batch-${i}-${hex(6)}`);
   const answers = await Promise.all(
     ids.map((id) =>
-      call('POST', '/v1/track', { email: uniqueEmail('batch'), event: 'batched' }, { key: tenant.publicKey, baseUrl, headers: { 'X-Request-Id': id } }),
+      call(
+        'POST',
+        '/v1/track',
+        { email: uniqueEmail('batch'), event: 'batched' },
+        { key: tenant.publicKey, baseUrl, headers: { 'X-Request-Id': id } },
+      ),
     ),
   );
   expect(answers.map((a) => a.status)).toEqual(ids.map(() => 200));
   const consumedIds = () =>
     logLines('messaging')
-      .filter((l) => l.msg === 'bus message handled' && l.subject === 'events.tracked' && l.requestId?.startsWith('req-batch-'))
+      .filter(
+        (l) =>
+          l.msg === 'bus message handled' && l.subject === 'events.tracked' && l.requestId?.startsWith('req-batch-'),
+      )
       .map((l) => l.requestId);
-  const seen = await eventually(async () => (consumedIds().length >= ids.length ? consumedIds() : undefined), 20_000, 'batched events');
+  const seen = await eventually(
+    async () => (consumedIds().length >= ids.length ? consumedIds() : undefined),
+    20_000,
+    'batched events',
+  );
   expect([...seen].sort()).toEqual([...ids].sort());
 });
 
 test('a /v1/send request id reaches contacts through messaging (a second RPC hop) with the same trace id', async () => {
   const domain = uniqueDomain('rctx');
-  const created = await call('POST', '/domains', { domain, projectId: tenant.projectId }, { key: tenant.secretKey, baseUrl });
+  const created = await call(
+    'POST',
+    '/domains',
+    { domain, projectId: tenant.projectId },
+    { key: tenant.secretKey, baseUrl },
+  );
   expect(created.status).toBe(201);
   for (const r of created.body.records) await publishDns(r.name, r.type, r.value);
-  const verified = await call('GET', `/domains/${created.body.id}/verify`, undefined, { key: tenant.secretKey, baseUrl });
+  const verified = await call('GET', `/domains/${created.body.id}/verify`, undefined, {
+    key: tenant.secretKey,
+    baseUrl,
+  });
   expect(verified.body.status).toBe('verified');
 
   const requestId = `req-send-${hex(8)}`;
@@ -137,7 +173,11 @@ test('a /v1/send request id reaches contacts through messaging (a second RPC hop
     'POST',
     '/v1/send',
     { to: uniqueEmail('to'), from: `news@${domain}`, subject: 'Hi', body: '<p>Hi</p>' },
-    { key: tenant.secretKey, baseUrl, headers: { 'X-Request-Id': requestId, traceparent: `00-${traceId}-${hex(8)}-01` } },
+    {
+      key: tenant.secretKey,
+      baseUrl,
+      headers: { 'X-Request-Id': requestId, traceparent: `00-${traceId}-${hex(8)}-01` },
+    },
   );
   expect(res.status).toBe(200);
 
@@ -161,6 +201,10 @@ test('a malformed traceparent is replaced by a minted trace; a bad X-Request-Id 
   expect(res.status).toBe(200);
   const requestId = res.headers.get('x-request-id')!;
   expect(requestId).toMatch(/^req_[0-9a-f]{32}$/);
-  const rpc = await logged('contacts', 'the TrackEvent RPC', (l) => l.msg === 'rpc handled' && l.requestId === requestId);
+  const rpc = await logged(
+    'contacts',
+    'the TrackEvent RPC',
+    (l) => l.msg === 'rpc handled' && l.requestId === requestId,
+  );
   expect(rpc.traceId).toMatch(/^[0-9a-f]{32}$/);
 });

@@ -67,7 +67,10 @@ export class MemoryBus implements Bus {
     for (let attempt = 1; ; attempt++) {
       try {
         await sub.handler(structuredClone(message));
-        this.logger.debug({ durable: sub.durable, subject: message.subject, messageId: message.id }, 'bus message handled');
+        this.logger.debug(
+          { durable: sub.durable, subject: message.subject, messageId: message.id },
+          'bus message handled',
+        );
         return;
       } catch (err) {
         if (attempt >= MAX_ATTEMPTS || this.closed) {

@@ -60,7 +60,10 @@ describe('outbox relay', () => {
       await enqueue(tx, 'contacts.created', { n: 1 });
       await enqueue(tx, 'contacts.updated', { n: 2 });
     });
-    await enqueueMany(pool, [{ subject: 'events.tracked', payload: { n: 3 } }, { subject: 'contacts.updated', payload: { n: 4 } }]);
+    await enqueueMany(pool, [
+      { subject: 'events.tracked', payload: { n: 3 } },
+      { subject: 'contacts.updated', payload: { n: 4 } },
+    ]);
     expect(await relay.drain()).toBe(4);
     expect(bus.got.map((m) => (m.data as { n: number }).n)).toEqual([1, 2, 3, 4]);
     expect(bus.got.every((m) => /^svc-\d+$/.test(m.id))).toBe(true);
@@ -84,7 +87,10 @@ describe('outbox relay', () => {
   test('messages survive a bus failure and go out on the next pass, each once', async () => {
     const bus = recordingBus();
     const relay = new OutboxRelay({ service: 'svc', pool, bus, logger });
-    await enqueueMany(pool, [1, 2, 3].map((n) => ({ subject: 'events.tracked', payload: { n } })));
+    await enqueueMany(
+      pool,
+      [1, 2, 3].map((n) => ({ subject: 'events.tracked', payload: { n } })),
+    );
     bus.failNext = 1;
     await expect(relay.drain()).rejects.toThrow('bus down');
     expect(await relay.drain()).toBe(3);

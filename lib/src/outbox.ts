@@ -120,10 +120,9 @@ export class OutboxRelay {
     }
     if (Date.now() - this.lastCleanup > CLEANUP_EVERY_MS) {
       this.lastCleanup = Date.now();
-      await this.opts.pool.query(
-        `DELETE FROM outbox WHERE published_at < now() - make_interval(mins => $1)`,
-        [this.opts.retentionMinutes ?? 60],
-      );
+      await this.opts.pool.query('DELETE FROM outbox WHERE published_at < now() - make_interval(mins => $1)', [
+        this.opts.retentionMinutes ?? 60,
+      ]);
     }
     return total;
   }
@@ -196,7 +195,10 @@ export interface OutboxWrite {
 }
 
 /** A message of a batch that mixes requests (a group commit's `contexts[i]`), tagged with its own request. */
-export function forRequest<M extends { subject: string; payload: unknown }>(m: M, ctx: RequestContext | undefined): M & OutboxWrite {
+export function forRequest<M extends { subject: string; payload: unknown }>(
+  m: M,
+  ctx: RequestContext | undefined,
+): M & OutboxWrite {
   return { ...m, context: outgoingContext(ctx) };
 }
 

@@ -39,7 +39,9 @@ describe('traceparent', () => {
   });
 
   test('a later version is read by its first four fields', () => {
-    expect(parseTraceparent(`01-${VALID.slice(3)}-future`)).toMatchObject({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736' });
+    expect(parseTraceparent(`01-${VALID.slice(3)}-future`)).toMatchObject({
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+    });
   });
 
   test('minted: version 00, 16-byte trace id, 8-byte span id, sampled, and parseable', () => {
@@ -100,9 +102,12 @@ describe('request context', () => {
 describe('background work', () => {
   test('a task kicked from inside a request runs outside it', async () => {
     let seen: unknown = 'not run';
-    const task = new CoalescingTask(async () => {
-      seen = currentContext();
-    }, () => undefined);
+    const task = new CoalescingTask(
+      async () => {
+        seen = currentContext();
+      },
+      () => undefined,
+    );
     runInContext(contextFrom({ requestId: 'req-12345678' }), () => task.kick());
     await task.stop();
     expect(seen).toBeUndefined();

@@ -103,7 +103,7 @@ export function childTraceparent(ctx: RequestContext): string {
   return `00-${ctx.traceId}-${mintSpanId()}-${ctx.flags}`;
 }
 
-/** What the next hop (an RPC call, an outbox row) carries; by default from the current context, none outside a request. */
+/** What the next hop (an RPC call, an outbox row) carries; by default from the current context (none outside one). */
 export function outgoingContext(
   ctx: RequestContext | undefined = storage.getStore(),
 ): { requestId: string; traceparent: string } | undefined {

@@ -27,7 +27,10 @@ async function* rethrowStream<T>(stream: AsyncIterable<T>): AsyncIterable<T> {
  */
 export function createRpcClient<S extends DescService>(service: S, baseUrl: string, opts: RpcClientOptions): Client<S> {
   // Every call carries the current request id and trace context (see rpc-context.ts).
-  const interceptors = [contextClientInterceptor(), ...(opts.serviceToken ? [bearerInterceptor(opts.serviceToken)] : [])];
+  const interceptors = [
+    contextClientInterceptor(),
+    ...(opts.serviceToken ? [bearerInterceptor(opts.serviceToken)] : []),
+  ];
   const transport = createGrpcTransport({ baseUrl, interceptors, defaultTimeoutMs: opts.rpcTimeoutMs });
   const client = createClient(service, transport) as Record<string, (...a: unknown[]) => unknown>;
   const wrapped: Record<string, unknown> = {};
@@ -35,7 +38,8 @@ export function createRpcClient<S extends DescService>(service: S, baseUrl: stri
     const call = client[name].bind(client);
     wrapped[name] =
       method.methodKind === 'unary'
-        ? (...args: unknown[]) => (call(...args) as Promise<unknown>).catch((err) => Promise.reject(fromConnectError(err)))
+        ? (...args: unknown[]) =>
+            (call(...args) as Promise<unknown>).catch((err) => Promise.reject(fromConnectError(err)))
         : (...args: unknown[]) => rethrowStream(call(...args) as AsyncIterable<unknown>);
   }
   return wrapped as Client<S>;

@@ -10,7 +10,13 @@ let server: RpcServer;
 const token = 'rpc-context-test-token-0123456789abcdef';
 
 beforeAll(async () => {
-  const health = { report: () => false, check: async () => ((seen = currentContext()), true) };
+  const health = {
+    report: () => false,
+    check: async () => {
+      seen = currentContext();
+      return true;
+    },
+  };
   server = await startRpcServer({
     name: 'ctx',
     host: '127.0.0.1',

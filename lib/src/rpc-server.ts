@@ -3,7 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter, Interceptor } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
-import { Health, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from '@svc/proto/grpc/health/v1/health_pb';
+import {
+  Health,
+  HealthCheckResponse_ServingStatus,
+  HealthCheckResponseSchema,
+} from '@svc/proto/grpc/health/v1/health_pb';
 import type { DbHealth } from './db-health.js';
 import { isDependencyUnavailable } from './dependency-errors.js';
 import { AppError } from './errors.js';

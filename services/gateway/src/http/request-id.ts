@@ -23,7 +23,9 @@ export function requestId(logger: Logger): RequestHandler {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      runInContext(ctx, () => logger.debug({ method: req.method, path: req.path, status: res.statusCode, ms }, 'request'));
+      runInContext(ctx, () =>
+        logger.debug({ method: req.method, path: req.path, status: res.statusCode, ms }, 'request'),
+      );
     });
     runInContext(ctx, next);
   };
