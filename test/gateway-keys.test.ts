@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { call, eventually, expectEnvelope, newTenant, platform } from './support/client.js';
 import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
@@ -87,9 +88,11 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
     expect((await call('POST', '/v1/track', { email: 'y@example.com', event: 'b' }, { key: b.publicKey, headers })).status).toBe(200);
   });
 
-  test('the per-project rate limit answers 429 with Retry-After (a gateway started with a low limit)', async () => {
+  test('each route family has its own per-project budget; 429 with Retry-After (a gateway with low limits)', async () => {
     const port = await freePort();
-    const gateway = startPlatform(['gateway'], { ...platform.env, PORT: String(port), RATE_LIMIT_PER_MINUTE: '5' }, 'gateway-ratelimit');
+    const budgets = { RATE_LIMIT_PER_MINUTE: '5', RATE_LIMIT_TRACK_PER_MINUTE: '3', RATE_LIMIT_SEND_PER_MINUTE: '4' };
+    const env = { ...platform.env, PORT: String(port), ...budgets };
+    const gateway = startPlatform(['gateway'], env, 'gateway-ratelimit');
     try {
       const baseUrl = `http://127.0.0.1:${port}`;
       await waitFor('rate-limited gateway', () => httpOk(`${baseUrl}/healthz`), gateway);
@@ -108,6 +111,30 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
       expect(Number(limited!.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(limited!.body.error.details.retryAfter).toBeGreaterThan(0);
       expect((await call('GET', '/contacts', undefined, { key: other.secretKey, baseUrl })).status).toBe(200);
+
+      // Ingestion and sending have budgets of their own: the spent management budget does not touch them.
+      const event = { email: 'budget@example.com', event: 'x' };
+      const track = () => call('POST', '/v1/track', event, { key: t.publicKey, baseUrl });
+      const tracked = [await track(), await track(), await track(), await track()];
+      expect(tracked.slice(0, 3).map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(tracked.map((r) => r.headers.get('x-ratelimit-limit'))).toEqual(['3', '3', '3', '3']);
+      expect(tracked[0].headers.get('x-ratelimit-remaining')).toBe('2');
+      expectEnvelope(tracked[3], 429, 'RATE_LIMIT_EXCEEDED');
+      expect(tracked[3].body.error.details).toMatchObject({ budget: 'track', limit: 3 });
+      const sent = await call('POST', '/v1/send', {}, { key: t.secretKey, baseUrl });
+      expect(sent.status).not.toBe(429);
+      expect(sent.headers.get('x-ratelimit-limit')).toBe('4');
+      expect(sent.headers.get('x-ratelimit-remaining')).toBe('3');
+      expect((await call('GET', '/contacts', undefined, { key: t.secretKey, baseUrl })).status).toBe(429);
+
+      // The shared buckets live in Redis under the deployment's prefix (BUS_PREFIX).
+      const redis = new Redis(platform.env.REDIS_URL);
+      try {
+        const keys = await redis.keys(`${platform.env.BUS_PREFIX}:rl:*:${t.projectId}`);
+        expect(keys.map((k) => k.split(':').at(-2)).sort()).toEqual(['api', 'send', 'track']);
+      } finally {
+        redis.disconnect();
+      }
     } finally {
       await stopProcess(gateway);
     }
