@@ -41,7 +41,9 @@ function chooseServices(requested: string[]): ServiceDefinition[] {
 }
 
 /** Loads each chosen service and validates its own variables, so a bad value stops the process before any start. */
-async function loadServices(chosen: ServiceDefinition[]): Promise<Array<{ name: string; module: ServiceModule<any>; own: object }>> {
+async function loadServices(
+  chosen: ServiceDefinition[],
+): Promise<Array<{ name: string; module: ServiceModule<any>; own: object }>> {
   const loaded = [];
   for (const s of chosen) {
     const module = await s.load!();

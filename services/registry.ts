@@ -41,3 +41,8 @@ export const REGISTRY = defineRegistry({
 
 export type ServiceName = keyof typeof REGISTRY;
 export const SERVICES: ServiceDefinition[] = Object.values(REGISTRY);
+
+/** What the Helm chart deploys (deploy/k8s/platform/services.json): each service that has code, on its default port. */
+export function chartServices(): { services: Record<string, number> } {
+  return { services: Object.fromEntries(SERVICES.filter((s) => s.load).map((s) => [s.name, s.defaultPort])) };
+}

@@ -3,7 +3,16 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { portVariable } from '@svc/lib/config';
 import { startTestDns } from './support/dns-server.js';
-import { freePort, freeServicePorts, httpOk, portOpen, ROOT, RPC_SERVICES, startPlatform, waitFor } from './support/processes.js';
+import {
+  freePort,
+  freeServicePorts,
+  httpOk,
+  portOpen,
+  ROOT,
+  RPC_SERVICES,
+  startPlatform,
+  waitFor,
+} from './support/processes.js';
 import { startTestSmtpSink } from './support/smtp-sink.js';
 
 /**

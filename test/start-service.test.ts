@@ -32,7 +32,9 @@ describe('starting services by name (the registry)', () => {
     const env = { ...platform.env, SMTP_POOL_SIZE: 'many' };
     const { code, output } = await runToExit(['messaging'], env, 'start-bad-messaging');
     expect(code).toBe(1);
-    expect(output.trim()).toBe('config error: invalid environment variable SMTP_POOL_SIZE: Expected number, received nan');
+    expect(output.trim()).toBe(
+      'config error: invalid environment variable SMTP_POOL_SIZE: Expected number, received nan',
+    );
   });
 
   test("a service does not validate another service's variables; platform-wide ones stop every service", async () => {

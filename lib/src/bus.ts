@@ -42,6 +42,7 @@ export const STREAMS = [
   { name: 'EVENTS', subjects: ['events.>'] },
   { name: 'EMAILS', subjects: ['emails.>'] },
   { name: 'IDENTITY', subjects: ['identity.>'] },
+  { name: 'SEGMENTS', subjects: ['segments.>'] },
 ] as const;
 
 /** NATS-style subject match: `*` one token, `>` the rest. */

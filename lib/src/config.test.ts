@@ -20,7 +20,9 @@ describe('platform config', () => {
     const c = parseConfig({ CONTACTS_PORT: '6000', IDENTITY_URL: 'http://identity:50051' }, SERVICES);
     expect(c.rpcPorts).toEqual({ identity: 50051, contacts: 6000 });
     expect(c.rpcUrls).toEqual({ identity: 'http://identity:50051', contacts: 'http://127.0.0.1:6000' });
-    expect(() => parseConfig({ CONTACTS_PORT: 'x' }, SERVICES)).toThrow(/^invalid environment variable CONTACTS_PORT: /);
+    expect(() => parseConfig({ CONTACTS_PORT: 'x' }, SERVICES)).toThrow(
+      /^invalid environment variable CONTACTS_PORT: /,
+    );
   });
 
   test('a bad value names the variable in one line', () => {

@@ -38,7 +38,10 @@ const schema = z.object({
   IDEMPOTENCY_TTL_SECONDS: envPositiveInt.default(86400),
   // Read by identity (refuses signups) and the gateway (GET /config).
   SIGNUP_DISABLED: envBool.default('false'),
-  BUS_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only').default('svc'),
+  BUS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only')
+    .default('svc'),
   DATA_DIR: z.string().min(1).default('.data'),
   EMBEDDED_PG_PORT: envPort.default(54329),
   SHUTDOWN_TIMEOUT_MS: envPositiveInt.default(10000),
@@ -71,7 +74,12 @@ export interface Config {
   rpcPorts: Record<string, number>;
   rpcUrls: Record<string, string>;
   /** Pool timeouts: connecting, server-side statement limit, client-side wait for an answer, idle in a transaction. */
-  db: { connectTimeoutMs: number; statementTimeoutMs: number; queryTimeoutMs: number; idleInTransactionTimeoutMs: number };
+  db: {
+    connectTimeoutMs: number;
+    statementTimeoutMs: number;
+    queryTimeoutMs: number;
+    idleInTransactionTimeoutMs: number;
+  };
   /** Deadline of a call from the gateway (or another service) to a service. */
   rpcTimeoutMs: number;
   /** A Redis command that takes longer fails (and the caller degrades) instead of waiting. */

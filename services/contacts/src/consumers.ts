@@ -4,22 +4,31 @@ import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
+import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
 import type { Events } from './domain/events.js';
+import type { SegmentEvents } from './domain/segment-events.js';
 import type { ContactsStore } from './store/contacts-store.js';
 
 interface ConsumerDeps {
   events: Events;
+  segmentEvents: SegmentEvents;
   contacts: ContactsStore;
   forgetTypes(projectId: string): void;
   logger: Logger;
 }
 
-/** What the contacts service hears on the bus: email lifecycle (for filters) and project deletion. */
+/** What the contacts service hears on the bus: email lifecycle (for filters), segment entry/exit and project deletion. */
 export async function subscribeContactsConsumers(bus: Bus, d: ConsumerDeps): Promise<void> {
   await subscribeTopics(
     bus,
     'contacts-email-activity',
     [on(MESSAGING_TOPICS.emailLifecycle, (m, meta) => d.events.recordEmailActivity(meta.id, m))],
+    d.logger,
+  );
+  await subscribeTopics(
+    bus,
+    'contacts-segment-membership',
+    [on(SEGMENTS_TOPICS.membershipChanged, (m, meta) => d.segmentEvents.record(meta.id, m))],
     d.logger,
   );
   await subscribeTopics(

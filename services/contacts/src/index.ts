@@ -7,12 +7,16 @@ import { Events } from './domain/events.js';
 import { Fields } from './domain/fields.js';
 import { Imports } from './domain/imports.js';
 import { JobRunner } from './domain/job-runner.js';
+import { SegmentConditions } from './domain/segment-conditions.js';
+import { SegmentEvents } from './domain/segment-events.js';
+import { Segments } from './domain/segments.js';
 import { contactsRoutes } from './rpc.js';
 import { subscribeContactsConsumers } from './consumers.js';
 import { ContactBatches, ContactsStore } from './store/contacts-store.js';
 import { EventsStore } from './store/events-store.js';
 import { FieldsStore } from './store/fields-store.js';
 import { JobsStore } from './store/jobs-store.js';
+import { SegmentsStore } from './store/segments-store.js';
 import { migrations } from './store/migrations.js';
 
 export async function startContacts(rt: Runtime): Promise<RunningService> {
@@ -26,6 +30,8 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
   const events = new Events(contacts, eventsStore, batches);
   const imports = new Imports(jobsStore, batches, contacts, fieldsStore, rt.logger.child({ service: 'contacts', part: 'imports' }));
   const bulk = new Bulk(jobsStore, contacts);
+  const segmentsStore = new SegmentsStore(db.pool);
+  const segmentConditions = new SegmentConditions(segmentsStore);
   const runner = new JobRunner(
     db.pool,
     [
@@ -38,6 +44,7 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
   await runner.start();
   await subscribeContactsConsumers(rt.bus, {
     events,
+    segmentEvents: new SegmentEvents(db.pool, eventsStore, contactsStore),
     contacts: contactsStore,
     forgetTypes: (p) => contacts.forgetTypes(p),
     logger: rt.logger.child({ service: 'contacts', part: 'bus' }),
@@ -50,7 +57,8 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
       contacts,
       events,
       fields: new Fields(fieldsStore),
-      audiences: new Audiences(contactsStore),
+      audiences: new Audiences(contactsStore, segmentConditions),
+      segments: new Segments(segmentsStore, segmentConditions),
       imports,
       bulk,
       kickJobs: () => runner.kick(),

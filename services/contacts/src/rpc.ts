@@ -14,6 +14,7 @@ import { requireEmailPresent, type Contacts } from './domain/contacts.js';
 import type { Events } from './domain/events.js';
 import type { Fields } from './domain/fields.js';
 import type { Imports } from './domain/imports.js';
+import type { Segments } from './domain/segments.js';
 import type { ContactRow, EventRow } from './store/contact-rows.js';
 import type { BulkJobRow, ImportJobRow } from './store/jobs-store.js';
 
@@ -24,6 +25,7 @@ export interface ContactsDomain {
   audiences: Audiences;
   imports: Imports;
   bulk: Bulk;
+  segments: Segments;
   /** Wakes the job runner after a job is queued. */
   kickJobs(): void;
 }
@@ -187,6 +189,20 @@ export function contactsRoutes(d: ContactsDomain) {
       },
       async getBulkJob(req) {
         return { job: bulkPb(await d.bulk.get(req.projectId, req.jobId)) };
+      },
+      async defineSegment(req) {
+        await d.segments.define(req.projectId, req.segmentId, json(req.condition), req.static);
+        return {};
+      },
+      async forgetSegment(req) {
+        await d.segments.forget(req.projectId, req.segmentId);
+        return {};
+      },
+      async setSegmentMembers(req) {
+        return d.segments.setMembers(req.projectId, req.segmentId, req.addContactIds, req.removeContactIds);
+      },
+      async matchSegments(req) {
+        return { segmentIds: await d.segments.match(req.projectId, req.contactId, req.segmentIds) };
       },
     });
 }

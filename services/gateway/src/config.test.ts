@@ -17,8 +17,12 @@ describe("the gateway's own environment variables", () => {
   });
 
   test('a bad value names the variable in one line', () => {
-    expect(() => parseEnv(gatewayEnv, { TRUST_PROXY: 'yes please' })).toThrow(/^invalid environment variable TRUST_PROXY: /);
-    expect(() => parseEnv(gatewayEnv, { SESSION_SECRET: 'short' })).toThrow(/^invalid environment variable SESSION_SECRET: /);
+    expect(() => parseEnv(gatewayEnv, { TRUST_PROXY: 'yes please' })).toThrow(
+      /^invalid environment variable TRUST_PROXY: /,
+    );
+    expect(() => parseEnv(gatewayEnv, { SESSION_SECRET: 'short' })).toThrow(
+      /^invalid environment variable SESSION_SECRET: /,
+    );
     expect(() => parseEnv(gatewayEnv, { BODY_LIMIT: 'lots' })).toThrow(/^invalid environment variable BODY_LIMIT: /);
     expect(parseEnv(gatewayEnv, { TRUST_PROXY: 'loopback' }).trustProxy).toBe('loopback');
   });

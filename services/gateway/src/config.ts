@@ -11,13 +11,19 @@ export const gatewayEnv = z
     RATE_LIMIT_SEND_PER_MINUTE: envPositiveInt.optional(),
     KEY_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).default(5),
     SESSION_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
-    BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i, 'expected e.g. 1mb').default('1mb'),
+    BODY_LIMIT: z
+      .string()
+      .regex(/^\d+(b|kb|mb)$/i, 'expected e.g. 1mb')
+      .default('1mb'),
     /** Shared secret of provider webhooks (`X-Webhook-Secret`); unset: webhooks are refused. */
     WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
     /** Express `trust proxy` value: which proxies' X-Forwarded-For to believe; unset trusts none. */
     TRUST_PROXY: z
       .string()
-      .refine((v) => parseTrustProxy(v) !== null, 'expected a hop count or a comma list of addresses, CIDRs, loopback...')
+      .refine(
+        (v) => parseTrustProxy(v) !== null,
+        'expected a hop count or a comma list of addresses, CIDRs, loopback...',
+      )
       .optional(),
   })
   .transform((e) => ({

@@ -21,9 +21,13 @@ describe("the messaging service's own environment variables", () => {
   });
 
   test('a bad value names the variable in one line', () => {
-    expect(() => parseEnv(messagingEnv, { SMTP_POOL_SIZE: 'many' })).toThrow(/^invalid environment variable SMTP_POOL_SIZE: /);
+    expect(() => parseEnv(messagingEnv, { SMTP_POOL_SIZE: 'many' })).toThrow(
+      /^invalid environment variable SMTP_POOL_SIZE: /,
+    );
     expect(() => parseEnv(messagingEnv, { SMTP_URL: 'relay' })).toThrow(/^invalid environment variable SMTP_URL: /);
-    expect(() => parseEnv(messagingEnv, { DNS_SERVERS: 'a,,b' })).toThrow(/^invalid environment variable DNS_SERVERS: /);
+    expect(() => parseEnv(messagingEnv, { DNS_SERVERS: 'a,,b' })).toThrow(
+      /^invalid environment variable DNS_SERVERS: /,
+    );
   });
 
   test("the gateway's variables are not messaging's business", () => {

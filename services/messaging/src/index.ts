@@ -41,7 +41,10 @@ async function localSink(port: number): Promise<SmtpSink> {
   }
 }
 
-export async function startMessaging(rt: Runtime<MessagingEnv>, opts: { embedded?: boolean } = {}): Promise<RunningService> {
+export async function startMessaging(
+  rt: Runtime<MessagingEnv>,
+  opts: { embedded?: boolean } = {},
+): Promise<RunningService> {
   const { config } = rt;
   const logger = rt.logger.child({ service: 'messaging' });
   const db = await openServiceDatabase('messaging', rt, migrations);
@@ -118,7 +121,7 @@ export async function startMessaging(rt: Runtime<MessagingEnv>, opts: { embedded
   };
 }
 
-/** The registry loads this (services/registry.ts). With no SMTP_URL, embedded mode serves the sink's mail at GET /dev/mail. */
+/** The registry loads this (services/registry.ts). Embedded mode with no SMTP_URL shows the sink at GET /dev/mail. */
 export const service = serviceModule({
   config: messagingEnv,
   start: (rt) => startMessaging(rt, { embedded: rt.embedded }),

@@ -7,7 +7,11 @@ import { parseFilterField, type Filter, type FilterGroup, type FilterTree, type 
 export class SqlParams {
   readonly values: unknown[];
 
-  constructor(bound: readonly unknown[] = []) {
+  /**
+   * `segments`: conditions of the DYNAMIC segments the tree references (segment-conditions.ts),
+   * compiled inline; any other `segment.<id>` reads stored members.
+   */
+  constructor(bound: readonly unknown[] = [], readonly segments: ReadonlyMap<string, FilterTree> = new Map()) {
     this.values = [...bound];
   }
 
@@ -70,6 +74,11 @@ function compileOne(filter: Filter, params: SqlParams, c: string): string {
     case 'emailActivity':
       return activitySql(filter, 'email_activity', 'type', field.activity, params, c);
     case 'segment': {
+      const dynamic = params.segments.get(field.segmentId);
+      if (dynamic) {
+        const match = compileTree(dynamic, params, c);
+        return filter.operator === 'notMemberOfSegment' ? negate(match) : match;
+      }
       const member = `EXISTS (SELECT 1 FROM segment_members f_sm WHERE f_sm.segment_id = ${params.add(field.segmentId)}::uuid AND f_sm.contact_id = ${c}.id AND f_sm.project_id = ${c}.project_id)`;
       return filter.operator === 'notMemberOfSegment' ? `(NOT ${member})` : `(${member})`;
     }

@@ -152,7 +152,7 @@ export class ContactsStore {
   }
 
   async deleteProject(projectId: string): Promise<void> {
-    for (const table of ['contacts', 'events', 'email_activity', 'segment_members', 'field_types', 'import_jobs', 'bulk_jobs']) {
+    for (const table of ['contacts', 'events', 'email_activity', 'segment_members', 'segment_definitions', 'field_types', 'import_jobs', 'bulk_jobs']) {
       await this.pool.query(`DELETE FROM ${table} WHERE project_id = $1`, [projectId]);
     }
   }

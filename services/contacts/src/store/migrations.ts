@@ -109,4 +109,18 @@ export const migrations: Migration[] = [
       CREATE INDEX bulk_jobs_leased ON bulk_jobs (locked_until) WHERE status = 'running';
     `,
   },
+  {
+    id: '003_segment_definitions',
+    sql: `
+      -- The segments service's read model: how a segment.<id> filter reads a segment. A DYNAMIC
+      -- segment by its condition (expanded at compile time), a STATIC one (condition NULL) by
+      -- its rows in segment_members.
+      CREATE TABLE segment_definitions (
+        project_id uuid NOT NULL,
+        segment_id uuid PRIMARY KEY,
+        condition jsonb
+      );
+      CREATE INDEX segment_definitions_project ON segment_definitions (project_id);
+    `,
+  },
 ];
