@@ -3,9 +3,11 @@ import { defineRegistry, type ServiceDefinition } from '@svc/lib/services';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
+import { SegmentsService } from '@svc/proto/svc/segments/v1/segments_pb';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
+import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
 
 /**
  * The platform's services, in start order (the gateway last: it calls the others). Adding a
@@ -34,7 +36,12 @@ export const REGISTRY = defineRegistry({
   },
   // Empty packages so far: registered for their ports; starting one fails with a clear message.
   campaigns: { defaultPort: 50054 },
-  segments: { defaultPort: 50055 },
+  segments: {
+    defaultPort: 50055,
+    client: SegmentsService,
+    topics: SEGMENTS_TOPICS,
+    load: () => import('@svc/segments').then((m) => m.service),
+  },
   workflows: { defaultPort: 50056 },
   gateway: { defaultPort: DEFAULT_PORT, edge: true, load: () => import('@svc/gateway').then((m) => m.service) },
 });

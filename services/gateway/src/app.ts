@@ -19,6 +19,7 @@ import { contactsRouter } from './routes/contacts.js';
 import { eventsRouter } from './routes/events.js';
 import { devMailRouter } from './routes/dev-mail.js';
 import { messagingRouter } from './routes/messaging.js';
+import { segmentsRouter } from './routes/segments.js';
 import { trackingRouter, webhooksRouter } from './routes/tracking.js';
 import { identityRouter } from './routes/identity.js';
 
@@ -91,6 +92,7 @@ export function createApp(deps: GatewayDeps) {
   app.use(contactsRouter(clients.contacts, guards));
   app.use(eventsRouter(clients.contacts, guards));
   app.use(messagingRouter(clients.messaging, guards));
+  app.use(segmentsRouter(clients.segments, guards));
   app.use(trackingRouter(clients.messaging));
   app.use(webhooksRouter(clients.messaging, config.webhookSecret));
   if (deps.embedded) app.use(devMailRouter(clients, auth));

@@ -1,0 +1,114 @@
+import { fromJson, type JsonValue } from '@bufbuild/protobuf';
+import { ValueSchema } from '@bufbuild/protobuf/wkt';
+import type { Client } from '@connectrpc/connect';
+import { validationError } from '@svc/lib/errors';
+import type { SegmentsService } from '@svc/proto/svc/segments/v1/segments_pb';
+import { Router, type Request } from 'express';
+import type { KeyGuards } from '../app.js';
+import { boolField, objectBody, stringField } from '../http/body.js';
+import { rangeParam } from '../http/query.js';
+import { memberJson, segmentJson } from './segments-json.js';
+
+const MAX_PAGE = 1_000_000;
+const MAX_PAGE_SIZE = 100;
+
+/** A filter tree as sent (any JSON): the segments service decides what is acceptable. */
+const conditionValue = (body: Record<string, unknown>) =>
+  body.condition === undefined ? undefined : fromJson(ValueSchema, body.condition as JsonValue);
+
+/** `emails` must be an array of strings: protobuf cannot carry anything else to the service's checks. */
+function emailsField(body: Record<string, unknown>): string[] {
+  const emails = body.emails;
+  if (!Array.isArray(emails) || emails.some((e) => typeof e !== 'string')) {
+    throw validationError([{ field: 'emails', message: 'emails must be an array of strings', code: 'invalid_type' }]);
+  }
+  return emails;
+}
+
+/** SPEC.md offset pages: `page` 1..1,000,000 (422 outside), `pageSize` at least 1, clamped to 100. */
+function pageParams(q: Record<string, unknown>) {
+  const page = rangeParam(q, 'page', { def: 1, min: 1, max: MAX_PAGE });
+  const size = rangeParam(q, 'pageSize', { def: 20, min: 1, max: Number.MAX_SAFE_INTEGER });
+  return { page, pageSize: Math.min(size, MAX_PAGE_SIZE) };
+}
+
+export function segmentsRouter(segments: Client<typeof SegmentsService>, guards: KeyGuards): Router {
+  const r = Router();
+  const secret = guards.secret;
+  const id = (req: Request) => String(req.params.id);
+
+  r.get('/segments', secret, async (req, res) => {
+    res.json((await segments.listSegments({ projectId: req.projectId })).segments.map(segmentJson));
+  });
+
+  r.post('/segments', secret, async (req, res) => {
+    const body = objectBody(req.body);
+    const out = await segments.createSegment({
+      projectId: req.projectId,
+      name: stringField(body, 'name') ?? '',
+      description: stringField(body, 'description'),
+      type: stringField(body, 'type') ?? '',
+      condition: conditionValue(body),
+      trackMembership: boolField(body, 'trackMembership'),
+    });
+    res.status(201).json(segmentJson(out.segment!));
+  });
+
+  r.get('/segments/:id', secret, async (req, res) => {
+    res.json(segmentJson((await segments.getSegment({ projectId: req.projectId, id: id(req) })).segment!));
+  });
+
+  r.patch('/segments/:id', secret, async (req, res) => {
+    const body = objectBody(req.body);
+    const out = await segments.updateSegment({
+      projectId: req.projectId,
+      id: id(req),
+      name: stringField(body, 'name'),
+      description: stringField(body, 'description'),
+      clearDescription: body.description === null,
+      condition: conditionValue(body),
+      trackMembership: boolField(body, 'trackMembership'),
+    });
+    res.json(segmentJson(out.segment!));
+  });
+
+  r.delete('/segments/:id', secret, async (req, res) => {
+    await segments.deleteSegment({ projectId: req.projectId, id: id(req) });
+    res.status(204).end();
+  });
+
+  r.get('/segments/:id/contacts', secret, async (req, res) => {
+    const { page, pageSize } = pageParams(req.query);
+    const out = await segments.listMembers({ projectId: req.projectId, id: id(req), page, pageSize });
+    const total = Number(out.total);
+    res.json({ data: out.members.map(memberJson), total, page, pageSize, totalPages: Math.ceil(total / pageSize) });
+  });
+
+  r.post('/segments/:id/members', secret, async (req, res) => {
+    const body = objectBody(req.body);
+    const out = await segments.addMembers({
+      projectId: req.projectId,
+      id: id(req),
+      emails: emailsField(body),
+      createMissing: boolField(body, 'createMissing') ?? false,
+      subscribed: boolField(body, 'subscribed'),
+    });
+    res.json({ added: out.added, created: out.created, notFound: out.notFound });
+  });
+
+  r.delete('/segments/:id/members', secret, async (req, res) => {
+    const out = await segments.removeMembers({ projectId: req.projectId, id: id(req), emails: emailsField(objectBody(req.body)) });
+    res.json({ removed: out.removed });
+  });
+
+  r.post('/segments/:id/compute', secret, async (req, res) => {
+    const out = await segments.computeSegment({ projectId: req.projectId, id: id(req) });
+    res.json({ ...segmentJson(out.segment!), entered: out.entered, exited: out.exited });
+  });
+
+  r.post('/segments/:id/refresh', secret, async (req, res) => {
+    res.json(segmentJson((await segments.refreshSegment({ projectId: req.projectId, id: id(req) })).segment!));
+  });
+
+  return r;
+}

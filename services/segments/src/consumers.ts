@@ -1,0 +1,35 @@
+import type { Bus } from '@svc/lib/bus';
+import { on, subscribeTopics } from '@svc/lib/bus-topic';
+import { isUuid } from '@svc/lib/ids';
+import type { Logger } from '@svc/lib/logger';
+import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
+import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
+import type { Tracking } from './domain/tracking.js';
+import type { SegmentsStore } from './store/segments-store.js';
+
+/**
+ * Incremental membership of tracked segments: a contact's data change, subscription change or
+ * tracked event re-evaluates that one contact (tracking.ts), never a whole segment. Each handler
+ * reads the current state, so redelivery and any order of messages converge.
+ */
+export async function subscribeSegmentsConsumers(bus: Bus, tracking: Tracking, store: SegmentsStore, logger: Logger) {
+  const changed = (projectId: string, contactId: string) =>
+    isUuid(projectId) && isUuid(contactId) ? tracking.contactChanged(projectId, contactId) : Promise.resolve();
+  await subscribeTopics(
+    bus,
+    'segments-membership',
+    [
+      on(CONTACTS_TOPICS.created, async (m) => changed(m.projectId, m.contact?.id ?? '')),
+      on(CONTACTS_TOPICS.updated, async (m) => changed(m.projectId, m.contact?.id ?? '')),
+      on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId)),
+      on(CONTACTS_TOPICS.deleted, async (m) => (isUuid(m.contactId) ? tracking.contactDeleted(m.contactId) : undefined)),
+    ],
+    logger,
+  );
+  await subscribeTopics(
+    bus,
+    'segments-projects',
+    [on(IDENTITY_TOPICS.projectDeleted, async ({ projectId }) => (isUuid(projectId) ? store.removeProject(projectId) : undefined))],
+    logger,
+  );
+}

@@ -1,0 +1,140 @@
+import { badRequest, conflict, notFound, validationError } from '@svc/lib/errors';
+import { isValidEmail } from '@svc/lib/email-syntax';
+import { isUuid, uuidv7 } from '@svc/lib/ids';
+import type { SegmentRow } from '../store/segment-row.js';
+import type { SegmentsStore } from '../store/segments-store.js';
+import type { CampaignUsage } from './campaign-usage.js';
+import { membersOf, type ContactsPort } from './contacts-port.js';
+import { validateCreate, validatePatch, type CreateInput, type PatchInput } from './segment-input.js';
+import { freeSlug, slugify } from './slug.js';
+import type { Tracking } from './tracking.js';
+
+/** Emails per members call (as bulk ids). */
+export const MAX_MEMBER_EMAILS = 1000;
+export const MAX_PAGE_SIZE = 100;
+
+/** Segments of a project: SPEC.md's rules; contacts evaluates conditions and holds static members. */
+export class Segments {
+  constructor(
+    private readonly store: SegmentsStore,
+    private readonly contacts: ContactsPort,
+    private readonly tracking: Tracking,
+    private readonly campaigns: CampaignUsage,
+  ) {}
+
+  list(projectId: string): Promise<SegmentRow[]> {
+    return this.store.list(projectId);
+  }
+
+  async get(projectId: string, id: string): Promise<SegmentRow> {
+    const row = isUuid(id) ? await this.store.get(this.store.pool, projectId, id) : null;
+    if (!row) throw notFound('segment', id);
+    return row;
+  }
+
+  /** Contacts validates a DYNAMIC condition first (its 422/400 is the answer): nothing is stored on bad input. */
+  async create(projectId: string, input: CreateInput): Promise<SegmentRow> {
+    const v = validateCreate(input);
+    const id = uuidv7();
+    await this.contacts.define(projectId, id, v.condition);
+    const memberCount = v.type === 'DYNAMIC' ? await this.contacts.count(projectId, membersOf(id)) : 0;
+    const base = slugify(v.name);
+    let row: SegmentRow | null = null;
+    while (!row) {
+      const slug = freeSlug(base, await this.store.slugsLike(projectId, base));
+      row = await this.store.insert(this.store.pool, { id, projectId, ...v, slug, memberCount });
+    }
+    if (row.track_membership && row.type === 'DYNAMIC') row = (await this.tracking.compute(row, { events: false })).segment;
+    return row;
+  }
+
+  async update(projectId: string, id: string, input: PatchInput): Promise<SegmentRow> {
+    const before = await this.get(projectId, id);
+    const p = validatePatch(input, before.type);
+    if (p.condition !== undefined) await this.contacts.define(projectId, id, p.condition);
+    let row = await this.store.update(this.store.pool, projectId, id, p);
+    if (p.condition !== undefined) row = await this.store.setCount(this.store.pool, id, await this.contacts.count(projectId, membersOf(id)));
+    const tracked = row.track_membership && row.type === 'DYNAMIC';
+    if (tracked && !before.track_membership) row = (await this.tracking.compute(row, { events: false })).segment;
+    if (!row.track_membership && before.track_membership) await this.tracking.stopTracking(id);
+    return row;
+  }
+
+  /** Contacts forgets it first: a retry after a failure finishes the job instead of leaving a stale definition. */
+  async remove(projectId: string, id: string): Promise<void> {
+    await this.get(projectId, id);
+    const active = await this.campaigns.activeCampaignsUsing(projectId, id);
+    if (active > 0) throw conflict('The segment is used by a scheduled or sending campaign', { campaigns: active });
+    await this.contacts.forget(projectId, id);
+    await this.store.remove(projectId, id);
+  }
+
+  /** Live for DYNAMIC segments, stored members for STATIC ones (both evaluated by contacts). */
+  async members(projectId: string, id: string, page: number, pageSize: number) {
+    await this.get(projectId, id);
+    return this.contacts.page(projectId, membersOf(id), pageSize, (page - 1) * pageSize);
+  }
+
+  async addMembers(projectId: string, id: string, emails: string[], createMissing: boolean, subscribed?: boolean) {
+    await this.staticSegment(projectId, id);
+    const unique = checkEmails(emails);
+    const { found, missing } = await this.contacts.lookup(projectId, unique);
+    const ids = found.map((c) => c.id);
+    let created = 0;
+    if (createMissing && missing.length) {
+      ids.push(...(await this.contacts.create(projectId, missing, subscribed)));
+      created = missing.length;
+    }
+    const { added } = await this.contacts.setMembers(projectId, id, ids, []);
+    await this.recount(projectId, id);
+    return { added, created, notFound: createMissing ? [] : missing };
+  }
+
+  async removeMembers(projectId: string, id: string, emails: string[]) {
+    await this.staticSegment(projectId, id);
+    const { found } = await this.contacts.lookup(projectId, checkEmails(emails));
+    const { removed } = await this.contacts.setMembers(projectId, id, [], found.map((c) => c.id));
+    await this.recount(projectId, id);
+    return { removed };
+  }
+
+  async compute(projectId: string, id: string) {
+    const row = await this.get(projectId, id);
+    if (row.type !== 'DYNAMIC' || !row.track_membership) {
+      throw badRequest('Only a DYNAMIC segment with trackMembership can be computed', { type: row.type, trackMembership: row.track_membership });
+    }
+    return this.tracking.compute(row, { events: true });
+  }
+
+  /** The cached count only: no membership rows, no events. */
+  async refresh(projectId: string, id: string): Promise<SegmentRow> {
+    await this.get(projectId, id);
+    return this.recount(projectId, id);
+  }
+
+  private async recount(projectId: string, id: string): Promise<SegmentRow> {
+    return this.store.setCount(this.store.pool, id, await this.contacts.count(projectId, membersOf(id)));
+  }
+
+  private async staticSegment(projectId: string, id: string): Promise<SegmentRow> {
+    const row = await this.get(projectId, id);
+    if (row.type !== 'STATIC') throw badRequest('Members can be added to or removed from a STATIC segment only', { type: row.type });
+    return row;
+  }
+}
+
+/** 1..1000 syntactically valid addresses, deduplicated case-insensitively (422 naming the bad item). */
+function checkEmails(emails: string[]): string[] {
+  if (!emails.length || emails.length > MAX_MEMBER_EMAILS) {
+    const message = `emails must hold 1 to ${MAX_MEMBER_EMAILS} addresses`;
+    throw validationError([{ field: 'emails', message, code: emails.length ? 'too_big' : 'too_small' }]);
+  }
+  const bad = emails.findIndex((e) => !isValidEmail(e));
+  if (bad !== -1) {
+    throw validationError([{ field: `emails.${bad}`, message: 'Invalid email', code: 'invalid_string', received: emails[bad] }]);
+  }
+  const seen = new Map<string, string>();
+  for (const e of emails) if (!seen.has(e.toLowerCase())) seen.set(e.toLowerCase(), e);
+  return [...seen.values()];
+}
+

@@ -1,0 +1,85 @@
+import { busMessage, type OutboxMessage } from '@svc/lib/bus-topic';
+import { withTransaction, type Pool } from '@svc/lib/db';
+import { enqueueMany } from '@svc/lib/outbox';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
+import type { MembershipsStore } from '../store/memberships-store.js';
+import type { SegmentRow } from '../store/segment-row.js';
+import type { SegmentsStore } from '../store/segments-store.js';
+import { membersOf, type ContactsPort } from './contacts-port.js';
+
+const changed = (s: SegmentRow, contactId: string, change: 'entry' | 'exit'): OutboxMessage =>
+  busMessage(SEGMENTS_TOPICS.membershipChanged, {
+    projectId: s.project_id,
+    segmentId: s.id,
+    slug: s.slug,
+    contactId,
+    change,
+    occurredAt: timestampFromDate(new Date()),
+  });
+
+/**
+ * Stored membership of tracked DYNAMIC segments. Every writer locks the segment rows it changes
+ * (compute one, a contact's re-evaluation all of the project's, in id order) before it evaluates,
+ * so a later writer always evaluates after an earlier one committed: no entry or exit is lost or
+ * doubled. An entry/exit message is written only for a membership row really inserted or deleted,
+ * in the same transaction (outbox), and the contacts service records it as an event.
+ */
+export class Tracking {
+  constructor(
+    private readonly pool: Pool,
+    private readonly store: SegmentsStore,
+    private readonly memberships: MembershipsStore,
+    private readonly contacts: ContactsPort,
+  ) {}
+
+  /** The whole segment against its condition; `events: false` takes a silent baseline (tracking just turned on). */
+  compute(segment: SegmentRow, opts: { events: boolean }) {
+    return withTransaction(this.pool, async (tx) => {
+      const s = (await this.store.get(tx, segment.project_id, segment.id, true)) ?? segment;
+      const now = new Set<string>();
+      for await (const ids of this.contacts.streamIds(s.project_id, membersOf(s.id))) for (const id of ids) now.add(id);
+      const before = new Set(await this.memberships.members(tx, s.id));
+      const entered = await this.memberships.add(tx, s.id, [...now].filter((id) => !before.has(id)));
+      const exited = await this.memberships.remove(tx, s.id, [...before].filter((id) => !now.has(id)));
+      if (opts.events) {
+        await enqueueMany(tx, [...entered.map((c) => changed(s, c, 'entry')), ...exited.map((c) => changed(s, c, 'exit'))]);
+      }
+      const row = await this.store.setCount(tx, s.id, now.size);
+      return { segment: row, entered: entered.length, exited: exited.length };
+    });
+  }
+
+  /** One contact changed (data, subscription, an event): re-evaluated against the project's tracked segments only. */
+  async contactChanged(projectId: string, contactId: string): Promise<void> {
+    await withTransaction(this.pool, async (tx) => {
+      const tracked = await this.store.trackedForUpdate(tx, projectId);
+      if (!tracked.length) return;
+      const ids = tracked.map((s) => s.id);
+      const now = new Set(await this.contacts.match(projectId, contactId, ids));
+      const before = new Set(await this.memberships.segmentsOf(tx, contactId, ids));
+      const messages: OutboxMessage[] = [];
+      for (const s of tracked) {
+        if (now.has(s.id) && !before.has(s.id) && (await this.memberships.add(tx, s.id, [contactId])).length) {
+          messages.push(changed(s, contactId, 'entry'));
+          await this.store.addToCount(tx, s.id, 1);
+        } else if (!now.has(s.id) && before.has(s.id) && (await this.memberships.remove(tx, s.id, [contactId])).length) {
+          messages.push(changed(s, contactId, 'exit'));
+          await this.store.addToCount(tx, s.id, -1);
+        }
+      }
+      await enqueueMany(tx, messages);
+    });
+  }
+
+  /** A deleted contact leaves its tracked segments silently (its events went with it). */
+  async contactDeleted(contactId: string): Promise<void> {
+    await withTransaction(this.pool, async (tx) => {
+      for (const segmentId of await this.memberships.removeContact(tx, contactId)) await this.store.addToCount(tx, segmentId, -1);
+    });
+  }
+
+  stopTracking(segmentId: string): Promise<void> {
+    return this.memberships.clear(this.pool, segmentId);
+  }
+}

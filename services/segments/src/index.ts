@@ -1,0 +1,32 @@
+import { createRpcClient } from '@svc/lib/rpc-client';
+import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
+import { serviceModule } from '@svc/lib/services';
+import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { contactsPort } from './contacts-rpc.js';
+import { subscribeSegmentsConsumers } from './consumers.js';
+import { noCampaigns } from './domain/campaign-usage.js';
+import { Segments } from './domain/segments.js';
+import { Tracking } from './domain/tracking.js';
+import { segmentsRoutes } from './rpc.js';
+import { MembershipsStore } from './store/memberships-store.js';
+import { migrations } from './store/migrations.js';
+import { SegmentsStore } from './store/segments-store.js';
+
+export async function startSegments(rt: Runtime): Promise<RunningService> {
+  const db = await openServiceDatabase('segments', rt, migrations);
+  const store = new SegmentsStore(db.pool);
+  const contacts = contactsPort(createRpcClient(ContactsService, rt.config.rpcUrls.contacts, rt.config));
+  const tracking = new Tracking(db.pool, store, new MembershipsStore(), contacts);
+  await subscribeSegmentsConsumers(rt.bus, tracking, store, rt.logger.child({ service: 'segments', part: 'bus' }));
+  const server = await serveRpc(rt, 'segments', segmentsRoutes(new Segments(store, contacts, tracking, noCampaigns)), db);
+  return {
+    name: 'segments',
+    async stop() {
+      await server.close();
+      await db.close();
+    },
+  };
+}
+
+/** The registry loads this (services/registry.ts); segments reads only platform-wide variables. */
+export const service = serviceModule({ start: startSegments });

@@ -1,0 +1,37 @@
+import type { Migration } from '@svc/lib/migrate';
+
+export const migrations: Migration[] = [
+  {
+    id: '001_segments',
+    sql: `
+      CREATE TABLE segments (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        name text NOT NULL,
+        description text,
+        type text NOT NULL CHECK (type IN ('DYNAMIC', 'STATIC')),
+        -- The filter tree of a DYNAMIC segment (validated by the contacts service); NULL for STATIC.
+        condition jsonb,
+        track_membership boolean NOT NULL DEFAULT false,
+        -- Fixed at creation: event names stay the same after a rename.
+        slug text NOT NULL,
+        member_count bigint NOT NULL DEFAULT 0,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX segments_project_created ON segments (project_id, created_at DESC, id DESC);
+      CREATE UNIQUE INDEX segments_project_slug ON segments (project_id, slug);
+      -- Incremental tracking reads the tracked segments of one project per bus message.
+      CREATE INDEX segments_tracked ON segments (project_id) WHERE track_membership AND type = 'DYNAMIC';
+
+      -- Stored membership of tracked segments: entry/exit events are the changes to these rows.
+      CREATE TABLE memberships (
+        segment_id uuid NOT NULL REFERENCES segments (id) ON DELETE CASCADE,
+        contact_id uuid NOT NULL,
+        entered_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (segment_id, contact_id)
+      );
+      CREATE INDEX memberships_contact ON memberships (contact_id);
+    `,
+  },
+];

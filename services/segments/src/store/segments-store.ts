@@ -1,0 +1,103 @@
+import type { Pool, Queryable } from '@svc/lib/db';
+import type { SegmentRow } from './segment-row.js';
+
+export interface NewSegment {
+  id: string;
+  projectId: string;
+  name: string;
+  description: string | null;
+  type: 'DYNAMIC' | 'STATIC';
+  condition: unknown | null;
+  trackMembership: boolean;
+  slug: string;
+  memberCount: number;
+}
+
+export interface SegmentPatch {
+  name?: string;
+  description?: string | null;
+  condition?: unknown;
+  trackMembership?: boolean;
+}
+
+export class SegmentsStore {
+  constructor(readonly pool: Pool) {}
+
+  async list(projectId: string): Promise<SegmentRow[]> {
+    const { rows } = await this.pool.query<SegmentRow>(
+      'SELECT * FROM segments WHERE project_id = $1 ORDER BY created_at DESC, id DESC',
+      [projectId],
+    );
+    return rows;
+  }
+
+  async get(db: Queryable, projectId: string, id: string, lock = false): Promise<SegmentRow | null> {
+    const { rows } = await db.query<SegmentRow>(
+      `SELECT * FROM segments WHERE project_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`,
+      [projectId, id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** The slugs of the project that start with `base`, to pick a free one. */
+  async slugsLike(projectId: string, base: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ slug: string }>(
+      `SELECT slug FROM segments WHERE project_id = $1 AND (slug = $2 OR slug LIKE $2 || '-%')`,
+      [projectId, base],
+    );
+    return rows.map((r) => r.slug);
+  }
+
+  /** null when the slug was taken meanwhile (the caller picks another). */
+  async insert(db: Queryable, s: NewSegment): Promise<SegmentRow | null> {
+    const { rows } = await db.query<SegmentRow>(
+      `INSERT INTO segments (id, project_id, name, description, type, condition, track_membership, slug, member_count)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (project_id, slug) DO NOTHING RETURNING *`,
+      [s.id, s.projectId, s.name, s.description, s.type, s.condition === null ? null : JSON.stringify(s.condition),
+        s.trackMembership, s.slug, s.memberCount],
+    );
+    return rows[0] ?? null;
+  }
+
+  async update(db: Queryable, projectId: string, id: string, p: SegmentPatch): Promise<SegmentRow> {
+    const { rows } = await db.query<SegmentRow>(
+      `UPDATE segments SET
+         name = COALESCE($3, name),
+         description = CASE WHEN $4 THEN $5 ELSE description END,
+         condition = COALESCE($6::jsonb, condition),
+         track_membership = COALESCE($7, track_membership),
+         updated_at = now()
+       WHERE project_id = $1 AND id = $2 RETURNING *`,
+      [projectId, id, p.name ?? null, p.description !== undefined, p.description ?? null,
+        p.condition === undefined ? null : JSON.stringify(p.condition), p.trackMembership ?? null],
+    );
+    return rows[0];
+  }
+
+  async setCount(db: Queryable, id: string, count: number): Promise<SegmentRow> {
+    const { rows } = await db.query<SegmentRow>('UPDATE segments SET member_count = $2 WHERE id = $1 RETURNING *', [id, count]);
+    return rows[0];
+  }
+
+  async addToCount(db: Queryable, id: string, delta: number): Promise<void> {
+    if (delta) await db.query('UPDATE segments SET member_count = GREATEST(0, member_count + $2) WHERE id = $1', [id, delta]);
+  }
+
+  async remove(projectId: string, id: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query('DELETE FROM segments WHERE project_id = $1 AND id = $2', [projectId, id]);
+    return rowCount === 1;
+  }
+
+  async removeProject(projectId: string): Promise<void> {
+    await this.pool.query('DELETE FROM segments WHERE project_id = $1', [projectId]);
+  }
+
+  /** Tracked DYNAMIC segments of a project, locked in id order (one order for every writer: no deadlock). */
+  async trackedForUpdate(db: Queryable, projectId: string): Promise<SegmentRow[]> {
+    const { rows } = await db.query<SegmentRow>(
+      `SELECT * FROM segments WHERE project_id = $1 AND track_membership AND type = 'DYNAMIC' ORDER BY id FOR UPDATE`,
+      [projectId],
+    );
+    return rows;
+  }
+}
