@@ -52,7 +52,10 @@ export class MemoryRateLimiter extends BucketRateLimiter {
  * allows the full budget on its own until Redis is back (RedisLink logs the change).
  */
 export class FailOpenRateLimiter implements RateLimiter {
-  constructor(private readonly shared: RateLimiter, private readonly local: RateLimiter = new MemoryRateLimiter()) {}
+  constructor(
+    private readonly shared: RateLimiter,
+    private readonly local: RateLimiter = new MemoryRateLimiter(),
+  ) {}
 
   async hit(key: string, limit: number, windowMs: number, now = Date.now()): Promise<RateDecision> {
     try {

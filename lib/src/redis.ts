@@ -36,7 +36,10 @@ export class RedisLink {
   private probing = false;
   private readonly breakMs: number;
 
-  constructor(url: string, private readonly opts: RedisLinkOptions) {
+  constructor(
+    url: string,
+    private readonly opts: RedisLinkOptions,
+  ) {
     this.breakMs = opts.breakMs ?? 1000;
     this.client = new Redis(url, {
       commandTimeout: opts.commandTimeoutMs,

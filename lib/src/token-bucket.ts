@@ -91,7 +91,10 @@ async function runTake(r: Redis, key: string, args: string[]): Promise<[number, 
 
 /** Buckets in Redis shared by every replica; keys are `<prefix>:<key>` (the prefix names the deployment). */
 export class RedisTokenBuckets implements TokenBuckets {
-  constructor(private readonly redis: RedisLink, private readonly prefix: string) {}
+  constructor(
+    private readonly redis: RedisLink,
+    private readonly prefix: string,
+  ) {}
 
   async take(key: string, shape: BucketShape, want: number): Promise<Grant> {
     const args = [String(shape.capacity), String(shape.perMs), String(want)];

@@ -1,4 +1,4 @@
-import type { BucketShape, TokenBuckets } from '@svc/lib/token-bucket';
+import type { BucketShape, Grant, TokenBuckets } from '@svc/lib/token-bucket';
 
 /** What the delivery worker asks before sending one message of a project. */
 export interface SendThrottle {
@@ -61,7 +61,7 @@ export class SharedProjectThrottle implements SendThrottle {
 
   async take(projectId: string): Promise<number> {
     if (this.fromHeld(projectId)) return 0;
-    let grant;
+    let grant: Grant;
     try {
       grant = await this.buckets.take(projectId, this.shape, this.chunk);
     } catch {
