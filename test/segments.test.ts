@@ -9,7 +9,9 @@ async function contact(t: Tenant, email: string, data: object = {}): Promise<str
 }
 
 const eventNames = async (t: Tenant, contactId: string): Promise<string[]> =>
-  (await call('GET', `/events/contact/${contactId}`, undefined, { key: t.secretKey })).body.data.map((e: { name: string }) => e.name);
+  (await call('GET', `/events/contact/${contactId}`, undefined, { key: t.secretKey })).body.data.map(
+    (e: { name: string }) => e.name,
+  );
 
 describe('segments', () => {
   let t: Tenant;
@@ -23,18 +25,32 @@ describe('segments', () => {
   });
 
   test('create, get, list newest first, patch and delete a dynamic segment', async () => {
-    const created = await s('POST', '/segments', { name: 'Pro users', description: 'paying', condition: planIs('pro') });
+    const created = await s('POST', '/segments', {
+      name: 'Pro users',
+      description: 'paying',
+      condition: planIs('pro'),
+    });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({
-      name: 'Pro users', description: 'paying', type: 'DYNAMIC', trackMembership: false, memberCount: 2,
-      slug: 'pro-users', projectId: t.projectId, condition: planIs('pro'),
+      name: 'Pro users',
+      description: 'paying',
+      type: 'DYNAMIC',
+      trackMembership: false,
+      memberCount: 2,
+      slug: 'pro-users',
+      projectId: t.projectId,
+      condition: planIs('pro'),
     });
     const second = await s('POST', '/segments', { name: 'Pro users', condition: planIs('free') });
     expect(second.body.slug).toBe('pro-users-2');
     const list = await s('GET', '/segments');
     expect(list.body.map((x: { id: string }) => x.id).slice(0, 2)).toEqual([second.body.id, created.body.id]);
     const id = created.body.id;
-    const patched = await s('PATCH', `/segments/${id}`, { name: 'Renamed', description: null, condition: planIs('free') });
+    const patched = await s('PATCH', `/segments/${id}`, {
+      name: 'Renamed',
+      description: null,
+      condition: planIs('free'),
+    });
     expect(patched.body).toMatchObject({ name: 'Renamed', description: null, slug: 'pro-users', memberCount: 1 });
     expect((await s('GET', `/segments/${id}`)).body.memberCount).toBe(1);
     expect((await s('DELETE', `/segments/${id}`)).status).toBe(204);
@@ -60,34 +76,64 @@ describe('segments', () => {
     const seg = (await s('POST', '/segments', { name: 'Hand picked', type: 'STATIC', condition: planIs('pro') })).body;
     expect(seg).toMatchObject({ type: 'STATIC', condition: null, memberCount: 0 });
     const fresh = uniqueEmail('fresh');
-    const added = await s('POST', `/segments/${seg.id}/members`, { emails: ['free@example.com', 'nobody@example.com'] });
+    const added = await s('POST', `/segments/${seg.id}/members`, {
+      emails: ['free@example.com', 'nobody@example.com'],
+    });
     expect(added.body).toEqual({ added: 1, created: 0, notFound: ['nobody@example.com'] });
-    const created = await s('POST', `/segments/${seg.id}/members`, { emails: [fresh, 'FREE@example.com'], createMissing: true });
+    const created = await s('POST', `/segments/${seg.id}/members`, {
+      emails: [fresh, 'FREE@example.com'],
+      createMissing: true,
+    });
     expect(created.body).toEqual({ added: 1, created: 1, notFound: [] });
     const members = await s('GET', `/segments/${seg.id}/contacts`);
     expect(members.body.data.map((c: { email: string }) => c.email).sort()).toEqual([fresh, 'free@example.com'].sort());
     expect((await s('GET', `/segments/${seg.id}`)).body.memberCount).toBe(2);
     // A segment.<id> filter sees the stored members anywhere.
-    const filtered = await s('POST', '/contacts/filter', { condition: tree({ field: `segment.${seg.id}`, operator: 'memberOfSegment' }) });
+    const filtered = await s('POST', '/contacts/filter', {
+      condition: tree({ field: `segment.${seg.id}`, operator: 'memberOfSegment' }),
+    });
     expect(filtered.body.total).toBe(2);
     expect((await s('DELETE', `/segments/${seg.id}/members`, { emails: [fresh] })).body).toEqual({ removed: 1 });
     const dynamic = (await s('POST', '/segments', { name: 'Dyn', condition: planIs('pro') })).body;
-    expectEnvelope(await s('POST', `/segments/${dynamic.id}/members`, { emails: ['free@example.com'] }), 400, 'BAD_REQUEST');
-    expectEnvelope(await s('DELETE', `/segments/${dynamic.id}/members`, { emails: ['free@example.com'] }), 400, 'BAD_REQUEST');
-    expectEnvelope(await s('POST', `/segments/${seg.id}/members`, { emails: 'free@example.com' }), 422, 'VALIDATION_ERROR');
-    expectEnvelope(await s('POST', `/segments/${seg.id}/members`, { emails: ['not-an-email'] }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await s('POST', `/segments/${dynamic.id}/members`, { emails: ['free@example.com'] }),
+      400,
+      'BAD_REQUEST',
+    );
+    expectEnvelope(
+      await s('DELETE', `/segments/${dynamic.id}/members`, { emails: ['free@example.com'] }),
+      400,
+      'BAD_REQUEST',
+    );
+    expectEnvelope(
+      await s('POST', `/segments/${seg.id}/members`, { emails: 'free@example.com' }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(
+      await s('POST', `/segments/${seg.id}/members`, { emails: ['not-an-email'] }),
+      422,
+      'VALIDATION_ERROR',
+    );
   });
 
   test('a dynamic segment referenced by segment.<id> is evaluated by its condition; cycles are 400', async () => {
     const a = (await s('POST', '/segments', { name: 'A', condition: planIs('pro') })).body;
-    const b = (await s('POST', '/segments', { name: 'B', condition: tree({ field: `segment.${a.id}`, operator: 'memberOfSegment' }) })).body;
+    const b = (
+      await s('POST', '/segments', {
+        name: 'B',
+        condition: tree({ field: `segment.${a.id}`, operator: 'memberOfSegment' }),
+      })
+    ).body;
     expect(b.memberCount).toBeGreaterThanOrEqual(2);
-    const cycle = await s('PATCH', `/segments/${a.id}`, { condition: tree({ field: `segment.${b.id}`, operator: 'memberOfSegment' }) });
+    const cycle = await s('PATCH', `/segments/${a.id}`, {
+      condition: tree({ field: `segment.${b.id}`, operator: 'memberOfSegment' }),
+    });
     expectEnvelope(cycle, 400, 'BAD_REQUEST');
     expect((await s('GET', `/segments/${a.id}`)).body.condition).toEqual(planIs('pro'));
   });
 
-  test('bad input: flat 400 without a condition, 422 for wrong types and bad trees, 404 for unknown and foreign ids', async () => {
+  test('bad input: flat 400 without a condition, 422 for wrong types and bad trees, 404 for foreign ids', async () => {
     const before = (await s('GET', '/segments')).body.length;
     const flat = await s('POST', '/segments', { name: 'No condition' });
     expect(flat.status).toBe(400);
@@ -95,11 +141,31 @@ describe('segments', () => {
     expect((await s('POST', '/segments', { name: 'Array', condition: [] })).status).toBe(400);
     expectEnvelope(await s('POST', '/segments', { name: 5, condition: planIs('pro') }), 422, 'VALIDATION_ERROR');
     expectEnvelope(await s('POST', '/segments', { condition: planIs('pro') }), 422, 'VALIDATION_ERROR');
-    expectEnvelope(await s('POST', '/segments', { name: 'x'.repeat(101), condition: planIs('pro') }), 422, 'VALIDATION_ERROR');
-    expectEnvelope(await s('POST', '/segments', { name: 'T', type: 'OTHER', condition: planIs('pro') }), 422, 'VALIDATION_ERROR');
-    expectEnvelope(await s('POST', '/segments', { name: 'T', trackMembership: 'yes', condition: planIs('pro') }), 422, 'VALIDATION_ERROR');
-    expectEnvelope(await s('POST', '/segments', { name: 'T', condition: tree({ field: 'data.x', operator: 'nope' }) }), 422, 'VALIDATION_ERROR');
-    expectEnvelope(await s('POST', '/segments', { name: 'N\u0000UL', condition: planIs('pro') }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await s('POST', '/segments', { name: 'x'.repeat(101), condition: planIs('pro') }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(
+      await s('POST', '/segments', { name: 'T', type: 'OTHER', condition: planIs('pro') }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(
+      await s('POST', '/segments', { name: 'T', trackMembership: 'yes', condition: planIs('pro') }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(
+      await s('POST', '/segments', { name: 'T', condition: tree({ field: 'data.x', operator: 'nope' }) }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(
+      await s('POST', '/segments', { name: 'N\u0000UL', condition: planIs('pro') }),
+      422,
+      'VALIDATION_ERROR',
+    );
     let deep: object = planIs('pro');
     for (let i = 0; i < 8; i++) deep = { logic: 'AND', groups: [{ filters: [], conditions: deep }] };
     expectEnvelope(await s('POST', '/segments', { name: 'Deep', condition: deep }), 422, 'VALIDATION_ERROR');
@@ -107,49 +173,106 @@ describe('segments', () => {
 
     const mine = (await s('POST', '/segments', { name: 'Mine', condition: planIs('pro') })).body;
     const foreign = (key: string) => ({ key });
-    for (const [method, path] of [['GET', ''], ['PATCH', ''], ['DELETE', ''], ['GET', '/contacts'], ['POST', '/refresh']]) {
-      expectEnvelope(await call(method, `/segments/${mine.id}${path}`, method === 'PATCH' ? { name: 'x' } : undefined, foreign(other.secretKey)), 404, 'RESOURCE_NOT_FOUND');
-      expectEnvelope(await s(method, `/segments/00000000-0000-7000-8000-000000000000${path}`, method === 'PATCH' ? { name: 'x' } : undefined), 404, 'RESOURCE_NOT_FOUND');
+    for (const [method, path] of [
+      ['GET', ''],
+      ['PATCH', ''],
+      ['DELETE', ''],
+      ['GET', '/contacts'],
+      ['POST', '/refresh'],
+    ]) {
+      expectEnvelope(
+        await call(
+          method,
+          `/segments/${mine.id}${path}`,
+          method === 'PATCH' ? { name: 'x' } : undefined,
+          foreign(other.secretKey),
+        ),
+        404,
+        'RESOURCE_NOT_FOUND',
+      );
+      expectEnvelope(
+        await s(
+          method,
+          `/segments/00000000-0000-7000-8000-000000000000${path}`,
+          method === 'PATCH' ? { name: 'x' } : undefined,
+        ),
+        404,
+        'RESOURCE_NOT_FOUND',
+      );
     }
     expectEnvelope(await s('GET', '/segments/not-a-uuid'), 404, 'RESOURCE_NOT_FOUND');
     expectEnvelope(await s('PATCH', `/segments/${mine.id}`, { condition: 'x' }), 422, 'VALIDATION_ERROR');
     expect((await s('GET', `/segments/${mine.id}`)).body.name).toBe('Mine');
   });
 
-  test('tracked membership: /v1/track and data changes fire entry/exit within seconds; compute; refresh records nothing', async () => {
+  test('tracked: /v1/track and data changes fire entry/exit in seconds; compute; refresh records nothing', async () => {
     const email = uniqueEmail('tracked');
     const id = await contact(t, email, { tier: 'basic' });
-    const seg = (await s('POST', '/segments', {
-      name: 'Buyers Club',
-      trackMembership: true,
-      condition: { logic: 'OR', groups: [{ filters: [{ field: 'event.bought', operator: 'triggered' }] }, { filters: [{ field: 'data.tier', operator: 'equals', value: 'gold' }] }] },
-    })).body;
+    const seg = (
+      await s('POST', '/segments', {
+        name: 'Buyers Club',
+        trackMembership: true,
+        condition: {
+          logic: 'OR',
+          groups: [
+            { filters: [{ field: 'event.bought', operator: 'triggered' }] },
+            { filters: [{ field: 'data.tier', operator: 'equals', value: 'gold' }] },
+          ],
+        },
+      })
+    ).body;
     expect(seg).toMatchObject({ trackMembership: true, slug: 'buyers-club', memberCount: 0 });
 
     expect((await call('POST', '/v1/track', { email, event: 'bought' }, { key: t.publicKey })).status).toBe(200);
-    await eventually(async () => ((await eventNames(t, id)).includes('segment.buyers-club.entry') ? true : undefined), 10_000, 'entry event');
+    await eventually(
+      async () => ((await eventNames(t, id)).includes('segment.buyers-club.entry') ? true : undefined),
+      10_000,
+      'entry event',
+    );
     expect((await s('GET', `/segments/${seg.id}`)).body.memberCount).toBe(1);
 
     // Leaving: the only way out of this condition is deleting the event; then compute records the exit.
     await s('DELETE', '/events/bought');
     const computed = await s('POST', `/segments/${seg.id}/compute`);
     expect(computed.body).toMatchObject({ entered: 0, exited: 1, memberCount: 0 });
-    await eventually(async () => ((await eventNames(t, id)).includes('segment.buyers-club.exit') ? true : undefined), 10_000, 'exit event');
+    await eventually(
+      async () => ((await eventNames(t, id)).includes('segment.buyers-club.exit') ? true : undefined),
+      10_000,
+      'exit event',
+    );
 
     // A data change moves the contact in again, incrementally.
     await s('PATCH', `/contacts/${id}`, { data: { tier: 'gold' } });
-    await eventually(async () => ((await eventNames(t, id)).filter((n) => n === 'segment.buyers-club.entry').length === 2 ? true : undefined), 10_000, 'second entry');
+    await eventually(
+      async () =>
+        (await eventNames(t, id)).filter((n) => n === 'segment.buyers-club.entry').length === 2 ? true : undefined,
+      10_000,
+      'second entry',
+    );
     await s('PATCH', `/contacts/${id}`, { data: { tier: 'basic' } });
-    await eventually(async () => ((await eventNames(t, id)).filter((n) => n === 'segment.buyers-club.exit').length === 2 ? true : undefined), 10_000, 'second exit');
+    await eventually(
+      async () =>
+        (await eventNames(t, id)).filter((n) => n === 'segment.buyers-club.exit').length === 2 ? true : undefined,
+      10_000,
+      'second exit',
+    );
 
     // Refresh: count only, no events.
     const eventsBefore = (await eventNames(t, id)).length;
     await s('PATCH', `/contacts/${id}`, { data: { tier: 'gold' } });
-    await eventually(async () => ((await eventNames(t, id)).length === eventsBefore + 1 ? true : undefined), 10_000, 'third entry');
+    await eventually(
+      async () => ((await eventNames(t, id)).length === eventsBefore + 1 ? true : undefined),
+      10_000,
+      'third entry',
+    );
     expect((await s('POST', `/segments/${seg.id}/refresh`)).body.memberCount).toBe(1);
     expect((await s('POST', `/segments/${seg.id}/compute`)).body).toMatchObject({ entered: 0, exited: 0 });
     expect((await eventNames(t, id)).length).toBe(eventsBefore + 1);
-    expectEnvelope(await call('POST', '/v1/track', { email, event: 'segment.buyers-club.entry' }, { key: t.publicKey }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('POST', '/v1/track', { email, event: 'segment.buyers-club.entry' }, { key: t.publicKey }),
+      422,
+      'VALIDATION_ERROR',
+    );
 
     const untracked = (await s('POST', '/segments', { name: 'Untracked', condition: planIs('pro') })).body;
     expectEnvelope(await s('POST', `/segments/${untracked.id}/compute`), 400, 'BAD_REQUEST');

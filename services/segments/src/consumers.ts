@@ -22,14 +22,20 @@ export async function subscribeSegmentsConsumers(bus: Bus, tracking: Tracking, s
       on(CONTACTS_TOPICS.created, async (m) => changed(m.projectId, m.contact?.id ?? '')),
       on(CONTACTS_TOPICS.updated, async (m) => changed(m.projectId, m.contact?.id ?? '')),
       on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId)),
-      on(CONTACTS_TOPICS.deleted, async (m) => (isUuid(m.contactId) ? tracking.contactDeleted(m.contactId) : undefined)),
+      on(CONTACTS_TOPICS.deleted, async (m) =>
+        isUuid(m.contactId) ? tracking.contactDeleted(m.contactId) : undefined,
+      ),
     ],
     logger,
   );
   await subscribeTopics(
     bus,
     'segments-projects',
-    [on(IDENTITY_TOPICS.projectDeleted, async ({ projectId }) => (isUuid(projectId) ? store.removeProject(projectId) : undefined))],
+    [
+      on(IDENTITY_TOPICS.projectDeleted, async ({ projectId }) =>
+        isUuid(projectId) ? store.removeProject(projectId) : undefined,
+      ),
+    ],
     logger,
   );
 }

@@ -18,7 +18,12 @@ export async function startSegments(rt: Runtime): Promise<RunningService> {
   const contacts = contactsPort(createRpcClient(ContactsService, rt.config.rpcUrls.contacts, rt.config));
   const tracking = new Tracking(db.pool, store, new MembershipsStore(), contacts);
   await subscribeSegmentsConsumers(rt.bus, tracking, store, rt.logger.child({ service: 'segments', part: 'bus' }));
-  const server = await serveRpc(rt, 'segments', segmentsRoutes(new Segments(store, contacts, tracking, noCampaigns)), db);
+  const server = await serveRpc(
+    rt,
+    'segments',
+    segmentsRoutes(new Segments(store, contacts, tracking, noCampaigns)),
+    db,
+  );
   return {
     name: 'segments',
     async stop() {

@@ -38,14 +38,21 @@ export class SegmentConditions {
   constructor(private readonly store: SegmentsStore) {}
 
   /** `self`: a segment being defined, checked with its new condition in place. */
-  async expand(projectId: string, tree: FilterTree, self?: { id: string; tree: FilterTree }): Promise<Map<string, FilterTree>> {
+  async expand(
+    projectId: string,
+    tree: FilterTree,
+    self?: { id: string; tree: FilterTree },
+  ): Promise<Map<string, FilterTree>> {
     const loaded = new Map<string, FilterTree | null>();
     if (self) loaded.set(self.id, self.tree);
     const visit = async (t: FilterTree, path: string[]): Promise<void> => {
       for (const id of referencedSegments(t)) {
-        if (path.includes(id)) throw badRequest('Segment conditions reference each other in a cycle', { segments: [...path, id] });
+        if (path.includes(id))
+          throw badRequest('Segment conditions reference each other in a cycle', { segments: [...path, id] });
         if (path.length >= MAX_SEGMENT_NESTING) {
-          throw badRequest(`Segment references nest deeper than ${MAX_SEGMENT_NESTING} levels`, { segments: [...path, id] });
+          throw badRequest(`Segment references nest deeper than ${MAX_SEGMENT_NESTING} levels`, {
+            segments: [...path, id],
+          });
         }
         if (!loaded.has(id)) loaded.set(id, await this.load(projectId, id));
         if ([...loaded.values()].filter(Boolean).length > MAX_EXPANDED_SEGMENTS) {

@@ -13,7 +13,11 @@ const CHANGES = new Set(['entry', 'exit']);
  * `segment.<slug>.entry` / `.exit`: stored and published like any tracked event (filters, activity, workflows).
  */
 export class SegmentEvents {
-  constructor(private readonly pool: Pool, private readonly events: EventsStore, private readonly contacts: ContactsStore) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly events: EventsStore,
+    private readonly contacts: ContactsStore,
+  ) {}
 
   async record(messageId: string, m: MembershipChanged): Promise<void> {
     if (!isUuid(m.projectId) || !isUuid(m.contactId) || !CHANGES.has(m.change) || !/^[a-z0-9_-]+$/.test(m.slug)) return;

@@ -6,12 +6,16 @@ import { parseFilterTree, type FilterTree } from './filter-tree.js';
 import { membershipTree, type SegmentConditions } from './segment-conditions.js';
 
 const requireUuid = (field: string, v: string) => {
-  if (!isUuid(v)) throw validationError([{ field, message: `${field} must be a UUID`, code: 'invalid_string', received: v }]);
+  if (!isUuid(v))
+    throw validationError([{ field, message: `${field} must be a UUID`, code: 'invalid_string', received: v }]);
 };
 
 /** What the segments service keeps here so filters can read segments (its read model). */
 export class Segments {
-  constructor(private readonly store: SegmentsStore, private readonly conditions: SegmentConditions) {}
+  constructor(
+    private readonly store: SegmentsStore,
+    private readonly conditions: SegmentConditions,
+  ) {}
 
   /** Validates a DYNAMIC condition (422 field errors, 400 for a cycle) before storing it. */
   async define(projectId: string, segmentId: string, condition: unknown | undefined, isStatic: boolean): Promise<void> {
@@ -43,7 +47,10 @@ export class Segments {
     const dynamic = new Map<string, FilterTree>();
     for (const t of trees) for (const [id, d] of await this.conditions.expand(projectId, t)) dynamic.set(id, d);
     const params = new SqlParams([projectId, contactId], dynamic);
-    const matched = await this.store.matchOne(trees.map((t) => compileFilter(t, params, 'c')), params.values);
+    const matched = await this.store.matchOne(
+      trees.map((t) => compileFilter(t, params, 'c')),
+      params.values,
+    );
     return ids.filter((_, i) => matched[i]);
   }
 }

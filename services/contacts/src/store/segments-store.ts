@@ -14,8 +14,14 @@ export class SegmentsStore {
   }
 
   async forget(projectId: string, segmentId: string): Promise<void> {
-    await this.pool.query('DELETE FROM segment_definitions WHERE project_id = $1 AND segment_id = $2', [projectId, segmentId]);
-    await this.pool.query('DELETE FROM segment_members WHERE project_id = $1 AND segment_id = $2', [projectId, segmentId]);
+    await this.pool.query('DELETE FROM segment_definitions WHERE project_id = $1 AND segment_id = $2', [
+      projectId,
+      segmentId,
+    ]);
+    await this.pool.query('DELETE FROM segment_members WHERE project_id = $1 AND segment_id = $2', [
+      projectId,
+      segmentId,
+    ]);
   }
 
   /** The stored condition of a DYNAMIC segment of the project; null for a static or unknown one. */

@@ -97,7 +97,11 @@ export function segmentsRouter(segments: Client<typeof SegmentsService>, guards:
   });
 
   r.delete('/segments/:id/members', secret, async (req, res) => {
-    const out = await segments.removeMembers({ projectId: req.projectId, id: id(req), emails: emailsField(objectBody(req.body)) });
+    const out = await segments.removeMembers({
+      projectId: req.projectId,
+      id: id(req),
+      emails: emailsField(objectBody(req.body)),
+    });
     res.json({ removed: out.removed });
   });
 

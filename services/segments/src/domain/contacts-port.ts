@@ -17,11 +17,24 @@ export interface ContactsPort {
   define(projectId: string, segmentId: string, condition: unknown | null): Promise<void>;
   forget(projectId: string, segmentId: string): Promise<void>;
   count(projectId: string, condition: unknown): Promise<number>;
-  page(projectId: string, condition: unknown, limit: number, offset: number): Promise<{ members: MemberView[]; total: number }>;
+  page(
+    projectId: string,
+    condition: unknown,
+    limit: number,
+    offset: number,
+  ): Promise<{ members: MemberView[]; total: number }>;
   streamIds(projectId: string, condition: unknown): AsyncIterable<string[]>;
-  lookup(projectId: string, emails: string[]): Promise<{ found: Array<{ id: string; email: string }>; missing: string[] }>;
+  lookup(
+    projectId: string,
+    emails: string[],
+  ): Promise<{ found: Array<{ id: string; email: string }>; missing: string[] }>;
   create(projectId: string, emails: string[], subscribed: boolean | undefined): Promise<string[]>;
-  setMembers(projectId: string, segmentId: string, add: string[], remove: string[]): Promise<{ added: number; removed: number }>;
+  setMembers(
+    projectId: string,
+    segmentId: string,
+    add: string[],
+    remove: string[],
+  ): Promise<{ added: number; removed: number }>;
   match(projectId: string, contactId: string, segmentIds: string[]): Promise<string[]>;
 }
 

@@ -26,14 +26,18 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 function nameErrors(name: string | undefined, required: boolean): FieldError[] {
   if (name === undefined) return required ? [{ field: 'name', message: 'name is required', code: 'invalid_type' }] : [];
-  if (name.trim() === '') return [{ field: 'name', message: 'name must not be empty', code: 'too_small', received: name }];
-  if (name.length > MAX_NAME) return [{ field: 'name', message: `name must be at most ${MAX_NAME} characters`, code: 'too_big' }];
+  if (name.trim() === '')
+    return [{ field: 'name', message: 'name must not be empty', code: 'too_small', received: name }];
+  if (name.length > MAX_NAME)
+    return [{ field: 'name', message: `name must be at most ${MAX_NAME} characters`, code: 'too_big' }];
   return [];
 }
 
 function descriptionErrors(description: string | undefined | null): FieldError[] {
   if (typeof description === 'string' && description.length > MAX_DESCRIPTION) {
-    return [{ field: 'description', message: `description must be at most ${MAX_DESCRIPTION} characters`, code: 'too_big' }];
+    return [
+      { field: 'description', message: `description must be at most ${MAX_DESCRIPTION} characters`, code: 'too_big' },
+    ];
   }
   return [];
 }
@@ -43,10 +47,16 @@ export function validateCreate(input: CreateInput): ValidCreate {
   const type = (input.type || 'DYNAMIC') as SegmentType;
   const errors = [...nameErrors(input.name || undefined, true), ...descriptionErrors(input.description)];
   if (!TYPES.includes(type)) {
-    errors.push({ field: 'type', message: 'type must be DYNAMIC or STATIC', code: 'invalid_enum_value', received: input.type });
+    errors.push({
+      field: 'type',
+      message: 'type must be DYNAMIC or STATIC',
+      code: 'invalid_enum_value',
+      received: input.type,
+    });
   }
   if (errors.length) throw validationError(errors);
-  if (type === 'DYNAMIC' && !isObject(input.condition)) throw flatBadRequest('A dynamic segment requires a condition object');
+  if (type === 'DYNAMIC' && !isObject(input.condition))
+    throw flatBadRequest('A dynamic segment requires a condition object');
   return {
     name: input.name,
     description: input.description ?? null,

@@ -44,7 +44,8 @@ export class Segments {
       const slug = freeSlug(base, await this.store.slugsLike(projectId, base));
       row = await this.store.insert(this.store.pool, { id, projectId, ...v, slug, memberCount });
     }
-    if (row.track_membership && row.type === 'DYNAMIC') row = (await this.tracking.compute(row, { events: false })).segment;
+    if (row.track_membership && row.type === 'DYNAMIC')
+      row = (await this.tracking.compute(row, { events: false })).segment;
     return row;
   }
 
@@ -53,7 +54,8 @@ export class Segments {
     const p = validatePatch(input, before.type);
     if (p.condition !== undefined) await this.contacts.define(projectId, id, p.condition);
     let row = await this.store.update(this.store.pool, projectId, id, p);
-    if (p.condition !== undefined) row = await this.store.setCount(this.store.pool, id, await this.contacts.count(projectId, membersOf(id)));
+    if (p.condition !== undefined)
+      row = await this.store.setCount(this.store.pool, id, await this.contacts.count(projectId, membersOf(id)));
     const tracked = row.track_membership && row.type === 'DYNAMIC';
     if (tracked && !before.track_membership) row = (await this.tracking.compute(row, { events: false })).segment;
     if (!row.track_membership && before.track_membership) await this.tracking.stopTracking(id);
@@ -93,7 +95,12 @@ export class Segments {
   async removeMembers(projectId: string, id: string, emails: string[]) {
     await this.staticSegment(projectId, id);
     const { found } = await this.contacts.lookup(projectId, checkEmails(emails));
-    const { removed } = await this.contacts.setMembers(projectId, id, [], found.map((c) => c.id));
+    const { removed } = await this.contacts.setMembers(
+      projectId,
+      id,
+      [],
+      found.map((c) => c.id),
+    );
     await this.recount(projectId, id);
     return { removed };
   }
@@ -101,7 +108,10 @@ export class Segments {
   async compute(projectId: string, id: string) {
     const row = await this.get(projectId, id);
     if (row.type !== 'DYNAMIC' || !row.track_membership) {
-      throw badRequest('Only a DYNAMIC segment with trackMembership can be computed', { type: row.type, trackMembership: row.track_membership });
+      throw badRequest('Only a DYNAMIC segment with trackMembership can be computed', {
+        type: row.type,
+        trackMembership: row.track_membership,
+      });
     }
     return this.tracking.compute(row, { events: true });
   }
@@ -118,7 +128,8 @@ export class Segments {
 
   private async staticSegment(projectId: string, id: string): Promise<SegmentRow> {
     const row = await this.get(projectId, id);
-    if (row.type !== 'STATIC') throw badRequest('Members can be added to or removed from a STATIC segment only', { type: row.type });
+    if (row.type !== 'STATIC')
+      throw badRequest('Members can be added to or removed from a STATIC segment only', { type: row.type });
     return row;
   }
 }
@@ -131,10 +142,11 @@ function checkEmails(emails: string[]): string[] {
   }
   const bad = emails.findIndex((e) => !isValidEmail(e));
   if (bad !== -1) {
-    throw validationError([{ field: `emails.${bad}`, message: 'Invalid email', code: 'invalid_string', received: emails[bad] }]);
+    throw validationError([
+      { field: `emails.${bad}`, message: 'Invalid email', code: 'invalid_string', received: emails[bad] },
+    ]);
   }
   const seen = new Map<string, string>();
   for (const e of emails) if (!seen.has(e.toLowerCase())) seen.set(e.toLowerCase(), e);
   return [...seen.values()];
 }
-

@@ -40,10 +40,21 @@ export class Tracking {
       const now = new Set<string>();
       for await (const ids of this.contacts.streamIds(s.project_id, membersOf(s.id))) for (const id of ids) now.add(id);
       const before = new Set(await this.memberships.members(tx, s.id));
-      const entered = await this.memberships.add(tx, s.id, [...now].filter((id) => !before.has(id)));
-      const exited = await this.memberships.remove(tx, s.id, [...before].filter((id) => !now.has(id)));
+      const entered = await this.memberships.add(
+        tx,
+        s.id,
+        [...now].filter((id) => !before.has(id)),
+      );
+      const exited = await this.memberships.remove(
+        tx,
+        s.id,
+        [...before].filter((id) => !now.has(id)),
+      );
       if (opts.events) {
-        await enqueueMany(tx, [...entered.map((c) => changed(s, c, 'entry')), ...exited.map((c) => changed(s, c, 'exit'))]);
+        await enqueueMany(tx, [
+          ...entered.map((c) => changed(s, c, 'entry')),
+          ...exited.map((c) => changed(s, c, 'exit')),
+        ]);
       }
       const row = await this.store.setCount(tx, s.id, now.size);
       return { segment: row, entered: entered.length, exited: exited.length };
@@ -63,7 +74,11 @@ export class Tracking {
         if (now.has(s.id) && !before.has(s.id) && (await this.memberships.add(tx, s.id, [contactId])).length) {
           messages.push(changed(s, contactId, 'entry'));
           await this.store.addToCount(tx, s.id, 1);
-        } else if (!now.has(s.id) && before.has(s.id) && (await this.memberships.remove(tx, s.id, [contactId])).length) {
+        } else if (
+          !now.has(s.id) &&
+          before.has(s.id) &&
+          (await this.memberships.remove(tx, s.id, [contactId])).length
+        ) {
           messages.push(changed(s, contactId, 'exit'));
           await this.store.addToCount(tx, s.id, -1);
         }
@@ -75,7 +90,8 @@ export class Tracking {
   /** A deleted contact leaves its tracked segments silently (its events went with it). */
   async contactDeleted(contactId: string): Promise<void> {
     await withTransaction(this.pool, async (tx) => {
-      for (const segmentId of await this.memberships.removeContact(tx, contactId)) await this.store.addToCount(tx, segmentId, -1);
+      for (const segmentId of await this.memberships.removeContact(tx, contactId))
+        await this.store.addToCount(tx, segmentId, -1);
     });
   }
 

@@ -3,7 +3,10 @@ import type { Queryable } from '@svc/lib/db';
 /** Stored membership of tracked segments; each write answers the rows it really changed. */
 export class MembershipsStore {
   async members(db: Queryable, segmentId: string): Promise<string[]> {
-    const { rows } = await db.query<{ contact_id: string }>('SELECT contact_id FROM memberships WHERE segment_id = $1', [segmentId]);
+    const { rows } = await db.query<{ contact_id: string }>(
+      'SELECT contact_id FROM memberships WHERE segment_id = $1',
+      [segmentId],
+    );
     return rows.map((r) => r.contact_id);
   }
 

@@ -53,8 +53,17 @@ export class SegmentsStore {
     const { rows } = await db.query<SegmentRow>(
       `INSERT INTO segments (id, project_id, name, description, type, condition, track_membership, slug, member_count)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (project_id, slug) DO NOTHING RETURNING *`,
-      [s.id, s.projectId, s.name, s.description, s.type, s.condition === null ? null : JSON.stringify(s.condition),
-        s.trackMembership, s.slug, s.memberCount],
+      [
+        s.id,
+        s.projectId,
+        s.name,
+        s.description,
+        s.type,
+        s.condition === null ? null : JSON.stringify(s.condition),
+        s.trackMembership,
+        s.slug,
+        s.memberCount,
+      ],
     );
     return rows[0] ?? null;
   }
@@ -68,23 +77,37 @@ export class SegmentsStore {
          track_membership = COALESCE($7, track_membership),
          updated_at = now()
        WHERE project_id = $1 AND id = $2 RETURNING *`,
-      [projectId, id, p.name ?? null, p.description !== undefined, p.description ?? null,
-        p.condition === undefined ? null : JSON.stringify(p.condition), p.trackMembership ?? null],
+      [
+        projectId,
+        id,
+        p.name ?? null,
+        p.description !== undefined,
+        p.description ?? null,
+        p.condition === undefined ? null : JSON.stringify(p.condition),
+        p.trackMembership ?? null,
+      ],
     );
     return rows[0];
   }
 
   async setCount(db: Queryable, id: string, count: number): Promise<SegmentRow> {
-    const { rows } = await db.query<SegmentRow>('UPDATE segments SET member_count = $2 WHERE id = $1 RETURNING *', [id, count]);
+    const { rows } = await db.query<SegmentRow>('UPDATE segments SET member_count = $2 WHERE id = $1 RETURNING *', [
+      id,
+      count,
+    ]);
     return rows[0];
   }
 
   async addToCount(db: Queryable, id: string, delta: number): Promise<void> {
-    if (delta) await db.query('UPDATE segments SET member_count = GREATEST(0, member_count + $2) WHERE id = $1', [id, delta]);
+    if (delta)
+      await db.query('UPDATE segments SET member_count = GREATEST(0, member_count + $2) WHERE id = $1', [id, delta]);
   }
 
   async remove(projectId: string, id: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query('DELETE FROM segments WHERE project_id = $1 AND id = $2', [projectId, id]);
+    const { rowCount } = await this.pool.query('DELETE FROM segments WHERE project_id = $1 AND id = $2', [
+      projectId,
+      id,
+    ]);
     return rowCount === 1;
   }
 
