@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { create, type DescService } from '@bufbuild/protobuf';
-import { ValueSchema } from '@bufbuild/protobuf/wkt';
+import type { DescService } from '@bufbuild/protobuf';
 import { Code, ConnectError, createClient, type Interceptor } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
@@ -45,10 +44,9 @@ describe('service credentials on the internal RPC ports (distributed mode)', () 
 
   test('SendEmail without the service token is UNAUTHENTICATED and queues nothing', async () => {
     const t = await newTenant();
-    const input = create(ValueSchema, {
-      kind: { case: 'stringValue', value: 'refused before validation' },
-    });
-    const answer = serviceClient(MessagingService, platform.env.MESSAGING_PORT).sendEmail({ projectId: t.projectId, input });
+    const to = [{ form: { case: 'text' as const, value: 'refused-before-validation@example.com' } }];
+    const request = { projectId: t.projectId, to, subject: 's', body: 'b' };
+    const answer = serviceClient(MessagingService, platform.env.MESSAGING_PORT).sendEmail(request);
     expect(await codeOf(answer)).toBe(Code.Unauthenticated);
     const activity = await call('GET', '/activity', undefined, { key: t.secretKey });
     expect(activity.status).toBe(200);

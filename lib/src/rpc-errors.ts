@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { ErrorInfoSchema, type FieldViolation } from '@svc/proto/svc/common/v1/error_pb';
+import { ErrorInfoSchema, type ErrorInfo, type FieldViolation } from '@svc/proto/svc/common/v1/error_pb';
 import { isDependencyUnavailable } from './dependency-errors.js';
 import { AppError, internal, serviceUnavailable } from './errors.js';
 import { databaseInputError } from './pg-input-errors.js';
@@ -56,11 +56,16 @@ function receivedJson(received: unknown): string {
   return json.length > MAX_RECEIVED_JSON ? '' : json;
 }
 
-/** Server side: an AppError keeps every field through the wire as an ErrorInfo detail. */
-export function toConnectError(err: unknown): ConnectError {
-  if (err instanceof ConnectError) return err;
-  const app = err instanceof AppError ? err : (databaseInputError(err) ?? (isDependencyUnavailable(err) ? serviceUnavailable() : internal()));
-  const info = create(ErrorInfoSchema, {
+/** Any failure as the AppError a client sees (internal errors are never described). */
+function asAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  return databaseInputError(err) ?? (isDependencyUnavailable(err) ? serviceUnavailable() : internal());
+}
+
+/** A failure as ErrorInfo: the detail of a failed RPC, or one failed item of a batch answer. */
+export function errorInfo(err: unknown): ErrorInfo {
+  const app = asAppError(err);
+  return create(ErrorInfoSchema, {
     code: app.code,
     httpStatus: app.status,
     message: bounded(app.message),
@@ -74,6 +79,13 @@ export function toConnectError(err: unknown): ConnectError {
     suggestion: app.suggestion ?? '',
     flat: app.flat,
   });
+}
+
+/** Server side: an AppError keeps every field through the wire as an ErrorInfo detail. */
+export function toConnectError(err: unknown): ConnectError {
+  if (err instanceof ConnectError) return err;
+  const app = asAppError(err);
+  const info = errorInfo(app);
   return new ConnectError(bounded(app.message), CODE_BY_STATUS[app.status] ?? Code.Unknown, undefined, [
     { desc: ErrorInfoSchema, value: info },
   ]);
@@ -84,25 +96,28 @@ export function fromConnectError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const ce = ConnectError.from(err);
   const [info] = ce.findDetails(ErrorInfoSchema);
-  if (info) {
-    return new AppError({
-      code: info.code,
-      status: info.httpStatus,
-      message: info.message,
-      errors: info.errors.length
-        ? info.errors.map((e: FieldViolation) => ({
-            field: e.field,
-            message: e.message,
-            code: e.code,
-            ...(e.receivedJson ? { received: JSON.parse(e.receivedJson) } : {}),
-          }))
-        : undefined,
-      details: info.detailsJson ? JSON.parse(info.detailsJson) : undefined,
-      suggestion: info.suggestion || undefined,
-      flat: info.flat,
-    });
-  }
+  if (info) return appErrorOf(info);
   if (UNAVAILABLE_CODES.has(ce.code) || isCutStream(ce)) return serviceUnavailable();
   const [status, code] = STATUS_BY_CODE[ce.code] ?? [500, 'INTERNAL_SERVER_ERROR'];
   return new AppError({ code, status, message: status === 500 ? 'Internal server error' : ce.rawMessage });
+}
+
+/** The AppError an ErrorInfo describes (an RPC's failure or a batch item's). */
+export function appErrorOf(info: ErrorInfo): AppError {
+  return new AppError({
+    code: info.code,
+    status: info.httpStatus,
+    message: info.message,
+    errors: info.errors.length
+      ? info.errors.map((e: FieldViolation) => ({
+          field: e.field,
+          message: e.message,
+          code: e.code,
+          ...(e.receivedJson ? { received: JSON.parse(e.receivedJson) } : {}),
+        }))
+      : undefined,
+    details: info.detailsJson ? JSON.parse(info.detailsJson) : undefined,
+    suggestion: info.suggestion || undefined,
+    flat: info.flat,
+  });
 }

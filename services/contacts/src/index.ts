@@ -3,6 +3,7 @@ import { serviceModule } from '@svc/lib/services';
 import { Audiences } from './domain/audiences.js';
 import { Bulk } from './domain/bulk.js';
 import { Contacts } from './domain/contacts.js';
+import { ContactUpserts } from './domain/contact-upserts.js';
 import { Events } from './domain/events.js';
 import { Fields } from './domain/fields.js';
 import { Imports } from './domain/imports.js';
@@ -55,6 +56,7 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
     'contacts',
     contactsRoutes({
       contacts,
+      upserts: new ContactUpserts(db.pool, contacts),
       events,
       fields: new Fields(fieldsStore),
       audiences: new Audiences(contactsStore, segmentConditions),

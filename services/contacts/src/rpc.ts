@@ -1,6 +1,7 @@
 import { create, fromJson, toJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 import { timestampFromDate, ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter } from '@connectrpc/connect';
+import { errorInfo } from '@svc/lib/rpc-errors';
 import {
   BulkJobSchema,
   ContactSchema,
@@ -10,7 +11,8 @@ import {
 } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import type { Audiences } from './domain/audiences.js';
 import type { Bulk } from './domain/bulk.js';
-import { requireEmailPresent, type Contacts } from './domain/contacts.js';
+import type { ContactUpserts } from './domain/contact-upserts.js';
+import { requireEmailPresent, type Contacts, type UpsertResult } from './domain/contacts.js';
 import type { Events } from './domain/events.js';
 import type { Fields } from './domain/fields.js';
 import type { Imports } from './domain/imports.js';
@@ -20,6 +22,7 @@ import type { BulkJobRow, ImportJobRow } from './store/jobs-store.js';
 
 export interface ContactsDomain {
   contacts: Contacts;
+  upserts: ContactUpserts;
   events: Events;
   fields: Fields;
   audiences: Audiences;
@@ -43,6 +46,13 @@ export const contactPb = (c: ContactRow) =>
     createdAt: timestampFromDate(c.created_at),
     updatedAt: timestampFromDate(c.updated_at),
   });
+
+const upsertedPb = (r: UpsertResult) => ({
+  contact: contactPb(r.contact),
+  isNew: r.isNew,
+  isUpdate: r.isUpdate,
+  oneOff: r.patch.oneOff as JsonObject,
+});
 
 const eventPb = (e: EventRow) =>
   create(EventSchema, {
@@ -107,7 +117,18 @@ export function contactsRoutes(d: ContactsDomain) {
           data: json(req.data),
           mode: 'set',
         });
-        return { contact: contactPb(r.contact), isNew: r.isNew, isUpdate: r.isUpdate, oneOff: r.patch.oneOff as JsonObject };
+        return upsertedPb(r);
+      },
+      async upsertContacts(req) {
+        const items = req.items.map((i) => ({ ...i, data: i.data as JsonObject | undefined }));
+        const results = await d.upserts.upsertMany(req.projectId, items);
+        return {
+          results: results.map((r) =>
+            r.ok
+              ? { result: { case: 'upserted' as const, value: upsertedPb(r.value) } }
+              : { result: { case: 'error' as const, value: errorInfo(r.error) } },
+          ),
+        };
       },
       async getContact(req) {
         return { contact: contactPb(await d.contacts.get(req.projectId, req.id)) };

@@ -1,7 +1,7 @@
-import { fromJson, type JsonValue } from '@bufbuild/protobuf';
-import { ValueSchema } from '@bufbuild/protobuf/wkt';
+import type { JsonObject } from '@bufbuild/protobuf';
 import type { Client } from '@connectrpc/connect';
 import { AppError } from '@svc/lib/errors';
+import { appErrorOf } from '@svc/lib/rpc-errors';
 import type { Contact, ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import type { ContactDirectory, ContactView } from './domain/contact-directory.js';
 
@@ -10,29 +10,29 @@ const view = (c: Contact | undefined): ContactView => {
   return { id: c.id, email: c.email, subscribed: c.subscribed, data: (c.data ?? {}) as Record<string, unknown> };
 };
 
-/**
- * The contacts service as messaging's contact directory. Validation errors of one recipient
- * come back with the contacts field names (`email`, `data.x`); they are re-rooted on the
- * /v1/send body (`to`, `data.x`).
- */
+/** A recipient's error names the contacts fields (`email`, `data.x`): re-rooted on the /v1/send body. */
+function recipientError(err: AppError, index: number): AppError {
+  if (!err.errors?.length) return err;
+  const errors = err.errors.map((e) => ({ ...e, field: e.field === 'email' ? `to.${index}` : e.field }));
+  return new AppError({ ...err.toJSON(), errors });
+}
+
+/** The contacts service as messaging's contact directory. */
 export function contactsDirectory(contacts: Client<typeof ContactsService>): ContactDirectory {
   return {
-    async upsert(projectId, email, opts) {
-      try {
-        const r = await contacts.upsertContact({
-          projectId,
-          email,
-          subscribed: opts.subscribed,
-          defaultSubscribed: false, // SPEC.md: new contacts created by /v1/send start unsubscribed
-          ...(opts.data !== undefined ? { data: fromJson(ValueSchema, opts.data as JsonValue) } : {}),
-        });
-        return { contact: view(r.contact), oneOff: (r.oneOff ?? {}) as Record<string, unknown> };
-      } catch (err) {
-        if (err instanceof AppError && err.errors?.length) {
-          throw new AppError({ ...err.toJSON(), errors: err.errors.map((e) => ({ ...e, field: e.field === 'email' ? 'to' : e.field })) });
-        }
-        throw err;
-      }
+    async upsertMany(projectId, emails, opts) {
+      const items = emails.map((email) => ({
+        email,
+        subscribed: opts.subscribed,
+        defaultSubscribed: false, // SPEC.md: new contacts created by /v1/send start unsubscribed
+        data: opts.data as JsonObject | undefined,
+      }));
+      const { results } = await contacts.upsertContacts({ projectId, items });
+      return results.map((r, index) => {
+        if (r.result.case === 'error') throw recipientError(appErrorOf(r.result.value), index);
+        if (r.result.case !== 'upserted') throw new Error('contacts service answered an item without a result');
+        return { contact: view(r.result.value.contact), oneOff: (r.result.value.oneOff ?? {}) as Record<string, unknown> };
+      });
     },
     async get(projectId, contactId) {
       try {

@@ -9,6 +9,7 @@ import { startSmtpSink, type SmtpSink } from './delivery/smtp-sink.js';
 import { createSmtpTransport } from './delivery/smtp-transport.js';
 import { ActivityFeed } from './domain/activity-feed.js';
 import { DevMail } from './domain/dev-mail.js';
+import { EmailBatches } from './domain/email-batch.js';
 import { createDnsResolver } from './domain/dns-resolver.js';
 import { ProviderWebhooks } from './domain/provider-webhooks.js';
 import { createRenderer } from './domain/render.js';
@@ -24,6 +25,7 @@ import { ActivityStore } from './store/activity-store.js';
 import { DomainsStore } from './store/domains-store.js';
 import { EmailsStore } from './store/emails-store.js';
 import { migrations } from './store/migrations.js';
+import { SendAttachmentsStore } from './store/send-attachments-store.js';
 import { SendRecordsStore } from './store/send-records-store.js';
 import { settingOnce } from './store/settings-store.js';
 import { TemplatesStore } from './store/templates-store.js';
@@ -76,13 +78,17 @@ export async function startMessaging(
       domains,
       templates,
       sending: new Sending({
-        emails: emailsStore,
-        templates,
-        domains,
+        batches: new EmailBatches({
+          emails: emailsStore,
+          attachments: new SendAttachmentsStore(db.pool),
+          templates,
+          domains,
+          renderer,
+          tokens,
+          publicUrl: config.publicUrl,
+          records: sendRecords,
+        }),
         contacts,
-        renderer,
-        tokens,
-        publicUrl: config.publicUrl,
         records: sendRecords,
       }),
       tracking: new Tracking(db.pool, emailsStore, tokens, contacts),

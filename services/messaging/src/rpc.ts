@@ -1,23 +1,30 @@
-import { create, toJson, type JsonObject } from '@bufbuild/protobuf';
-import { timestampFromDate, ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
+import { create, type JsonObject } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter } from '@connectrpc/connect';
 import {
   ActivitySchema,
   DomainSchema,
   MessagingService,
+  SendSource,
   TemplateSchema,
+  type Address,
+  type Attachment,
+  type QueueEmailsRequest,
+  type SendEmailRequest,
+  type TemplateFields,
 } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import type { ActivityFeed } from './domain/activity-feed.js';
+import type { AddressInput } from './domain/address.js';
 import type { DevMail } from './domain/dev-mail.js';
-import { isValidEmail } from './domain/address.js';
-import { verifyEmail, type DnsLookup } from './domain/email-verification.js';
+import { parseVerifyRequest, verifyEmail, type DnsLookup } from './domain/email-verification.js';
+import type { SendSource as Source } from './domain/priority.js';
 import type { ProviderWebhooks } from './domain/provider-webhooks.js';
+import type { QueueInput } from './domain/queue-request.js';
 import type { SenderDomains } from './domain/sender-domains.js';
+import type { SendInput } from './domain/send-request.js';
 import type { Sending } from './domain/sending.js';
-import type { Templates } from './domain/templates.js';
+import type { TemplateInput, Templates } from './domain/templates.js';
 import type { Tracking } from './domain/tracking.js';
-import { z } from 'zod';
-import { parseOrThrow } from '@svc/lib/zod-errors';
 import type { ActivityRow } from './store/activity-store.js';
 import type { DomainRow } from './store/domains-store.js';
 import type { TemplateRow } from './store/templates-store.js';
@@ -35,12 +42,74 @@ export interface MessagingParts {
 }
 
 const ts = (d: Date | null | undefined) => (d ? timestampFromDate(d) : undefined);
-const json = (v: Value | undefined) => (v ? toJson(ValueSchema, v) : undefined);
 
-// SPEC.md: `email (string, email), required`: a string that is not an address is a 422, like a missing one.
-const verifyInput = z.object({
-  email: z.string({ required_error: 'Required' }).trim().refine(isValidEmail, { message: 'Invalid email', params: { code: 'invalid_string' } }),
+// Decoding: messages to the domain's inputs. JSON types were checked by the caller's encoding;
+// every rule is the domain's.
+
+function addressInput(a: Address | undefined): AddressInput | undefined {
+  if (a?.form.case === 'text') return a.form.value;
+  if (a?.form.case === 'mailbox') return { email: a.form.value.email, name: a.form.value.name };
+  return undefined;
+}
+
+const attachmentInputs = (list: Attachment[]) =>
+  list.length
+    ? list.map((a) => ({ filename: a.filename, content: a.content, contentType: a.contentType, contentId: a.contentId, disposition: a.disposition }))
+    : undefined;
+
+const headersInput = (headers: Record<string, string>) => (Object.keys(headers).length ? headers : undefined);
+
+const sendInput = (req: SendEmailRequest): SendInput => ({
+  to: req.to.map(addressInput) as AddressInput[],
+  subject: req.subject,
+  body: req.body,
+  template: req.template,
+  from: addressInput(req.from),
+  name: req.name,
+  subscribed: req.subscribed,
+  data: req.data,
+  headers: headersInput(req.headers),
+  reply: req.reply,
+  attachments: attachmentInputs(req.attachments),
 });
+
+const templateInput = (f: TemplateFields | undefined): TemplateInput => ({
+  name: f?.name,
+  description: f?.description,
+  subject: f?.subject,
+  body: f?.body,
+  from: addressInput(f?.from),
+  fromName: f?.fromName,
+  replyTo: f?.replyTo,
+  type: f?.type,
+});
+
+const SOURCES: Record<SendSource, Source> = {
+  [SendSource.UNSPECIFIED]: 'transactional',
+  [SendSource.TRANSACTIONAL]: 'transactional',
+  [SendSource.WORKFLOW]: 'workflow',
+  [SendSource.CAMPAIGN]: 'campaign',
+};
+
+function queueInput(req: QueueEmailsRequest): QueueInput {
+  const c = req.content;
+  return {
+    content: {
+      templateId: c?.templateId,
+      subject: c?.subject,
+      body: c?.body,
+      from: c?.from && { email: c.from.email, name: c.from.name },
+      replyTo: c?.replyTo,
+      type: c?.type,
+      headers: headersInput(c?.headers ?? {}),
+      attachments: attachmentInputs(c?.attachments ?? []),
+    },
+    recipients: req.recipients.map((r) => ({ ...r, variables: r.variables ?? {} })),
+    source: SOURCES[req.source] ?? 'transactional',
+    campaignId: req.campaignId,
+    workflowId: req.workflowId,
+  };
+}
 
 function domain(parts: MessagingParts, d: DomainRow) {
   return create(DomainSchema, {
@@ -117,13 +186,13 @@ export function messagingRoutes(parts: MessagingParts) {
         return { templates: page.rows.map(template), total: BigInt(page.total), page: page.page, pageSize: page.pageSize, totalPages: page.totalPages };
       },
       async createTemplate(req) {
-        return { template: template(await parts.templates.create(req.projectId, json(req.input))) };
+        return { template: template(await parts.templates.create(req.projectId, templateInput(req.fields))) };
       },
       async getTemplate(req) {
         return { template: template(await parts.templates.get(req.projectId, req.id)) };
       },
       async updateTemplate(req) {
-        return { template: template(await parts.templates.update(req.projectId, req.id, json(req.input))) };
+        return { template: template(await parts.templates.update(req.projectId, req.id, templateInput(req.fields))) };
       },
       async deleteTemplate(req) {
         await parts.templates.delete(req.projectId, req.id);
@@ -140,16 +209,22 @@ export function messagingRoutes(parts: MessagingParts) {
 
       async sendEmail(req) {
         const idem = req.idempotencyKey ? { key: req.idempotencyKey, fingerprint: req.idempotencyFingerprint } : undefined;
-        const r = await parts.sending.send(req.projectId, json(req.input), idem);
+        const r = await parts.sending.send(req.projectId, sendInput(req), idem);
         return {
           emails: r.emails.map((e) => ({ contactId: e.contactId, contactEmail: e.contactEmail, emailId: e.emailId })),
           timestamp: timestampFromDate(r.timestamp),
           replayed: r.replayed ?? false,
         };
       },
+      async queueEmails(req) {
+        const r = await parts.sending.queue(req.projectId, queueInput(req));
+        return {
+          emails: r.emails.map((e) => ({ contactId: e.contactId, emailId: e.emailId, status: e.status })),
+          sendId: r.sendId,
+        };
+      },
       async verifyEmail(req) {
-        const { email } = parseOrThrow(verifyInput, json(req.input) ?? {});
-        const r = await verifyEmail(email, parts.dns);
+        const r = await verifyEmail(parseVerifyRequest({ email: req.email }), parts.dns);
         return { result: { ...r, suggestion: r.suggestion ?? '' } };
       },
 
@@ -164,7 +239,7 @@ export function messagingRoutes(parts: MessagingParts) {
         return parts.tracking.subscription(req.token, req.subscribed);
       },
       async handleProviderWebhook(req) {
-        return parts.webhooks.handle(json(req.payload));
+        return parts.webhooks.handle(req.events);
       },
 
       async listActivity(req) {

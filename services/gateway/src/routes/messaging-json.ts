@@ -1,5 +1,69 @@
-import type { Activity, Domain, EmailVerification, Template } from '@svc/proto/svc/messaging/v1/messaging_pb';
+import {
+  HandleProviderWebhookRequestSchema,
+  MailboxSchema,
+  ProviderNotificationSchema,
+  SendEmailRequestSchema,
+  TemplateFieldsSchema,
+  VerifyEmailRequestSchema,
+  type Activity,
+  type Domain,
+  type EmailVerification,
+  type HandleProviderWebhookRequest,
+  type SendEmailRequest,
+  type Template,
+  type TemplateFields,
+  type VerifyEmailRequest,
+} from '@svc/proto/svc/messaging/v1/messaging_pb';
+import { isJsonObject, messageFromJson, renameErrorFields, type ShapeReader } from '../http/json-message.js';
 import { iso } from './identity-json.js';
+
+// Request bodies -> messages. REST shapes that are not protobuf JSON: an address is a string or
+// {name, email}; /v1/send takes one recipient or a list; a webhook one notification or {events}.
+
+const address: ShapeReader = (value, path, reader) => {
+  if (typeof value === 'string') return { form: { case: 'text', value } };
+  if (!isJsonObject(value)) return reader.fail(path, 'Expected an email address string or {name, email}', value);
+  // A null name is no name.
+  const { name, ...rest } = value;
+  const mailbox = reader.message(MailboxSchema, name === null ? rest : value, path);
+  return { form: { case: 'mailbox', value: mailbox } };
+};
+const shapes = { 'svc.messaging.v1.Address': address };
+
+/** POST /v1/send. */
+export function sendRequest(body: unknown, base: Partial<SendEmailRequest>): SendEmailRequest {
+  return messageFromJson(SendEmailRequestSchema, body, { shapes, singleOrList: ['to'] }, base);
+}
+
+/** The service names recipients `to.<i>`; a body with one recipient (not a list) hears of `to`. */
+export function sendError(body: unknown, err: unknown): unknown {
+  const single = !isJsonObject(body) || !Array.isArray(body.to);
+  return single ? renameErrorFields(err, 'to.0', 'to') : err;
+}
+
+/** POST /templates (`from: null` is a missing sender) and PATCH (null clears the optional texts). */
+export function templateFields(body: unknown, op: 'create' | 'update'): TemplateFields {
+  const clear = { description: 'empty', fromName: 'empty', replyTo: 'empty' } as const;
+  const nulls = op === 'create' ? { ...clear, from: 'absent' as const } : clear;
+  return messageFromJson(TemplateFieldsSchema, body, { shapes, nulls });
+}
+
+export const verifyRequest = (body: unknown, projectId: string): VerifyEmailRequest =>
+  messageFromJson(VerifyEmailRequestSchema, body, {}, { projectId });
+
+/** POST /webhooks/{provider}: `{events: [...]}` or one notification. */
+export function webhookRequest(body: unknown, provider: string): HandleProviderWebhookRequest {
+  if (isJsonObject(body) && Object.hasOwn(body, 'events')) {
+    return messageFromJson(HandleProviderWebhookRequestSchema, body, {}, { provider });
+  }
+  const one = messageFromJson(ProviderNotificationSchema, body);
+  return messageFromJson(HandleProviderWebhookRequestSchema, {}, {}, { provider, events: [one] });
+}
+
+/** The service names notifications `events.<i>`; a body of one notification hears of its own fields. */
+export function webhookError(body: unknown, err: unknown): unknown {
+  return isJsonObject(body) && Object.hasOwn(body, 'events') ? err : renameErrorFields(err, 'events.0', '');
+}
 
 export const domainJson = (d: Domain) => ({
   id: d.id,

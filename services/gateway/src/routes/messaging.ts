@@ -1,5 +1,3 @@
-import { fromJson, type JsonValue } from '@bufbuild/protobuf';
-import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
 import { Router, type Request } from 'express';
 import { notFound } from '@svc/lib/errors';
@@ -9,10 +7,16 @@ import { objectBody, stringField } from '../http/body.js';
 import { wrapped } from '../http/envelope.js';
 import { stringParam } from '../http/query.js';
 import { iso } from './identity-json.js';
-import { activityJson, domainJson, templateJson, verificationJson } from './messaging-json.js';
-
-/** The JSON body as sent; the messaging service validates it and names the fields. */
-const input = (body: unknown) => fromJson(ValueSchema, (body ?? {}) as JsonValue);
+import {
+  activityJson,
+  domainJson,
+  sendError,
+  sendRequest,
+  templateFields,
+  templateJson,
+  verificationJson,
+  verifyRequest,
+} from './messaging-json.js';
 
 /** A project id in a path or body must be the key's own project; any other is a 404, never a leak. */
 function requireOwnProject(req: Request, projectId: unknown): void {
@@ -60,7 +64,8 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
   });
 
   r.post('/templates', secret, async (req, res) => {
-    res.status(201).json(templateJson((await messaging.createTemplate({ projectId: req.projectId, input: input(req.body) })).template!));
+    const fields = templateFields(req.body, 'create');
+    res.status(201).json(templateJson((await messaging.createTemplate({ projectId: req.projectId, fields })).template!));
   });
 
   r.get('/templates/:id', secret, async (req, res) => {
@@ -68,7 +73,8 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
   });
 
   r.patch('/templates/:id', secret, async (req, res) => {
-    const out = await messaging.updateTemplate({ projectId: req.projectId, id: String(req.params.id), input: input(req.body) });
+    const fields = templateFields(req.body, 'update');
+    const out = await messaging.updateTemplate({ projectId: req.projectId, id: String(req.params.id), fields });
     res.json(templateJson(out.template!));
   });
 
@@ -94,11 +100,13 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
   r.post('/v1/send', guards.send, async (req, res) => {
     // Messaging records the key with the queued emails: a repeat never queues twice, even if Redis lost the key.
     const idem = req.idempotency;
-    const out = await messaging.sendEmail({
+    const request = sendRequest(req.body, {
       projectId: req.projectId,
-      input: input(req.body),
       idempotencyKey: idem?.key ?? '',
       idempotencyFingerprint: idem?.fingerprint ?? '',
+    });
+    const out = await messaging.sendEmail(request).catch((err) => {
+      throw sendError(req.body, err);
     });
     if (out.replayed) res.setHeader('Idempotent-Replayed', 'true');
     res.json(
@@ -110,7 +118,7 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
   });
 
   r.post('/v1/verify', secret, async (req, res) => {
-    const out = await messaging.verifyEmail({ projectId: req.projectId, input: input(req.body) });
+    const out = await messaging.verifyEmail(verifyRequest(req.body, req.projectId));
     res.json(wrapped(verificationJson(out.result!)));
   });
 

@@ -1,11 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
-import { fromJson, type JsonValue } from '@bufbuild/protobuf';
-import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
 import { Router, type Response } from 'express';
 import { AppError, unauthorized } from '@svc/lib/errors';
 import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
-import { objectBody } from '../http/body.js';
+import { webhookError, webhookRequest } from './messaging-json.js';
 
 // Links inside sent mail: no API key (the signed token is the credential), no rate limit
 // budget of the project, answers meant for mail clients and people rather than programs.
@@ -114,7 +112,9 @@ export function webhooksRouter(messaging: Client<typeof MessagingService>, secre
       throw unauthorized('UNAUTHORIZED', 'Missing or wrong X-Webhook-Secret header');
     }
     const provider = String(req.params.provider);
-    const out = await messaging.handleProviderWebhook({ provider, payload: fromJson(ValueSchema, objectBody(req.body) as JsonValue) });
+    const out = await messaging.handleProviderWebhook(webhookRequest(req.body, provider)).catch((err) => {
+      throw webhookError(req.body, err);
+    });
     res.json({ success: true, processed: out.processed, ignored: out.ignored });
   });
   return r;

@@ -8,6 +8,9 @@ export interface Address {
   email: string;
 }
 
+/** An address as written: `"a@b.com"`, `"Name <a@b.com>"` or `{name, email}` (checked by `addressSchema`). */
+export type AddressInput = string | { name?: string; email?: string };
+
 const NAME_MAX = 200;
 const LINE_BREAK = /[\r\n]/;
 

@@ -6,9 +6,23 @@ export interface ContactView {
   data: Record<string, unknown>;
 }
 
+export interface UpsertedContact {
+  contact: ContactView;
+  /** Values sent as {value, persistent: false}: for this send only. */
+  oneOff: Record<string, unknown>;
+}
+
 export interface ContactDirectory {
-  /** The shared write path of /v1/send: custom-data rules apply; new contacts start unsubscribed. */
-  upsert(projectId: string, email: string, opts: { subscribed?: boolean; data?: Record<string, unknown> }): Promise<{ contact: ContactView; oneOff: Record<string, unknown> }>;
+  /**
+   * The shared write path of /v1/send, one call for all recipients, written in order: custom-data
+   * rules apply; new contacts start unsubscribed. A failing recipient's error is thrown, named
+   * `to.<index>` (the contacts written before and after it stay written).
+   */
+  upsertMany(
+    projectId: string,
+    emails: string[],
+    opts: { subscribed?: boolean; data?: Record<string, unknown> },
+  ): Promise<UpsertedContact[]>;
   get(projectId: string, contactId: string): Promise<ContactView | null>;
   setSubscribed(projectId: string, contactId: string, subscribed: boolean): Promise<ContactView>;
 }

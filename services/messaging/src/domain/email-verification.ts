@@ -1,5 +1,20 @@
 import { createRequire } from 'node:module';
+import { z } from 'zod';
+import { parseOrThrow } from '@svc/lib/zod-errors';
 import { isValidEmail } from './address.js';
+
+// SPEC.md: `email (string, email), required`: a string that is not an address is a 422, like a missing one.
+const verifyRequest = z.object({
+  email: z
+    .string({ required_error: 'Required' })
+    .trim()
+    .refine(isValidEmail, { message: 'Invalid email', params: { code: 'invalid_string' } }),
+});
+
+/** The address of a POST /v1/verify request; throws 422 VALIDATION_ERROR when missing or malformed. */
+export function parseVerifyRequest(input: { email?: string }): string {
+  return parseOrThrow(verifyRequest, input).email;
+}
 
 /** SPEC.md "Email verification result", plus `suggestion` (the corrected address) when `isTypo`. */
 export interface EmailVerification {

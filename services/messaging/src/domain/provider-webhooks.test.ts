@@ -1,14 +1,24 @@
+import type { AppError } from '@svc/lib/errors';
 import { parseWebhookPayload } from './provider-webhooks.js';
 
 describe('provider webhook payloads', () => {
   test('one notification or a batch; type aliases; hard bounce by default', () => {
-    expect(parseWebhookPayload({ type: 'Bounced', emailId: 'x' })).toEqual([{ type: 'bounce', emailId: 'x', bounceType: 'hard' }]);
-    expect(parseWebhookPayload({ events: [{ type: 'delivered', messageId: '<m@x>' }, { type: 'spam', messageId: 'm@x' }] }).map((n) => n.type)).toEqual(['delivery', 'complaint']);
+    expect(parseWebhookPayload([{ type: 'Bounced', emailId: 'x' }])).toEqual([{ type: 'bounce', emailId: 'x', bounceType: 'hard' }]);
+    const batch = [{ type: 'delivered', messageId: '<m@x>' }, { type: 'spam', messageId: 'm@x' }];
+    expect(parseWebhookPayload(batch).map((n) => n.type)).toEqual(['delivery', 'complaint']);
   });
 
-  test('an unknown type or a notification naming no email is a 422', () => {
-    expect(() => parseWebhookPayload({ type: 'open', emailId: 'x' })).toThrow(expect.objectContaining({ status: 422 }));
-    expect(() => parseWebhookPayload({ type: 'bounce' })).toThrow(expect.objectContaining({ status: 422 }));
-    expect(() => parseWebhookPayload({ events: [] })).toThrow(expect.objectContaining({ status: 422 }));
+  test('an unknown type, a notification naming no email or an empty batch is a 422 naming the field', () => {
+    const fieldsOf = (events: Parameters<typeof parseWebhookPayload>[0]) => {
+      try {
+        parseWebhookPayload(events);
+      } catch (err) {
+        return (err as AppError).errors?.map((e) => e.field);
+      }
+      throw new Error('expected a 422');
+    };
+    expect(fieldsOf([{ type: 'open', emailId: 'x' }])).toEqual(['events.0.type']);
+    expect(fieldsOf([{ emailId: 'x' }, { type: 'bounce' }])).toEqual(['events.0.type', 'events.1.emailId']);
+    expect(fieldsOf([])).toEqual(['events']);
   });
 });

@@ -28,25 +28,32 @@ const notificationSchema = z.object({
   occurredAt: z.string().datetime({ offset: true }).optional(),
 }).refine((n) => n.emailId || n.messageId, { message: 'emailId or messageId is required', path: ['emailId'], params: { code: 'required' } });
 
-const payloadSchema = z.union([
-  z.object({ events: z.array(notificationSchema).min(1).max(1000) }),
-  notificationSchema.transform((n) => ({ events: [n] })),
-]);
+const payloadSchema = z.object({ events: z.array(notificationSchema).min(1).max(1000) });
 
 export type Notification = z.infer<typeof notificationSchema>;
 
-export function parseWebhookPayload(input: unknown): Notification[] {
-  return parseOrThrow(payloadSchema, input).events;
+/** A ProviderNotification message as the service receives it (the REST body's single form is a list of one). */
+export interface NotificationInput {
+  type?: string;
+  emailId?: string;
+  messageId?: string;
+  reason?: string;
+  bounceType?: string;
+  occurredAt?: string;
+}
+
+export function parseWebhookPayload(events: NotificationInput[]): Notification[] {
+  return parseOrThrow(payloadSchema, { events }).events;
 }
 
 /** Applies notifications idempotently: a repeated one changes nothing and emits nothing. */
 export class ProviderWebhooks {
   constructor(private readonly pool: Pool, private readonly emails: EmailsStore) {}
 
-  async handle(input: unknown): Promise<{ processed: number; ignored: number }> {
+  async handle(events: NotificationInput[]): Promise<{ processed: number; ignored: number }> {
     let processed = 0;
     let ignored = 0;
-    for (const n of parseWebhookPayload(input)) {
+    for (const n of parseWebhookPayload(events)) {
       const email = await this.emails.findForNotification({ emailId: n.emailId && isUuid(n.emailId) ? n.emailId : undefined, messageId: n.messageId });
       if (!email) {
         ignored++;

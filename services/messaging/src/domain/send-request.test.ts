@@ -1,11 +1,14 @@
 import { AppError, type FieldError } from '@svc/lib/errors';
-import { MAX_ATTACHMENT_BYTES, parseSendRequest } from './send-request.js';
+import { MAX_ATTACHMENT_BYTES, parseSendRequest, type SendInput } from './send-request.js';
+
+// The SendEmail message's rules. JSON type mistakes never reach the service: the gateway's
+// mapper refuses them (services/gateway/src/http/json-message.test.ts).
 
 const TEMPLATE_ID = '3f1c1b9e-8a2d-4c55-9d7e-2b6f0f1d2a3b';
-const base = { to: 'ann@example.com', subject: 'Hi', body: '<p>Hi</p>' };
-const b64 = (bytes: number) => Buffer.alloc(bytes, 7).toString('base64');
+const base: SendInput = { to: ['ann@example.com'], subject: 'Hi', body: '<p>Hi</p>' };
+const bytes = (n: number) => new Uint8Array(n).fill(7);
 
-function errorsOf(input: unknown, limits?: Parameters<typeof parseSendRequest>[1]): FieldError[] {
+function errorsOf(input: SendInput, limits?: Parameters<typeof parseSendRequest>[1]): FieldError[] {
   try {
     parseSendRequest(input, limits);
   } catch (err) {
@@ -16,12 +19,12 @@ function errorsOf(input: unknown, limits?: Parameters<typeof parseSendRequest>[1
   }
   throw new Error('expected a throw');
 }
-const fields = (input: unknown, limits?: Parameters<typeof parseSendRequest>[1]) => errorsOf(input, limits).map((e) => e.field);
+const fields = (input: SendInput, limits?: Parameters<typeof parseSendRequest>[1]) => errorsOf(input, limits).map((e) => e.field);
 
 describe('POST /v1/send body', () => {
-  test('to may be a string, {name, email}, or an array of either; it is normalised to an array', () => {
+  test('a recipient may be a string, "Name <address>" or {name, email}', () => {
     expect(parseSendRequest(base).to).toEqual([{ email: 'ann@example.com' }]);
-    expect(parseSendRequest({ ...base, to: { name: 'Ann', email: 'ann@example.com' } }).to).toEqual([{ name: 'Ann', email: 'ann@example.com' }]);
+    expect(parseSendRequest({ ...base, to: [{ name: 'Ann', email: 'ann@example.com' }] }).to).toEqual([{ name: 'Ann', email: 'ann@example.com' }]);
     expect(parseSendRequest({ ...base, to: ['Bo <bo@example.com>', { email: 'cy@example.com' }] }).to).toEqual([
       { name: 'Bo', email: 'bo@example.com' },
       { email: 'cy@example.com' },
@@ -29,8 +32,7 @@ describe('POST /v1/send body', () => {
   });
 
   test('to is required, non-empty, and at most 50 recipients', () => {
-    expect(errorsOf({ subject: 'a', body: 'b' })).toEqual([expect.objectContaining({ field: 'to', message: 'Required' })]);
-    expect(fields({ ...base, to: [] })).toEqual(['to']);
+    expect(errorsOf({ to: [], subject: 'a', body: 'b' })).toEqual([expect.objectContaining({ field: 'to', code: 'too_small' })]);
     const many = Array.from({ length: 51 }, (_, i) => `u${i}@example.com`);
     expect(errorsOf({ ...base, to: many })).toEqual([expect.objectContaining({ field: 'to', code: 'too_big' })]);
     expect(parseSendRequest({ ...base, to: many.slice(0, 50) }).to).toHaveLength(50);
@@ -41,21 +43,22 @@ describe('POST /v1/send body', () => {
       { field: 'to.1.email', code: 'invalid_string', message: 'Invalid email' },
     ]);
     expect(fields({ ...base, to: ['ok@example.com', 'nope'] })).toEqual(['to.1']);
-    expect(fields({ ...base, to: { email: 'nope' } })).toEqual(['to.email']);
+    expect(fields({ ...base, to: [{ email: 'nope' }] })).toEqual(['to.0.email']);
+    expect(errorsOf({ ...base, to: [{ name: 'X' }] })).toEqual([expect.objectContaining({ field: 'to.0.email', message: 'Required' })]);
   });
 
   test('rule 1: content is required, either template or both subject and body', () => {
-    expect(errorsOf({ to: 'a@b.com' })).toEqual([
+    expect(errorsOf({ to: ['a@b.com'] })).toEqual([
       expect.objectContaining({ field: 'subject', code: 'required' }),
       expect.objectContaining({ field: 'body', code: 'required' }),
     ]);
-    expect(errorsOf({ to: 'a@b.com', subject: 'Hi' })).toEqual([expect.objectContaining({ field: 'body', code: 'required' })]);
-    expect(parseSendRequest({ to: 'a@b.com', template: TEMPLATE_ID })).toEqual({ to: [{ email: 'a@b.com' }], template: TEMPLATE_ID });
-    expect(fields({ to: 'a@b.com', template: 'not-a-uuid' })).toEqual(['template']);
+    expect(errorsOf({ to: ['a@b.com'], subject: 'Hi' })).toEqual([expect.objectContaining({ field: 'body', code: 'required' })]);
+    expect(parseSendRequest({ to: ['a@b.com'], template: TEMPLATE_ID })).toEqual({ to: [{ email: 'a@b.com' }], template: TEMPLATE_ID });
+    expect(fields({ to: ['a@b.com'], template: 'not-a-uuid' })).toEqual(['template']);
   });
 
   test('rule 1 is reported together with other field errors', () => {
-    expect(fields({ to: 'nope', subject: 'Hi' })).toEqual(['to', 'body']);
+    expect(fields({ to: ['nope'], subject: 'Hi' })).toEqual(['to.0', 'body']);
   });
 
   test('subject is 1 to 998 characters with no newline characters', () => {
@@ -91,11 +94,8 @@ describe('POST /v1/send body', () => {
     expect(fields({ ...base, from: 'shop@example.com', name: 'A\r\nB' })).toEqual(['name']);
   });
 
-  test('subscribed is a boolean and data a plain object', () => {
+  test('subscribed and data pass through', () => {
     expect(parseSendRequest({ ...base, subscribed: true, data: { plan: 'pro', n: null } })).toMatchObject({ subscribed: true, data: { plan: 'pro', n: null } });
-    expect(fields({ ...base, subscribed: 'yes' })).toEqual(['subscribed']);
-    expect(fields({ ...base, data: [1] })).toEqual(['data']);
-    expect(fields({ ...base, data: 'x' })).toEqual(['data']);
   });
 
   test('reply is an email', () => {
@@ -120,7 +120,6 @@ describe('POST /v1/send body', () => {
     expect(parseSendRequest({ ...base, headers: { 'X-Long': 'v'.repeat(998) } }).headers!['X-Long']).toHaveLength(998);
     expect(errorsOf({ ...base, headers: { 'X-Foo': 'v'.repeat(999) } })).toEqual([expect.objectContaining({ field: 'headers.X-Foo', code: 'too_big' })]);
     expect(errorsOf({ ...base, headers: { 'X-Foo': 'a\r\nBcc: x@y.com' } })).toEqual([expect.objectContaining({ field: 'headers.X-Foo', code: 'invalid_string' })]);
-    expect(errorsOf({ ...base, headers: { 'X-Foo': 1 } })).toEqual([expect.objectContaining({ field: 'headers.X-Foo', code: 'invalid_type' })]);
   });
 
   test('reserved headers cannot be set, whatever their case', () => {
@@ -153,27 +152,21 @@ describe('POST /v1/send body', () => {
   });
 
   test('attachments take the DESIGN.md shape; disposition defaults to attachment', () => {
-    const request = parseSendRequest({ ...base, attachments: [{ filename: 'a.pdf', content: 'aGVs\nbG8=', contentType: 'application/pdf' }] });
-    expect(request.attachments).toEqual([{ filename: 'a.pdf', content: 'aGVsbG8=', contentType: 'application/pdf', disposition: 'attachment' }]);
-    const inline = parseSendRequest({ ...base, attachments: [{ filename: 'logo.png', content: b64(3), contentType: 'image/png', contentId: 'logo', disposition: 'inline' }] });
+    const content = new TextEncoder().encode('hello');
+    const request = parseSendRequest({ ...base, attachments: [{ filename: 'a.pdf', content, contentType: 'application/pdf' }] });
+    expect(request.attachments).toEqual([{ filename: 'a.pdf', content, contentType: 'application/pdf', disposition: 'attachment' }]);
+    const inline = parseSendRequest({ ...base, attachments: [{ filename: 'logo.png', content: bytes(3), contentType: 'image/png', contentId: 'logo', disposition: 'inline' }] });
     expect(inline.attachments![0]).toMatchObject({ contentId: 'logo', disposition: 'inline' });
   });
 
   test('at most 10 attachments', () => {
-    const item = { filename: 'a.txt', content: b64(1), contentType: 'text/plain' };
+    const item = { filename: 'a.txt', content: bytes(1), contentType: 'text/plain' };
     expect(parseSendRequest({ ...base, attachments: Array(10).fill(item) }).attachments).toHaveLength(10);
     expect(fields({ ...base, attachments: Array(11).fill(item) })).toEqual(['attachments']);
   });
 
-  test('attachment content must be valid base64', () => {
-    expect(errorsOf({ ...base, attachments: [{ filename: 'a.txt', content: 'not base64!', contentType: 'text/plain' }] })).toEqual([
-      expect.objectContaining({ field: 'attachments.0.content', code: 'invalid_base64' }),
-    ]);
-    expect(fields({ ...base, attachments: [{ filename: 'a.txt', content: 'abc', contentType: 'text/plain' }] })).toEqual(['attachments.0.content']);
-  });
-
   test('attachment filename has no line breaks or path separators; contentType is type/subtype', () => {
-    const att = (over: object) => ({ ...base, attachments: [{ filename: 'a.txt', content: b64(1), contentType: 'text/plain', ...over }] });
+    const att = (over: object) => ({ ...base, attachments: [{ filename: 'a.txt', content: bytes(1), contentType: 'text/plain', ...over }] });
     expect(fields(att({ filename: '../etc/passwd' }))).toEqual(['attachments.0.filename']);
     expect(fields(att({ filename: 'a\\b.txt' }))).toEqual(['attachments.0.filename']);
     expect(fields(att({ filename: 'a\r\n.txt' }))).toEqual(['attachments.0.filename']);
@@ -183,14 +176,14 @@ describe('POST /v1/send body', () => {
   });
 
   test('inline attachments need a contentId', () => {
-    expect(errorsOf({ ...base, attachments: [{ filename: 'l.png', content: b64(3), contentType: 'image/png', disposition: 'inline' }] })).toEqual([
+    expect(errorsOf({ ...base, attachments: [{ filename: 'l.png', content: bytes(3), contentType: 'image/png', disposition: 'inline' }] })).toEqual([
       expect.objectContaining({ field: 'attachments.0.contentId', code: 'required' }),
     ]);
   });
 
   test('attachments total at most 10 MB decoded by default, configurable', () => {
     expect(MAX_ATTACHMENT_BYTES).toBe(10 * 1024 * 1024);
-    const att = (bytes: number) => ({ filename: 'a.bin', content: b64(bytes), contentType: 'application/octet-stream' });
+    const att = (n: number) => ({ filename: 'a.bin', content: bytes(n), contentType: 'application/octet-stream' });
     expect(parseSendRequest({ ...base, attachments: [att(MAX_ATTACHMENT_BYTES / 2), att(MAX_ATTACHMENT_BYTES / 2)] }).attachments).toHaveLength(2);
     expect(errorsOf({ ...base, attachments: [att(MAX_ATTACHMENT_BYTES / 2), att(MAX_ATTACHMENT_BYTES / 2 + 1)] })).toEqual([
       expect.objectContaining({ field: 'attachments', code: 'too_big' }),
@@ -199,12 +192,7 @@ describe('POST /v1/send body', () => {
     expect(parseSendRequest({ ...base, attachments: [att(100)] }, { maxAttachmentBytes: 100 }).attachments).toHaveLength(1);
   });
 
-  test('unknown top-level keys are ignored', () => {
-    expect(parseSendRequest({ ...base, cc: 'x@y.com', extra: 1 })).toEqual({ to: [{ email: 'ann@example.com' }], subject: 'Hi', body: '<p>Hi</p>' });
-  });
-
-  test('a body that is not an object is a validation error', () => {
-    expect(fields('nope')).toEqual(['']);
-    expect(fields(null)).toEqual(['']);
+  test('fields left unset are absent from the request', () => {
+    expect(parseSendRequest(base)).toEqual({ to: [{ email: 'ann@example.com' }], subject: 'Hi', body: '<p>Hi</p>' });
   });
 });

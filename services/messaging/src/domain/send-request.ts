@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { validationError, type FieldError } from '@svc/lib/errors';
 import { fieldErrors } from '@svc/lib/zod-errors';
-import { addressSchema, isValidEmail, type Address } from './address.js';
+import { addressSchema, isValidEmail, type Address, type AddressInput } from './address.js';
 import { bodySchema, MAX_SUBJECT_CHARS } from './content-limits.js';
 import { isReservedHeader } from './message-headers.js';
 
-// Body of POST /v1/send, per SPEC.md; the attachment shape is DESIGN.md's.
+// Body of POST /v1/send, per SPEC.md; the attachment shape is DESIGN.md's. JSON types are checked
+// when the gateway maps the body to the RPC message; the rules are checked here, once.
 
 /** SPEC.md Limits: "10 MB total by default" (binary megabytes, decoded size). */
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
@@ -22,11 +23,31 @@ export interface SendLimits {
 
 export interface Attachment {
   filename: string;
-  /** Base64 with any line-wrapping removed. */
-  content: string;
+  content: Uint8Array;
   contentType: string;
   contentId?: string;
   disposition: 'attachment' | 'inline';
+}
+
+/** An attachment as sent (SendEmail and QueueEmails messages). */
+export interface AttachmentInput extends Omit<Attachment, 'disposition'> {
+  disposition?: string;
+}
+
+/** The SendEmail message's fields, as the service receives them. */
+export interface SendInput {
+  /** The REST body's single recipient arrives as a list of one. */
+  to: AddressInput[];
+  subject?: string;
+  body?: string;
+  template?: string;
+  from?: AddressInput;
+  name?: string;
+  subscribed?: boolean;
+  data?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  reply?: string;
+  attachments?: AttachmentInput[];
 }
 
 export interface SendRequest {
@@ -48,17 +69,13 @@ const noLineBreaks = (what: string) => [
   { message: `${what} must not contain line breaks`, params: { code: 'invalid_string' } },
 ] as const;
 
-const toSchema = z.unknown().transform((value, ctx): Address[] => {
+const toSchema = z.array(z.unknown()).transform((value, ctx): Address[] => {
   const one = (item: unknown, path: (string | number)[]): Address | undefined => {
     const result = addressSchema.safeParse(item);
     if (result.success) return result.data;
     for (const issue of result.error.issues) ctx.addIssue({ ...issue, path: [...path, ...issue.path] } as z.IssueData);
     return undefined;
   };
-  if (!Array.isArray(value)) {
-    const address = one(value, []);
-    return address ? [address] : z.NEVER;
-  }
   if (value.length === 0 || value.length > MAX_RECIPIENTS) {
     const message = value.length === 0 ? 'At least one recipient is required' : `At most ${MAX_RECIPIENTS} recipients per request`;
     ctx.addIssue({ code: 'custom', message, params: { code: value.length === 0 ? 'too_small' : 'too_big' } });
@@ -70,7 +87,7 @@ const toSchema = z.unknown().transform((value, ctx): Address[] => {
 
 // RFC 5322 field-name: printable US-ASCII except colon (so no space, CR or LF either).
 const HEADER_NAME = /^[\x21-\x39\x3B-\x7E]+$/;
-const headersSchema = z.record(z.string(), z.unknown()).superRefine((headers, ctx) => {
+export const headersSchema = z.record(z.string(), z.unknown()).superRefine((headers, ctx) => {
   const entries = Object.entries(headers);
   if (entries.length > MAX_HEADERS) {
     ctx.addIssue({ code: 'custom', message: `At most ${MAX_HEADERS} headers`, params: { code: 'too_big' } });
@@ -93,23 +110,16 @@ const headersSchema = z.record(z.string(), z.unknown()).superRefine((headers, ct
   }
 }) as unknown as z.ZodType<Record<string, string>>;
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
 // Control characters would break the Content-Disposition header; separators would let a
 // receiving client write outside its download folder.
 const UNSAFE_FILENAME = /[\x00-\x1f\x7f/\\]/;
 
-function decodedSize(base64: string): number {
-  const padding = base64.endsWith('==') ? 2 : base64.endsWith('=') ? 1 : 0;
-  return (base64.length / 4) * 3 - padding;
-}
-
 const attachmentSchema = z.object({
   filename: z.string().min(1).max(255)
     .refine((s) => !UNSAFE_FILENAME.test(s) && s !== '.' && s !== '..', { message: 'Filename must not contain line breaks, control characters or path separators', params: { code: 'invalid_string' } }),
-  // Line-wrapped base64 (MIME style) is common, so whitespace is dropped before checking.
-  content: z.string().transform((s) => s.replace(/\s+/g, ''))
-    .refine((s) => s.length % 4 === 0 && BASE64.test(s), { message: 'Content must be base64', params: { code: 'invalid_base64' } }),
+  // Decoded from the JSON body's base64 by the gateway, once.
+  content: z.instanceof(Uint8Array),
   contentType: z.string().regex(MIME_TYPE, 'Content type must look like type/subtype'),
   contentId: z.string().min(1).max(255).regex(/^[^\s<>]+$/, 'Content id must not contain spaces or angle brackets').optional(),
   disposition: z.enum(['attachment', 'inline']).default('attachment'),
@@ -120,17 +130,19 @@ const attachmentSchema = z.object({
   }
 });
 
-const attachmentsSchema = (maxBytes: number) => z.array(attachmentSchema).max(MAX_ATTACHMENTS, `At most ${MAX_ATTACHMENTS} attachments`)
+export const attachmentsSchema = (maxBytes: number) => z.array(attachmentSchema).max(MAX_ATTACHMENTS, `At most ${MAX_ATTACHMENTS} attachments`)
   .superRefine((items, ctx) => {
-    const total = items.reduce((sum, a) => sum + decodedSize(a.content), 0);
+    const total = items.reduce((sum, a) => sum + a.content.byteLength, 0);
     if (total > maxBytes) {
       ctx.addIssue({ code: 'custom', message: `Attachments total ${total} bytes, more than the ${maxBytes} byte limit`, params: { code: 'too_big' } });
     }
   });
 
+export const subjectSchema = z.string().min(1).max(MAX_SUBJECT_CHARS).refine(...noLineBreaks('Subject'));
+
 const sendSchema = (limits: Required<SendLimits>) => z.object({
   to: toSchema,
-  subject: z.string().min(1).max(MAX_SUBJECT_CHARS).refine(...noLineBreaks('Subject')).optional(),
+  subject: subjectSchema.optional(),
   body: bodySchema.optional(),
   template: z.string().uuid().optional(),
   from: addressSchema.optional(),
@@ -142,24 +154,22 @@ const sendSchema = (limits: Required<SendLimits>) => z.object({
   attachments: attachmentsSchema(limits.maxAttachmentBytes).optional(),
 });
 
-/** Rule 1: "either `template`, or both `subject` and `body`". Checked on the raw input so it is reported alongside other errors. */
-function contentRequired(input: unknown): FieldError[] {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) return [];
-  const body = input as Record<string, unknown>;
-  if (body.template !== undefined) return [];
+/** Rule 1: "either `template`, or both `subject` and `body`", reported alongside the other errors. */
+export function contentRequired(input: { template?: string; subject?: string; body?: string }): FieldError[] {
+  if (input.template !== undefined) return [];
   return (['subject', 'body'] as const)
-    .filter((field) => body[field] === undefined)
+    .filter((field) => input[field] === undefined)
     .map((field) => ({ field, code: 'required', message: `${field} is required when no template is given` }));
 }
 
-/** Validates and normalises a /v1/send body; throws 422 VALIDATION_ERROR listing every problem. */
-export function parseSendRequest(input: unknown, limits: SendLimits = {}): SendRequest {
+/** Validates and normalises a /v1/send request; throws 422 VALIDATION_ERROR listing every problem. */
+export function parseSendRequest(input: SendInput, limits: SendLimits = {}): SendRequest {
   const result = sendSchema({ maxAttachmentBytes: limits.maxAttachmentBytes ?? MAX_ATTACHMENT_BYTES }).safeParse(input);
   const errors = [...(result.success ? [] : fieldErrors(result.error)), ...contentRequired(input)];
   if (!result.success || errors.length) throw validationError(errors);
 
   const { name, from, ...rest } = result.data;
-  const fromWasString = typeof (input as { from?: unknown }).from === 'string';
+  const fromWasString = typeof input.from === 'string';
   // SPEC.md: `name` is "used only as fallback when `from` is a string without a name".
   const fallbackName = name?.trim();
   const sender = from && fromWasString && !from.name && fallbackName ? { name: fallbackName, email: from.email } : from;

@@ -4,7 +4,7 @@ import { badRequest, flatBadRequest, notFound } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
 import { parseOrThrow } from '@svc/lib/zod-errors';
 import type { TemplateFields, TemplateRow, TemplatesStore, TemplateType } from '../store/templates-store.js';
-import { addressSchema, isValidEmail } from './address.js';
+import { addressSchema, isValidEmail, type AddressInput } from './address.js';
 import { bodySchema, MAX_SUBJECT_CHARS } from './content-limits.js';
 import { offsetPage, totalPages } from './pagination.js';
 import type { Renderer } from './render.js';
@@ -40,6 +40,18 @@ const createSchema = z.object({
 
 const updateSchema = z.object(fields).partial();
 
+/** The TemplateFields message as the service receives it; an empty description, fromName or replyTo clears it. */
+export interface TemplateInput {
+  name?: string;
+  description?: string;
+  subject?: string;
+  body?: string;
+  from?: AddressInput;
+  fromName?: string;
+  replyTo?: string;
+  type?: string;
+}
+
 export interface TemplateListQuery {
   page?: string;
   pageSize?: string;
@@ -57,8 +69,7 @@ export interface TemplatePage {
   totalPages: number;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const missing = (v: unknown) => v === undefined || v === null || v === '';
+const missing = (v: AddressInput | undefined) => v === undefined || v === '';
 
 /** Templates: SPEC.md "Templates" and the Template resource. */
 export class Templates {
@@ -85,11 +96,10 @@ export class Templates {
     return { rows, total, page, pageSize, totalPages: totalPages(total, pageSize) };
   }
 
-  async create(projectId: string, input: unknown): Promise<TemplateRow> {
-    const body = isObject(input) ? input : {};
+  async create(projectId: string, input: TemplateInput): Promise<TemplateRow> {
     // SPEC.md: "Missing from returns 400 with a flat error."
-    if (missing(body.from)) throw flatBadRequest('from is required: a sender address on a verified domain');
-    const t = parseOrThrow(createSchema, body);
+    if (missing(input.from)) throw flatBadRequest('from is required: a sender address on a verified domain');
+    const t = parseOrThrow(createSchema, input);
     const fieldsToStore: TemplateFields = {
       name: t.name,
       description: t.description ?? '',
@@ -111,9 +121,9 @@ export class Templates {
     return row;
   }
 
-  async update(projectId: string, id: string, input: unknown): Promise<TemplateRow> {
+  async update(projectId: string, id: string, input: TemplateInput): Promise<TemplateRow> {
     const current = await this.get(projectId, id);
-    const t = parseOrThrow(updateSchema, isObject(input) ? input : {});
+    const t = parseOrThrow(updateSchema, input);
     const patch: Partial<TemplateFields> = {
       name: t.name,
       description: t.description,

@@ -3,6 +3,7 @@ import type { TemplateType } from './templates-store.js';
 
 export type EmailStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained' | 'suppressed' | 'failed';
 
+/** emails.attachments: only rows queued before migration 004 have any (base64); newer sends use send_attachments. */
 export interface StoredAttachment {
   filename: string;
   content: string;
@@ -30,6 +31,10 @@ export interface EmailRow {
   message_id: string;
   /** Claim order (domain/priority.ts): lower is sent first. */
   priority: number;
+  /** The send (request or batch) the email belongs to; its attachments are stored under this id. */
+  send_id: string | null;
+  campaign_id: string | null;
+  workflow_id: string | null;
   status: EmailStatus;
   attempts: number;
   last_error: string | null;
@@ -42,11 +47,20 @@ export interface EmailRow {
   created_at: Date;
 }
 
-export type NewEmail = Omit<EmailRow, 'attempts' | 'last_error' | 'sent_at' | 'first_opened_at' | 'first_clicked_at' | 'open_count' | 'click_count' | 'bounce_reason' | 'created_at'>;
+export type NewEmail = Omit<
+  EmailRow,
+  | 'attempts' | 'last_error' | 'sent_at' | 'first_opened_at' | 'first_clicked_at' | 'open_count' | 'click_count'
+  | 'bounce_reason' | 'created_at' | 'attachments' | 'send_id' | 'campaign_id' | 'workflow_id'
+> &
+  Partial<Pick<EmailRow, 'send_id' | 'campaign_id' | 'workflow_id'>> & {
+    /** Ignored: attachments are stored once per send (SendAttachmentsStore). */
+    attachments?: never[];
+  };
 
 const INSERT_COLUMNS = [
   'id', 'project_id', 'contact_id', 'to_email', 'to_name', 'from_email', 'from_name', 'reply_to', 'subject', 'html', 'text',
-  'headers', 'attachments', 'template_id', 'type', 'message_id', 'priority', 'status', 'bounce_reason',
+  'headers', 'template_id', 'type', 'message_id', 'priority', 'status', 'bounce_reason', 'send_id', 'campaign_id',
+  'workflow_id',
 ] as const;
 
 /** Columns the delivery worker reads (no large fields it does not need twice). */
@@ -81,7 +95,7 @@ export class EmailsStore {
     const cols = INSERT_COLUMNS.join(', ');
     await tx.query(
       `INSERT INTO emails (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::emails, $1::jsonb)`,
-      [JSON.stringify(emails.map((e) => ({ bounce_reason: null, ...e })))],
+      [JSON.stringify(emails.map(({ attachments: _, ...e }) => ({ bounce_reason: null, ...e })))],
     );
     await tx.query('NOTIFY emails_queued');
   }

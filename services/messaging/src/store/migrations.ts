@@ -135,4 +135,26 @@ export const migrations: Migration[] = [
       CREATE INDEX emails_due ON emails (priority, next_attempt_at) WHERE status = 'queued';
     `,
   },
+  {
+    id: '004_send_batches',
+    sql: `
+      -- Attachments of one send (a /v1/send request or a QueueEmails batch), stored once however many
+      -- recipients it has; every email of the send references it by send_id and the delivery worker reads
+      -- them by that id. Rows queued before this migration keep theirs in emails.attachments.
+      CREATE TABLE send_attachments (
+        send_id uuid NOT NULL,
+        position smallint NOT NULL,
+        filename text NOT NULL,
+        content bytea NOT NULL,
+        content_type text NOT NULL,
+        content_id text,
+        disposition text NOT NULL,
+        PRIMARY KEY (send_id, position)
+      );
+      -- campaign_id / workflow_id: which campaign or workflow queued the email, for their statistics.
+      ALTER TABLE emails ADD COLUMN send_id uuid, ADD COLUMN campaign_id uuid, ADD COLUMN workflow_id uuid;
+      CREATE INDEX emails_campaign ON emails (campaign_id) WHERE campaign_id IS NOT NULL;
+      CREATE INDEX emails_workflow ON emails (workflow_id) WHERE workflow_id IS NOT NULL;
+    `,
+  },
 ];

@@ -10,6 +10,7 @@ import type { SendThrottle } from '../domain/throttle.js';
 import type { MailMessage, MailTransport } from '../delivery/smtp-transport.js';
 import type { DomainsStore } from '../store/domains-store.js';
 import type { ClaimedEmail, DeliveryOutcomes, EmailsStore } from '../store/emails-store.js';
+import { SendAttachmentsStore, type SendAttachment } from '../store/send-attachments-store.js';
 
 export interface DeliveryWorkerOptions {
   maxAttempts: number;
@@ -37,6 +38,7 @@ const DKIM_CACHE_MS = 60_000;
 export class DeliveryWorker {
   private readonly loop: DueWorkLoop<ClaimedEmail>;
   private readonly dkimCache = new Map<string, { key: DkimKey | null; at: number }>();
+  private readonly attachments: SendAttachmentsStore;
 
   constructor(
     private readonly pool: Pool,
@@ -48,6 +50,7 @@ export class DeliveryWorker {
     private readonly opts: DeliveryWorkerOptions,
   ) {
     const leaseSeconds = opts.leaseSeconds ?? 120;
+    this.attachments = new SendAttachmentsStore(pool);
     this.loop = new DueWorkLoop({
       name: 'delivery',
       logger,
@@ -86,10 +89,13 @@ export class DeliveryWorker {
     const outcomes: DeliveryOutcomes = { sent: [], retry: [], bounced: [], failed: [] };
     const messages: OutboxMessage[] = [];
     const suppress: ClaimedEmail[] = [];
+    // A send's attachments are stored once: one read serves all of the batch's emails of that send.
+    const sendIds = [...new Set(ready.map((r) => r.send_id).filter((id): id is string => id !== null))];
+    const attachments = await this.attachments.bySends(sendIds);
     await Promise.all(
       ready.map(async (row) => {
         try {
-          await this.transport.send(await this.message(row));
+          await this.transport.send(await this.message(row, attachments.get(row.send_id ?? '') ?? []));
           outcomes.sent.push(row.id);
           messages.push(lifecycleMessage(row, 'sent', { messageId: row.message_id }));
         } catch (err) {
@@ -115,7 +121,7 @@ export class DeliveryWorker {
     if (outcomes.retry.length) this.logger.info({ count: outcomes.retry.length }, 'temporary SMTP failures; retrying later');
   }
 
-  private async message(row: ClaimedEmail): Promise<MailMessage> {
+  private async message(row: ClaimedEmail, sendAttachments: SendAttachment[]): Promise<MailMessage> {
     const dkim = await this.dkimKey(row.project_id, domainOf(row.from_email));
     return {
       messageId: row.message_id,
@@ -126,10 +132,13 @@ export class DeliveryWorker {
       html: row.html,
       text: row.text,
       headers: row.headers,
-      attachments: row.attachments.map((a) => ({
+      attachments: [
+        // Rows queued before migration 004 carry their attachments as base64.
+        ...row.attachments.map((a) => ({ ...a, content: Buffer.from(a.content, 'base64') })),
+        ...sendAttachments,
+      ].map((a) => ({
         filename: a.filename,
-        content: a.content,
-        encoding: 'base64',
+        content: Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength),
         contentType: a.contentType,
         contentDisposition: a.disposition,
         ...(a.contentId ? { cid: a.contentId } : {}),

@@ -6,13 +6,15 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp, Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { ErrorInfo } from "../../common/v1/error_pb.js";
+import { file_svc_common_v1_error } from "../../common/v1/error_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file svc/contacts/v1/contacts.proto.
  */
 export const file_svc_contacts_v1_contacts: GenFile = /*@__PURE__*/
-  fileDesc("Ch5zdmMvY29udGFjdHMvdjEvY29udGFjdHMucHJvdG8SD3N2Yy5jb250YWN0cy52MSLyAQoHQ29udGFjdBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRISCgpzdWJzY3JpYmVkGAMgASgIEjEKDXNub296ZWRfdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChNMaXN0Q29udGFjdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJEg4KBnNlYXJjaBgEIAEoCRIXCgpzdWJzY3JpYmVkGAUgASgISACIAQESDAoEc29ydBgGIAEoCRILCgNkaXIYByABKAlCDQoLX3N1YnNjcmliZWQicwoUTGlzdENvbnRhY3RzUmVzcG9uc2USKgoIY29udGFjdHMYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBIOCgZjdXJzb3IYAiABKAkSEAoIaGFzX21vcmUYAyABKAgSDQoFdG90YWwYBCABKAMiowEKFFVwc2VydENvbnRhY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFwoKc3Vic2NyaWJlZBgDIAEoCEgAiAEBEhoKEmRlZmF1bHRfc3Vic2NyaWJlZBgEIAEoCBIkCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg0KC19zdWJzY3JpYmVkIo8BChVVcHNlcnRDb250YWN0UmVzcG9uc2USKQoHY29udGFjdBgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5Db250YWN0Eg4KBmlzX25ldxgCIAEoCBIRCglpc191cGRhdGUYAyABKAgSKAoHb25lX29mZhgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiMwoRR2V0Q29udGFjdFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIKCgJpZBgCIAEoCSI/ChJHZXRDb250YWN0UmVzcG9uc2USKQoHY29udGFjdBgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5Db250YWN0IqIBChRVcGRhdGVDb250YWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJEhIKBWVtYWlsGAMgASgJSACIAQESFwoKc3Vic2NyaWJlZBgEIAEoCEgBiAEBEiQKBGRhdGEYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCCAoGX2VtYWlsQg0KC19zdWJzY3JpYmVkIkIKFVVwZGF0ZUNvbnRhY3RSZXNwb25zZRIpCgdjb250YWN0GAEgASgLMhguc3ZjLmNvbnRhY3RzLnYxLkNvbnRhY3QiNgoURGVsZXRlQ29udGFjdFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIKCgJpZBgCIAEoCSIXChVEZWxldGVDb250YWN0UmVzcG9uc2UiOwoVTG9va3VwQ29udGFjdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDgoGZW1haWxzGAIgAygJIlIKFkxvb2t1cENvbnRhY3RzUmVzcG9uc2USJwoFZm91bmQYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBIPCgdtaXNzaW5nGAIgAygJIkkKBUZpZWxkEg0KBWZpZWxkGAEgASgJEgwKBHR5cGUYAiABKAkSEQoJaXNfY3VzdG9tGAMgASgIEhAKCGNvdmVyYWdlGAQgASgBIicKEUxpc3RGaWVsZHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiPAoSTGlzdEZpZWxkc1Jlc3BvbnNlEiYKBmZpZWxkcxgBIAMoCzIWLnN2Yy5jb250YWN0cy52MS5GaWVsZCJKChZMaXN0RmllbGRWYWx1ZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZmllbGQYAiABKAkSDQoFbGltaXQYAyABKAUiQgoKRmllbGRWYWx1ZRIlCgV2YWx1ZRgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVjb3VudBgCIAEoAyJGChdMaXN0RmllbGRWYWx1ZXNSZXNwb25zZRIrCgZ2YWx1ZXMYASADKAsyGy5zdmMuY29udGFjdHMudjEuRmllbGRWYWx1ZSI3ChJEZWxldGVGaWVsZFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRINCgVmaWVsZBgCIAEoCSIvChNEZWxldGVGaWVsZFJlc3BvbnNlEhgKEGNvbnRhY3RzX3VwZGF0ZWQYASABKAMiowEKBUV2ZW50EgoKAmlkGAEgASgJEhIKCmNvbnRhY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIlCgRkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1jb250YWN0X2VtYWlsGAYgASgJIpMBChFUcmFja0V2ZW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWVtYWlsGAIgASgJEg0KBWV2ZW50GAMgASgJEhcKCnN1YnNjcmliZWQYBCABKAhIAIgBARIkCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg0KC19zdWJzY3JpYmVkImkKElRyYWNrRXZlbnRSZXNwb25zZRISCgpjb250YWN0X2lkGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJEi0KCXRpbWVzdGFtcBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiaAoRTGlzdEV2ZW50c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkSDAoEbmFtZRgEIAEoCRISCgpjb250YWN0X2lkGAUgASgJIl4KEkxpc3RFdmVudHNSZXNwb25zZRImCgZldmVudHMYASADKAsyFi5zdmMuY29udGFjdHMudjEuRXZlbnQSDgoGY3Vyc29yGAIgASgJEhAKCGhhc19tb3JlGAMgASgIIjgKFEdldEV2ZW50U3RhdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDAoEZGF5cxgCIAEoBSJuCg5FdmVudE5hbWVTdGF0cxIMCgRuYW1lGAEgASgJEg0KBWNvdW50GAIgASgDEhAKCGNvbnRhY3RzGAMgASgDEi0KCWxhc3Rfc2VlbhgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiaAoVR2V0RXZlbnRTdGF0c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgDEhAKCGxhc3RfMjRoGAIgASgDEi4KBW5hbWVzGAMgAygLMh8uc3ZjLmNvbnRhY3RzLnYxLkV2ZW50TmFtZVN0YXRzIisKFUxpc3RFdmVudE5hbWVzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJIicKFkxpc3RFdmVudE5hbWVzUmVzcG9uc2USDQoFbmFtZXMYASADKAkiNwoTRGVsZXRlRXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiJwoURGVsZXRlRXZlbnRzUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoAyJNCgxDb3VudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIpCgljb25kaXRpb24YAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUiHgoNQ291bnRSZXNwb25zZRINCgVjb3VudBgBIAEoAyJrCgtQYWdlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEikKCWNvbmRpdGlvbhgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVsaW1pdBgDIAEoBRIOCgZvZmZzZXQYBCABKAUiSQoMUGFnZVJlc3BvbnNlEioKCGNvbnRhY3RzGAEgAygLMhguc3ZjLmNvbnRhY3RzLnYxLkNvbnRhY3QSDQoFdG90YWwYAiABKAMiZwoNU3RyZWFtUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEikKCWNvbmRpdGlvbhgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIXCg9zdWJzY3JpYmVkX29ubHkYAyABKAgiNQoOU3RyZWFtUmVzcG9uc2USEwoLY29udGFjdF9pZHMYASADKAkSDgoGZW1haWxzGAIgAygJIjkKC0ltcG9ydEVycm9yEgsKA3JvdxgBIAEoBRINCgVlbWFpbBgCIAEoCRIOCgZyZWFzb24YAyABKAkipwIKCUltcG9ydEpvYhIOCgZqb2JfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEhIKCnRvdGFsX3Jvd3MYAyABKAUSEQoJcHJvY2Vzc2VkGAQgASgFEhAKCGltcG9ydGVkGAUgASgFEg8KB3VwZGF0ZWQYBiABKAUSDwoHc2tpcHBlZBgHIAEoBRIsCgZlcnJvcnMYCCADKAsyHC5zdmMuY29udGFjdHMudjEuSW1wb3J0RXJyb3ISDwoHZmFpbHVyZRgJIAEoCRIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxjb21wbGV0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkcKElN0YXJ0SW1wb3J0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgsKA2NzdhgCIAEoDBIQCghmaWxlbmFtZRgDIAEoCSI+ChNTdGFydEltcG9ydFJlc3BvbnNlEicKA2pvYhgBIAEoCzIaLnN2Yy5jb250YWN0cy52MS5JbXBvcnRKb2IiOQoTR2V0SW1wb3J0Sm9iUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSI/ChRHZXRJbXBvcnRKb2JSZXNwb25zZRInCgNqb2IYASABKAsyGi5zdmMuY29udGFjdHMudjEuSW1wb3J0Sm9iIuYBCgdCdWxrSm9iEg4KBmpvYl9pZBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSDgoGc3RhdHVzGAMgASgJEg0KBXRvdGFsGAQgASgFEhEKCXByb2Nlc3NlZBgFIAEoBRIRCglzdWNjZWVkZWQYBiABKAUSEQoJbm90X2ZvdW5kGAcgAygJEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGNvbXBsZXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUQoTU3RhcnRCdWxrSm9iUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRITCgtjb250YWN0X2lkcxgDIAMoCSI9ChRTdGFydEJ1bGtKb2JSZXNwb25zZRIlCgNqb2IYASABKAsyGC5zdmMuY29udGFjdHMudjEuQnVsa0pvYiI3ChFHZXRCdWxrSm9iUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSI7ChJHZXRCdWxrSm9iUmVzcG9uc2USJQoDam9iGAEgASgLMhguc3ZjLmNvbnRhY3RzLnYxLkJ1bGtKb2IieQoURGVmaW5lU2VnbWVudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpzZWdtZW50X2lkGAIgASgJEg4KBnN0YXRpYxgDIAEoCBIpCgljb25kaXRpb24YBCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUiFwoVRGVmaW5lU2VnbWVudFJlc3BvbnNlIj4KFEZvcmdldFNlZ21lbnRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCSIXChVGb3JnZXRTZWdtZW50UmVzcG9uc2UidwoYU2V0U2VnbWVudE1lbWJlcnNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCRIXCg9hZGRfY29udGFjdF9pZHMYAyADKAkSGgoScmVtb3ZlX2NvbnRhY3RfaWRzGAQgAygJIjsKGVNldFNlZ21lbnRNZW1iZXJzUmVzcG9uc2USDQoFYWRkZWQYASABKAUSDwoHcmVtb3ZlZBgCIAEoBSJTChRNYXRjaFNlZ21lbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCmNvbnRhY3RfaWQYAiABKAkSEwoLc2VnbWVudF9pZHMYAyADKAkiLAoVTWF0Y2hTZWdtZW50c1Jlc3BvbnNlEhMKC3NlZ21lbnRfaWRzGAEgAygJMv4RCg9Db250YWN0c1NlcnZpY2USWwoMTGlzdENvbnRhY3RzEiQuc3ZjLmNvbnRhY3RzLnYxLkxpc3RDb250YWN0c1JlcXVlc3QaJS5zdmMuY29udGFjdHMudjEuTGlzdENvbnRhY3RzUmVzcG9uc2USXgoNVXBzZXJ0Q29udGFjdBIlLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0UmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0UmVzcG9uc2USVQoKR2V0Q29udGFjdBIiLnN2Yy5jb250YWN0cy52MS5HZXRDb250YWN0UmVxdWVzdBojLnN2Yy5jb250YWN0cy52MS5HZXRDb250YWN0UmVzcG9uc2USXgoNVXBkYXRlQ29udGFjdBIlLnN2Yy5jb250YWN0cy52MS5VcGRhdGVDb250YWN0UmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5VcGRhdGVDb250YWN0UmVzcG9uc2USXgoNRGVsZXRlQ29udGFjdBIlLnN2Yy5jb250YWN0cy52MS5EZWxldGVDb250YWN0UmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5EZWxldGVDb250YWN0UmVzcG9uc2USYQoOTG9va3VwQ29udGFjdHMSJi5zdmMuY29udGFjdHMudjEuTG9va3VwQ29udGFjdHNSZXF1ZXN0Gicuc3ZjLmNvbnRhY3RzLnYxLkxvb2t1cENvbnRhY3RzUmVzcG9uc2USVQoKTGlzdEZpZWxkcxIiLnN2Yy5jb250YWN0cy52MS5MaXN0RmllbGRzUmVxdWVzdBojLnN2Yy5jb250YWN0cy52MS5MaXN0RmllbGRzUmVzcG9uc2USZAoPTGlzdEZpZWxkVmFsdWVzEicuc3ZjLmNvbnRhY3RzLnYxLkxpc3RGaWVsZFZhbHVlc1JlcXVlc3QaKC5zdmMuY29udGFjdHMudjEuTGlzdEZpZWxkVmFsdWVzUmVzcG9uc2USWAoLRGVsZXRlRmllbGQSIy5zdmMuY29udGFjdHMudjEuRGVsZXRlRmllbGRSZXF1ZXN0GiQuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUZpZWxkUmVzcG9uc2USVQoKVHJhY2tFdmVudBIiLnN2Yy5jb250YWN0cy52MS5UcmFja0V2ZW50UmVxdWVzdBojLnN2Yy5jb250YWN0cy52MS5UcmFja0V2ZW50UmVzcG9uc2USVQoKTGlzdEV2ZW50cxIiLnN2Yy5jb250YWN0cy52MS5MaXN0RXZlbnRzUmVxdWVzdBojLnN2Yy5jb250YWN0cy52MS5MaXN0RXZlbnRzUmVzcG9uc2USXgoNR2V0RXZlbnRTdGF0cxIlLnN2Yy5jb250YWN0cy52MS5HZXRFdmVudFN0YXRzUmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5HZXRFdmVudFN0YXRzUmVzcG9uc2USYQoOTGlzdEV2ZW50TmFtZXMSJi5zdmMuY29udGFjdHMudjEuTGlzdEV2ZW50TmFtZXNSZXF1ZXN0Gicuc3ZjLmNvbnRhY3RzLnYxLkxpc3RFdmVudE5hbWVzUmVzcG9uc2USWwoMRGVsZXRlRXZlbnRzEiQuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUV2ZW50c1JlcXVlc3QaJS5zdmMuY29udGFjdHMudjEuRGVsZXRlRXZlbnRzUmVzcG9uc2USRgoFQ291bnQSHS5zdmMuY29udGFjdHMudjEuQ291bnRSZXF1ZXN0Gh4uc3ZjLmNvbnRhY3RzLnYxLkNvdW50UmVzcG9uc2USQwoEUGFnZRIcLnN2Yy5jb250YWN0cy52MS5QYWdlUmVxdWVzdBodLnN2Yy5jb250YWN0cy52MS5QYWdlUmVzcG9uc2USSwoGU3RyZWFtEh4uc3ZjLmNvbnRhY3RzLnYxLlN0cmVhbVJlcXVlc3QaHy5zdmMuY29udGFjdHMudjEuU3RyZWFtUmVzcG9uc2UwARJYCgtTdGFydEltcG9ydBIjLnN2Yy5jb250YWN0cy52MS5TdGFydEltcG9ydFJlcXVlc3QaJC5zdmMuY29udGFjdHMudjEuU3RhcnRJbXBvcnRSZXNwb25zZRJbCgxHZXRJbXBvcnRKb2ISJC5zdmMuY29udGFjdHMudjEuR2V0SW1wb3J0Sm9iUmVxdWVzdBolLnN2Yy5jb250YWN0cy52MS5HZXRJbXBvcnRKb2JSZXNwb25zZRJbCgxTdGFydEJ1bGtKb2ISJC5zdmMuY29udGFjdHMudjEuU3RhcnRCdWxrSm9iUmVxdWVzdBolLnN2Yy5jb250YWN0cy52MS5TdGFydEJ1bGtKb2JSZXNwb25zZRJVCgpHZXRCdWxrSm9iEiIuc3ZjLmNvbnRhY3RzLnYxLkdldEJ1bGtKb2JSZXF1ZXN0GiMuc3ZjLmNvbnRhY3RzLnYxLkdldEJ1bGtKb2JSZXNwb25zZRJeCg1EZWZpbmVTZWdtZW50EiUuc3ZjLmNvbnRhY3RzLnYxLkRlZmluZVNlZ21lbnRSZXF1ZXN0GiYuc3ZjLmNvbnRhY3RzLnYxLkRlZmluZVNlZ21lbnRSZXNwb25zZRJeCg1Gb3JnZXRTZWdtZW50EiUuc3ZjLmNvbnRhY3RzLnYxLkZvcmdldFNlZ21lbnRSZXF1ZXN0GiYuc3ZjLmNvbnRhY3RzLnYxLkZvcmdldFNlZ21lbnRSZXNwb25zZRJqChFTZXRTZWdtZW50TWVtYmVycxIpLnN2Yy5jb250YWN0cy52MS5TZXRTZWdtZW50TWVtYmVyc1JlcXVlc3QaKi5zdmMuY29udGFjdHMudjEuU2V0U2VnbWVudE1lbWJlcnNSZXNwb25zZRJeCg1NYXRjaFNlZ21lbnRzEiUuc3ZjLmNvbnRhY3RzLnYxLk1hdGNoU2VnbWVudHNSZXF1ZXN0GiYuc3ZjLmNvbnRhY3RzLnYxLk1hdGNoU2VnbWVudHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch5zdmMvY29udGFjdHMvdjEvY29udGFjdHMucHJvdG8SD3N2Yy5jb250YWN0cy52MSLyAQoHQ29udGFjdBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRISCgpzdWJzY3JpYmVkGAMgASgIEjEKDXNub296ZWRfdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChNMaXN0Q29udGFjdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJEg4KBnNlYXJjaBgEIAEoCRIXCgpzdWJzY3JpYmVkGAUgASgISACIAQESDAoEc29ydBgGIAEoCRILCgNkaXIYByABKAlCDQoLX3N1YnNjcmliZWQicwoUTGlzdENvbnRhY3RzUmVzcG9uc2USKgoIY29udGFjdHMYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBIOCgZjdXJzb3IYAiABKAkSEAoIaGFzX21vcmUYAyABKAgSDQoFdG90YWwYBCABKAMiowEKFFVwc2VydENvbnRhY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFwoKc3Vic2NyaWJlZBgDIAEoCEgAiAEBEhoKEmRlZmF1bHRfc3Vic2NyaWJlZBgEIAEoCBIkCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg0KC19zdWJzY3JpYmVkIo8BChVVcHNlcnRDb250YWN0UmVzcG9uc2USKQoHY29udGFjdBgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5Db250YWN0Eg4KBmlzX25ldxgCIAEoCBIRCglpc191cGRhdGUYAyABKAgSKAoHb25lX29mZhgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiiQEKDUNvbnRhY3RVcHNlcnQSDQoFZW1haWwYASABKAkSFwoKc3Vic2NyaWJlZBgCIAEoCEgAiAEBEhoKEmRlZmF1bHRfc3Vic2NyaWJlZBgDIAEoCBIlCgRkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEINCgtfc3Vic2NyaWJlZCJaChVVcHNlcnRDb250YWN0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRItCgVpdGVtcxgCIAMoCzIeLnN2Yy5jb250YWN0cy52MS5Db250YWN0VXBzZXJ0IocBChRVcHNlcnRDb250YWN0c1Jlc3VsdBI6Cgh1cHNlcnRlZBgBIAEoCzImLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0UmVzcG9uc2VIABIpCgVlcnJvchgCIAEoCzIYLnN2Yy5jb21tb24udjEuRXJyb3JJbmZvSABCCAoGcmVzdWx0IlAKFlVwc2VydENvbnRhY3RzUmVzcG9uc2USNgoHcmVzdWx0cxgBIAMoCzIlLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0c1Jlc3VsdCIzChFHZXRDb250YWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIj8KEkdldENvbnRhY3RSZXNwb25zZRIpCgdjb250YWN0GAEgASgLMhguc3ZjLmNvbnRhY3RzLnYxLkNvbnRhY3QiogEKFFVwZGF0ZUNvbnRhY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSCgoCaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIXCgpzdWJzY3JpYmVkGAQgASgISAGIAQESJAoEZGF0YRgFIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIICgZfZW1haWxCDQoLX3N1YnNjcmliZWQiQgoVVXBkYXRlQ29udGFjdFJlc3BvbnNlEikKB2NvbnRhY3QYASABKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdCI2ChREZWxldGVDb250YWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIhcKFURlbGV0ZUNvbnRhY3RSZXNwb25zZSI7ChVMb29rdXBDb250YWN0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZlbWFpbHMYAiADKAkiUgoWTG9va3VwQ29udGFjdHNSZXNwb25zZRInCgVmb3VuZBgBIAMoCzIYLnN2Yy5jb250YWN0cy52MS5Db250YWN0Eg8KB21pc3NpbmcYAiADKAkiSQoFRmllbGQSDQoFZmllbGQYASABKAkSDAoEdHlwZRgCIAEoCRIRCglpc19jdXN0b20YAyABKAgSEAoIY292ZXJhZ2UYBCABKAEiJwoRTGlzdEZpZWxkc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSI8ChJMaXN0RmllbGRzUmVzcG9uc2USJgoGZmllbGRzGAEgAygLMhYuc3ZjLmNvbnRhY3RzLnYxLkZpZWxkIkoKFkxpc3RGaWVsZFZhbHVlc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRINCgVmaWVsZBgCIAEoCRINCgVsaW1pdBgDIAEoBSJCCgpGaWVsZFZhbHVlEiUKBXZhbHVlGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEg0KBWNvdW50GAIgASgDIkYKF0xpc3RGaWVsZFZhbHVlc1Jlc3BvbnNlEisKBnZhbHVlcxgBIAMoCzIbLnN2Yy5jb250YWN0cy52MS5GaWVsZFZhbHVlIjcKEkRlbGV0ZUZpZWxkUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWZpZWxkGAIgASgJIi8KE0RlbGV0ZUZpZWxkUmVzcG9uc2USGAoQY29udGFjdHNfdXBkYXRlZBgBIAEoAyKjAQoFRXZlbnQSCgoCaWQYASABKAkSEgoKY29udGFjdF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEiUKBGRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWNvbnRhY3RfZW1haWwYBiABKAkikwEKEVRyYWNrRXZlbnRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDQoFZXZlbnQYAyABKAkSFwoKc3Vic2NyaWJlZBgEIAEoCEgAiAEBEiQKBGRhdGEYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCDQoLX3N1YnNjcmliZWQiaQoSVHJhY2tFdmVudFJlc3BvbnNlEhIKCmNvbnRhY3RfaWQYASABKAkSEAoIZXZlbnRfaWQYAiABKAkSLQoJdGltZXN0YW1wGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJoChFMaXN0RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCRIMCgRuYW1lGAQgASgJEhIKCmNvbnRhY3RfaWQYBSABKAkiXgoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLnN2Yy5jb250YWN0cy52MS5FdmVudBIOCgZjdXJzb3IYAiABKAkSEAoIaGFzX21vcmUYAyABKAgiOAoUR2V0RXZlbnRTdGF0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIMCgRkYXlzGAIgASgFIm4KDkV2ZW50TmFtZVN0YXRzEgwKBG5hbWUYASABKAkSDQoFY291bnQYAiABKAMSEAoIY29udGFjdHMYAyABKAMSLQoJbGFzdF9zZWVuGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJoChVHZXRFdmVudFN0YXRzUmVzcG9uc2USDQoFdG90YWwYASABKAMSEAoIbGFzdF8yNGgYAiABKAMSLgoFbmFtZXMYAyADKAsyHy5zdmMuY29udGFjdHMudjEuRXZlbnROYW1lU3RhdHMiKwoVTGlzdEV2ZW50TmFtZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiJwoWTGlzdEV2ZW50TmFtZXNSZXNwb25zZRINCgVuYW1lcxgBIAMoCSI3ChNEZWxldGVFdmVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDAoEbmFtZRgCIAEoCSInChREZWxldGVFdmVudHNSZXNwb25zZRIPCgdkZWxldGVkGAEgASgDIk0KDENvdW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEikKCWNvbmRpdGlvbhgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSIeCg1Db3VudFJlc3BvbnNlEg0KBWNvdW50GAEgASgDImsKC1BhZ2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSKQoJY29uZGl0aW9uGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBSJJCgxQYWdlUmVzcG9uc2USKgoIY29udGFjdHMYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBINCgV0b3RhbBgCIAEoAyJnCg1TdHJlYW1SZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSKQoJY29uZGl0aW9uGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhcKD3N1YnNjcmliZWRfb25seRgDIAEoCCI1Cg5TdHJlYW1SZXNwb25zZRITCgtjb250YWN0X2lkcxgBIAMoCRIOCgZlbWFpbHMYAiADKAkiOQoLSW1wb3J0RXJyb3ISCwoDcm93GAEgASgFEg0KBWVtYWlsGAIgASgJEg4KBnJlYXNvbhgDIAEoCSKnAgoJSW1wb3J0Sm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkSEgoKdG90YWxfcm93cxgDIAEoBRIRCglwcm9jZXNzZWQYBCABKAUSEAoIaW1wb3J0ZWQYBSABKAUSDwoHdXBkYXRlZBgGIAEoBRIPCgdza2lwcGVkGAcgASgFEiwKBmVycm9ycxgIIAMoCzIcLnN2Yy5jb250YWN0cy52MS5JbXBvcnRFcnJvchIPCgdmYWlsdXJlGAkgASgJEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGNvbXBsZXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRwoSU3RhcnRJbXBvcnRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSCwoDY3N2GAIgASgMEhAKCGZpbGVuYW1lGAMgASgJIj4KE1N0YXJ0SW1wb3J0UmVzcG9uc2USJwoDam9iGAEgASgLMhouc3ZjLmNvbnRhY3RzLnYxLkltcG9ydEpvYiI5ChNHZXRJbXBvcnRKb2JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDgoGam9iX2lkGAIgASgJIj8KFEdldEltcG9ydEpvYlJlc3BvbnNlEicKA2pvYhgBIAEoCzIaLnN2Yy5jb250YWN0cy52MS5JbXBvcnRKb2Ii5gEKB0J1bGtKb2ISDgoGam9iX2lkGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRIOCgZzdGF0dXMYAyABKAkSDQoFdG90YWwYBCABKAUSEQoJcHJvY2Vzc2VkGAUgASgFEhEKCXN1Y2NlZWRlZBgGIAEoBRIRCglub3RfZm91bmQYByADKAkSLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMY29tcGxldGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRChNTdGFydEJ1bGtKb2JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoJb3BlcmF0aW9uGAIgASgJEhMKC2NvbnRhY3RfaWRzGAMgAygJIj0KFFN0YXJ0QnVsa0pvYlJlc3BvbnNlEiUKA2pvYhgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5CdWxrSm9iIjcKEUdldEJ1bGtKb2JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDgoGam9iX2lkGAIgASgJIjsKEkdldEJ1bGtKb2JSZXNwb25zZRIlCgNqb2IYASABKAsyGC5zdmMuY29udGFjdHMudjEuQnVsa0pvYiJ5ChREZWZpbmVTZWdtZW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkSDgoGc3RhdGljGAMgASgIEikKCWNvbmRpdGlvbhgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSIXChVEZWZpbmVTZWdtZW50UmVzcG9uc2UiPgoURm9yZ2V0U2VnbWVudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpzZWdtZW50X2lkGAIgASgJIhcKFUZvcmdldFNlZ21lbnRSZXNwb25zZSJ3ChhTZXRTZWdtZW50TWVtYmVyc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpzZWdtZW50X2lkGAIgASgJEhcKD2FkZF9jb250YWN0X2lkcxgDIAMoCRIaChJyZW1vdmVfY29udGFjdF9pZHMYBCADKAkiOwoZU2V0U2VnbWVudE1lbWJlcnNSZXNwb25zZRINCgVhZGRlZBgBIAEoBRIPCgdyZW1vdmVkGAIgASgFIlMKFE1hdGNoU2VnbWVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKY29udGFjdF9pZBgCIAEoCRITCgtzZWdtZW50X2lkcxgDIAMoCSIsChVNYXRjaFNlZ21lbnRzUmVzcG9uc2USEwoLc2VnbWVudF9pZHMYASADKAky4RIKD0NvbnRhY3RzU2VydmljZRJbCgxMaXN0Q29udGFjdHMSJC5zdmMuY29udGFjdHMudjEuTGlzdENvbnRhY3RzUmVxdWVzdBolLnN2Yy5jb250YWN0cy52MS5MaXN0Q29udGFjdHNSZXNwb25zZRJeCg1VcHNlcnRDb250YWN0EiUuc3ZjLmNvbnRhY3RzLnYxLlVwc2VydENvbnRhY3RSZXF1ZXN0GiYuc3ZjLmNvbnRhY3RzLnYxLlVwc2VydENvbnRhY3RSZXNwb25zZRJhCg5VcHNlcnRDb250YWN0cxImLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0c1JlcXVlc3QaJy5zdmMuY29udGFjdHMudjEuVXBzZXJ0Q29udGFjdHNSZXNwb25zZRJVCgpHZXRDb250YWN0EiIuc3ZjLmNvbnRhY3RzLnYxLkdldENvbnRhY3RSZXF1ZXN0GiMuc3ZjLmNvbnRhY3RzLnYxLkdldENvbnRhY3RSZXNwb25zZRJeCg1VcGRhdGVDb250YWN0EiUuc3ZjLmNvbnRhY3RzLnYxLlVwZGF0ZUNvbnRhY3RSZXF1ZXN0GiYuc3ZjLmNvbnRhY3RzLnYxLlVwZGF0ZUNvbnRhY3RSZXNwb25zZRJeCg1EZWxldGVDb250YWN0EiUuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUNvbnRhY3RSZXF1ZXN0GiYuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUNvbnRhY3RSZXNwb25zZRJhCg5Mb29rdXBDb250YWN0cxImLnN2Yy5jb250YWN0cy52MS5Mb29rdXBDb250YWN0c1JlcXVlc3QaJy5zdmMuY29udGFjdHMudjEuTG9va3VwQ29udGFjdHNSZXNwb25zZRJVCgpMaXN0RmllbGRzEiIuc3ZjLmNvbnRhY3RzLnYxLkxpc3RGaWVsZHNSZXF1ZXN0GiMuc3ZjLmNvbnRhY3RzLnYxLkxpc3RGaWVsZHNSZXNwb25zZRJkCg9MaXN0RmllbGRWYWx1ZXMSJy5zdmMuY29udGFjdHMudjEuTGlzdEZpZWxkVmFsdWVzUmVxdWVzdBooLnN2Yy5jb250YWN0cy52MS5MaXN0RmllbGRWYWx1ZXNSZXNwb25zZRJYCgtEZWxldGVGaWVsZBIjLnN2Yy5jb250YWN0cy52MS5EZWxldGVGaWVsZFJlcXVlc3QaJC5zdmMuY29udGFjdHMudjEuRGVsZXRlRmllbGRSZXNwb25zZRJVCgpUcmFja0V2ZW50EiIuc3ZjLmNvbnRhY3RzLnYxLlRyYWNrRXZlbnRSZXF1ZXN0GiMuc3ZjLmNvbnRhY3RzLnYxLlRyYWNrRXZlbnRSZXNwb25zZRJVCgpMaXN0RXZlbnRzEiIuc3ZjLmNvbnRhY3RzLnYxLkxpc3RFdmVudHNSZXF1ZXN0GiMuc3ZjLmNvbnRhY3RzLnYxLkxpc3RFdmVudHNSZXNwb25zZRJeCg1HZXRFdmVudFN0YXRzEiUuc3ZjLmNvbnRhY3RzLnYxLkdldEV2ZW50U3RhdHNSZXF1ZXN0GiYuc3ZjLmNvbnRhY3RzLnYxLkdldEV2ZW50U3RhdHNSZXNwb25zZRJhCg5MaXN0RXZlbnROYW1lcxImLnN2Yy5jb250YWN0cy52MS5MaXN0RXZlbnROYW1lc1JlcXVlc3QaJy5zdmMuY29udGFjdHMudjEuTGlzdEV2ZW50TmFtZXNSZXNwb25zZRJbCgxEZWxldGVFdmVudHMSJC5zdmMuY29udGFjdHMudjEuRGVsZXRlRXZlbnRzUmVxdWVzdBolLnN2Yy5jb250YWN0cy52MS5EZWxldGVFdmVudHNSZXNwb25zZRJGCgVDb3VudBIdLnN2Yy5jb250YWN0cy52MS5Db3VudFJlcXVlc3QaHi5zdmMuY29udGFjdHMudjEuQ291bnRSZXNwb25zZRJDCgRQYWdlEhwuc3ZjLmNvbnRhY3RzLnYxLlBhZ2VSZXF1ZXN0Gh0uc3ZjLmNvbnRhY3RzLnYxLlBhZ2VSZXNwb25zZRJLCgZTdHJlYW0SHi5zdmMuY29udGFjdHMudjEuU3RyZWFtUmVxdWVzdBofLnN2Yy5jb250YWN0cy52MS5TdHJlYW1SZXNwb25zZTABElgKC1N0YXJ0SW1wb3J0EiMuc3ZjLmNvbnRhY3RzLnYxLlN0YXJ0SW1wb3J0UmVxdWVzdBokLnN2Yy5jb250YWN0cy52MS5TdGFydEltcG9ydFJlc3BvbnNlElsKDEdldEltcG9ydEpvYhIkLnN2Yy5jb250YWN0cy52MS5HZXRJbXBvcnRKb2JSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLkdldEltcG9ydEpvYlJlc3BvbnNlElsKDFN0YXJ0QnVsa0pvYhIkLnN2Yy5jb250YWN0cy52MS5TdGFydEJ1bGtKb2JSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLlN0YXJ0QnVsa0pvYlJlc3BvbnNlElUKCkdldEJ1bGtKb2ISIi5zdmMuY29udGFjdHMudjEuR2V0QnVsa0pvYlJlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuR2V0QnVsa0pvYlJlc3BvbnNlEl4KDURlZmluZVNlZ21lbnQSJS5zdmMuY29udGFjdHMudjEuRGVmaW5lU2VnbWVudFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuRGVmaW5lU2VnbWVudFJlc3BvbnNlEl4KDUZvcmdldFNlZ21lbnQSJS5zdmMuY29udGFjdHMudjEuRm9yZ2V0U2VnbWVudFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuRm9yZ2V0U2VnbWVudFJlc3BvbnNlEmoKEVNldFNlZ21lbnRNZW1iZXJzEikuc3ZjLmNvbnRhY3RzLnYxLlNldFNlZ21lbnRNZW1iZXJzUmVxdWVzdBoqLnN2Yy5jb250YWN0cy52MS5TZXRTZWdtZW50TWVtYmVyc1Jlc3BvbnNlEl4KDU1hdGNoU2VnbWVudHMSJS5zdmMuY29udGFjdHMudjEuTWF0Y2hTZWdtZW50c1JlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuTWF0Y2hTZWdtZW50c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_svc_common_v1_error]);
 
 /**
  * @generated from message svc.contacts.v1.Contact
@@ -218,6 +220,117 @@ export const UpsertContactResponseSchema: GenMessage<UpsertContactResponse> = /*
   messageDesc(file_svc_contacts_v1_contacts, 4);
 
 /**
+ * @generated from message svc.contacts.v1.ContactUpsert
+ */
+export type ContactUpsert = Message<"svc.contacts.v1.ContactUpsert"> & {
+  /**
+   * @generated from field: string email = 1;
+   */
+  email: string;
+
+  /**
+   * @generated from field: optional bool subscribed = 2;
+   */
+  subscribed?: boolean | undefined;
+
+  /**
+   * Subscription of a contact created by this item when `subscribed` is unset.
+   *
+   * @generated from field: bool default_subscribed = 3;
+   */
+  defaultSubscribed: boolean;
+
+  /**
+   * Custom data (SPEC.md rules: nested objects patch, null deletes, {value, persistent: false} is one-off).
+   *
+   * @generated from field: google.protobuf.Struct data = 4;
+   */
+  data?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message svc.contacts.v1.ContactUpsert.
+ * Use `create(ContactUpsertSchema)` to create a new message.
+ */
+export const ContactUpsertSchema: GenMessage<ContactUpsert> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_contacts, 5);
+
+/**
+ * @generated from message svc.contacts.v1.UpsertContactsRequest
+ */
+export type UpsertContactsRequest = Message<"svc.contacts.v1.UpsertContactsRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * At most 1000. Written in order (a repeated email sees the earlier item's write).
+   *
+   * @generated from field: repeated svc.contacts.v1.ContactUpsert items = 2;
+   */
+  items: ContactUpsert[];
+};
+
+/**
+ * Describes the message svc.contacts.v1.UpsertContactsRequest.
+ * Use `create(UpsertContactsRequestSchema)` to create a new message.
+ */
+export const UpsertContactsRequestSchema: GenMessage<UpsertContactsRequest> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_contacts, 6);
+
+/**
+ * @generated from message svc.contacts.v1.UpsertContactsResult
+ */
+export type UpsertContactsResult = Message<"svc.contacts.v1.UpsertContactsResult"> & {
+  /**
+   * @generated from oneof svc.contacts.v1.UpsertContactsResult.result
+   */
+  result: {
+    /**
+     * @generated from field: svc.contacts.v1.UpsertContactResponse upserted = 1;
+     */
+    value: UpsertContactResponse;
+    case: "upserted";
+  } | {
+    /**
+     * The item's own failure (invalid email, data over the limits, field cap): it wrote nothing,
+     * the other items are written.
+     *
+     * @generated from field: svc.common.v1.ErrorInfo error = 2;
+     */
+    value: ErrorInfo;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message svc.contacts.v1.UpsertContactsResult.
+ * Use `create(UpsertContactsResultSchema)` to create a new message.
+ */
+export const UpsertContactsResultSchema: GenMessage<UpsertContactsResult> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_contacts, 7);
+
+/**
+ * @generated from message svc.contacts.v1.UpsertContactsResponse
+ */
+export type UpsertContactsResponse = Message<"svc.contacts.v1.UpsertContactsResponse"> & {
+  /**
+   * One per item, in request order.
+   *
+   * @generated from field: repeated svc.contacts.v1.UpsertContactsResult results = 1;
+   */
+  results: UpsertContactsResult[];
+};
+
+/**
+ * Describes the message svc.contacts.v1.UpsertContactsResponse.
+ * Use `create(UpsertContactsResponseSchema)` to create a new message.
+ */
+export const UpsertContactsResponseSchema: GenMessage<UpsertContactsResponse> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_contacts, 8);
+
+/**
  * @generated from message svc.contacts.v1.GetContactRequest
  */
 export type GetContactRequest = Message<"svc.contacts.v1.GetContactRequest"> & {
@@ -237,7 +350,7 @@ export type GetContactRequest = Message<"svc.contacts.v1.GetContactRequest"> & {
  * Use `create(GetContactRequestSchema)` to create a new message.
  */
 export const GetContactRequestSchema: GenMessage<GetContactRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 5);
+  messageDesc(file_svc_contacts_v1_contacts, 9);
 
 /**
  * @generated from message svc.contacts.v1.GetContactResponse
@@ -254,7 +367,7 @@ export type GetContactResponse = Message<"svc.contacts.v1.GetContactResponse"> &
  * Use `create(GetContactResponseSchema)` to create a new message.
  */
 export const GetContactResponseSchema: GenMessage<GetContactResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 6);
+  messageDesc(file_svc_contacts_v1_contacts, 10);
 
 /**
  * @generated from message svc.contacts.v1.UpdateContactRequest
@@ -291,7 +404,7 @@ export type UpdateContactRequest = Message<"svc.contacts.v1.UpdateContactRequest
  * Use `create(UpdateContactRequestSchema)` to create a new message.
  */
 export const UpdateContactRequestSchema: GenMessage<UpdateContactRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 7);
+  messageDesc(file_svc_contacts_v1_contacts, 11);
 
 /**
  * @generated from message svc.contacts.v1.UpdateContactResponse
@@ -308,7 +421,7 @@ export type UpdateContactResponse = Message<"svc.contacts.v1.UpdateContactRespon
  * Use `create(UpdateContactResponseSchema)` to create a new message.
  */
 export const UpdateContactResponseSchema: GenMessage<UpdateContactResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 8);
+  messageDesc(file_svc_contacts_v1_contacts, 12);
 
 /**
  * @generated from message svc.contacts.v1.DeleteContactRequest
@@ -330,7 +443,7 @@ export type DeleteContactRequest = Message<"svc.contacts.v1.DeleteContactRequest
  * Use `create(DeleteContactRequestSchema)` to create a new message.
  */
 export const DeleteContactRequestSchema: GenMessage<DeleteContactRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 9);
+  messageDesc(file_svc_contacts_v1_contacts, 13);
 
 /**
  * @generated from message svc.contacts.v1.DeleteContactResponse
@@ -343,7 +456,7 @@ export type DeleteContactResponse = Message<"svc.contacts.v1.DeleteContactRespon
  * Use `create(DeleteContactResponseSchema)` to create a new message.
  */
 export const DeleteContactResponseSchema: GenMessage<DeleteContactResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 10);
+  messageDesc(file_svc_contacts_v1_contacts, 14);
 
 /**
  * @generated from message svc.contacts.v1.LookupContactsRequest
@@ -365,7 +478,7 @@ export type LookupContactsRequest = Message<"svc.contacts.v1.LookupContactsReque
  * Use `create(LookupContactsRequestSchema)` to create a new message.
  */
 export const LookupContactsRequestSchema: GenMessage<LookupContactsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 11);
+  messageDesc(file_svc_contacts_v1_contacts, 15);
 
 /**
  * @generated from message svc.contacts.v1.LookupContactsResponse
@@ -387,7 +500,7 @@ export type LookupContactsResponse = Message<"svc.contacts.v1.LookupContactsResp
  * Use `create(LookupContactsResponseSchema)` to create a new message.
  */
 export const LookupContactsResponseSchema: GenMessage<LookupContactsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 12);
+  messageDesc(file_svc_contacts_v1_contacts, 16);
 
 /**
  * @generated from message svc.contacts.v1.Field
@@ -419,7 +532,7 @@ export type Field = Message<"svc.contacts.v1.Field"> & {
  * Use `create(FieldSchema)` to create a new message.
  */
 export const FieldSchema: GenMessage<Field> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 13);
+  messageDesc(file_svc_contacts_v1_contacts, 17);
 
 /**
  * @generated from message svc.contacts.v1.ListFieldsRequest
@@ -436,7 +549,7 @@ export type ListFieldsRequest = Message<"svc.contacts.v1.ListFieldsRequest"> & {
  * Use `create(ListFieldsRequestSchema)` to create a new message.
  */
 export const ListFieldsRequestSchema: GenMessage<ListFieldsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 14);
+  messageDesc(file_svc_contacts_v1_contacts, 18);
 
 /**
  * @generated from message svc.contacts.v1.ListFieldsResponse
@@ -453,7 +566,7 @@ export type ListFieldsResponse = Message<"svc.contacts.v1.ListFieldsResponse"> &
  * Use `create(ListFieldsResponseSchema)` to create a new message.
  */
 export const ListFieldsResponseSchema: GenMessage<ListFieldsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 15);
+  messageDesc(file_svc_contacts_v1_contacts, 19);
 
 /**
  * @generated from message svc.contacts.v1.ListFieldValuesRequest
@@ -480,7 +593,7 @@ export type ListFieldValuesRequest = Message<"svc.contacts.v1.ListFieldValuesReq
  * Use `create(ListFieldValuesRequestSchema)` to create a new message.
  */
 export const ListFieldValuesRequestSchema: GenMessage<ListFieldValuesRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 16);
+  messageDesc(file_svc_contacts_v1_contacts, 20);
 
 /**
  * @generated from message svc.contacts.v1.FieldValue
@@ -502,7 +615,7 @@ export type FieldValue = Message<"svc.contacts.v1.FieldValue"> & {
  * Use `create(FieldValueSchema)` to create a new message.
  */
 export const FieldValueSchema: GenMessage<FieldValue> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 17);
+  messageDesc(file_svc_contacts_v1_contacts, 21);
 
 /**
  * @generated from message svc.contacts.v1.ListFieldValuesResponse
@@ -519,7 +632,7 @@ export type ListFieldValuesResponse = Message<"svc.contacts.v1.ListFieldValuesRe
  * Use `create(ListFieldValuesResponseSchema)` to create a new message.
  */
 export const ListFieldValuesResponseSchema: GenMessage<ListFieldValuesResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 18);
+  messageDesc(file_svc_contacts_v1_contacts, 22);
 
 /**
  * @generated from message svc.contacts.v1.DeleteFieldRequest
@@ -541,7 +654,7 @@ export type DeleteFieldRequest = Message<"svc.contacts.v1.DeleteFieldRequest"> &
  * Use `create(DeleteFieldRequestSchema)` to create a new message.
  */
 export const DeleteFieldRequestSchema: GenMessage<DeleteFieldRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 19);
+  messageDesc(file_svc_contacts_v1_contacts, 23);
 
 /**
  * @generated from message svc.contacts.v1.DeleteFieldResponse
@@ -558,7 +671,7 @@ export type DeleteFieldResponse = Message<"svc.contacts.v1.DeleteFieldResponse">
  * Use `create(DeleteFieldResponseSchema)` to create a new message.
  */
 export const DeleteFieldResponseSchema: GenMessage<DeleteFieldResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 20);
+  messageDesc(file_svc_contacts_v1_contacts, 24);
 
 /**
  * @generated from message svc.contacts.v1.Event
@@ -600,7 +713,7 @@ export type Event = Message<"svc.contacts.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 21);
+  messageDesc(file_svc_contacts_v1_contacts, 25);
 
 /**
  * @generated from message svc.contacts.v1.TrackEventRequest
@@ -637,7 +750,7 @@ export type TrackEventRequest = Message<"svc.contacts.v1.TrackEventRequest"> & {
  * Use `create(TrackEventRequestSchema)` to create a new message.
  */
 export const TrackEventRequestSchema: GenMessage<TrackEventRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 22);
+  messageDesc(file_svc_contacts_v1_contacts, 26);
 
 /**
  * @generated from message svc.contacts.v1.TrackEventResponse
@@ -664,7 +777,7 @@ export type TrackEventResponse = Message<"svc.contacts.v1.TrackEventResponse"> &
  * Use `create(TrackEventResponseSchema)` to create a new message.
  */
 export const TrackEventResponseSchema: GenMessage<TrackEventResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 23);
+  messageDesc(file_svc_contacts_v1_contacts, 27);
 
 /**
  * @generated from message svc.contacts.v1.ListEventsRequest
@@ -701,7 +814,7 @@ export type ListEventsRequest = Message<"svc.contacts.v1.ListEventsRequest"> & {
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 24);
+  messageDesc(file_svc_contacts_v1_contacts, 28);
 
 /**
  * @generated from message svc.contacts.v1.ListEventsResponse
@@ -728,7 +841,7 @@ export type ListEventsResponse = Message<"svc.contacts.v1.ListEventsResponse"> &
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 25);
+  messageDesc(file_svc_contacts_v1_contacts, 29);
 
 /**
  * @generated from message svc.contacts.v1.GetEventStatsRequest
@@ -750,7 +863,7 @@ export type GetEventStatsRequest = Message<"svc.contacts.v1.GetEventStatsRequest
  * Use `create(GetEventStatsRequestSchema)` to create a new message.
  */
 export const GetEventStatsRequestSchema: GenMessage<GetEventStatsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 26);
+  messageDesc(file_svc_contacts_v1_contacts, 30);
 
 /**
  * @generated from message svc.contacts.v1.EventNameStats
@@ -782,7 +895,7 @@ export type EventNameStats = Message<"svc.contacts.v1.EventNameStats"> & {
  * Use `create(EventNameStatsSchema)` to create a new message.
  */
 export const EventNameStatsSchema: GenMessage<EventNameStats> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 27);
+  messageDesc(file_svc_contacts_v1_contacts, 31);
 
 /**
  * @generated from message svc.contacts.v1.GetEventStatsResponse
@@ -809,7 +922,7 @@ export type GetEventStatsResponse = Message<"svc.contacts.v1.GetEventStatsRespon
  * Use `create(GetEventStatsResponseSchema)` to create a new message.
  */
 export const GetEventStatsResponseSchema: GenMessage<GetEventStatsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 28);
+  messageDesc(file_svc_contacts_v1_contacts, 32);
 
 /**
  * @generated from message svc.contacts.v1.ListEventNamesRequest
@@ -826,7 +939,7 @@ export type ListEventNamesRequest = Message<"svc.contacts.v1.ListEventNamesReque
  * Use `create(ListEventNamesRequestSchema)` to create a new message.
  */
 export const ListEventNamesRequestSchema: GenMessage<ListEventNamesRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 29);
+  messageDesc(file_svc_contacts_v1_contacts, 33);
 
 /**
  * @generated from message svc.contacts.v1.ListEventNamesResponse
@@ -843,7 +956,7 @@ export type ListEventNamesResponse = Message<"svc.contacts.v1.ListEventNamesResp
  * Use `create(ListEventNamesResponseSchema)` to create a new message.
  */
 export const ListEventNamesResponseSchema: GenMessage<ListEventNamesResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 30);
+  messageDesc(file_svc_contacts_v1_contacts, 34);
 
 /**
  * @generated from message svc.contacts.v1.DeleteEventsRequest
@@ -865,7 +978,7 @@ export type DeleteEventsRequest = Message<"svc.contacts.v1.DeleteEventsRequest">
  * Use `create(DeleteEventsRequestSchema)` to create a new message.
  */
 export const DeleteEventsRequestSchema: GenMessage<DeleteEventsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 31);
+  messageDesc(file_svc_contacts_v1_contacts, 35);
 
 /**
  * @generated from message svc.contacts.v1.DeleteEventsResponse
@@ -882,7 +995,7 @@ export type DeleteEventsResponse = Message<"svc.contacts.v1.DeleteEventsResponse
  * Use `create(DeleteEventsResponseSchema)` to create a new message.
  */
 export const DeleteEventsResponseSchema: GenMessage<DeleteEventsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 32);
+  messageDesc(file_svc_contacts_v1_contacts, 36);
 
 /**
  * A filter tree (SPEC.md) as JSON; invalid trees are 422 with field paths.
@@ -906,7 +1019,7 @@ export type CountRequest = Message<"svc.contacts.v1.CountRequest"> & {
  * Use `create(CountRequestSchema)` to create a new message.
  */
 export const CountRequestSchema: GenMessage<CountRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 33);
+  messageDesc(file_svc_contacts_v1_contacts, 37);
 
 /**
  * @generated from message svc.contacts.v1.CountResponse
@@ -923,7 +1036,7 @@ export type CountResponse = Message<"svc.contacts.v1.CountResponse"> & {
  * Use `create(CountResponseSchema)` to create a new message.
  */
 export const CountResponseSchema: GenMessage<CountResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 34);
+  messageDesc(file_svc_contacts_v1_contacts, 38);
 
 /**
  * @generated from message svc.contacts.v1.PageRequest
@@ -955,7 +1068,7 @@ export type PageRequest = Message<"svc.contacts.v1.PageRequest"> & {
  * Use `create(PageRequestSchema)` to create a new message.
  */
 export const PageRequestSchema: GenMessage<PageRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 35);
+  messageDesc(file_svc_contacts_v1_contacts, 39);
 
 /**
  * @generated from message svc.contacts.v1.PageResponse
@@ -977,7 +1090,7 @@ export type PageResponse = Message<"svc.contacts.v1.PageResponse"> & {
  * Use `create(PageResponseSchema)` to create a new message.
  */
 export const PageResponseSchema: GenMessage<PageResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 36);
+  messageDesc(file_svc_contacts_v1_contacts, 40);
 
 /**
  * @generated from message svc.contacts.v1.StreamRequest
@@ -1004,7 +1117,7 @@ export type StreamRequest = Message<"svc.contacts.v1.StreamRequest"> & {
  * Use `create(StreamRequestSchema)` to create a new message.
  */
 export const StreamRequestSchema: GenMessage<StreamRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 37);
+  messageDesc(file_svc_contacts_v1_contacts, 41);
 
 /**
  * @generated from message svc.contacts.v1.StreamResponse
@@ -1026,7 +1139,7 @@ export type StreamResponse = Message<"svc.contacts.v1.StreamResponse"> & {
  * Use `create(StreamResponseSchema)` to create a new message.
  */
 export const StreamResponseSchema: GenMessage<StreamResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 38);
+  messageDesc(file_svc_contacts_v1_contacts, 42);
 
 /**
  * @generated from message svc.contacts.v1.ImportError
@@ -1053,7 +1166,7 @@ export type ImportError = Message<"svc.contacts.v1.ImportError"> & {
  * Use `create(ImportErrorSchema)` to create a new message.
  */
 export const ImportErrorSchema: GenMessage<ImportError> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 39);
+  messageDesc(file_svc_contacts_v1_contacts, 43);
 
 /**
  * @generated from message svc.contacts.v1.ImportJob
@@ -1120,7 +1233,7 @@ export type ImportJob = Message<"svc.contacts.v1.ImportJob"> & {
  * Use `create(ImportJobSchema)` to create a new message.
  */
 export const ImportJobSchema: GenMessage<ImportJob> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 40);
+  messageDesc(file_svc_contacts_v1_contacts, 44);
 
 /**
  * @generated from message svc.contacts.v1.StartImportRequest
@@ -1147,7 +1260,7 @@ export type StartImportRequest = Message<"svc.contacts.v1.StartImportRequest"> &
  * Use `create(StartImportRequestSchema)` to create a new message.
  */
 export const StartImportRequestSchema: GenMessage<StartImportRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 41);
+  messageDesc(file_svc_contacts_v1_contacts, 45);
 
 /**
  * @generated from message svc.contacts.v1.StartImportResponse
@@ -1164,7 +1277,7 @@ export type StartImportResponse = Message<"svc.contacts.v1.StartImportResponse">
  * Use `create(StartImportResponseSchema)` to create a new message.
  */
 export const StartImportResponseSchema: GenMessage<StartImportResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 42);
+  messageDesc(file_svc_contacts_v1_contacts, 46);
 
 /**
  * @generated from message svc.contacts.v1.GetImportJobRequest
@@ -1186,7 +1299,7 @@ export type GetImportJobRequest = Message<"svc.contacts.v1.GetImportJobRequest">
  * Use `create(GetImportJobRequestSchema)` to create a new message.
  */
 export const GetImportJobRequestSchema: GenMessage<GetImportJobRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 43);
+  messageDesc(file_svc_contacts_v1_contacts, 47);
 
 /**
  * @generated from message svc.contacts.v1.GetImportJobResponse
@@ -1203,7 +1316,7 @@ export type GetImportJobResponse = Message<"svc.contacts.v1.GetImportJobResponse
  * Use `create(GetImportJobResponseSchema)` to create a new message.
  */
 export const GetImportJobResponseSchema: GenMessage<GetImportJobResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 44);
+  messageDesc(file_svc_contacts_v1_contacts, 48);
 
 /**
  * @generated from message svc.contacts.v1.BulkJob
@@ -1260,7 +1373,7 @@ export type BulkJob = Message<"svc.contacts.v1.BulkJob"> & {
  * Use `create(BulkJobSchema)` to create a new message.
  */
 export const BulkJobSchema: GenMessage<BulkJob> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 45);
+  messageDesc(file_svc_contacts_v1_contacts, 49);
 
 /**
  * @generated from message svc.contacts.v1.StartBulkJobRequest
@@ -1289,7 +1402,7 @@ export type StartBulkJobRequest = Message<"svc.contacts.v1.StartBulkJobRequest">
  * Use `create(StartBulkJobRequestSchema)` to create a new message.
  */
 export const StartBulkJobRequestSchema: GenMessage<StartBulkJobRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 46);
+  messageDesc(file_svc_contacts_v1_contacts, 50);
 
 /**
  * @generated from message svc.contacts.v1.StartBulkJobResponse
@@ -1306,7 +1419,7 @@ export type StartBulkJobResponse = Message<"svc.contacts.v1.StartBulkJobResponse
  * Use `create(StartBulkJobResponseSchema)` to create a new message.
  */
 export const StartBulkJobResponseSchema: GenMessage<StartBulkJobResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 47);
+  messageDesc(file_svc_contacts_v1_contacts, 51);
 
 /**
  * @generated from message svc.contacts.v1.GetBulkJobRequest
@@ -1328,7 +1441,7 @@ export type GetBulkJobRequest = Message<"svc.contacts.v1.GetBulkJobRequest"> & {
  * Use `create(GetBulkJobRequestSchema)` to create a new message.
  */
 export const GetBulkJobRequestSchema: GenMessage<GetBulkJobRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 48);
+  messageDesc(file_svc_contacts_v1_contacts, 52);
 
 /**
  * @generated from message svc.contacts.v1.GetBulkJobResponse
@@ -1345,7 +1458,7 @@ export type GetBulkJobResponse = Message<"svc.contacts.v1.GetBulkJobResponse"> &
  * Use `create(GetBulkJobResponseSchema)` to create a new message.
  */
 export const GetBulkJobResponseSchema: GenMessage<GetBulkJobResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 49);
+  messageDesc(file_svc_contacts_v1_contacts, 53);
 
 /**
  * A segment as filters see it: a DYNAMIC one by its condition (validated here: 422 with field
@@ -1380,7 +1493,7 @@ export type DefineSegmentRequest = Message<"svc.contacts.v1.DefineSegmentRequest
  * Use `create(DefineSegmentRequestSchema)` to create a new message.
  */
 export const DefineSegmentRequestSchema: GenMessage<DefineSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 50);
+  messageDesc(file_svc_contacts_v1_contacts, 54);
 
 /**
  * @generated from message svc.contacts.v1.DefineSegmentResponse
@@ -1393,7 +1506,7 @@ export type DefineSegmentResponse = Message<"svc.contacts.v1.DefineSegmentRespon
  * Use `create(DefineSegmentResponseSchema)` to create a new message.
  */
 export const DefineSegmentResponseSchema: GenMessage<DefineSegmentResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 51);
+  messageDesc(file_svc_contacts_v1_contacts, 55);
 
 /**
  * @generated from message svc.contacts.v1.ForgetSegmentRequest
@@ -1415,7 +1528,7 @@ export type ForgetSegmentRequest = Message<"svc.contacts.v1.ForgetSegmentRequest
  * Use `create(ForgetSegmentRequestSchema)` to create a new message.
  */
 export const ForgetSegmentRequestSchema: GenMessage<ForgetSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 52);
+  messageDesc(file_svc_contacts_v1_contacts, 56);
 
 /**
  * @generated from message svc.contacts.v1.ForgetSegmentResponse
@@ -1428,7 +1541,7 @@ export type ForgetSegmentResponse = Message<"svc.contacts.v1.ForgetSegmentRespon
  * Use `create(ForgetSegmentResponseSchema)` to create a new message.
  */
 export const ForgetSegmentResponseSchema: GenMessage<ForgetSegmentResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 53);
+  messageDesc(file_svc_contacts_v1_contacts, 57);
 
 /**
  * Static members: ids of contacts of the project (others are ignored).
@@ -1462,7 +1575,7 @@ export type SetSegmentMembersRequest = Message<"svc.contacts.v1.SetSegmentMember
  * Use `create(SetSegmentMembersRequestSchema)` to create a new message.
  */
 export const SetSegmentMembersRequestSchema: GenMessage<SetSegmentMembersRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 54);
+  messageDesc(file_svc_contacts_v1_contacts, 58);
 
 /**
  * @generated from message svc.contacts.v1.SetSegmentMembersResponse
@@ -1484,7 +1597,7 @@ export type SetSegmentMembersResponse = Message<"svc.contacts.v1.SetSegmentMembe
  * Use `create(SetSegmentMembersResponseSchema)` to create a new message.
  */
 export const SetSegmentMembersResponseSchema: GenMessage<SetSegmentMembersResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 55);
+  messageDesc(file_svc_contacts_v1_contacts, 59);
 
 /**
  * Which of these segments' conditions one contact matches now (incremental membership).
@@ -1513,7 +1626,7 @@ export type MatchSegmentsRequest = Message<"svc.contacts.v1.MatchSegmentsRequest
  * Use `create(MatchSegmentsRequestSchema)` to create a new message.
  */
 export const MatchSegmentsRequestSchema: GenMessage<MatchSegmentsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 56);
+  messageDesc(file_svc_contacts_v1_contacts, 60);
 
 /**
  * @generated from message svc.contacts.v1.MatchSegmentsResponse
@@ -1530,7 +1643,7 @@ export type MatchSegmentsResponse = Message<"svc.contacts.v1.MatchSegmentsRespon
  * Use `create(MatchSegmentsResponseSchema)` to create a new message.
  */
 export const MatchSegmentsResponseSchema: GenMessage<MatchSegmentsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 57);
+  messageDesc(file_svc_contacts_v1_contacts, 61);
 
 /**
  * Contacts, their custom data and fields, tracked events, filter evaluation, CSV import
@@ -1554,6 +1667,16 @@ export const ContactsService: GenService<{
     methodKind: "unary";
     input: typeof UpsertContactRequestSchema;
     output: typeof UpsertContactResponseSchema;
+  },
+  /**
+   * Many upserts in one call and one transaction, in order; each item answers a contact or an error.
+   *
+   * @generated from rpc svc.contacts.v1.ContactsService.UpsertContacts
+   */
+  upsertContacts: {
+    methodKind: "unary";
+    input: typeof UpsertContactsRequestSchema;
+    output: typeof UpsertContactsResponseSchema;
   },
   /**
    * @generated from rpc svc.contacts.v1.ContactsService.GetContact

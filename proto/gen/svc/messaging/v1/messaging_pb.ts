@@ -2,9 +2,9 @@
 // @generated from file svc/messaging/v1/messaging.proto (package svc.messaging.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp, Value } from "@bufbuild/protobuf/wkt";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/messaging/v1/messaging.proto.
  */
 export const file_svc_messaging_v1_messaging: GenFile = /*@__PURE__*/
-  fileDesc("CiBzdmMvbWVzc2FnaW5nL3YxL21lc3NhZ2luZy5wcm90bxIQc3ZjLm1lc3NhZ2luZy52MSJZCglEbnNSZWNvcmQSDAoEdHlwZRgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBXZhbHVlGAMgASgJEg8KB3B1cnBvc2UYBCABKAkSEAoIdmVyaWZpZWQYBSABKAgiowIKBkRvbWFpbhIKCgJpZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEg4KBmRvbWFpbhgDIAEoCRIOCgZzdGF0dXMYBCABKAkSLAoHcmVjb3JkcxgFIAMoCzIbLnN2Yy5tZXNzYWdpbmcudjEuRG5zUmVjb3JkEhUKDWRraW1fc2VsZWN0b3IYBiABKAkSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdmVyaWZpZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD2xhc3RfY2hlY2tlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOQoTQ3JlYXRlRG9tYWluUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg4KBmRvbWFpbhgCIAEoCSJAChRDcmVhdGVEb21haW5SZXNwb25zZRIoCgZkb21haW4YASABKAsyGC5zdmMubWVzc2FnaW5nLnYxLkRvbWFpbiIoChJMaXN0RG9tYWluc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSJAChNMaXN0RG9tYWluc1Jlc3BvbnNlEikKB2RvbWFpbnMYASADKAsyGC5zdmMubWVzc2FnaW5nLnYxLkRvbWFpbiI1ChNWZXJpZnlEb21haW5SZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSCgoCaWQYAiABKAkiQAoUVmVyaWZ5RG9tYWluUmVzcG9uc2USKAoGZG9tYWluGAEgASgLMhguc3ZjLm1lc3NhZ2luZy52MS5Eb21haW4iNQoTRGVsZXRlRG9tYWluUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIhYKFERlbGV0ZURvbWFpblJlc3BvbnNlIjYKEkNoZWNrU2VuZGVyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBGZyb20YAiABKAkiJwoTQ2hlY2tTZW5kZXJSZXNwb25zZRIQCgh2ZXJpZmllZBgBIAEoCCKTAgoIVGVtcGxhdGUSCgoCaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEg8KB3N1YmplY3QYBSABKAkSDAoEYm9keRgGIAEoCRISCgpmcm9tX2VtYWlsGAcgASgJEhEKCWZyb21fbmFtZRgIIAEoCRIQCghyZXBseV90bxgJIAEoCRIMCgR0eXBlGAogASgJEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIoQBChRMaXN0VGVtcGxhdGVzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBHBhZ2UYAiABKAkSEQoJcGFnZV9zaXplGAMgASgJEgwKBHR5cGUYBCABKAkSDgoGc2VhcmNoGAUgASgJEgwKBHNvcnQYBiABKAkSCwoDZGlyGAcgASgJIosBChVMaXN0VGVtcGxhdGVzUmVzcG9uc2USLQoJdGVtcGxhdGVzGAEgAygLMhouc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZRINCgV0b3RhbBgCIAEoAxIMCgRwYWdlGAMgASgFEhEKCXBhZ2Vfc2l6ZRgEIAEoBRITCgt0b3RhbF9wYWdlcxgFIAEoBSJSChVDcmVhdGVUZW1wbGF0ZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIlCgVpbnB1dBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJGChZDcmVhdGVUZW1wbGF0ZVJlc3BvbnNlEiwKCHRlbXBsYXRlGAEgASgLMhouc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZSI0ChJHZXRUZW1wbGF0ZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIKCgJpZBgCIAEoCSJDChNHZXRUZW1wbGF0ZVJlc3BvbnNlEiwKCHRlbXBsYXRlGAEgASgLMhouc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZSJeChVVcGRhdGVUZW1wbGF0ZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIKCgJpZBgCIAEoCRIlCgVpbnB1dBgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJGChZVcGRhdGVUZW1wbGF0ZVJlc3BvbnNlEiwKCHRlbXBsYXRlGAEgASgLMhouc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZSI3ChVEZWxldGVUZW1wbGF0ZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIKCgJpZBgCIAEoCSIYChZEZWxldGVUZW1wbGF0ZVJlc3BvbnNlIjoKGER1cGxpY2F0ZVRlbXBsYXRlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIkkKGUR1cGxpY2F0ZVRlbXBsYXRlUmVzcG9uc2USLAoIdGVtcGxhdGUYASABKAsyGi5zdmMubWVzc2FnaW5nLnYxLlRlbXBsYXRlIjkKF0dldFRlbXBsYXRlVXNhZ2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSCgoCaWQYAiABKAkiSgoNVGVtcGxhdGVVc2FnZRIMCgRraW5kGAEgASgJEgoKAmlkGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJIocBChhHZXRUZW1wbGF0ZVVzYWdlUmVzcG9uc2USMgoJY2FtcGFpZ25zGAEgAygLMh8uc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZVVzYWdlEjcKDndvcmtmbG93X3N0ZXBzGAIgAygLMh8uc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZVVzYWdlIocBChBTZW5kRW1haWxSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJQoFaW5wdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJEh8KF2lkZW1wb3RlbmN5X2ZpbmdlcnByaW50GAQgASgJIkgKCVNlbnRFbWFpbBISCgpjb250YWN0X2lkGAEgASgJEhUKDWNvbnRhY3RfZW1haWwYAiABKAkSEAoIZW1haWxfaWQYAyABKAkigQEKEVNlbmRFbWFpbFJlc3BvbnNlEisKBmVtYWlscxgBIAMoCzIbLnN2Yy5tZXNzYWdpbmcudjEuU2VudEVtYWlsEi0KCXRpbWVzdGFtcBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIcmVwbGF5ZWQYAyABKAgiigIKEUVtYWlsVmVyaWZpY2F0aW9uEg0KBWVtYWlsGAEgASgJEg0KBXZhbGlkGAIgASgIEhUKDWlzX2Rpc3Bvc2FibGUYAyABKAgSEAoIaXNfYWxpYXMYBCABKAgSDwoHaXNfdHlwbxgFIAEoCBIZChFpc19wbHVzX2FkZHJlc3NlZBgGIAEoCBIZChFpc19wZXJzb25hbF9lbWFpbBgHIAEoCBIVCg1kb21haW5fZXhpc3RzGAggASgIEhMKC2hhc193ZWJzaXRlGAkgASgIEhYKDmhhc19teF9yZWNvcmRzGAogASgIEg8KB3JlYXNvbnMYCyADKAkSEgoKc3VnZ2VzdGlvbhgMIAEoCSJPChJWZXJpZnlFbWFpbFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIlCgVpbnB1dBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJKChNWZXJpZnlFbWFpbFJlc3BvbnNlEjMKBnJlc3VsdBgBIAEoCzIjLnN2Yy5tZXNzYWdpbmcudjEuRW1haWxWZXJpZmljYXRpb24iQQoQVHJhY2tPcGVuUmVxdWVzdBINCgV0b2tlbhgBIAEoCRISCgp1c2VyX2FnZW50GAIgASgJEgoKAmlwGAMgASgJIhMKEVRyYWNrT3BlblJlc3BvbnNlIkIKEVRyYWNrQ2xpY2tSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhIKCnVzZXJfYWdlbnQYAiABKAkSCgoCaXAYAyABKAkiIQoSVHJhY2tDbGlja1Jlc3BvbnNlEgsKA3VybBgBIAEoCSJPChZTZXRTdWJzY3JpcHRpb25SZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhcKCnN1YnNjcmliZWQYAiABKAhIAIgBAUINCgtfc3Vic2NyaWJlZCJUChdTZXRTdWJzY3JpcHRpb25SZXNwb25zZRIUCgxtYXNrZWRfZW1haWwYASABKAkSEgoKc3Vic2NyaWJlZBgCIAEoCBIPCgdjaGFuZ2VkGAMgASgIIlkKHEhhbmRsZVByb3ZpZGVyV2ViaG9va1JlcXVlc3QSEAoIcHJvdmlkZXIYASABKAkSJwoHcGF5bG9hZBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJDCh1IYW5kbGVQcm92aWRlcldlYmhvb2tSZXNwb25zZRIRCglwcm9jZXNzZWQYASABKAUSDwoHaWdub3JlZBgCIAEoBSK/AQoIQWN0aXZpdHkSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRISCgpjb250YWN0X2lkGAMgASgJEhAKCGVtYWlsX2lkGAQgASgJEg0KBWVtYWlsGAUgASgJEgwKBG5hbWUYBiABKAkSJQoEZGF0YRgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLwoLb2NjdXJyZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImoKE0xpc3RBY3Rpdml0eVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRINCgVsaW1pdBgCIAEoCRIOCgZjdXJzb3IYAyABKAkSDAoEdHlwZRgEIAEoCRISCgpjb250YWN0X2lkGAUgASgJInIKFExpc3RBY3Rpdml0eVJlc3BvbnNlEikKBWl0ZW1zGAEgAygLMhouc3ZjLm1lc3NhZ2luZy52MS5BY3Rpdml0eRIOCgZjdXJzb3IYAiABKAkSEAoIaGFzX21vcmUYAyABKAgSDQoFdG90YWwYBCABKAMiOwoXR2V0QWN0aXZpdHlTdGF0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIMCgRkYXlzGAIgASgJIigKCVR5cGVDb3VudBIMCgR0eXBlGAEgASgJEg0KBWNvdW50GAIgASgDIscBCgtFbWFpbENvdW50cxIOCgZxdWV1ZWQYASABKAMSDAoEc2VudBgCIAEoAxIRCglkZWxpdmVyZWQYAyABKAMSDgoGb3BlbmVkGAQgASgDEg8KB2NsaWNrZWQYBSABKAMSDwoHYm91bmNlZBgGIAEoAxISCgpjb21wbGFpbmVkGAcgASgDEhIKCnN1cHByZXNzZWQYCCABKAMSDgoGZmFpbGVkGAkgASgDEg0KBW9wZW5zGAogASgDEg4KBmNsaWNrcxgLIAEoAyKUAQoYR2V0QWN0aXZpdHlTdGF0c1Jlc3BvbnNlEgwKBGRheXMYASABKAUSDQoFdG90YWwYAiABKAMSLAoHYnlfdHlwZRgDIAMoCzIbLnN2Yy5tZXNzYWdpbmcudjEuVHlwZUNvdW50Ei0KBmVtYWlscxgEIAEoCzIdLnN2Yy5tZXNzYWdpbmcudjEuRW1haWxDb3VudHMiRAodR2V0UmVjZW50QWN0aXZpdHlDb3VudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdtaW51dGVzGAIgASgJIloKHkdldFJlY2VudEFjdGl2aXR5Q291bnRSZXNwb25zZRINCgVjb3VudBgBIAEoAxIpCgVzaW5jZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiLgoYTGlzdEFjdGl2aXR5VHlwZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiKgoZTGlzdEFjdGl2aXR5VHlwZXNSZXNwb25zZRINCgV0eXBlcxgBIAMoCSIpChNMaXN0VXBjb21pbmdSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiYgoMVXBjb21pbmdJdGVtEgwKBGtpbmQYASABKAkSCgoCaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIqCgZkdWVfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkUKFExpc3RVcGNvbWluZ1Jlc3BvbnNlEi0KBWl0ZW1zGAEgAygLMh4uc3ZjLm1lc3NhZ2luZy52MS5VcGNvbWluZ0l0ZW0iOAoSTGlzdERldk1haWxSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEhMKC3Byb2plY3RfaWRzGAIgAygJIsUBCgdEZXZNYWlsEgoKAmlkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyADKAkSDwoHc3ViamVjdBgEIAEoCRIMCgR0ZXh0GAUgASgJEgwKBGh0bWwYBiABKAkSKAoHaGVhZGVycxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLwoLcmVjZWl2ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHNpemUYCSABKAUiUwoTTGlzdERldk1haWxSZXNwb25zZRIrCghtZXNzYWdlcxgBIAMoCzIZLnN2Yy5tZXNzYWdpbmcudjEuRGV2TWFpbBIPCgdlbmFibGVkGAIgASgIMuASChBNZXNzYWdpbmdTZXJ2aWNlEl0KDENyZWF0ZURvbWFpbhIlLnN2Yy5tZXNzYWdpbmcudjEuQ3JlYXRlRG9tYWluUmVxdWVzdBomLnN2Yy5tZXNzYWdpbmcudjEuQ3JlYXRlRG9tYWluUmVzcG9uc2USWgoLTGlzdERvbWFpbnMSJC5zdmMubWVzc2FnaW5nLnYxLkxpc3REb21haW5zUmVxdWVzdBolLnN2Yy5tZXNzYWdpbmcudjEuTGlzdERvbWFpbnNSZXNwb25zZRJdCgxWZXJpZnlEb21haW4SJS5zdmMubWVzc2FnaW5nLnYxLlZlcmlmeURvbWFpblJlcXVlc3QaJi5zdmMubWVzc2FnaW5nLnYxLlZlcmlmeURvbWFpblJlc3BvbnNlEl0KDERlbGV0ZURvbWFpbhIlLnN2Yy5tZXNzYWdpbmcudjEuRGVsZXRlRG9tYWluUmVxdWVzdBomLnN2Yy5tZXNzYWdpbmcudjEuRGVsZXRlRG9tYWluUmVzcG9uc2USWgoLQ2hlY2tTZW5kZXISJC5zdmMubWVzc2FnaW5nLnYxLkNoZWNrU2VuZGVyUmVxdWVzdBolLnN2Yy5tZXNzYWdpbmcudjEuQ2hlY2tTZW5kZXJSZXNwb25zZRJgCg1MaXN0VGVtcGxhdGVzEiYuc3ZjLm1lc3NhZ2luZy52MS5MaXN0VGVtcGxhdGVzUmVxdWVzdBonLnN2Yy5tZXNzYWdpbmcudjEuTGlzdFRlbXBsYXRlc1Jlc3BvbnNlEmMKDkNyZWF0ZVRlbXBsYXRlEicuc3ZjLm1lc3NhZ2luZy52MS5DcmVhdGVUZW1wbGF0ZVJlcXVlc3QaKC5zdmMubWVzc2FnaW5nLnYxLkNyZWF0ZVRlbXBsYXRlUmVzcG9uc2USWgoLR2V0VGVtcGxhdGUSJC5zdmMubWVzc2FnaW5nLnYxLkdldFRlbXBsYXRlUmVxdWVzdBolLnN2Yy5tZXNzYWdpbmcudjEuR2V0VGVtcGxhdGVSZXNwb25zZRJjCg5VcGRhdGVUZW1wbGF0ZRInLnN2Yy5tZXNzYWdpbmcudjEuVXBkYXRlVGVtcGxhdGVSZXF1ZXN0Giguc3ZjLm1lc3NhZ2luZy52MS5VcGRhdGVUZW1wbGF0ZVJlc3BvbnNlEmMKDkRlbGV0ZVRlbXBsYXRlEicuc3ZjLm1lc3NhZ2luZy52MS5EZWxldGVUZW1wbGF0ZVJlcXVlc3QaKC5zdmMubWVzc2FnaW5nLnYxLkRlbGV0ZVRlbXBsYXRlUmVzcG9uc2USbAoRRHVwbGljYXRlVGVtcGxhdGUSKi5zdmMubWVzc2FnaW5nLnYxLkR1cGxpY2F0ZVRlbXBsYXRlUmVxdWVzdBorLnN2Yy5tZXNzYWdpbmcudjEuRHVwbGljYXRlVGVtcGxhdGVSZXNwb25zZRJpChBHZXRUZW1wbGF0ZVVzYWdlEikuc3ZjLm1lc3NhZ2luZy52MS5HZXRUZW1wbGF0ZVVzYWdlUmVxdWVzdBoqLnN2Yy5tZXNzYWdpbmcudjEuR2V0VGVtcGxhdGVVc2FnZVJlc3BvbnNlElQKCVNlbmRFbWFpbBIiLnN2Yy5tZXNzYWdpbmcudjEuU2VuZEVtYWlsUmVxdWVzdBojLnN2Yy5tZXNzYWdpbmcudjEuU2VuZEVtYWlsUmVzcG9uc2USWgoLVmVyaWZ5RW1haWwSJC5zdmMubWVzc2FnaW5nLnYxLlZlcmlmeUVtYWlsUmVxdWVzdBolLnN2Yy5tZXNzYWdpbmcudjEuVmVyaWZ5RW1haWxSZXNwb25zZRJUCglUcmFja09wZW4SIi5zdmMubWVzc2FnaW5nLnYxLlRyYWNrT3BlblJlcXVlc3QaIy5zdmMubWVzc2FnaW5nLnYxLlRyYWNrT3BlblJlc3BvbnNlElcKClRyYWNrQ2xpY2sSIy5zdmMubWVzc2FnaW5nLnYxLlRyYWNrQ2xpY2tSZXF1ZXN0GiQuc3ZjLm1lc3NhZ2luZy52MS5UcmFja0NsaWNrUmVzcG9uc2USZgoPU2V0U3Vic2NyaXB0aW9uEiguc3ZjLm1lc3NhZ2luZy52MS5TZXRTdWJzY3JpcHRpb25SZXF1ZXN0Gikuc3ZjLm1lc3NhZ2luZy52MS5TZXRTdWJzY3JpcHRpb25SZXNwb25zZRJ4ChVIYW5kbGVQcm92aWRlcldlYmhvb2sSLi5zdmMubWVzc2FnaW5nLnYxLkhhbmRsZVByb3ZpZGVyV2ViaG9va1JlcXVlc3QaLy5zdmMubWVzc2FnaW5nLnYxLkhhbmRsZVByb3ZpZGVyV2ViaG9va1Jlc3BvbnNlEl0KDExpc3RBY3Rpdml0eRIlLnN2Yy5tZXNzYWdpbmcudjEuTGlzdEFjdGl2aXR5UmVxdWVzdBomLnN2Yy5tZXNzYWdpbmcudjEuTGlzdEFjdGl2aXR5UmVzcG9uc2USaQoQR2V0QWN0aXZpdHlTdGF0cxIpLnN2Yy5tZXNzYWdpbmcudjEuR2V0QWN0aXZpdHlTdGF0c1JlcXVlc3QaKi5zdmMubWVzc2FnaW5nLnYxLkdldEFjdGl2aXR5U3RhdHNSZXNwb25zZRJ7ChZHZXRSZWNlbnRBY3Rpdml0eUNvdW50Ei8uc3ZjLm1lc3NhZ2luZy52MS5HZXRSZWNlbnRBY3Rpdml0eUNvdW50UmVxdWVzdBowLnN2Yy5tZXNzYWdpbmcudjEuR2V0UmVjZW50QWN0aXZpdHlDb3VudFJlc3BvbnNlEmwKEUxpc3RBY3Rpdml0eVR5cGVzEiouc3ZjLm1lc3NhZ2luZy52MS5MaXN0QWN0aXZpdHlUeXBlc1JlcXVlc3QaKy5zdmMubWVzc2FnaW5nLnYxLkxpc3RBY3Rpdml0eVR5cGVzUmVzcG9uc2USXQoMTGlzdFVwY29taW5nEiUuc3ZjLm1lc3NhZ2luZy52MS5MaXN0VXBjb21pbmdSZXF1ZXN0GiYuc3ZjLm1lc3NhZ2luZy52MS5MaXN0VXBjb21pbmdSZXNwb25zZRJaCgtMaXN0RGV2TWFpbBIkLnN2Yy5tZXNzYWdpbmcudjEuTGlzdERldk1haWxSZXF1ZXN0GiUuc3ZjLm1lc3NhZ2luZy52MS5MaXN0RGV2TWFpbFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiBzdmMvbWVzc2FnaW5nL3YxL21lc3NhZ2luZy5wcm90bxIQc3ZjLm1lc3NhZ2luZy52MSJZCglEbnNSZWNvcmQSDAoEdHlwZRgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBXZhbHVlGAMgASgJEg8KB3B1cnBvc2UYBCABKAkSEAoIdmVyaWZpZWQYBSABKAgiowIKBkRvbWFpbhIKCgJpZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEg4KBmRvbWFpbhgDIAEoCRIOCgZzdGF0dXMYBCABKAkSLAoHcmVjb3JkcxgFIAMoCzIbLnN2Yy5tZXNzYWdpbmcudjEuRG5zUmVjb3JkEhUKDWRraW1fc2VsZWN0b3IYBiABKAkSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdmVyaWZpZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD2xhc3RfY2hlY2tlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOQoTQ3JlYXRlRG9tYWluUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg4KBmRvbWFpbhgCIAEoCSJAChRDcmVhdGVEb21haW5SZXNwb25zZRIoCgZkb21haW4YASABKAsyGC5zdmMubWVzc2FnaW5nLnYxLkRvbWFpbiIoChJMaXN0RG9tYWluc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSJAChNMaXN0RG9tYWluc1Jlc3BvbnNlEikKB2RvbWFpbnMYASADKAsyGC5zdmMubWVzc2FnaW5nLnYxLkRvbWFpbiI1ChNWZXJpZnlEb21haW5SZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSCgoCaWQYAiABKAkiQAoUVmVyaWZ5RG9tYWluUmVzcG9uc2USKAoGZG9tYWluGAEgASgLMhguc3ZjLm1lc3NhZ2luZy52MS5Eb21haW4iNQoTRGVsZXRlRG9tYWluUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIhYKFERlbGV0ZURvbWFpblJlc3BvbnNlIjYKEkNoZWNrU2VuZGVyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBGZyb20YAiABKAkiJwoTQ2hlY2tTZW5kZXJSZXNwb25zZRIQCgh2ZXJpZmllZBgBIAEoCCKTAgoIVGVtcGxhdGUSCgoCaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEg8KB3N1YmplY3QYBSABKAkSDAoEYm9keRgGIAEoCRISCgpmcm9tX2VtYWlsGAcgASgJEhEKCWZyb21fbmFtZRgIIAEoCRIQCghyZXBseV90bxgJIAEoCRIMCgR0eXBlGAogASgJEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIoQBChRMaXN0VGVtcGxhdGVzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBHBhZ2UYAiABKAkSEQoJcGFnZV9zaXplGAMgASgJEgwKBHR5cGUYBCABKAkSDgoGc2VhcmNoGAUgASgJEgwKBHNvcnQYBiABKAkSCwoDZGlyGAcgASgJIosBChVMaXN0VGVtcGxhdGVzUmVzcG9uc2USLQoJdGVtcGxhdGVzGAEgAygLMhouc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZRINCgV0b3RhbBgCIAEoAxIMCgRwYWdlGAMgASgFEhEKCXBhZ2Vfc2l6ZRgEIAEoBRITCgt0b3RhbF9wYWdlcxgFIAEoBSJPCgdBZGRyZXNzEg4KBHRleHQYASABKAlIABIsCgdtYWlsYm94GAIgASgLMhkuc3ZjLm1lc3NhZ2luZy52MS5NYWlsYm94SABCBgoEZm9ybSJDCgdNYWlsYm94EhIKBWVtYWlsGAEgASgJSACIAQESEQoEbmFtZRgCIAEoCUgBiAEBQggKBl9lbWFpbEIHCgVfbmFtZSKjAgoOVGVtcGxhdGVGaWVsZHMSEQoEbmFtZRgBIAEoCUgAiAEBEhgKC2Rlc2NyaXB0aW9uGAIgASgJSAGIAQESFAoHc3ViamVjdBgDIAEoCUgCiAEBEhEKBGJvZHkYBCABKAlIA4gBARInCgRmcm9tGAUgASgLMhkuc3ZjLm1lc3NhZ2luZy52MS5BZGRyZXNzEhYKCWZyb21fbmFtZRgGIAEoCUgEiAEBEhUKCHJlcGx5X3RvGAcgASgJSAWIAQESEQoEdHlwZRgIIAEoCUgGiAEBQgcKBV9uYW1lQg4KDF9kZXNjcmlwdGlvbkIKCghfc3ViamVjdEIHCgVfYm9keUIMCgpfZnJvbV9uYW1lQgsKCV9yZXBseV90b0IHCgVfdHlwZSJqChVDcmVhdGVUZW1wbGF0ZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIwCgZmaWVsZHMYAyABKAsyIC5zdmMubWVzc2FnaW5nLnYxLlRlbXBsYXRlRmllbGRzSgQIAhADUgVpbnB1dCJGChZDcmVhdGVUZW1wbGF0ZVJlc3BvbnNlEiwKCHRlbXBsYXRlGAEgASgLMhouc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZSI0ChJHZXRUZW1wbGF0ZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIKCgJpZBgCIAEoCSJDChNHZXRUZW1wbGF0ZVJlc3BvbnNlEiwKCHRlbXBsYXRlGAEgASgLMhouc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZSJ2ChVVcGRhdGVUZW1wbGF0ZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIKCgJpZBgCIAEoCRIwCgZmaWVsZHMYBCABKAsyIC5zdmMubWVzc2FnaW5nLnYxLlRlbXBsYXRlRmllbGRzSgQIAxAEUgVpbnB1dCJGChZVcGRhdGVUZW1wbGF0ZVJlc3BvbnNlEiwKCHRlbXBsYXRlGAEgASgLMhouc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZSI3ChVEZWxldGVUZW1wbGF0ZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIKCgJpZBgCIAEoCSIYChZEZWxldGVUZW1wbGF0ZVJlc3BvbnNlIjoKGER1cGxpY2F0ZVRlbXBsYXRlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIkkKGUR1cGxpY2F0ZVRlbXBsYXRlUmVzcG9uc2USLAoIdGVtcGxhdGUYASABKAsyGi5zdmMubWVzc2FnaW5nLnYxLlRlbXBsYXRlIjkKF0dldFRlbXBsYXRlVXNhZ2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSCgoCaWQYAiABKAkiSgoNVGVtcGxhdGVVc2FnZRIMCgRraW5kGAEgASgJEgoKAmlkGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJIocBChhHZXRUZW1wbGF0ZVVzYWdlUmVzcG9uc2USMgoJY2FtcGFpZ25zGAEgAygLMh8uc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZVVzYWdlEjcKDndvcmtmbG93X3N0ZXBzGAIgAygLMh8uc3ZjLm1lc3NhZ2luZy52MS5UZW1wbGF0ZVVzYWdlIpcBCgpBdHRhY2htZW50EhAKCGZpbGVuYW1lGAEgASgJEg8KB2NvbnRlbnQYAiABKAwSFAoMY29udGVudF90eXBlGAMgASgJEhcKCmNvbnRlbnRfaWQYBCABKAlIAIgBARIYCgtkaXNwb3NpdGlvbhgFIAEoCUgBiAEBQg0KC19jb250ZW50X2lkQg4KDF9kaXNwb3NpdGlvbiLNBAoQU2VuZEVtYWlsUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCRIfChdpZGVtcG90ZW5jeV9maW5nZXJwcmludBgEIAEoCRIlCgJ0bxgFIAMoCzIZLnN2Yy5tZXNzYWdpbmcudjEuQWRkcmVzcxIUCgdzdWJqZWN0GAYgASgJSACIAQESEQoEYm9keRgHIAEoCUgBiAEBEhUKCHRlbXBsYXRlGAggASgJSAKIAQESJwoEZnJvbRgJIAEoCzIZLnN2Yy5tZXNzYWdpbmcudjEuQWRkcmVzcxIRCgRuYW1lGAogASgJSAOIAQESFwoKc3Vic2NyaWJlZBgLIAEoCEgEiAEBEiUKBGRhdGEYDCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EkAKB2hlYWRlcnMYDSADKAsyLy5zdmMubWVzc2FnaW5nLnYxLlNlbmRFbWFpbFJlcXVlc3QuSGVhZGVyc0VudHJ5EhIKBXJlcGx5GA4gASgJSAWIAQESMQoLYXR0YWNobWVudHMYDyADKAsyHC5zdmMubWVzc2FnaW5nLnYxLkF0dGFjaG1lbnQaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCgoIX3N1YmplY3RCBwoFX2JvZHlCCwoJX3RlbXBsYXRlQgcKBV9uYW1lQg0KC19zdWJzY3JpYmVkQggKBl9yZXBseUoECAIQA1IFaW5wdXQiSAoJU2VudEVtYWlsEhIKCmNvbnRhY3RfaWQYASABKAkSFQoNY29udGFjdF9lbWFpbBgCIAEoCRIQCghlbWFpbF9pZBgDIAEoCSKBAQoRU2VuZEVtYWlsUmVzcG9uc2USKwoGZW1haWxzGAEgAygLMhsuc3ZjLm1lc3NhZ2luZy52MS5TZW50RW1haWwSLQoJdGltZXN0YW1wGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghyZXBsYXllZBgDIAEoCCKAAwoMRW1haWxDb250ZW50EhgKC3RlbXBsYXRlX2lkGAEgASgJSACIAQESFAoHc3ViamVjdBgCIAEoCUgBiAEBEhEKBGJvZHkYAyABKAlIAogBARInCgRmcm9tGAQgASgLMhkuc3ZjLm1lc3NhZ2luZy52MS5NYWlsYm94EhUKCHJlcGx5X3RvGAUgASgJSAOIAQESEQoEdHlwZRgGIAEoCUgEiAEBEjwKB2hlYWRlcnMYByADKAsyKy5zdmMubWVzc2FnaW5nLnYxLkVtYWlsQ29udGVudC5IZWFkZXJzRW50cnkSMQoLYXR0YWNobWVudHMYCCADKAsyHC5zdmMubWVzc2FnaW5nLnYxLkF0dGFjaG1lbnQaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDgoMX3RlbXBsYXRlX2lkQgoKCF9zdWJqZWN0QgcKBV9ib2R5QgsKCV9yZXBseV90b0IHCgVfdHlwZSKBAQoOUXVldWVSZWNpcGllbnQSEgoKY29udGFjdF9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIMCgRuYW1lGAMgASgJEhIKCnN1YnNjcmliZWQYBCABKAgSKgoJdmFyaWFibGVzGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKRAgoSUXVldWVFbWFpbHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSLwoHY29udGVudBgCIAEoCzIeLnN2Yy5tZXNzYWdpbmcudjEuRW1haWxDb250ZW50EjQKCnJlY2lwaWVudHMYAyADKAsyIC5zdmMubWVzc2FnaW5nLnYxLlF1ZXVlUmVjaXBpZW50EiwKBnNvdXJjZRgEIAEoDjIcLnN2Yy5tZXNzYWdpbmcudjEuU2VuZFNvdXJjZRIYCgtjYW1wYWlnbl9pZBgFIAEoCUgAiAEBEhgKC3dvcmtmbG93X2lkGAYgASgJSAGIAQFCDgoMX2NhbXBhaWduX2lkQg4KDF93b3JrZmxvd19pZCJDCgtRdWV1ZWRFbWFpbBISCgpjb250YWN0X2lkGAEgASgJEhAKCGVtYWlsX2lkGAIgASgJEg4KBnN0YXR1cxgDIAEoCSJVChNRdWV1ZUVtYWlsc1Jlc3BvbnNlEi0KBmVtYWlscxgBIAMoCzIdLnN2Yy5tZXNzYWdpbmcudjEuUXVldWVkRW1haWwSDwoHc2VuZF9pZBgCIAEoCSKKAgoRRW1haWxWZXJpZmljYXRpb24SDQoFZW1haWwYASABKAkSDQoFdmFsaWQYAiABKAgSFQoNaXNfZGlzcG9zYWJsZRgDIAEoCBIQCghpc19hbGlhcxgEIAEoCBIPCgdpc190eXBvGAUgASgIEhkKEWlzX3BsdXNfYWRkcmVzc2VkGAYgASgIEhkKEWlzX3BlcnNvbmFsX2VtYWlsGAcgASgIEhUKDWRvbWFpbl9leGlzdHMYCCABKAgSEwoLaGFzX3dlYnNpdGUYCSABKAgSFgoOaGFzX214X3JlY29yZHMYCiABKAgSDwoHcmVhc29ucxgLIAMoCRISCgpzdWdnZXN0aW9uGAwgASgJIlMKElZlcmlmeUVtYWlsUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKBWVtYWlsGAMgASgJSACIAQFCCAoGX2VtYWlsSgQIAhADUgVpbnB1dCJKChNWZXJpZnlFbWFpbFJlc3BvbnNlEjMKBnJlc3VsdBgBIAEoCzIjLnN2Yy5tZXNzYWdpbmcudjEuRW1haWxWZXJpZmljYXRpb24iQQoQVHJhY2tPcGVuUmVxdWVzdBINCgV0b2tlbhgBIAEoCRISCgp1c2VyX2FnZW50GAIgASgJEgoKAmlwGAMgASgJIhMKEVRyYWNrT3BlblJlc3BvbnNlIkIKEVRyYWNrQ2xpY2tSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhIKCnVzZXJfYWdlbnQYAiABKAkSCgoCaXAYAyABKAkiIQoSVHJhY2tDbGlja1Jlc3BvbnNlEgsKA3VybBgBIAEoCSJPChZTZXRTdWJzY3JpcHRpb25SZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhcKCnN1YnNjcmliZWQYAiABKAhIAIgBAUINCgtfc3Vic2NyaWJlZCJUChdTZXRTdWJzY3JpcHRpb25SZXNwb25zZRIUCgxtYXNrZWRfZW1haWwYASABKAkSEgoKc3Vic2NyaWJlZBgCIAEoCBIPCgdjaGFuZ2VkGAMgASgIIvIBChRQcm92aWRlck5vdGlmaWNhdGlvbhIRCgR0eXBlGAEgASgJSACIAQESFQoIZW1haWxfaWQYAiABKAlIAYgBARIXCgptZXNzYWdlX2lkGAMgASgJSAKIAQESEwoGcmVhc29uGAQgASgJSAOIAQESGAoLYm91bmNlX3R5cGUYBSABKAlIBIgBARIYCgtvY2N1cnJlZF9hdBgGIAEoCUgFiAEBQgcKBV90eXBlQgsKCV9lbWFpbF9pZEINCgtfbWVzc2FnZV9pZEIJCgdfcmVhc29uQg4KDF9ib3VuY2VfdHlwZUIOCgxfb2NjdXJyZWRfYXQidwocSGFuZGxlUHJvdmlkZXJXZWJob29rUmVxdWVzdBIQCghwcm92aWRlchgBIAEoCRI2CgZldmVudHMYAyADKAsyJi5zdmMubWVzc2FnaW5nLnYxLlByb3ZpZGVyTm90aWZpY2F0aW9uSgQIAhADUgdwYXlsb2FkIkMKHUhhbmRsZVByb3ZpZGVyV2ViaG9va1Jlc3BvbnNlEhEKCXByb2Nlc3NlZBgBIAEoBRIPCgdpZ25vcmVkGAIgASgFIr8BCghBY3Rpdml0eRIKCgJpZBgBIAEoCRIMCgR0eXBlGAIgASgJEhIKCmNvbnRhY3RfaWQYAyABKAkSEAoIZW1haWxfaWQYBCABKAkSDQoFZW1haWwYBSABKAkSDAoEbmFtZRgGIAEoCRIlCgRkYXRhGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgtvY2N1cnJlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiagoTTGlzdEFjdGl2aXR5UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWxpbWl0GAIgASgJEg4KBmN1cnNvchgDIAEoCRIMCgR0eXBlGAQgASgJEhIKCmNvbnRhY3RfaWQYBSABKAkicgoUTGlzdEFjdGl2aXR5UmVzcG9uc2USKQoFaXRlbXMYASADKAsyGi5zdmMubWVzc2FnaW5nLnYxLkFjdGl2aXR5Eg4KBmN1cnNvchgCIAEoCRIQCghoYXNfbW9yZRgDIAEoCBINCgV0b3RhbBgEIAEoAyI7ChdHZXRBY3Rpdml0eVN0YXRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAkiKAoJVHlwZUNvdW50EgwKBHR5cGUYASABKAkSDQoFY291bnQYAiABKAMixwEKC0VtYWlsQ291bnRzEg4KBnF1ZXVlZBgBIAEoAxIMCgRzZW50GAIgASgDEhEKCWRlbGl2ZXJlZBgDIAEoAxIOCgZvcGVuZWQYBCABKAMSDwoHY2xpY2tlZBgFIAEoAxIPCgdib3VuY2VkGAYgASgDEhIKCmNvbXBsYWluZWQYByABKAMSEgoKc3VwcHJlc3NlZBgIIAEoAxIOCgZmYWlsZWQYCSABKAMSDQoFb3BlbnMYCiABKAMSDgoGY2xpY2tzGAsgASgDIpQBChhHZXRBY3Rpdml0eVN0YXRzUmVzcG9uc2USDAoEZGF5cxgBIAEoBRINCgV0b3RhbBgCIAEoAxIsCgdieV90eXBlGAMgAygLMhsuc3ZjLm1lc3NhZ2luZy52MS5UeXBlQ291bnQSLQoGZW1haWxzGAQgASgLMh0uc3ZjLm1lc3NhZ2luZy52MS5FbWFpbENvdW50cyJECh1HZXRSZWNlbnRBY3Rpdml0eUNvdW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg8KB21pbnV0ZXMYAiABKAkiWgoeR2V0UmVjZW50QWN0aXZpdHlDb3VudFJlc3BvbnNlEg0KBWNvdW50GAEgASgDEikKBXNpbmNlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIuChhMaXN0QWN0aXZpdHlUeXBlc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSIqChlMaXN0QWN0aXZpdHlUeXBlc1Jlc3BvbnNlEg0KBXR5cGVzGAEgAygJIikKE0xpc3RVcGNvbWluZ1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSJiCgxVcGNvbWluZ0l0ZW0SDAoEa2luZBgBIAEoCRIKCgJpZBgCIAEoCRIMCgRuYW1lGAMgASgJEioKBmR1ZV9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRQoUTGlzdFVwY29taW5nUmVzcG9uc2USLQoFaXRlbXMYASADKAsyHi5zdmMubWVzc2FnaW5nLnYxLlVwY29taW5nSXRlbSI4ChJMaXN0RGV2TWFpbFJlcXVlc3QSDQoFbGltaXQYASABKAUSEwoLcHJvamVjdF9pZHMYAiADKAkixQEKB0Rldk1haWwSCgoCaWQYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAMoCRIPCgdzdWJqZWN0GAQgASgJEgwKBHRleHQYBSABKAkSDAoEaHRtbBgGIAEoCRIoCgdoZWFkZXJzGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgtyZWNlaXZlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEc2l6ZRgJIAEoBSJTChNMaXN0RGV2TWFpbFJlc3BvbnNlEisKCG1lc3NhZ2VzGAEgAygLMhkuc3ZjLm1lc3NhZ2luZy52MS5EZXZNYWlsEg8KB2VuYWJsZWQYAiABKAgqfAoKU2VuZFNvdXJjZRIbChdTRU5EX1NPVVJDRV9VTlNQRUNJRklFRBAAEh0KGVNFTkRfU09VUkNFX1RSQU5TQUNUSU9OQUwQARIYChRTRU5EX1NPVVJDRV9XT1JLRkxPVxACEhgKFFNFTkRfU09VUkNFX0NBTVBBSUdOEAMyvBMKEE1lc3NhZ2luZ1NlcnZpY2USXQoMQ3JlYXRlRG9tYWluEiUuc3ZjLm1lc3NhZ2luZy52MS5DcmVhdGVEb21haW5SZXF1ZXN0GiYuc3ZjLm1lc3NhZ2luZy52MS5DcmVhdGVEb21haW5SZXNwb25zZRJaCgtMaXN0RG9tYWlucxIkLnN2Yy5tZXNzYWdpbmcudjEuTGlzdERvbWFpbnNSZXF1ZXN0GiUuc3ZjLm1lc3NhZ2luZy52MS5MaXN0RG9tYWluc1Jlc3BvbnNlEl0KDFZlcmlmeURvbWFpbhIlLnN2Yy5tZXNzYWdpbmcudjEuVmVyaWZ5RG9tYWluUmVxdWVzdBomLnN2Yy5tZXNzYWdpbmcudjEuVmVyaWZ5RG9tYWluUmVzcG9uc2USXQoMRGVsZXRlRG9tYWluEiUuc3ZjLm1lc3NhZ2luZy52MS5EZWxldGVEb21haW5SZXF1ZXN0GiYuc3ZjLm1lc3NhZ2luZy52MS5EZWxldGVEb21haW5SZXNwb25zZRJaCgtDaGVja1NlbmRlchIkLnN2Yy5tZXNzYWdpbmcudjEuQ2hlY2tTZW5kZXJSZXF1ZXN0GiUuc3ZjLm1lc3NhZ2luZy52MS5DaGVja1NlbmRlclJlc3BvbnNlEmAKDUxpc3RUZW1wbGF0ZXMSJi5zdmMubWVzc2FnaW5nLnYxLkxpc3RUZW1wbGF0ZXNSZXF1ZXN0Gicuc3ZjLm1lc3NhZ2luZy52MS5MaXN0VGVtcGxhdGVzUmVzcG9uc2USYwoOQ3JlYXRlVGVtcGxhdGUSJy5zdmMubWVzc2FnaW5nLnYxLkNyZWF0ZVRlbXBsYXRlUmVxdWVzdBooLnN2Yy5tZXNzYWdpbmcudjEuQ3JlYXRlVGVtcGxhdGVSZXNwb25zZRJaCgtHZXRUZW1wbGF0ZRIkLnN2Yy5tZXNzYWdpbmcudjEuR2V0VGVtcGxhdGVSZXF1ZXN0GiUuc3ZjLm1lc3NhZ2luZy52MS5HZXRUZW1wbGF0ZVJlc3BvbnNlEmMKDlVwZGF0ZVRlbXBsYXRlEicuc3ZjLm1lc3NhZ2luZy52MS5VcGRhdGVUZW1wbGF0ZVJlcXVlc3QaKC5zdmMubWVzc2FnaW5nLnYxLlVwZGF0ZVRlbXBsYXRlUmVzcG9uc2USYwoORGVsZXRlVGVtcGxhdGUSJy5zdmMubWVzc2FnaW5nLnYxLkRlbGV0ZVRlbXBsYXRlUmVxdWVzdBooLnN2Yy5tZXNzYWdpbmcudjEuRGVsZXRlVGVtcGxhdGVSZXNwb25zZRJsChFEdXBsaWNhdGVUZW1wbGF0ZRIqLnN2Yy5tZXNzYWdpbmcudjEuRHVwbGljYXRlVGVtcGxhdGVSZXF1ZXN0Gisuc3ZjLm1lc3NhZ2luZy52MS5EdXBsaWNhdGVUZW1wbGF0ZVJlc3BvbnNlEmkKEEdldFRlbXBsYXRlVXNhZ2USKS5zdmMubWVzc2FnaW5nLnYxLkdldFRlbXBsYXRlVXNhZ2VSZXF1ZXN0Giouc3ZjLm1lc3NhZ2luZy52MS5HZXRUZW1wbGF0ZVVzYWdlUmVzcG9uc2USVAoJU2VuZEVtYWlsEiIuc3ZjLm1lc3NhZ2luZy52MS5TZW5kRW1haWxSZXF1ZXN0GiMuc3ZjLm1lc3NhZ2luZy52MS5TZW5kRW1haWxSZXNwb25zZRJaCgtRdWV1ZUVtYWlscxIkLnN2Yy5tZXNzYWdpbmcudjEuUXVldWVFbWFpbHNSZXF1ZXN0GiUuc3ZjLm1lc3NhZ2luZy52MS5RdWV1ZUVtYWlsc1Jlc3BvbnNlEloKC1ZlcmlmeUVtYWlsEiQuc3ZjLm1lc3NhZ2luZy52MS5WZXJpZnlFbWFpbFJlcXVlc3QaJS5zdmMubWVzc2FnaW5nLnYxLlZlcmlmeUVtYWlsUmVzcG9uc2USVAoJVHJhY2tPcGVuEiIuc3ZjLm1lc3NhZ2luZy52MS5UcmFja09wZW5SZXF1ZXN0GiMuc3ZjLm1lc3NhZ2luZy52MS5UcmFja09wZW5SZXNwb25zZRJXCgpUcmFja0NsaWNrEiMuc3ZjLm1lc3NhZ2luZy52MS5UcmFja0NsaWNrUmVxdWVzdBokLnN2Yy5tZXNzYWdpbmcudjEuVHJhY2tDbGlja1Jlc3BvbnNlEmYKD1NldFN1YnNjcmlwdGlvbhIoLnN2Yy5tZXNzYWdpbmcudjEuU2V0U3Vic2NyaXB0aW9uUmVxdWVzdBopLnN2Yy5tZXNzYWdpbmcudjEuU2V0U3Vic2NyaXB0aW9uUmVzcG9uc2USeAoVSGFuZGxlUHJvdmlkZXJXZWJob29rEi4uc3ZjLm1lc3NhZ2luZy52MS5IYW5kbGVQcm92aWRlcldlYmhvb2tSZXF1ZXN0Gi8uc3ZjLm1lc3NhZ2luZy52MS5IYW5kbGVQcm92aWRlcldlYmhvb2tSZXNwb25zZRJdCgxMaXN0QWN0aXZpdHkSJS5zdmMubWVzc2FnaW5nLnYxLkxpc3RBY3Rpdml0eVJlcXVlc3QaJi5zdmMubWVzc2FnaW5nLnYxLkxpc3RBY3Rpdml0eVJlc3BvbnNlEmkKEEdldEFjdGl2aXR5U3RhdHMSKS5zdmMubWVzc2FnaW5nLnYxLkdldEFjdGl2aXR5U3RhdHNSZXF1ZXN0Giouc3ZjLm1lc3NhZ2luZy52MS5HZXRBY3Rpdml0eVN0YXRzUmVzcG9uc2USewoWR2V0UmVjZW50QWN0aXZpdHlDb3VudBIvLnN2Yy5tZXNzYWdpbmcudjEuR2V0UmVjZW50QWN0aXZpdHlDb3VudFJlcXVlc3QaMC5zdmMubWVzc2FnaW5nLnYxLkdldFJlY2VudEFjdGl2aXR5Q291bnRSZXNwb25zZRJsChFMaXN0QWN0aXZpdHlUeXBlcxIqLnN2Yy5tZXNzYWdpbmcudjEuTGlzdEFjdGl2aXR5VHlwZXNSZXF1ZXN0Gisuc3ZjLm1lc3NhZ2luZy52MS5MaXN0QWN0aXZpdHlUeXBlc1Jlc3BvbnNlEl0KDExpc3RVcGNvbWluZxIlLnN2Yy5tZXNzYWdpbmcudjEuTGlzdFVwY29taW5nUmVxdWVzdBomLnN2Yy5tZXNzYWdpbmcudjEuTGlzdFVwY29taW5nUmVzcG9uc2USWgoLTGlzdERldk1haWwSJC5zdmMubWVzc2FnaW5nLnYxLkxpc3REZXZNYWlsUmVxdWVzdBolLnN2Yy5tZXNzYWdpbmcudjEuTGlzdERldk1haWxSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message svc.messaging.v1.DnsRecord
@@ -459,6 +459,121 @@ export const ListTemplatesResponseSchema: GenMessage<ListTemplatesResponse> = /*
   messageDesc(file_svc_messaging_v1_messaging, 14);
 
 /**
+ * An address as written: REST takes "a@x.com", "Name <a@x.com>" or {name, email}. The service
+ * parses and validates both forms.
+ *
+ * @generated from message svc.messaging.v1.Address
+ */
+export type Address = Message<"svc.messaging.v1.Address"> & {
+  /**
+   * @generated from oneof svc.messaging.v1.Address.form
+   */
+  form: {
+    /**
+     * "a@x.com" or "Name <a@x.com>".
+     *
+     * @generated from field: string text = 1;
+     */
+    value: string;
+    case: "text";
+  } | {
+    /**
+     * @generated from field: svc.messaging.v1.Mailbox mailbox = 2;
+     */
+    value: Mailbox;
+    case: "mailbox";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message svc.messaging.v1.Address.
+ * Use `create(AddressSchema)` to create a new message.
+ */
+export const AddressSchema: GenMessage<Address> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_messaging, 15);
+
+/**
+ * @generated from message svc.messaging.v1.Mailbox
+ */
+export type Mailbox = Message<"svc.messaging.v1.Mailbox"> & {
+  /**
+   * Required; optional only so that a missing address is told apart from an empty one.
+   *
+   * @generated from field: optional string email = 1;
+   */
+  email?: string | undefined;
+
+  /**
+   * @generated from field: optional string name = 2;
+   */
+  name?: string | undefined;
+};
+
+/**
+ * Describes the message svc.messaging.v1.Mailbox.
+ * Use `create(MailboxSchema)` to create a new message.
+ */
+export const MailboxSchema: GenMessage<Mailbox> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_messaging, 16);
+
+/**
+ * Template fields as sent; unset fields are absent (create applies defaults, update keeps the value).
+ * An empty description, from_name or reply_to clears it.
+ *
+ * @generated from message svc.messaging.v1.TemplateFields
+ */
+export type TemplateFields = Message<"svc.messaging.v1.TemplateFields"> & {
+  /**
+   * @generated from field: optional string name = 1;
+   */
+  name?: string | undefined;
+
+  /**
+   * @generated from field: optional string description = 2;
+   */
+  description?: string | undefined;
+
+  /**
+   * @generated from field: optional string subject = 3;
+   */
+  subject?: string | undefined;
+
+  /**
+   * @generated from field: optional string body = 4;
+   */
+  body?: string | undefined;
+
+  /**
+   * @generated from field: svc.messaging.v1.Address from = 5;
+   */
+  from?: Address | undefined;
+
+  /**
+   * @generated from field: optional string from_name = 6;
+   */
+  fromName?: string | undefined;
+
+  /**
+   * @generated from field: optional string reply_to = 7;
+   */
+  replyTo?: string | undefined;
+
+  /**
+   * TRANSACTIONAL, MARKETING (the default on create) or HEADLESS.
+   *
+   * @generated from field: optional string type = 8;
+   */
+  type?: string | undefined;
+};
+
+/**
+ * Describes the message svc.messaging.v1.TemplateFields.
+ * Use `create(TemplateFieldsSchema)` to create a new message.
+ */
+export const TemplateFieldsSchema: GenMessage<TemplateFields> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_messaging, 17);
+
+/**
  * @generated from message svc.messaging.v1.CreateTemplateRequest
  */
 export type CreateTemplateRequest = Message<"svc.messaging.v1.CreateTemplateRequest"> & {
@@ -468,11 +583,9 @@ export type CreateTemplateRequest = Message<"svc.messaging.v1.CreateTemplateRequ
   projectId: string;
 
   /**
-   * The JSON body as sent (validated by the service).
-   *
-   * @generated from field: google.protobuf.Value input = 2;
+   * @generated from field: svc.messaging.v1.TemplateFields fields = 3;
    */
-  input?: Value | undefined;
+  fields?: TemplateFields | undefined;
 };
 
 /**
@@ -480,7 +593,7 @@ export type CreateTemplateRequest = Message<"svc.messaging.v1.CreateTemplateRequ
  * Use `create(CreateTemplateRequestSchema)` to create a new message.
  */
 export const CreateTemplateRequestSchema: GenMessage<CreateTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 15);
+  messageDesc(file_svc_messaging_v1_messaging, 18);
 
 /**
  * @generated from message svc.messaging.v1.CreateTemplateResponse
@@ -497,7 +610,7 @@ export type CreateTemplateResponse = Message<"svc.messaging.v1.CreateTemplateRes
  * Use `create(CreateTemplateResponseSchema)` to create a new message.
  */
 export const CreateTemplateResponseSchema: GenMessage<CreateTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 16);
+  messageDesc(file_svc_messaging_v1_messaging, 19);
 
 /**
  * @generated from message svc.messaging.v1.GetTemplateRequest
@@ -519,7 +632,7 @@ export type GetTemplateRequest = Message<"svc.messaging.v1.GetTemplateRequest"> 
  * Use `create(GetTemplateRequestSchema)` to create a new message.
  */
 export const GetTemplateRequestSchema: GenMessage<GetTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 17);
+  messageDesc(file_svc_messaging_v1_messaging, 20);
 
 /**
  * @generated from message svc.messaging.v1.GetTemplateResponse
@@ -536,7 +649,7 @@ export type GetTemplateResponse = Message<"svc.messaging.v1.GetTemplateResponse"
  * Use `create(GetTemplateResponseSchema)` to create a new message.
  */
 export const GetTemplateResponseSchema: GenMessage<GetTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 18);
+  messageDesc(file_svc_messaging_v1_messaging, 21);
 
 /**
  * @generated from message svc.messaging.v1.UpdateTemplateRequest
@@ -553,9 +666,9 @@ export type UpdateTemplateRequest = Message<"svc.messaging.v1.UpdateTemplateRequ
   id: string;
 
   /**
-   * @generated from field: google.protobuf.Value input = 3;
+   * @generated from field: svc.messaging.v1.TemplateFields fields = 4;
    */
-  input?: Value | undefined;
+  fields?: TemplateFields | undefined;
 };
 
 /**
@@ -563,7 +676,7 @@ export type UpdateTemplateRequest = Message<"svc.messaging.v1.UpdateTemplateRequ
  * Use `create(UpdateTemplateRequestSchema)` to create a new message.
  */
 export const UpdateTemplateRequestSchema: GenMessage<UpdateTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 19);
+  messageDesc(file_svc_messaging_v1_messaging, 22);
 
 /**
  * @generated from message svc.messaging.v1.UpdateTemplateResponse
@@ -580,7 +693,7 @@ export type UpdateTemplateResponse = Message<"svc.messaging.v1.UpdateTemplateRes
  * Use `create(UpdateTemplateResponseSchema)` to create a new message.
  */
 export const UpdateTemplateResponseSchema: GenMessage<UpdateTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 20);
+  messageDesc(file_svc_messaging_v1_messaging, 23);
 
 /**
  * @generated from message svc.messaging.v1.DeleteTemplateRequest
@@ -602,7 +715,7 @@ export type DeleteTemplateRequest = Message<"svc.messaging.v1.DeleteTemplateRequ
  * Use `create(DeleteTemplateRequestSchema)` to create a new message.
  */
 export const DeleteTemplateRequestSchema: GenMessage<DeleteTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 21);
+  messageDesc(file_svc_messaging_v1_messaging, 24);
 
 /**
  * @generated from message svc.messaging.v1.DeleteTemplateResponse
@@ -615,7 +728,7 @@ export type DeleteTemplateResponse = Message<"svc.messaging.v1.DeleteTemplateRes
  * Use `create(DeleteTemplateResponseSchema)` to create a new message.
  */
 export const DeleteTemplateResponseSchema: GenMessage<DeleteTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 22);
+  messageDesc(file_svc_messaging_v1_messaging, 25);
 
 /**
  * @generated from message svc.messaging.v1.DuplicateTemplateRequest
@@ -637,7 +750,7 @@ export type DuplicateTemplateRequest = Message<"svc.messaging.v1.DuplicateTempla
  * Use `create(DuplicateTemplateRequestSchema)` to create a new message.
  */
 export const DuplicateTemplateRequestSchema: GenMessage<DuplicateTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 23);
+  messageDesc(file_svc_messaging_v1_messaging, 26);
 
 /**
  * @generated from message svc.messaging.v1.DuplicateTemplateResponse
@@ -654,7 +767,7 @@ export type DuplicateTemplateResponse = Message<"svc.messaging.v1.DuplicateTempl
  * Use `create(DuplicateTemplateResponseSchema)` to create a new message.
  */
 export const DuplicateTemplateResponseSchema: GenMessage<DuplicateTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 24);
+  messageDesc(file_svc_messaging_v1_messaging, 27);
 
 /**
  * @generated from message svc.messaging.v1.GetTemplateUsageRequest
@@ -676,7 +789,7 @@ export type GetTemplateUsageRequest = Message<"svc.messaging.v1.GetTemplateUsage
  * Use `create(GetTemplateUsageRequestSchema)` to create a new message.
  */
 export const GetTemplateUsageRequestSchema: GenMessage<GetTemplateUsageRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 25);
+  messageDesc(file_svc_messaging_v1_messaging, 28);
 
 /**
  * @generated from message svc.messaging.v1.TemplateUsage
@@ -712,7 +825,7 @@ export type TemplateUsage = Message<"svc.messaging.v1.TemplateUsage"> & {
  * Use `create(TemplateUsageSchema)` to create a new message.
  */
 export const TemplateUsageSchema: GenMessage<TemplateUsage> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 26);
+  messageDesc(file_svc_messaging_v1_messaging, 29);
 
 /**
  * @generated from message svc.messaging.v1.GetTemplateUsageResponse
@@ -734,9 +847,53 @@ export type GetTemplateUsageResponse = Message<"svc.messaging.v1.GetTemplateUsag
  * Use `create(GetTemplateUsageResponseSchema)` to create a new message.
  */
 export const GetTemplateUsageResponseSchema: GenMessage<GetTemplateUsageResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 27);
+  messageDesc(file_svc_messaging_v1_messaging, 30);
 
 /**
+ * @generated from message svc.messaging.v1.Attachment
+ */
+export type Attachment = Message<"svc.messaging.v1.Attachment"> & {
+  /**
+   * @generated from field: string filename = 1;
+   */
+  filename: string;
+
+  /**
+   * @generated from field: bytes content = 2;
+   */
+  content: Uint8Array;
+
+  /**
+   * @generated from field: string content_type = 3;
+   */
+  contentType: string;
+
+  /**
+   * Referenced from the HTML as cid:<content_id>; required for inline parts.
+   *
+   * @generated from field: optional string content_id = 4;
+   */
+  contentId?: string | undefined;
+
+  /**
+   * attachment (the default) or inline.
+   *
+   * @generated from field: optional string disposition = 5;
+   */
+  disposition?: string | undefined;
+};
+
+/**
+ * Describes the message svc.messaging.v1.Attachment.
+ * Use `create(AttachmentSchema)` to create a new message.
+ */
+export const AttachmentSchema: GenMessage<Attachment> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_messaging, 31);
+
+/**
+ * The /v1/send body (SPEC.md); the service validates it. Field errors name the REST fields, with
+ * `to` always a list (`to.0.email`).
+ *
  * @generated from message svc.messaging.v1.SendEmailRequest
  */
 export type SendEmailRequest = Message<"svc.messaging.v1.SendEmailRequest"> & {
@@ -744,13 +901,6 @@ export type SendEmailRequest = Message<"svc.messaging.v1.SendEmailRequest"> & {
    * @generated from field: string project_id = 1;
    */
   projectId: string;
-
-  /**
-   * The /v1/send JSON body as sent (validated by the service).
-   *
-   * @generated from field: google.protobuf.Value input = 2;
-   */
-  input?: Value | undefined;
 
   /**
    * The client's Idempotency-Key (empty: none). The service records it with the queued emails,
@@ -766,6 +916,71 @@ export type SendEmailRequest = Message<"svc.messaging.v1.SendEmailRequest"> & {
    * @generated from field: string idempotency_fingerprint = 4;
    */
   idempotencyFingerprint: string;
+
+  /**
+   * 1 to 50 recipients, processed in order.
+   *
+   * @generated from field: repeated svc.messaging.v1.Address to = 5;
+   */
+  to: Address[];
+
+  /**
+   * @generated from field: optional string subject = 6;
+   */
+  subject?: string | undefined;
+
+  /**
+   * @generated from field: optional string body = 7;
+   */
+  body?: string | undefined;
+
+  /**
+   * A template id: its subject, body, sender and reply-to apply unless given here.
+   *
+   * @generated from field: optional string template = 8;
+   */
+  template?: string | undefined;
+
+  /**
+   * @generated from field: svc.messaging.v1.Address from = 9;
+   */
+  from?: Address | undefined;
+
+  /**
+   * Deprecated by SPEC.md: the sender name when `from` is a bare address.
+   *
+   * @generated from field: optional string name = 10;
+   */
+  name?: string | undefined;
+
+  /**
+   * Subscription of the recipients' contacts (new contacts start unsubscribed when unset).
+   *
+   * @generated from field: optional bool subscribed = 11;
+   */
+  subscribed?: boolean | undefined;
+
+  /**
+   * Contact data and template variables (SPEC.md custom-data rules; {value, persistent: false} is one-off).
+   *
+   * @generated from field: google.protobuf.Struct data = 12;
+   */
+  data?: JsonObject | undefined;
+
+  /**
+   * @generated from field: map<string, string> headers = 13;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * @generated from field: optional string reply = 14;
+   */
+  reply?: string | undefined;
+
+  /**
+   * @generated from field: repeated svc.messaging.v1.Attachment attachments = 15;
+   */
+  attachments: Attachment[];
 };
 
 /**
@@ -773,7 +988,7 @@ export type SendEmailRequest = Message<"svc.messaging.v1.SendEmailRequest"> & {
  * Use `create(SendEmailRequestSchema)` to create a new message.
  */
 export const SendEmailRequestSchema: GenMessage<SendEmailRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 28);
+  messageDesc(file_svc_messaging_v1_messaging, 32);
 
 /**
  * @generated from message svc.messaging.v1.SentEmail
@@ -800,7 +1015,7 @@ export type SentEmail = Message<"svc.messaging.v1.SentEmail"> & {
  * Use `create(SentEmailSchema)` to create a new message.
  */
 export const SentEmailSchema: GenMessage<SentEmail> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 29);
+  messageDesc(file_svc_messaging_v1_messaging, 33);
 
 /**
  * @generated from message svc.messaging.v1.SendEmailResponse
@@ -829,7 +1044,209 @@ export type SendEmailResponse = Message<"svc.messaging.v1.SendEmailResponse"> & 
  * Use `create(SendEmailResponseSchema)` to create a new message.
  */
 export const SendEmailResponseSchema: GenMessage<SendEmailResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 30);
+  messageDesc(file_svc_messaging_v1_messaging, 34);
+
+/**
+ * What every email of a batch says. With template_id the template's fields apply unless set here;
+ * without it subject, body and from are required.
+ *
+ * @generated from message svc.messaging.v1.EmailContent
+ */
+export type EmailContent = Message<"svc.messaging.v1.EmailContent"> & {
+  /**
+   * @generated from field: optional string template_id = 1;
+   */
+  templateId?: string | undefined;
+
+  /**
+   * @generated from field: optional string subject = 2;
+   */
+  subject?: string | undefined;
+
+  /**
+   * @generated from field: optional string body = 3;
+   */
+  body?: string | undefined;
+
+  /**
+   * @generated from field: svc.messaging.v1.Mailbox from = 4;
+   */
+  from?: Mailbox | undefined;
+
+  /**
+   * @generated from field: optional string reply_to = 5;
+   */
+  replyTo?: string | undefined;
+
+  /**
+   * Inline content only: TRANSACTIONAL (the default), MARKETING or HEADLESS. A template has its own.
+   *
+   * @generated from field: optional string type = 6;
+   */
+  type?: string | undefined;
+
+  /**
+   * @generated from field: map<string, string> headers = 7;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * Stored once for the whole batch, whatever the number of recipients.
+   *
+   * @generated from field: repeated svc.messaging.v1.Attachment attachments = 8;
+   */
+  attachments: Attachment[];
+};
+
+/**
+ * Describes the message svc.messaging.v1.EmailContent.
+ * Use `create(EmailContentSchema)` to create a new message.
+ */
+export const EmailContentSchema: GenMessage<EmailContent> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_messaging, 35);
+
+/**
+ * @generated from message svc.messaging.v1.QueueRecipient
+ */
+export type QueueRecipient = Message<"svc.messaging.v1.QueueRecipient"> & {
+  /**
+   * @generated from field: string contact_id = 1;
+   */
+  contactId: string;
+
+  /**
+   * @generated from field: string email = 2;
+   */
+  email: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * Whether the contact is subscribed: MARKETING mail goes to subscribed contacts only.
+   *
+   * @generated from field: bool subscribed = 4;
+   */
+  subscribed: boolean;
+
+  /**
+   * Liquid variables of this recipient (contact data and one-off values); email, id and the
+   * subscription URLs are added by the service.
+   *
+   * @generated from field: google.protobuf.Struct variables = 5;
+   */
+  variables?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message svc.messaging.v1.QueueRecipient.
+ * Use `create(QueueRecipientSchema)` to create a new message.
+ */
+export const QueueRecipientSchema: GenMessage<QueueRecipient> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_messaging, 36);
+
+/**
+ * @generated from message svc.messaging.v1.QueueEmailsRequest
+ */
+export type QueueEmailsRequest = Message<"svc.messaging.v1.QueueEmailsRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: svc.messaging.v1.EmailContent content = 2;
+   */
+  content?: EmailContent | undefined;
+
+  /**
+   * 1 to 1000 recipients per call, queued in order in one transaction (all or none).
+   *
+   * @generated from field: repeated svc.messaging.v1.QueueRecipient recipients = 3;
+   */
+  recipients: QueueRecipient[];
+
+  /**
+   * @generated from field: svc.messaging.v1.SendSource source = 4;
+   */
+  source: SendSource;
+
+  /**
+   * Recorded on the email rows, for the campaign's and workflow's statistics.
+   *
+   * @generated from field: optional string campaign_id = 5;
+   */
+  campaignId?: string | undefined;
+
+  /**
+   * @generated from field: optional string workflow_id = 6;
+   */
+  workflowId?: string | undefined;
+};
+
+/**
+ * Describes the message svc.messaging.v1.QueueEmailsRequest.
+ * Use `create(QueueEmailsRequestSchema)` to create a new message.
+ */
+export const QueueEmailsRequestSchema: GenMessage<QueueEmailsRequest> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_messaging, 37);
+
+/**
+ * @generated from message svc.messaging.v1.QueuedEmail
+ */
+export type QueuedEmail = Message<"svc.messaging.v1.QueuedEmail"> & {
+  /**
+   * @generated from field: string contact_id = 1;
+   */
+  contactId: string;
+
+  /**
+   * @generated from field: string email_id = 2;
+   */
+  emailId: string;
+
+  /**
+   * queued, or suppressed (an earlier bounce or complaint, or MARKETING mail to an unsubscribed contact).
+   *
+   * @generated from field: string status = 3;
+   */
+  status: string;
+};
+
+/**
+ * Describes the message svc.messaging.v1.QueuedEmail.
+ * Use `create(QueuedEmailSchema)` to create a new message.
+ */
+export const QueuedEmailSchema: GenMessage<QueuedEmail> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_messaging, 38);
+
+/**
+ * @generated from message svc.messaging.v1.QueueEmailsResponse
+ */
+export type QueueEmailsResponse = Message<"svc.messaging.v1.QueueEmailsResponse"> & {
+  /**
+   * One per recipient, in request order.
+   *
+   * @generated from field: repeated svc.messaging.v1.QueuedEmail emails = 1;
+   */
+  emails: QueuedEmail[];
+
+  /**
+   * The batch's send id (its attachments are stored under it).
+   *
+   * @generated from field: string send_id = 2;
+   */
+  sendId: string;
+};
+
+/**
+ * Describes the message svc.messaging.v1.QueueEmailsResponse.
+ * Use `create(QueueEmailsResponseSchema)` to create a new message.
+ */
+export const QueueEmailsResponseSchema: GenMessage<QueueEmailsResponse> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_messaging, 39);
 
 /**
  * @generated from message svc.messaging.v1.EmailVerification
@@ -901,7 +1318,7 @@ export type EmailVerification = Message<"svc.messaging.v1.EmailVerification"> & 
  * Use `create(EmailVerificationSchema)` to create a new message.
  */
 export const EmailVerificationSchema: GenMessage<EmailVerification> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 31);
+  messageDesc(file_svc_messaging_v1_messaging, 40);
 
 /**
  * @generated from message svc.messaging.v1.VerifyEmailRequest
@@ -913,9 +1330,11 @@ export type VerifyEmailRequest = Message<"svc.messaging.v1.VerifyEmailRequest"> 
   projectId: string;
 
   /**
-   * @generated from field: google.protobuf.Value input = 2;
+   * Required; optional only so that a missing address is told apart from an empty one.
+   *
+   * @generated from field: optional string email = 3;
    */
-  input?: Value | undefined;
+  email?: string | undefined;
 };
 
 /**
@@ -923,7 +1342,7 @@ export type VerifyEmailRequest = Message<"svc.messaging.v1.VerifyEmailRequest"> 
  * Use `create(VerifyEmailRequestSchema)` to create a new message.
  */
 export const VerifyEmailRequestSchema: GenMessage<VerifyEmailRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 32);
+  messageDesc(file_svc_messaging_v1_messaging, 41);
 
 /**
  * @generated from message svc.messaging.v1.VerifyEmailResponse
@@ -940,7 +1359,7 @@ export type VerifyEmailResponse = Message<"svc.messaging.v1.VerifyEmailResponse"
  * Use `create(VerifyEmailResponseSchema)` to create a new message.
  */
 export const VerifyEmailResponseSchema: GenMessage<VerifyEmailResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 33);
+  messageDesc(file_svc_messaging_v1_messaging, 42);
 
 /**
  * @generated from message svc.messaging.v1.TrackOpenRequest
@@ -967,7 +1386,7 @@ export type TrackOpenRequest = Message<"svc.messaging.v1.TrackOpenRequest"> & {
  * Use `create(TrackOpenRequestSchema)` to create a new message.
  */
 export const TrackOpenRequestSchema: GenMessage<TrackOpenRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 34);
+  messageDesc(file_svc_messaging_v1_messaging, 43);
 
 /**
  * @generated from message svc.messaging.v1.TrackOpenResponse
@@ -980,7 +1399,7 @@ export type TrackOpenResponse = Message<"svc.messaging.v1.TrackOpenResponse"> & 
  * Use `create(TrackOpenResponseSchema)` to create a new message.
  */
 export const TrackOpenResponseSchema: GenMessage<TrackOpenResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 35);
+  messageDesc(file_svc_messaging_v1_messaging, 44);
 
 /**
  * @generated from message svc.messaging.v1.TrackClickRequest
@@ -1007,7 +1426,7 @@ export type TrackClickRequest = Message<"svc.messaging.v1.TrackClickRequest"> & 
  * Use `create(TrackClickRequestSchema)` to create a new message.
  */
 export const TrackClickRequestSchema: GenMessage<TrackClickRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 36);
+  messageDesc(file_svc_messaging_v1_messaging, 45);
 
 /**
  * @generated from message svc.messaging.v1.TrackClickResponse
@@ -1024,7 +1443,7 @@ export type TrackClickResponse = Message<"svc.messaging.v1.TrackClickResponse"> 
  * Use `create(TrackClickResponseSchema)` to create a new message.
  */
 export const TrackClickResponseSchema: GenMessage<TrackClickResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 37);
+  messageDesc(file_svc_messaging_v1_messaging, 46);
 
 /**
  * @generated from message svc.messaging.v1.SetSubscriptionRequest
@@ -1048,7 +1467,7 @@ export type SetSubscriptionRequest = Message<"svc.messaging.v1.SetSubscriptionRe
  * Use `create(SetSubscriptionRequestSchema)` to create a new message.
  */
 export const SetSubscriptionRequestSchema: GenMessage<SetSubscriptionRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 38);
+  messageDesc(file_svc_messaging_v1_messaging, 47);
 
 /**
  * @generated from message svc.messaging.v1.SetSubscriptionResponse
@@ -1077,7 +1496,59 @@ export type SetSubscriptionResponse = Message<"svc.messaging.v1.SetSubscriptionR
  * Use `create(SetSubscriptionResponseSchema)` to create a new message.
  */
 export const SetSubscriptionResponseSchema: GenMessage<SetSubscriptionResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 39);
+  messageDesc(file_svc_messaging_v1_messaging, 48);
+
+/**
+ * One notification of the mail infrastructure (README "Provider webhooks"); the service validates it.
+ *
+ * @generated from message svc.messaging.v1.ProviderNotification
+ */
+export type ProviderNotification = Message<"svc.messaging.v1.ProviderNotification"> & {
+  /**
+   * delivery, bounce or complaint (aliases delivered, bounced, complained, spam).
+   *
+   * @generated from field: optional string type = 1;
+   */
+  type?: string | undefined;
+
+  /**
+   * Either email_id or message_id is required.
+   *
+   * @generated from field: optional string email_id = 2;
+   */
+  emailId?: string | undefined;
+
+  /**
+   * @generated from field: optional string message_id = 3;
+   */
+  messageId?: string | undefined;
+
+  /**
+   * @generated from field: optional string reason = 4;
+   */
+  reason?: string | undefined;
+
+  /**
+   * hard (the default) or soft.
+   *
+   * @generated from field: optional string bounce_type = 5;
+   */
+  bounceType?: string | undefined;
+
+  /**
+   * RFC 3339 with an offset; unset: now.
+   *
+   * @generated from field: optional string occurred_at = 6;
+   */
+  occurredAt?: string | undefined;
+};
+
+/**
+ * Describes the message svc.messaging.v1.ProviderNotification.
+ * Use `create(ProviderNotificationSchema)` to create a new message.
+ */
+export const ProviderNotificationSchema: GenMessage<ProviderNotification> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_messaging, 49);
 
 /**
  * @generated from message svc.messaging.v1.HandleProviderWebhookRequest
@@ -1089,9 +1560,11 @@ export type HandleProviderWebhookRequest = Message<"svc.messaging.v1.HandleProvi
   provider: string;
 
   /**
-   * @generated from field: google.protobuf.Value payload = 2;
+   * 1 to 1000 notifications, applied in order. Field errors name `events.<i>.<field>`.
+   *
+   * @generated from field: repeated svc.messaging.v1.ProviderNotification events = 3;
    */
-  payload?: Value | undefined;
+  events: ProviderNotification[];
 };
 
 /**
@@ -1099,7 +1572,7 @@ export type HandleProviderWebhookRequest = Message<"svc.messaging.v1.HandleProvi
  * Use `create(HandleProviderWebhookRequestSchema)` to create a new message.
  */
 export const HandleProviderWebhookRequestSchema: GenMessage<HandleProviderWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 40);
+  messageDesc(file_svc_messaging_v1_messaging, 50);
 
 /**
  * @generated from message svc.messaging.v1.HandleProviderWebhookResponse
@@ -1121,7 +1594,7 @@ export type HandleProviderWebhookResponse = Message<"svc.messaging.v1.HandleProv
  * Use `create(HandleProviderWebhookResponseSchema)` to create a new message.
  */
 export const HandleProviderWebhookResponseSchema: GenMessage<HandleProviderWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 41);
+  messageDesc(file_svc_messaging_v1_messaging, 51);
 
 /**
  * @generated from message svc.messaging.v1.Activity
@@ -1177,7 +1650,7 @@ export type Activity = Message<"svc.messaging.v1.Activity"> & {
  * Use `create(ActivitySchema)` to create a new message.
  */
 export const ActivitySchema: GenMessage<Activity> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 42);
+  messageDesc(file_svc_messaging_v1_messaging, 52);
 
 /**
  * @generated from message svc.messaging.v1.ListActivityRequest
@@ -1216,7 +1689,7 @@ export type ListActivityRequest = Message<"svc.messaging.v1.ListActivityRequest"
  * Use `create(ListActivityRequestSchema)` to create a new message.
  */
 export const ListActivityRequestSchema: GenMessage<ListActivityRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 43);
+  messageDesc(file_svc_messaging_v1_messaging, 53);
 
 /**
  * @generated from message svc.messaging.v1.ListActivityResponse
@@ -1248,7 +1721,7 @@ export type ListActivityResponse = Message<"svc.messaging.v1.ListActivityRespons
  * Use `create(ListActivityResponseSchema)` to create a new message.
  */
 export const ListActivityResponseSchema: GenMessage<ListActivityResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 44);
+  messageDesc(file_svc_messaging_v1_messaging, 54);
 
 /**
  * @generated from message svc.messaging.v1.GetActivityStatsRequest
@@ -1270,7 +1743,7 @@ export type GetActivityStatsRequest = Message<"svc.messaging.v1.GetActivityStats
  * Use `create(GetActivityStatsRequestSchema)` to create a new message.
  */
 export const GetActivityStatsRequestSchema: GenMessage<GetActivityStatsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 45);
+  messageDesc(file_svc_messaging_v1_messaging, 55);
 
 /**
  * @generated from message svc.messaging.v1.TypeCount
@@ -1292,7 +1765,7 @@ export type TypeCount = Message<"svc.messaging.v1.TypeCount"> & {
  * Use `create(TypeCountSchema)` to create a new message.
  */
 export const TypeCountSchema: GenMessage<TypeCount> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 46);
+  messageDesc(file_svc_messaging_v1_messaging, 56);
 
 /**
  * @generated from message svc.messaging.v1.EmailCounts
@@ -1359,7 +1832,7 @@ export type EmailCounts = Message<"svc.messaging.v1.EmailCounts"> & {
  * Use `create(EmailCountsSchema)` to create a new message.
  */
 export const EmailCountsSchema: GenMessage<EmailCounts> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 47);
+  messageDesc(file_svc_messaging_v1_messaging, 57);
 
 /**
  * @generated from message svc.messaging.v1.GetActivityStatsResponse
@@ -1391,7 +1864,7 @@ export type GetActivityStatsResponse = Message<"svc.messaging.v1.GetActivityStat
  * Use `create(GetActivityStatsResponseSchema)` to create a new message.
  */
 export const GetActivityStatsResponseSchema: GenMessage<GetActivityStatsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 48);
+  messageDesc(file_svc_messaging_v1_messaging, 58);
 
 /**
  * @generated from message svc.messaging.v1.GetRecentActivityCountRequest
@@ -1413,7 +1886,7 @@ export type GetRecentActivityCountRequest = Message<"svc.messaging.v1.GetRecentA
  * Use `create(GetRecentActivityCountRequestSchema)` to create a new message.
  */
 export const GetRecentActivityCountRequestSchema: GenMessage<GetRecentActivityCountRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 49);
+  messageDesc(file_svc_messaging_v1_messaging, 59);
 
 /**
  * @generated from message svc.messaging.v1.GetRecentActivityCountResponse
@@ -1435,7 +1908,7 @@ export type GetRecentActivityCountResponse = Message<"svc.messaging.v1.GetRecent
  * Use `create(GetRecentActivityCountResponseSchema)` to create a new message.
  */
 export const GetRecentActivityCountResponseSchema: GenMessage<GetRecentActivityCountResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 50);
+  messageDesc(file_svc_messaging_v1_messaging, 60);
 
 /**
  * @generated from message svc.messaging.v1.ListActivityTypesRequest
@@ -1452,7 +1925,7 @@ export type ListActivityTypesRequest = Message<"svc.messaging.v1.ListActivityTyp
  * Use `create(ListActivityTypesRequestSchema)` to create a new message.
  */
 export const ListActivityTypesRequestSchema: GenMessage<ListActivityTypesRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 51);
+  messageDesc(file_svc_messaging_v1_messaging, 61);
 
 /**
  * @generated from message svc.messaging.v1.ListActivityTypesResponse
@@ -1469,7 +1942,7 @@ export type ListActivityTypesResponse = Message<"svc.messaging.v1.ListActivityTy
  * Use `create(ListActivityTypesResponseSchema)` to create a new message.
  */
 export const ListActivityTypesResponseSchema: GenMessage<ListActivityTypesResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 52);
+  messageDesc(file_svc_messaging_v1_messaging, 62);
 
 /**
  * @generated from message svc.messaging.v1.ListUpcomingRequest
@@ -1486,7 +1959,7 @@ export type ListUpcomingRequest = Message<"svc.messaging.v1.ListUpcomingRequest"
  * Use `create(ListUpcomingRequestSchema)` to create a new message.
  */
 export const ListUpcomingRequestSchema: GenMessage<ListUpcomingRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 53);
+  messageDesc(file_svc_messaging_v1_messaging, 63);
 
 /**
  * @generated from message svc.messaging.v1.UpcomingItem
@@ -1520,7 +1993,7 @@ export type UpcomingItem = Message<"svc.messaging.v1.UpcomingItem"> & {
  * Use `create(UpcomingItemSchema)` to create a new message.
  */
 export const UpcomingItemSchema: GenMessage<UpcomingItem> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 54);
+  messageDesc(file_svc_messaging_v1_messaging, 64);
 
 /**
  * @generated from message svc.messaging.v1.ListUpcomingResponse
@@ -1537,7 +2010,7 @@ export type ListUpcomingResponse = Message<"svc.messaging.v1.ListUpcomingRespons
  * Use `create(ListUpcomingResponseSchema)` to create a new message.
  */
 export const ListUpcomingResponseSchema: GenMessage<ListUpcomingResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 55);
+  messageDesc(file_svc_messaging_v1_messaging, 65);
 
 /**
  * @generated from message svc.messaging.v1.ListDevMailRequest
@@ -1561,7 +2034,7 @@ export type ListDevMailRequest = Message<"svc.messaging.v1.ListDevMailRequest"> 
  * Use `create(ListDevMailRequestSchema)` to create a new message.
  */
 export const ListDevMailRequestSchema: GenMessage<ListDevMailRequest> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 56);
+  messageDesc(file_svc_messaging_v1_messaging, 66);
 
 /**
  * @generated from message svc.messaging.v1.DevMail
@@ -1618,7 +2091,7 @@ export type DevMail = Message<"svc.messaging.v1.DevMail"> & {
  * Use `create(DevMailSchema)` to create a new message.
  */
 export const DevMailSchema: GenMessage<DevMail> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 57);
+  messageDesc(file_svc_messaging_v1_messaging, 67);
 
 /**
  * @generated from message svc.messaging.v1.ListDevMailResponse
@@ -1640,7 +2113,42 @@ export type ListDevMailResponse = Message<"svc.messaging.v1.ListDevMailResponse"
  * Use `create(ListDevMailResponseSchema)` to create a new message.
  */
 export const ListDevMailResponseSchema: GenMessage<ListDevMailResponse> = /*@__PURE__*/
-  messageDesc(file_svc_messaging_v1_messaging, 58);
+  messageDesc(file_svc_messaging_v1_messaging, 68);
+
+/**
+ * Where a batch of mail comes from: sets its claim priority (transactional before workflow before campaign).
+ *
+ * @generated from enum svc.messaging.v1.SendSource
+ */
+export enum SendSource {
+  /**
+   * Treated as transactional.
+   *
+   * @generated from enum value: SEND_SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: SEND_SOURCE_TRANSACTIONAL = 1;
+   */
+  TRANSACTIONAL = 1,
+
+  /**
+   * @generated from enum value: SEND_SOURCE_WORKFLOW = 2;
+   */
+  WORKFLOW = 2,
+
+  /**
+   * @generated from enum value: SEND_SOURCE_CAMPAIGN = 3;
+   */
+  CAMPAIGN = 3,
+}
+
+/**
+ * Describes the enum svc.messaging.v1.SendSource.
+ */
+export const SendSourceSchema: GenEnum<SendSource> = /*@__PURE__*/
+  enumDesc(file_svc_messaging_v1_messaging, 0);
 
 /**
  * Templates, sender domains, /v1/send and delivery, /v1/verify, open/click/unsubscribe
@@ -1749,12 +2257,25 @@ export const MessagingService: GenService<{
     output: typeof GetTemplateUsageResponseSchema;
   },
   /**
+   * POST /v1/send: upserts the recipients as contacts (one contacts call), then queues like QueueEmails.
+   *
    * @generated from rpc svc.messaging.v1.MessagingService.SendEmail
    */
   sendEmail: {
     methodKind: "unary";
     input: typeof SendEmailRequestSchema;
     output: typeof SendEmailResponseSchema;
+  },
+  /**
+   * Renders and queues one email per recipient of a batch, for one template or inline content.
+   * The caller (campaigns, workflows) already knows the contacts; attachments are stored once per call.
+   *
+   * @generated from rpc svc.messaging.v1.MessagingService.QueueEmails
+   */
+  queueEmails: {
+    methodKind: "unary";
+    input: typeof QueueEmailsRequestSchema;
+    output: typeof QueueEmailsResponseSchema;
   },
   /**
    * @generated from rpc svc.messaging.v1.MessagingService.VerifyEmail

@@ -1,0 +1,222 @@
+import { randomUUID } from 'node:crypto';
+import { validationError } from '@svc/lib/errors';
+import { GroupCommit } from '@svc/lib/group-commit';
+import type { EmailsStore, NewEmail } from '../store/emails-store.js';
+import type { SendAttachmentsStore } from '../store/send-attachments-store.js';
+import type { TemplateType } from '../store/templates-store.js';
+import type { Address } from './address.js';
+import { composeHeaders, unsubscribeMailto } from './message-headers.js';
+import { htmlToPlainText } from './plain-text.js';
+import { SEND_PRIORITY, type SendSource } from './priority.js';
+import type { CompiledTemplate, Renderer } from './render.js';
+import type { SenderDomains } from './sender-domains.js';
+import type { SendIdempotency, SendRecords } from './send-records.js';
+import type { Attachment } from './send-request.js';
+import type { Templates } from './templates.js';
+import { addTracking } from './tracking-html.js';
+import { subscriptionUrls, type TrackingTokens } from './tracking-tokens.js';
+
+/** SPEC.md Limits: "Total message size at most 40 MB". */
+const MAX_MESSAGE_BYTES = 40 * 1024 * 1024;
+
+/** What a batch's emails say, before the template (if any) fills the gaps. Already validated. */
+export interface ContentSpec {
+  templateId?: string;
+  subject?: string;
+  body?: string;
+  from?: Address;
+  replyTo?: string;
+  /** Inline content only (a template has its own): TRANSACTIONAL by default. */
+  type?: TemplateType;
+  headers?: Record<string, string>;
+  attachments?: Attachment[];
+}
+
+/** Content resolved and parsed once per batch, ready to render per recipient. */
+export interface BatchContent {
+  subject: CompiledTemplate;
+  body: CompiledTemplate;
+  from: Address;
+  replyTo: string;
+  type: TemplateType;
+  templateId: string | null;
+  /** The verified domain covering `from` (Message-ID, DKIM, List-Unsubscribe mailto). */
+  senderDomain: string;
+  headers?: Record<string, string>;
+  attachments: Attachment[];
+}
+
+export interface BatchRecipient {
+  contactId: string;
+  email: string;
+  name: string;
+  subscribed: boolean;
+  /** Contact data and one-off values; email, id and the subscription URLs are added per email. */
+  variables: Record<string, unknown>;
+}
+
+export interface BatchOrigin {
+  source: SendSource;
+  campaignId?: string;
+  workflowId?: string;
+}
+
+export interface QueuedEmail {
+  contactId: string;
+  contactEmail: string;
+  emailId: string;
+  status: 'queued' | 'suppressed';
+}
+
+export interface QueuedBatch {
+  sendId: string;
+  emails: QueuedEmail[];
+  timestamp: Date;
+}
+
+export interface EmailBatchDeps {
+  emails: EmailsStore;
+  attachments: SendAttachmentsStore;
+  templates: Templates;
+  domains: SenderDomains;
+  renderer: Renderer;
+  tokens: TrackingTokens;
+  publicUrl: string;
+  /** Idempotency-Key records kept with the queued emails. */
+  records: SendRecords;
+}
+
+interface PendingBatch {
+  projectId: string;
+  sendId: string;
+  emails: NewEmail[];
+  attachments: Attachment[];
+  idempotency?: SendIdempotency;
+  answer: QueuedBatch;
+}
+
+/** The base64 size of an attachment in the MIME message (the 40 MB limit counts the encoded message). */
+const encodedBytes = (a: Attachment) => Math.ceil(a.content.byteLength / 3) * 4;
+
+/**
+ * Renders one email per recipient of a batch (a /v1/send request or a QueueEmails call) and
+ * queues them in one transaction with the batch's attachments, which are stored once.
+ */
+export class EmailBatches {
+  /** Concurrent batches share the commit that queues their emails. */
+  private readonly commits: GroupCommit<PendingBatch, void>;
+
+  constructor(private readonly d: EmailBatchDeps) {
+    this.commits = new GroupCommit(
+      () => d.emails.pool.connect(),
+      async (tx, b) => {
+        if (b.idempotency) await d.records.record(tx, b.projectId, b.idempotency, b.answer);
+        await d.attachments.insert(tx, b.sendId, b.attachments);
+        await d.emails.insertMany(tx, b.emails);
+      },
+    );
+  }
+
+  /** Template and overrides resolved, the sender's domain checked, subject and body parsed (422 on syntax). */
+  async prepare(projectId: string, spec: ContentSpec): Promise<BatchContent> {
+    const template = spec.templateId ? await this.d.templates.get(projectId, spec.templateId) : undefined;
+    const from: Address | undefined =
+      spec.from ??
+      (template ? { email: template.from_email, ...(template.from_name ? { name: template.from_name } : {}) } : undefined);
+    if (!from) {
+      throw validationError([{ field: 'from', code: 'required', message: 'from is required when the template has no sender' }]);
+    }
+    const senderDomain = await this.d.domains.requireVerifiedSender(projectId, from.email);
+    return {
+      subject: this.d.renderer.compile(spec.subject ?? template!.subject, { kind: 'text', field: 'subject' }),
+      body: this.d.renderer.compile(spec.body ?? template!.body, { kind: 'html', field: 'body' }),
+      from,
+      replyTo: spec.replyTo ?? (template?.reply_to || ''),
+      type: template?.type ?? spec.type ?? 'TRANSACTIONAL',
+      templateId: template?.id ?? null,
+      senderDomain: senderDomain.domain,
+      headers: spec.headers,
+      attachments: spec.attachments ?? [],
+    };
+  }
+
+  /**
+   * Renders every recipient's email within one render budget, then queues all of them or none.
+   * With `idempotency`, the key is recorded in the same transaction (KeyAlreadyRecorded when taken).
+   */
+  async queue(
+    projectId: string,
+    content: BatchContent,
+    recipients: BatchRecipient[],
+    origin: BatchOrigin,
+    idempotency?: SendIdempotency,
+  ): Promise<QueuedBatch> {
+    const sendId = randomUUID();
+    const budget = this.d.renderer.budget();
+    const attachmentBytes = content.attachments.reduce((n, a) => n + encodedBytes(a), 0);
+    const suppressed = await this.d.emails.suppressed(projectId, recipients.map((r) => r.email));
+    const emails: NewEmail[] = [];
+    const queued: QueuedEmail[] = [];
+    for (const r of recipients) {
+      const emailId = randomUUID();
+      const subToken = this.d.tokens.sign('subscription', { projectId, contactId: r.contactId, emailId });
+      const urls = subscriptionUrls(this.d.publicUrl, subToken);
+      const vars = { ...r.variables, email: r.email, id: r.contactId, ...urls };
+
+      // A variable may hold a line break; a header never does (nodemailer encodes the rest).
+      const subject = (await content.subject.render(vars, budget)).replace(/[\r\n]+/g, ' ').slice(0, 998);
+      const html = await content.body.render(vars, budget);
+      const text = htmlToPlainText(html);
+      if (Buffer.byteLength(html) + Buffer.byteLength(text) + attachmentBytes > MAX_MESSAGE_BYTES) {
+        throw validationError([{ field: 'body', code: 'too_big', message: 'The message would be larger than 40 MB' }]);
+      }
+      const trackedHtml = addTracking(html, {
+        pixelUrl: `${this.d.publicUrl}/t/o/${this.d.tokens.sign('open', { emailId })}`,
+        clickUrl: (url) =>
+          Object.values(urls).includes(url)
+            ? undefined
+            : `${this.d.publicUrl}/t/c/${this.d.tokens.sign('click', { emailId, url })}`,
+      });
+
+      // Bounced or complained addresses get nothing; unsubscribed contacts get no marketing mail.
+      const blockedBy = suppressed.has(r.email.toLowerCase())
+        ? 'suppressed: earlier bounce or complaint'
+        : content.type === 'MARKETING' && !r.subscribed
+          ? 'contact is unsubscribed'
+          : null;
+      emails.push({
+        id: emailId,
+        project_id: projectId,
+        contact_id: r.contactId,
+        to_email: r.email,
+        to_name: r.name,
+        from_email: content.from.email,
+        from_name: content.from.name ?? '',
+        reply_to: content.replyTo,
+        subject,
+        html: trackedHtml,
+        text,
+        headers: composeHeaders({
+          type: content.type,
+          bodyHasUnsubscribeLink: html.includes(urls.unsubscribeUrl),
+          unsubscribe: { httpsUrl: urls.unsubscribeUrl, mailto: unsubscribeMailto(content.senderDomain, subToken) },
+          emailId,
+          custom: content.headers,
+        }),
+        template_id: content.templateId,
+        type: content.type,
+        message_id: `<${emailId}@${content.senderDomain}>`,
+        priority: SEND_PRIORITY[origin.source],
+        send_id: sendId,
+        campaign_id: origin.campaignId ?? null,
+        workflow_id: origin.workflowId ?? null,
+        status: blockedBy ? 'suppressed' : 'queued',
+        ...(blockedBy ? { bounce_reason: blockedBy } : {}),
+      });
+      queued.push({ contactId: r.contactId, contactEmail: r.email, emailId, status: blockedBy ? 'suppressed' : 'queued' });
+    }
+    const answer: QueuedBatch = { sendId, emails: queued, timestamp: new Date() };
+    await this.commits.submit({ projectId, sendId, emails, attachments: content.attachments, idempotency, answer });
+    return answer;
+  }
+}
