@@ -30,6 +30,7 @@ const TEMPLATE = ['name', 'description', 'subject', 'body', 'from', 'replyTo', '
 const SEND = ['to', 'subject', 'body', 'template', 'from', 'name', 'subscribed', 'data', 'headers', 'reply', 'attachments'];
 const WEBHOOK = ['type', 'emailId', 'messageId', 'reason', 'bounceType', 'occurredAt', 'events'];
 const CURSOR_LIST = ['limit', 'cursor'];
+const SEGMENT = ['name', 'description', 'type', 'condition', 'trackMembership'];
 
 const ROUTES: Route[] = [
   { method: 'GET', path: '/healthz', auth: 'none' },
@@ -61,6 +62,17 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/events/contact/:p', auth: 'secret', query: CURSOR_LIST },
   { method: 'GET', path: '/events/:p/usage', auth: 'secret' },
   { method: 'DELETE', path: '/events/:p', auth: 'secret' },
+  // segments
+  { method: 'GET', path: '/segments', auth: 'secret' },
+  { method: 'POST', path: '/segments', auth: 'secret', body: SEGMENT },
+  { method: 'GET', path: '/segments/:p', auth: 'secret' },
+  { method: 'PATCH', path: '/segments/:p', auth: 'secret', body: SEGMENT },
+  { method: 'DELETE', path: '/segments/:p', auth: 'secret' },
+  { method: 'GET', path: '/segments/:p/contacts', auth: 'secret', query: ['page', 'pageSize'] },
+  { method: 'POST', path: '/segments/:p/members', auth: 'secret', body: ['emails', 'createMissing', 'subscribed'] },
+  { method: 'DELETE', path: '/segments/:p/members', auth: 'secret', body: ['emails'] },
+  { method: 'POST', path: '/segments/:p/compute', auth: 'secret' },
+  { method: 'POST', path: '/segments/:p/refresh', auth: 'secret' },
   // domains, templates, send, verify
   { method: 'POST', path: '/domains', auth: 'secret', body: ['domain', 'projectId'] },
   { method: 'GET', path: '/domains/project/:p', auth: 'secret', ownProject: true },
