@@ -47,7 +47,9 @@ describe('gRPC interoperability', () => {
   test('errors arrive as gRPC status codes', async () => {
     const client = identityClient();
     try {
-      await expect(unary(client, 'verifyApiKey', { key: 'sk_unknown' })).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+      await expect(unary(client, 'verifyApiKey', { key: 'sk_unknown' })).rejects.toMatchObject({
+        code: grpc.status.UNAUTHENTICATED,
+      });
     } finally {
       client.close();
     }
@@ -58,7 +60,9 @@ describe('gRPC interoperability', () => {
     const client = identityClient();
     try {
       const unauthenticated = { code: grpc.status.UNAUTHENTICATED };
-      await expect(unary(client, 'verifyApiKey', { key: t.secretKey }, serviceCredentials(''))).rejects.toMatchObject(unauthenticated);
+      await expect(unary(client, 'verifyApiKey', { key: t.secretKey }, serviceCredentials(''))).rejects.toMatchObject(
+        unauthenticated,
+      );
       const wrong = serviceCredentials(`${platform.env.SERVICE_TOKEN}x`);
       await expect(unary(client, 'verifyApiKey', { key: t.secretKey }, wrong)).rejects.toMatchObject(unauthenticated);
     } finally {
@@ -66,7 +70,7 @@ describe('gRPC interoperability', () => {
     }
   });
 
-  test('a @grpc/grpc-js client sends mail with SendEmail: typed recipients, sender, headers and a bytes attachment', async () => {
+  test('a @grpc/grpc-js client calls SendEmail: typed recipients, sender, headers, a bytes attachment', async () => {
     const t = await newTenant();
     const { domain } = await verifiedDomain(t);
     const to = uniqueEmail('grpc');
@@ -89,7 +93,12 @@ describe('gRPC interoperability', () => {
       expect(mail.parsed.headers.get('x-grpc')).toBe('yes');
       expect(mail.parsed.attachments.map((a) => a.content.toString())).toEqual(['raw bytes']);
       // The service's rules answer a grpc-js caller too: INVALID_ARGUMENT naming the field.
-      const refused = unary(client, 'sendEmail', { projectId: t.projectId, to: [{ text: 'nope' }], subject: 's', body: 'b' });
+      const refused = unary(client, 'sendEmail', {
+        projectId: t.projectId,
+        to: [{ text: 'nope' }],
+        subject: 's',
+        body: 'b',
+      });
       await expect(refused).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
     } finally {
       client.close();
@@ -99,7 +108,10 @@ describe('gRPC interoperability', () => {
   test('the standard gRPC health service answers SERVING, without credentials (probes)', async () => {
     const def = protoLoader.loadSync(path.join(ROOT, 'proto/grpc/health/v1/health.proto'), { enums: String });
     const pkg = grpc.loadPackageDefinition(def) as any;
-    const client = new pkg.grpc.health.v1.Health(`127.0.0.1:${platform.env.IDENTITY_PORT}`, grpc.credentials.createInsecure());
+    const client = new pkg.grpc.health.v1.Health(
+      `127.0.0.1:${platform.env.IDENTITY_PORT}`,
+      grpc.credentials.createInsecure(),
+    );
     try {
       expect((await unary(client, 'check', {}, new grpc.Metadata())).status).toBe('SERVING');
     } finally {

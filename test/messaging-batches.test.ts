@@ -48,7 +48,9 @@ describe('contacts.UpsertContacts', () => {
     const calls: string[] = [];
     const directory = contactsDirectory(serviceClient(ContactsService, platform.env.CONTACTS_PORT, calls));
     const emails = Array.from({ length: 50 }, () => uniqueEmail('batch'));
-    const upserted = await directory.upsertMany(t.projectId, emails, { data: { plan: 'pro', code: { value: 1, persistent: false } } });
+    const upserted = await directory.upsertMany(t.projectId, emails, {
+      data: { plan: 'pro', code: { value: 1, persistent: false } },
+    });
     expect(calls).toEqual(['UpsertContacts']);
     expect(upserted.map((u) => u.contact.email)).toEqual(emails);
     expect(upserted[0]).toMatchObject({ contact: { subscribed: false, data: { plan: 'pro' } }, oneOff: { code: 1 } });
@@ -79,7 +81,8 @@ describe('contacts.UpsertContacts', () => {
     const ids = res.body.data.emails.map((e: { contact: { id: string } }) => e.contact.id);
     // created_at is now(), the start of the writing transaction: one value for all 50 rows means one
     // UpsertContacts transaction, where one upsert per recipient took 50 (each awaited in turn).
-    const sql = 'SELECT count(*) AS rows, count(DISTINCT created_at) AS starts FROM contacts WHERE id = ANY($1::uuid[])';
+    const sql =
+      'SELECT count(*) AS rows, count(DISTINCT created_at) AS starts FROM contacts WHERE id = ANY($1::uuid[])';
     expect(await query('contacts', sql, [ids])).toEqual([{ rows: 50, starts: 1 }]);
   });
 });
@@ -89,13 +92,18 @@ describe('attachments and QueueEmails', () => {
     const to = [uniqueEmail('att'), uniqueEmail('att'), uniqueEmail('att')];
     const content = Buffer.from('%PDF-1.4 the report').toString('base64');
     const res = await send({
-      to, from, subject: 'report', body: '<p>attached</p>',
+      to,
+      from,
+      subject: 'report',
+      body: '<p>attached</p>',
       attachments: [{ filename: 'report.pdf', content, contentType: 'application/pdf' }],
     });
     expect(res.status).toBe(200);
     for (const address of to) {
       const [mail] = await waitForMail(address);
-      expect(mail.parsed.attachments.map((a) => [a.filename, a.content.toString()])).toEqual([['report.pdf', '%PDF-1.4 the report']]);
+      expect(mail.parsed.attachments.map((a) => [a.filename, a.content.toString()])).toEqual([
+        ['report.pdf', '%PDF-1.4 the report'],
+      ]);
     }
     const emailIds = res.body.data.emails.map((e: { email: string }) => e.email);
     const stored = await query(
@@ -108,7 +116,7 @@ describe('attachments and QueueEmails', () => {
     expect(stored).toEqual([{ sends: 1, attachments: 1 }]);
   });
 
-  test('QueueEmails queues a campaign batch at campaign priority with its campaign id, per-recipient variables', async () => {
+  test('QueueEmails queues a campaign batch at campaign priority: campaign id, per-recipient variables', async () => {
     const messaging = serviceClient(MessagingService, platform.env.MESSAGING_PORT);
     const people = [uniqueEmail('q'), uniqueEmail('q')];
     const contacts = await contactsDirectory(serviceClient(ContactsService, platform.env.CONTACTS_PORT)).upsertMany(

@@ -134,7 +134,11 @@ export function contactsRoutes(d: ContactsDomain) {
         return { contact: contactPb(await d.contacts.get(req.projectId, req.id)) };
       },
       async updateContact(req) {
-        const c = await d.contacts.update(req.projectId, req.id, { email: req.email, subscribed: req.subscribed, data: json(req.data) });
+        const c = await d.contacts.update(req.projectId, req.id, {
+          email: req.email,
+          subscribed: req.subscribed,
+          data: json(req.data),
+        });
         return { contact: contactPb(c) };
       },
       async deleteContact(req) {
@@ -150,13 +154,21 @@ export function contactsRoutes(d: ContactsDomain) {
       },
       async listFieldValues(req) {
         const values = await d.fields.values(req.projectId, req.field, req.limit || 50);
-        return { values: values.map((v) => ({ value: fromJson(ValueSchema, v.value as JsonValue), count: BigInt(v.count) })) };
+        return {
+          values: values.map((v) => ({ value: fromJson(ValueSchema, v.value as JsonValue), count: BigInt(v.count) })),
+        };
       },
       async deleteField(req) {
         return { contactsUpdated: BigInt(await d.fields.remove(req.projectId, req.field)) };
       },
       async trackEvent(req) {
-        const r = await d.events.track({ projectId: req.projectId, email: req.email, event: req.event, subscribed: req.subscribed, data: json(req.data) });
+        const r = await d.events.track({
+          projectId: req.projectId,
+          email: req.email,
+          event: req.event,
+          subscribed: req.subscribed,
+          data: json(req.data),
+        });
         return { contactId: r.contactId, eventId: r.event.id, timestamp: timestampFromDate(r.event.created_at) };
       },
       async listEvents(req) {
@@ -174,7 +186,12 @@ export function contactsRoutes(d: ContactsDomain) {
         return {
           total: BigInt(s.total),
           last24h: BigInt(s.last24h),
-          names: s.names.map((n) => ({ name: n.name, count: BigInt(n.count), contacts: BigInt(n.contacts), lastSeen: timestampFromDate(n.last_seen) })),
+          names: s.names.map((n) => ({
+            name: n.name,
+            count: BigInt(n.count),
+            contacts: BigInt(n.contacts),
+            lastSeen: timestampFromDate(n.last_seen),
+          })),
         };
       },
       async listEventNames(req) {

@@ -31,7 +31,10 @@ export function contactsDirectory(contacts: Client<typeof ContactsService>): Con
       return results.map((r, index) => {
         if (r.result.case === 'error') throw recipientError(appErrorOf(r.result.value), index);
         if (r.result.case !== 'upserted') throw new Error('contacts service answered an item without a result');
-        return { contact: view(r.result.value.contact), oneOff: (r.result.value.oneOff ?? {}) as Record<string, unknown> };
+        return {
+          contact: view(r.result.value.contact),
+          oneOff: (r.result.value.oneOff ?? {}) as Record<string, unknown>,
+        };
       });
     },
     async get(projectId, contactId) {

@@ -54,7 +54,13 @@ function addressInput(a: Address | undefined): AddressInput | undefined {
 
 const attachmentInputs = (list: Attachment[]) =>
   list.length
-    ? list.map((a) => ({ filename: a.filename, content: a.content, contentType: a.contentType, contentId: a.contentId, disposition: a.disposition }))
+    ? list.map((a) => ({
+        filename: a.filename,
+        content: a.content,
+        contentType: a.contentType,
+        contentId: a.contentId,
+        disposition: a.disposition,
+      }))
     : undefined;
 
 const headersInput = (headers: Record<string, string>) => (Object.keys(headers).length ? headers : undefined);
@@ -170,7 +176,10 @@ export function messagingRoutes(parts: MessagingParts) {
         return {};
       },
       async checkSender(req) {
-        const verified = await parts.domains.requireVerifiedSender(req.projectId, req.from).then(() => true, () => false);
+        const verified = await parts.domains.requireVerifiedSender(req.projectId, req.from).then(
+          () => true,
+          () => false,
+        );
         return { verified };
       },
 
@@ -183,7 +192,13 @@ export function messagingRoutes(parts: MessagingParts) {
           sort: req.sort || undefined,
           dir: req.dir || undefined,
         });
-        return { templates: page.rows.map(template), total: BigInt(page.total), page: page.page, pageSize: page.pageSize, totalPages: page.totalPages };
+        return {
+          templates: page.rows.map(template),
+          total: BigInt(page.total),
+          page: page.page,
+          pageSize: page.pageSize,
+          totalPages: page.totalPages,
+        };
       },
       async createTemplate(req) {
         return { template: template(await parts.templates.create(req.projectId, templateInput(req.fields))) };
@@ -208,7 +223,9 @@ export function messagingRoutes(parts: MessagingParts) {
       },
 
       async sendEmail(req) {
-        const idem = req.idempotencyKey ? { key: req.idempotencyKey, fingerprint: req.idempotencyFingerprint } : undefined;
+        const idem = req.idempotencyKey
+          ? { key: req.idempotencyKey, fingerprint: req.idempotencyFingerprint }
+          : undefined;
         const r = await parts.sending.send(req.projectId, sendInput(req), idem);
         return {
           emails: r.emails.map((e) => ({ contactId: e.contactId, contactEmail: e.contactEmail, emailId: e.emailId })),
@@ -249,7 +266,12 @@ export function messagingRoutes(parts: MessagingParts) {
           type: req.type || undefined,
           contactId: req.contactId || undefined,
         });
-        return { items: page.items.map(activity), cursor: page.cursor, hasMore: page.hasMore, total: BigInt(page.total) };
+        return {
+          items: page.items.map(activity),
+          cursor: page.cursor,
+          hasMore: page.hasMore,
+          total: BigInt(page.total),
+        };
       },
       async getActivityStats(req) {
         const s = await parts.activity.stats(req.projectId, req.days || undefined);
@@ -270,7 +292,9 @@ export function messagingRoutes(parts: MessagingParts) {
       },
       async listUpcoming(req) {
         const items = await parts.activity.upcoming(req.projectId);
-        return { items: items.map((i) => ({ kind: i.kind, id: i.id, name: i.name, dueAt: timestampFromDate(i.dueAt) })) };
+        return {
+          items: items.map((i) => ({ kind: i.kind, id: i.id, name: i.name, dueAt: timestampFromDate(i.dueAt) })),
+        };
       },
 
       async listDevMail(req) {

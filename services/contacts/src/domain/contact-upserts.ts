@@ -30,13 +30,21 @@ interface Prepared {
 export class ContactUpserts {
   private readonly commits: GroupCommit<Prepared[], UpsertItemResult[]>;
 
-  constructor(pool: Pool, private readonly contacts: Contacts) {
-    this.commits = new GroupCommit(() => pool.connect(), (tx, items) => this.write(tx, items));
+  constructor(
+    pool: Pool,
+    private readonly contacts: Contacts,
+  ) {
+    this.commits = new GroupCommit(
+      () => pool.connect(),
+      (tx, items) => this.write(tx, items),
+    );
   }
 
   async upsertMany(projectId: string, items: UpsertItem[]): Promise<UpsertItemResult[]> {
     if (items.length > MAX_UPSERT_ITEMS) {
-      throw validationError([{ field: 'items', code: 'too_big', message: `At most ${MAX_UPSERT_ITEMS} items per call` }]);
+      throw validationError([
+        { field: 'items', code: 'too_big', message: `At most ${MAX_UPSERT_ITEMS} items per call` },
+      ]);
     }
     const results: UpsertItemResult[] = new Array(items.length);
     const prepared: { index: number; item: Prepared }[] = [];

@@ -1,4 +1,4 @@
-import { AppError, validationError, type FieldError } from '@svc/lib/errors';
+import { type AppError, validationError, type FieldError } from '@svc/lib/errors';
 import { ListContactsRequestSchema } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { QueueEmailsRequestSchema, SendSource } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import { sendError, sendRequest, templateFields, webhookError, webhookRequest } from '../routes/messaging-json.js';
@@ -31,7 +31,11 @@ describe('JSON body -> request message', () => {
 
   test('null is a type mistake unless the route says what it means', () => {
     expect(errorsOf(() => send({ to: 'a@b.co', subject: null })).map((e) => e.field)).toEqual(['subject']);
-    expect(templateFields({ replyTo: null, description: null, name: 'x' }, 'update')).toMatchObject({ replyTo: '', description: '', name: 'x' });
+    expect(templateFields({ replyTo: null, description: null, name: 'x' }, 'update')).toMatchObject({
+      replyTo: '',
+      description: '',
+      name: 'x',
+    });
     expect(templateFields({ from: null }, 'create').from).toBeUndefined();
     expect(errorsOf(() => templateFields({ from: null }, 'update')).map((e) => e.field)).toEqual(['from']);
   });
@@ -39,7 +43,10 @@ describe('JSON body -> request message', () => {
   test('an address is a string or {name, email}; /v1/send takes one recipient or a list', () => {
     const one = send({ to: 'Ann <ann@example.com>' });
     expect(one.to.map((a) => a.form)).toEqual([{ case: 'text', value: 'Ann <ann@example.com>' }]);
-    const list = send({ to: ['a@example.com', { name: null, email: 'b@example.com' }], from: { name: 'Shop', email: 's@x.co' } });
+    const list = send({
+      to: ['a@example.com', { name: null, email: 'b@example.com' }],
+      from: { name: 'Shop', email: 's@x.co' },
+    });
     expect(list.to[1].form).toMatchObject({ case: 'mailbox', value: { email: 'b@example.com' } });
     expect(list.to[1].form.value).not.toHaveProperty('name', expect.anything());
     expect(list.from?.form).toMatchObject({ case: 'mailbox', value: { name: 'Shop', email: 's@x.co' } });
@@ -62,9 +69,14 @@ describe('JSON body -> request message', () => {
   test('bytes are base64 (line-wrapped too), decoded once here', () => {
     const content = Buffer.from('hello attachment').toString('base64');
     const wrapped = `${content.slice(0, 8)}\r\n${content.slice(8)}`;
-    const req = send({ to: 'a@b.co', attachments: [{ filename: 'a.txt', content: wrapped, contentType: 'text/plain' }] });
+    const req = send({
+      to: 'a@b.co',
+      attachments: [{ filename: 'a.txt', content: wrapped, contentType: 'text/plain' }],
+    });
     expect(Buffer.from(req.attachments[0].content).toString()).toBe('hello attachment');
-    const bad = errorsOf(() => send({ attachments: [{ filename: 'a.txt', content: '***', contentType: 'text/plain' }] }));
+    const bad = errorsOf(() =>
+      send({ attachments: [{ filename: 'a.txt', content: '***', contentType: 'text/plain' }] }),
+    );
     expect(bad).toEqual([expect.objectContaining({ field: 'attachments.0.content', code: 'invalid_base64' })]);
     expect(errorsOf(() => send({ attachments: { filename: 'a' } })).map((e) => e.field)).toEqual(['attachments']);
   });
@@ -73,7 +85,9 @@ describe('JSON body -> request message', () => {
     expect(messageFromJson(ListContactsRequestSchema, { limit: 20, subscribed: false }).limit).toBe(20);
     const ints = errorsOf(() => messageFromJson(ListContactsRequestSchema, { limit: 1.5 }));
     expect(ints).toEqual([expect.objectContaining({ field: 'limit', message: 'Expected integer, received number' })]);
-    expect(messageFromJson(QueueEmailsRequestSchema, { source: 'SEND_SOURCE_CAMPAIGN' }).source).toBe(SendSource.CAMPAIGN);
+    expect(messageFromJson(QueueEmailsRequestSchema, { source: 'SEND_SOURCE_CAMPAIGN' }).source).toBe(
+      SendSource.CAMPAIGN,
+    );
     const enums = errorsOf(() => messageFromJson(QueueEmailsRequestSchema, { source: 'LOUD' }));
     expect(enums).toEqual([expect.objectContaining({ field: 'source', code: 'invalid_enum_value' })]);
   });

@@ -1,4 +1,11 @@
-import { create, ScalarType, type DescEnum, type DescField, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import {
+  create,
+  ScalarType,
+  type DescEnum,
+  type DescField,
+  type DescMessage,
+  type MessageShape,
+} from '@bufbuild/protobuf';
 import { AppError, validationError, type FieldError } from '@svc/lib/errors';
 
 // REST JSON -> RPC request message. The gateway checks JSON types only (a string where a number is
@@ -45,10 +52,18 @@ function matches(pattern: string, path: string): boolean {
 }
 
 const INTEGER_SCALARS = new Set([
-  ScalarType.INT32, ScalarType.UINT32, ScalarType.SINT32, ScalarType.FIXED32, ScalarType.SFIXED32,
+  ScalarType.INT32,
+  ScalarType.UINT32,
+  ScalarType.SINT32,
+  ScalarType.FIXED32,
+  ScalarType.SFIXED32,
 ]);
 const LONG_SCALARS = new Set([
-  ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64,
+  ScalarType.INT64,
+  ScalarType.UINT64,
+  ScalarType.SINT64,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED64,
 ]);
 
 /** The zero value of a field (proto3 fields have no declared defaults). */
@@ -91,8 +106,15 @@ class Walker implements JsonReader {
       const read = this.field(field, value[field.jsonName], fieldPath);
       if (read === undefined) continue;
       if (!field.oneof) init[field.localName] = read;
-      else if (init[field.oneof.localName] === undefined) init[field.oneof.localName] = { case: field.localName, value: read };
-      else this.fail(fieldPath, `Only one of ${field.oneof.fields.map((f) => f.jsonName).join(', ')} may be set`, value, 'invalid_union');
+      else if (init[field.oneof.localName] === undefined)
+        init[field.oneof.localName] = { case: field.localName, value: read };
+      else
+        this.fail(
+          fieldPath,
+          `Only one of ${field.oneof.fields.map((f) => f.jsonName).join(', ')} may be set`,
+          value,
+          'invalid_union',
+        );
     }
     return init;
   }
@@ -111,9 +133,25 @@ class Walker implements JsonReader {
       case 'message':
         return this.element({ message: field.message }, value, path);
       case 'list':
-        return this.list(field.listKind === 'message' ? { message: field.message } : field.listKind === 'enum' ? { enum: field.enum } : { scalar: field.scalar }, value, path);
+        return this.list(
+          field.listKind === 'message'
+            ? { message: field.message }
+            : field.listKind === 'enum'
+              ? { enum: field.enum }
+              : { scalar: field.scalar },
+          value,
+          path,
+        );
       case 'map':
-        return this.map(field.mapKind === 'message' ? { message: field.message } : field.mapKind === 'enum' ? { enum: field.enum } : { scalar: field.scalar }, value, path);
+        return this.map(
+          field.mapKind === 'message'
+            ? { message: field.message }
+            : field.mapKind === 'enum'
+              ? { enum: field.enum }
+              : { scalar: field.scalar },
+          value,
+          path,
+        );
     }
   }
 
@@ -135,7 +173,11 @@ class Walker implements JsonReader {
     const out: Record<string, unknown> = {};
     for (const [key, v] of Object.entries(value)) {
       // defineProperty: a `__proto__` key stays a key instead of replacing the prototype.
-      Object.defineProperty(out, key, { value: this.element(item, v, join(path, key)), enumerable: true, writable: true });
+      Object.defineProperty(out, key, {
+        value: this.element(item, v, join(path, key)),
+        enumerable: true,
+        writable: true,
+      });
     }
     return out;
   }
@@ -151,7 +193,12 @@ class Walker implements JsonReader {
     if ('enum' in kind) {
       const v = typeof value === 'string' ? kind.enum.values.find((e) => e.name === value) : undefined;
       if (v) return v.number;
-      return this.fail(path, `Expected one of ${kind.enum.values.map((e) => e.name).join(', ')}`, value, 'invalid_enum_value');
+      return this.fail(
+        path,
+        `Expected one of ${kind.enum.values.map((e) => e.name).join(', ')}`,
+        value,
+        'invalid_enum_value',
+      );
     }
     return this.scalar(kind.scalar, value, path);
   }
@@ -166,7 +213,8 @@ class Walker implements JsonReader {
         if (typeof value !== 'string') return this.expected(path, 'base64 string', value);
         // Line-wrapped base64 (MIME style) is common, so whitespace is dropped before checking.
         const compact = value.replace(/\s+/g, '');
-        if (compact.length % 4 !== 0 || !BASE64.test(compact)) return this.fail(path, 'Must be base64', value, 'invalid_base64');
+        if (compact.length % 4 !== 0 || !BASE64.test(compact))
+          return this.fail(path, 'Must be base64', value, 'invalid_base64');
         return new Uint8Array(Buffer.from(compact, 'base64'));
       }
       default: {

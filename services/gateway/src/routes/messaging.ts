@@ -41,7 +41,9 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
   });
 
   r.get('/domains/:id/verify', secret, async (req, res) => {
-    res.json(domainJson((await messaging.verifyDomain({ projectId: req.projectId, id: String(req.params.id) })).domain!));
+    res.json(
+      domainJson((await messaging.verifyDomain({ projectId: req.projectId, id: String(req.params.id) })).domain!),
+    );
   });
 
   r.delete('/domains/:id', secret, async (req, res) => {
@@ -60,16 +62,26 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
       sort: q('sort'),
       dir: q('dir'),
     });
-    res.json({ data: out.templates.map(templateJson), total: Number(out.total), page: out.page, pageSize: out.pageSize, totalPages: out.totalPages });
+    res.json({
+      data: out.templates.map(templateJson),
+      total: Number(out.total),
+      page: out.page,
+      pageSize: out.pageSize,
+      totalPages: out.totalPages,
+    });
   });
 
   r.post('/templates', secret, async (req, res) => {
     const fields = templateFields(req.body, 'create');
-    res.status(201).json(templateJson((await messaging.createTemplate({ projectId: req.projectId, fields })).template!));
+    res
+      .status(201)
+      .json(templateJson((await messaging.createTemplate({ projectId: req.projectId, fields })).template!));
   });
 
   r.get('/templates/:id', secret, async (req, res) => {
-    res.json(templateJson((await messaging.getTemplate({ projectId: req.projectId, id: String(req.params.id) })).template!));
+    res.json(
+      templateJson((await messaging.getTemplate({ projectId: req.projectId, id: String(req.params.id) })).template!),
+    );
   });
 
   r.patch('/templates/:id', secret, async (req, res) => {
@@ -84,7 +96,13 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
   });
 
   r.post('/templates/:id/duplicate', secret, async (req, res) => {
-    res.status(201).json(templateJson((await messaging.duplicateTemplate({ projectId: req.projectId, id: String(req.params.id) })).template!));
+    res
+      .status(201)
+      .json(
+        templateJson(
+          (await messaging.duplicateTemplate({ projectId: req.projectId, id: String(req.params.id) })).template!,
+        ),
+      );
   });
 
   r.get('/templates/:id/usage', secret, async (req, res) => {
@@ -124,12 +142,21 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
 
   r.get('/activity', secret, async (req, res) => {
     const q = (name: string) => stringParam(req.query, name) ?? '';
-    const out = await messaging.listActivity({ projectId: req.projectId, limit: q('limit'), cursor: q('cursor'), type: q('type'), contactId: q('contactId') });
+    const out = await messaging.listActivity({
+      projectId: req.projectId,
+      limit: q('limit'),
+      cursor: q('cursor'),
+      type: q('type'),
+      contactId: q('contactId'),
+    });
     res.json({ data: out.items.map(activityJson), cursor: out.cursor, hasMore: out.hasMore, total: Number(out.total) });
   });
 
   r.get('/activity/stats', secret, async (req, res) => {
-    const out = await messaging.getActivityStats({ projectId: req.projectId, days: stringParam(req.query, 'days') ?? '' });
+    const out = await messaging.getActivityStats({
+      projectId: req.projectId,
+      days: stringParam(req.query, 'days') ?? '',
+    });
     const e = out.emails!;
     const rate = (n: bigint) => (e.sent > 0n ? Math.round((Number(n) / Number(e.sent)) * 10000) / 10000 : 0);
     res.json({
@@ -137,7 +164,11 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
       total: Number(out.total),
       byType: Object.fromEntries(out.byType.map((t) => [t.type, Number(t.count)])),
       emails: {
-        ...Object.fromEntries(Object.entries(e).filter(([k]) => k !== '$typeName').map(([k, v]) => [k, Number(v)])),
+        ...Object.fromEntries(
+          Object.entries(e)
+            .filter(([k]) => k !== '$typeName')
+            .map(([k, v]) => [k, Number(v)]),
+        ),
         openRate: rate(e.opened),
         clickRate: rate(e.clicked),
         bounceRate: rate(e.bounced),
@@ -146,7 +177,10 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
   });
 
   r.get('/activity/recent-count', secret, async (req, res) => {
-    const out = await messaging.getRecentActivityCount({ projectId: req.projectId, minutes: stringParam(req.query, 'minutes') ?? '' });
+    const out = await messaging.getRecentActivityCount({
+      projectId: req.projectId,
+      minutes: stringParam(req.query, 'minutes') ?? '',
+    });
     res.json({ count: Number(out.count), since: iso(out.since) });
   });
 

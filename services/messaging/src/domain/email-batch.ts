@@ -122,9 +122,13 @@ export class EmailBatches {
     const template = spec.templateId ? await this.d.templates.get(projectId, spec.templateId) : undefined;
     const from: Address | undefined =
       spec.from ??
-      (template ? { email: template.from_email, ...(template.from_name ? { name: template.from_name } : {}) } : undefined);
+      (template
+        ? { email: template.from_email, ...(template.from_name ? { name: template.from_name } : {}) }
+        : undefined);
     if (!from) {
-      throw validationError([{ field: 'from', code: 'required', message: 'from is required when the template has no sender' }]);
+      throw validationError([
+        { field: 'from', code: 'required', message: 'from is required when the template has no sender' },
+      ]);
     }
     const senderDomain = await this.d.domains.requireVerifiedSender(projectId, from.email);
     return {
@@ -154,7 +158,10 @@ export class EmailBatches {
     const sendId = randomUUID();
     const budget = this.d.renderer.budget();
     const attachmentBytes = content.attachments.reduce((n, a) => n + encodedBytes(a), 0);
-    const suppressed = await this.d.emails.suppressed(projectId, recipients.map((r) => r.email));
+    const suppressed = await this.d.emails.suppressed(
+      projectId,
+      recipients.map((r) => r.email),
+    );
     const emails: NewEmail[] = [];
     const queued: QueuedEmail[] = [];
     for (const r of recipients) {
@@ -213,7 +220,12 @@ export class EmailBatches {
         status: blockedBy ? 'suppressed' : 'queued',
         ...(blockedBy ? { bounce_reason: blockedBy } : {}),
       });
-      queued.push({ contactId: r.contactId, contactEmail: r.email, emailId, status: blockedBy ? 'suppressed' : 'queued' });
+      queued.push({
+        contactId: r.contactId,
+        contactEmail: r.email,
+        emailId,
+        status: blockedBy ? 'suppressed' : 'queued',
+      });
     }
     const answer: QueuedBatch = { sendId, emails: queued, timestamp: new Date() };
     await this.commits.submit({ projectId, sendId, emails, attachments: content.attachments, idempotency, answer });

@@ -43,19 +43,75 @@ export interface DnsLookup {
 // Role accounts: mailboxes of a function rather than a person. Reported as `isAlias`
 // (reason `role_account`); they do not make an address invalid.
 const ROLE_ACCOUNTS = new Set([
-  'abuse', 'accounts', 'admin', 'administrator', 'billing', 'careers', 'contact', 'do-not-reply',
-  'donotreply', 'enquiries', 'feedback', 'hello', 'help', 'hostmaster', 'info', 'jobs', 'legal',
-  'marketing', 'newsletter', 'no-reply', 'noc', 'noreply', 'office', 'postmaster', 'press',
-  'privacy', 'root', 'sales', 'security', 'support', 'team', 'webmaster',
+  'abuse',
+  'accounts',
+  'admin',
+  'administrator',
+  'billing',
+  'careers',
+  'contact',
+  'do-not-reply',
+  'donotreply',
+  'enquiries',
+  'feedback',
+  'hello',
+  'help',
+  'hostmaster',
+  'info',
+  'jobs',
+  'legal',
+  'marketing',
+  'newsletter',
+  'no-reply',
+  'noc',
+  'noreply',
+  'office',
+  'postmaster',
+  'press',
+  'privacy',
+  'root',
+  'sales',
+  'security',
+  'support',
+  'team',
+  'webmaster',
 ]);
 
 // Free mailbox providers: the address belongs to a person, not to a company domain.
 const PERSONAL_DOMAINS = new Set([
-  '126.com', '163.com', 'aol.com', 'att.net', 'comcast.net', 'email.com', 'fastmail.com',
-  'gmail.com', 'googlemail.com', 'hey.com', 'icloud.com', 'libero.it', 'mac.com', 'mail.com',
-  'mail.ru', 'me.com', 'msn.com', 'naver.com', 'orange.fr', 'pm.me', 'proton.me', 'protonmail.com',
-  'qq.com', 'rocketmail.com', 'seznam.cz', 't-online.de', 'tuta.io', 'tutanota.com', 'verizon.net',
-  'web.de', 'ya.ru', 'ymail.com', 'zoho.com',
+  '126.com',
+  '163.com',
+  'aol.com',
+  'att.net',
+  'comcast.net',
+  'email.com',
+  'fastmail.com',
+  'gmail.com',
+  'googlemail.com',
+  'hey.com',
+  'icloud.com',
+  'libero.it',
+  'mac.com',
+  'mail.com',
+  'mail.ru',
+  'me.com',
+  'msn.com',
+  'naver.com',
+  'orange.fr',
+  'pm.me',
+  'proton.me',
+  'protonmail.com',
+  'qq.com',
+  'rocketmail.com',
+  'seznam.cz',
+  't-online.de',
+  'tuta.io',
+  'tutanota.com',
+  'verizon.net',
+  'web.de',
+  'ya.ru',
+  'ymail.com',
+  'zoho.com',
 ]);
 // Providers with one domain per country: yahoo.co.uk, hotmail.fr, gmx.de, yandex.ru, ...
 const PERSONAL_FAMILIES = /^(yahoo|hotmail|outlook|live|gmx|yandex)\.(com?\.)?[a-z]{2,3}$/;
@@ -63,8 +119,16 @@ const PERSONAL_FAMILIES = /^(yahoo|hotmail|outlook|live|gmx|yandex)\.(com?\.)?[a
 // Typo targets: the big providers people mistype. Short names only tolerate one edit, since
 // two edits from `aol.com` already reach many real company domains.
 const TYPO_TARGETS = [
-  'gmail.com', 'yahoo.com', 'hotmail.com', 'outlook.com', 'icloud.com', 'aol.com', 'live.com',
-  'googlemail.com', 'protonmail.com', 'ymail.com',
+  'gmail.com',
+  'yahoo.com',
+  'hotmail.com',
+  'outlook.com',
+  'icloud.com',
+  'aol.com',
+  'live.com',
+  'googlemail.com',
+  'protonmail.com',
+  'ymail.com',
 ];
 
 let disposable: { exact: Set<string>; wildcard: Set<string> } | undefined;
@@ -101,7 +165,8 @@ function editDistance(a: string, b: string): number {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
       d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.length][b.length];
@@ -120,7 +185,11 @@ function typoTarget(domain: string): string | undefined {
 
 // A lookup that fails is an answer ("nothing found"), never an error of the verification.
 const safely = <T>(lookup: (() => Promise<T>) | undefined, nothing: T): Promise<T> =>
-  lookup ? Promise.resolve().then(lookup).catch(() => nothing) : Promise.resolve(nothing);
+  lookup
+    ? Promise.resolve()
+        .then(lookup)
+        .catch(() => nothing)
+    : Promise.resolve(nothing);
 
 /**
  * Verifies one address. `valid` = syntax ok && not disposable && domain exists && has MX
@@ -130,8 +199,17 @@ const safely = <T>(lookup: (() => Promise<T>) | undefined, nothing: T): Promise<
 export async function verifyEmail(input: string, dns: DnsLookup): Promise<EmailVerification> {
   const email = input.trim();
   const result: EmailVerification = {
-    email, valid: false, isDisposable: false, isAlias: false, isTypo: false, isPlusAddressed: false,
-    isPersonalEmail: false, domainExists: false, hasWebsite: false, hasMxRecords: false, reasons: [],
+    email,
+    valid: false,
+    isDisposable: false,
+    isAlias: false,
+    isTypo: false,
+    isPlusAddressed: false,
+    isPersonalEmail: false,
+    domainExists: false,
+    hasWebsite: false,
+    hasMxRecords: false,
+    reasons: [],
   };
   if (!isValidEmail(email)) return { ...result, reasons: ['invalid_syntax'] };
 

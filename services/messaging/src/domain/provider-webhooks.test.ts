@@ -3,8 +3,13 @@ import { parseWebhookPayload } from './provider-webhooks.js';
 
 describe('provider webhook payloads', () => {
   test('one notification or a batch; type aliases; hard bounce by default', () => {
-    expect(parseWebhookPayload([{ type: 'Bounced', emailId: 'x' }])).toEqual([{ type: 'bounce', emailId: 'x', bounceType: 'hard' }]);
-    const batch = [{ type: 'delivered', messageId: '<m@x>' }, { type: 'spam', messageId: 'm@x' }];
+    expect(parseWebhookPayload([{ type: 'Bounced', emailId: 'x' }])).toEqual([
+      { type: 'bounce', emailId: 'x', bounceType: 'hard' },
+    ]);
+    const batch = [
+      { type: 'delivered', messageId: '<m@x>' },
+      { type: 'spam', messageId: 'm@x' },
+    ];
     expect(parseWebhookPayload(batch).map((n) => n.type)).toEqual(['delivery', 'complaint']);
   });
 

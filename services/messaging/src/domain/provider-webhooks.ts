@@ -10,23 +10,38 @@ import { lifecycleMessage } from './email-events.js';
 // infrastructure, in one documented JSON shape (README "Messaging").
 
 const TYPE_ALIASES: Record<string, 'delivery' | 'bounce' | 'complaint'> = {
-  delivery: 'delivery', delivered: 'delivery',
-  bounce: 'bounce', bounced: 'bounce',
-  complaint: 'complaint', complained: 'complaint', spam: 'complaint',
+  delivery: 'delivery',
+  delivered: 'delivery',
+  bounce: 'bounce',
+  bounced: 'bounce',
+  complaint: 'complaint',
+  complained: 'complaint',
+  spam: 'complaint',
 };
 
-const notificationSchema = z.object({
-  type: z.string().transform((s, ctx) => {
-    const t = TYPE_ALIASES[s.toLowerCase()];
-    if (!t) ctx.addIssue({ code: 'custom', message: 'type must be delivery, bounce or complaint', params: { code: 'invalid_enum_value' } });
-    return t;
-  }),
-  emailId: z.string().optional(),
-  messageId: z.string().max(500).optional(),
-  reason: z.string().max(1000).optional(),
-  bounceType: z.enum(['hard', 'soft']).default('hard'),
-  occurredAt: z.string().datetime({ offset: true }).optional(),
-}).refine((n) => n.emailId || n.messageId, { message: 'emailId or messageId is required', path: ['emailId'], params: { code: 'required' } });
+const notificationSchema = z
+  .object({
+    type: z.string().transform((s, ctx) => {
+      const t = TYPE_ALIASES[s.toLowerCase()];
+      if (!t)
+        ctx.addIssue({
+          code: 'custom',
+          message: 'type must be delivery, bounce or complaint',
+          params: { code: 'invalid_enum_value' },
+        });
+      return t;
+    }),
+    emailId: z.string().optional(),
+    messageId: z.string().max(500).optional(),
+    reason: z.string().max(1000).optional(),
+    bounceType: z.enum(['hard', 'soft']).default('hard'),
+    occurredAt: z.string().datetime({ offset: true }).optional(),
+  })
+  .refine((n) => n.emailId || n.messageId, {
+    message: 'emailId or messageId is required',
+    path: ['emailId'],
+    params: { code: 'required' },
+  });
 
 const payloadSchema = z.object({ events: z.array(notificationSchema).min(1).max(1000) });
 
@@ -48,13 +63,19 @@ export function parseWebhookPayload(events: NotificationInput[]): Notification[]
 
 /** Applies notifications idempotently: a repeated one changes nothing and emits nothing. */
 export class ProviderWebhooks {
-  constructor(private readonly pool: Pool, private readonly emails: EmailsStore) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly emails: EmailsStore,
+  ) {}
 
   async handle(events: NotificationInput[]): Promise<{ processed: number; ignored: number }> {
     let processed = 0;
     let ignored = 0;
     for (const n of parseWebhookPayload(events)) {
-      const email = await this.emails.findForNotification({ emailId: n.emailId && isUuid(n.emailId) ? n.emailId : undefined, messageId: n.messageId });
+      const email = await this.emails.findForNotification({
+        emailId: n.emailId && isUuid(n.emailId) ? n.emailId : undefined,
+        messageId: n.messageId,
+      });
       if (!email) {
         ignored++;
         continue;

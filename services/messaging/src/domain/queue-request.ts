@@ -51,7 +51,10 @@ const email = z.string().refine(isValidEmail, { message: 'Invalid email', params
 const recipientSchema = z.object({
   contactId: z.string().uuid(),
   email,
-  name: z.string().max(200).refine((s) => !/[\r\n]/.test(s), { message: 'Name must not contain line breaks' }),
+  name: z
+    .string()
+    .max(200)
+    .refine((s) => !/[\r\n]/.test(s), { message: 'Name must not contain line breaks' }),
   subscribed: z.boolean(),
   variables: z.record(z.string(), z.unknown()),
 });

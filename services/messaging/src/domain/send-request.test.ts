@@ -19,12 +19,15 @@ function errorsOf(input: SendInput, limits?: Parameters<typeof parseSendRequest>
   }
   throw new Error('expected a throw');
 }
-const fields = (input: SendInput, limits?: Parameters<typeof parseSendRequest>[1]) => errorsOf(input, limits).map((e) => e.field);
+const fields = (input: SendInput, limits?: Parameters<typeof parseSendRequest>[1]) =>
+  errorsOf(input, limits).map((e) => e.field);
 
 describe('POST /v1/send body', () => {
   test('a recipient may be a string, "Name <address>" or {name, email}', () => {
     expect(parseSendRequest(base).to).toEqual([{ email: 'ann@example.com' }]);
-    expect(parseSendRequest({ ...base, to: [{ name: 'Ann', email: 'ann@example.com' }] }).to).toEqual([{ name: 'Ann', email: 'ann@example.com' }]);
+    expect(parseSendRequest({ ...base, to: [{ name: 'Ann', email: 'ann@example.com' }] }).to).toEqual([
+      { name: 'Ann', email: 'ann@example.com' },
+    ]);
     expect(parseSendRequest({ ...base, to: ['Bo <bo@example.com>', { email: 'cy@example.com' }] }).to).toEqual([
       { name: 'Bo', email: 'bo@example.com' },
       { email: 'cy@example.com' },
@@ -32,7 +35,9 @@ describe('POST /v1/send body', () => {
   });
 
   test('to is required, non-empty, and at most 50 recipients', () => {
-    expect(errorsOf({ to: [], subject: 'a', body: 'b' })).toEqual([expect.objectContaining({ field: 'to', code: 'too_small' })]);
+    expect(errorsOf({ to: [], subject: 'a', body: 'b' })).toEqual([
+      expect.objectContaining({ field: 'to', code: 'too_small' }),
+    ]);
     const many = Array.from({ length: 51 }, (_, i) => `u${i}@example.com`);
     expect(errorsOf({ ...base, to: many })).toEqual([expect.objectContaining({ field: 'to', code: 'too_big' })]);
     expect(parseSendRequest({ ...base, to: many.slice(0, 50) }).to).toHaveLength(50);
@@ -44,7 +49,9 @@ describe('POST /v1/send body', () => {
     ]);
     expect(fields({ ...base, to: ['ok@example.com', 'nope'] })).toEqual(['to.1']);
     expect(fields({ ...base, to: [{ email: 'nope' }] })).toEqual(['to.0.email']);
-    expect(errorsOf({ ...base, to: [{ name: 'X' }] })).toEqual([expect.objectContaining({ field: 'to.0.email', message: 'Required' })]);
+    expect(errorsOf({ ...base, to: [{ name: 'X' }] })).toEqual([
+      expect.objectContaining({ field: 'to.0.email', message: 'Required' }),
+    ]);
   });
 
   test('rule 1: content is required, either template or both subject and body', () => {
@@ -52,8 +59,13 @@ describe('POST /v1/send body', () => {
       expect.objectContaining({ field: 'subject', code: 'required' }),
       expect.objectContaining({ field: 'body', code: 'required' }),
     ]);
-    expect(errorsOf({ to: ['a@b.com'], subject: 'Hi' })).toEqual([expect.objectContaining({ field: 'body', code: 'required' })]);
-    expect(parseSendRequest({ to: ['a@b.com'], template: TEMPLATE_ID })).toEqual({ to: [{ email: 'a@b.com' }], template: TEMPLATE_ID });
+    expect(errorsOf({ to: ['a@b.com'], subject: 'Hi' })).toEqual([
+      expect.objectContaining({ field: 'body', code: 'required' }),
+    ]);
+    expect(parseSendRequest({ to: ['a@b.com'], template: TEMPLATE_ID })).toEqual({
+      to: [{ email: 'a@b.com' }],
+      template: TEMPLATE_ID,
+    });
     expect(fields({ to: ['a@b.com'], template: 'not-a-uuid' })).toEqual(['template']);
   });
 
@@ -65,7 +77,9 @@ describe('POST /v1/send body', () => {
     expect(fields({ ...base, subject: '' })).toEqual(['subject']);
     expect(fields({ ...base, subject: 'x'.repeat(999) })).toEqual(['subject']);
     expect(parseSendRequest({ ...base, subject: 'x'.repeat(998) }).subject).toHaveLength(998);
-    expect(errorsOf({ ...base, subject: 'Hi\r\nBcc: x@y.com' })).toEqual([expect.objectContaining({ field: 'subject', code: 'invalid_string' })]);
+    expect(errorsOf({ ...base, subject: 'Hi\r\nBcc: x@y.com' })).toEqual([
+      expect.objectContaining({ field: 'subject', code: 'invalid_string' }),
+    ]);
     expect(fields({ ...base, subject: 'Hi\nthere' })).toEqual(['subject']);
   });
 
@@ -79,15 +93,29 @@ describe('POST /v1/send body', () => {
   });
 
   test('from may be a string or {name, email}', () => {
-    expect(parseSendRequest({ ...base, from: 'Shop <shop@example.com>' }).from).toEqual({ name: 'Shop', email: 'shop@example.com' });
-    expect(parseSendRequest({ ...base, from: { name: 'Shop', email: 'shop@example.com' } }).from).toEqual({ name: 'Shop', email: 'shop@example.com' });
+    expect(parseSendRequest({ ...base, from: 'Shop <shop@example.com>' }).from).toEqual({
+      name: 'Shop',
+      email: 'shop@example.com',
+    });
+    expect(parseSendRequest({ ...base, from: { name: 'Shop', email: 'shop@example.com' } }).from).toEqual({
+      name: 'Shop',
+      email: 'shop@example.com',
+    });
     expect(fields({ ...base, from: { email: 'bad' } })).toEqual(['from.email']);
   });
 
   test('deprecated name is the fallback only when from is a string without a name', () => {
-    expect(parseSendRequest({ ...base, from: 'shop@example.com', name: 'Shop' }).from).toEqual({ name: 'Shop', email: 'shop@example.com' });
-    expect(parseSendRequest({ ...base, from: 'Real <shop@example.com>', name: 'Shop' }).from).toEqual({ name: 'Real', email: 'shop@example.com' });
-    expect(parseSendRequest({ ...base, from: { email: 'shop@example.com' }, name: 'Shop' }).from).toEqual({ email: 'shop@example.com' });
+    expect(parseSendRequest({ ...base, from: 'shop@example.com', name: 'Shop' }).from).toEqual({
+      name: 'Shop',
+      email: 'shop@example.com',
+    });
+    expect(parseSendRequest({ ...base, from: 'Real <shop@example.com>', name: 'Shop' }).from).toEqual({
+      name: 'Real',
+      email: 'shop@example.com',
+    });
+    expect(parseSendRequest({ ...base, from: { email: 'shop@example.com' }, name: 'Shop' }).from).toEqual({
+      email: 'shop@example.com',
+    });
     const noFrom = parseSendRequest({ ...base, name: 'Shop' });
     expect(noFrom.from).toBeUndefined();
     expect(noFrom).not.toHaveProperty('name');
@@ -95,20 +123,32 @@ describe('POST /v1/send body', () => {
   });
 
   test('subscribed and data pass through', () => {
-    expect(parseSendRequest({ ...base, subscribed: true, data: { plan: 'pro', n: null } })).toMatchObject({ subscribed: true, data: { plan: 'pro', n: null } });
+    expect(parseSendRequest({ ...base, subscribed: true, data: { plan: 'pro', n: null } })).toMatchObject({
+      subscribed: true,
+      data: { plan: 'pro', n: null },
+    });
   });
 
   test('reply is an email', () => {
     expect(parseSendRequest({ ...base, reply: 'help@example.com' }).reply).toBe('help@example.com');
-    expect(errorsOf({ ...base, reply: 'nope' })).toEqual([expect.objectContaining({ field: 'reply', code: 'invalid_string' })]);
+    expect(errorsOf({ ...base, reply: 'nope' })).toEqual([
+      expect.objectContaining({ field: 'reply', code: 'invalid_string' }),
+    ]);
   });
 
   test('custom headers pass through', () => {
-    expect(parseSendRequest({ ...base, headers: { 'X-Campaign': 'spring', 'X-Entity-Ref-ID': '42' } }).headers).toEqual({ 'X-Campaign': 'spring', 'X-Entity-Ref-ID': '42' });
+    expect(parseSendRequest({ ...base, headers: { 'X-Campaign': 'spring', 'X-Entity-Ref-ID': '42' } }).headers).toEqual(
+      { 'X-Campaign': 'spring', 'X-Entity-Ref-ID': '42' },
+    );
   });
 
   test('header names must not contain CR, LF, colon or spaces', () => {
-    expect(errorsOf({ ...base, headers: { 'X-A\r\nBcc': 'v', 'X:B': 'v', 'X C': 'v', '': 'v' } }).map((e) => [e.field, e.code])).toEqual([
+    expect(
+      errorsOf({ ...base, headers: { 'X-A\r\nBcc': 'v', 'X:B': 'v', 'X C': 'v', '': 'v' } }).map((e) => [
+        e.field,
+        e.code,
+      ]),
+    ).toEqual([
       ['headers.X-A\r\nBcc', 'invalid_header_name'],
       ['headers.X:B', 'invalid_header_name'],
       ['headers.X C', 'invalid_header_name'],
@@ -118,8 +158,12 @@ describe('POST /v1/send body', () => {
 
   test('header values are at most 998 characters and contain no CR or LF', () => {
     expect(parseSendRequest({ ...base, headers: { 'X-Long': 'v'.repeat(998) } }).headers!['X-Long']).toHaveLength(998);
-    expect(errorsOf({ ...base, headers: { 'X-Foo': 'v'.repeat(999) } })).toEqual([expect.objectContaining({ field: 'headers.X-Foo', code: 'too_big' })]);
-    expect(errorsOf({ ...base, headers: { 'X-Foo': 'a\r\nBcc: x@y.com' } })).toEqual([expect.objectContaining({ field: 'headers.X-Foo', code: 'invalid_string' })]);
+    expect(errorsOf({ ...base, headers: { 'X-Foo': 'v'.repeat(999) } })).toEqual([
+      expect.objectContaining({ field: 'headers.X-Foo', code: 'too_big' }),
+    ]);
+    expect(errorsOf({ ...base, headers: { 'X-Foo': 'a\r\nBcc: x@y.com' } })).toEqual([
+      expect.objectContaining({ field: 'headers.X-Foo', code: 'invalid_string' }),
+    ]);
   });
 
   test('reserved headers cannot be set, whatever their case', () => {
@@ -130,11 +174,15 @@ describe('POST /v1/send body', () => {
     const trace = ['Received', 'Authentication-Results', 'Received-SPF', 'Delivered-To', 'Return-Path'];
     for (const name of [...composed, ...platform, ...bulk, ...prefixed, ...trace]) {
       const [error] = errorsOf({ ...base, headers: { [name]: 'x' } });
-      expect(error).toEqual({ field: `headers.${name}`, code: 'reserved_header', message: expect.stringContaining('set by the service') });
+      expect(error).toEqual({
+        field: `headers.${name}`,
+        code: 'reserved_header',
+        message: expect.stringContaining('set by the service'),
+      });
     }
   });
 
-  test('other headers stay the caller\'s', () => {
+  test("other headers stay the caller's", () => {
     const headers = { 'X-Mailer': 'app 1.0', 'In-Reply-To': '<a@b.c>', References: '<a@b.c>', 'List-Id': '<n.x>' };
     expect(parseSendRequest({ ...base, headers }).headers).toEqual(headers);
   });
@@ -153,9 +201,19 @@ describe('POST /v1/send body', () => {
 
   test('attachments take the DESIGN.md shape; disposition defaults to attachment', () => {
     const content = new TextEncoder().encode('hello');
-    const request = parseSendRequest({ ...base, attachments: [{ filename: 'a.pdf', content, contentType: 'application/pdf' }] });
-    expect(request.attachments).toEqual([{ filename: 'a.pdf', content, contentType: 'application/pdf', disposition: 'attachment' }]);
-    const inline = parseSendRequest({ ...base, attachments: [{ filename: 'logo.png', content: bytes(3), contentType: 'image/png', contentId: 'logo', disposition: 'inline' }] });
+    const request = parseSendRequest({
+      ...base,
+      attachments: [{ filename: 'a.pdf', content, contentType: 'application/pdf' }],
+    });
+    expect(request.attachments).toEqual([
+      { filename: 'a.pdf', content, contentType: 'application/pdf', disposition: 'attachment' },
+    ]);
+    const inline = parseSendRequest({
+      ...base,
+      attachments: [
+        { filename: 'logo.png', content: bytes(3), contentType: 'image/png', contentId: 'logo', disposition: 'inline' },
+      ],
+    });
     expect(inline.attachments![0]).toMatchObject({ contentId: 'logo', disposition: 'inline' });
   });
 
@@ -166,7 +224,10 @@ describe('POST /v1/send body', () => {
   });
 
   test('attachment filename has no line breaks or path separators; contentType is type/subtype', () => {
-    const att = (over: object) => ({ ...base, attachments: [{ filename: 'a.txt', content: bytes(1), contentType: 'text/plain', ...over }] });
+    const att = (over: object) => ({
+      ...base,
+      attachments: [{ filename: 'a.txt', content: bytes(1), contentType: 'text/plain', ...over }],
+    });
     expect(fields(att({ filename: '../etc/passwd' }))).toEqual(['attachments.0.filename']);
     expect(fields(att({ filename: 'a\\b.txt' }))).toEqual(['attachments.0.filename']);
     expect(fields(att({ filename: 'a\r\n.txt' }))).toEqual(['attachments.0.filename']);
@@ -176,20 +237,28 @@ describe('POST /v1/send body', () => {
   });
 
   test('inline attachments need a contentId', () => {
-    expect(errorsOf({ ...base, attachments: [{ filename: 'l.png', content: bytes(3), contentType: 'image/png', disposition: 'inline' }] })).toEqual([
-      expect.objectContaining({ field: 'attachments.0.contentId', code: 'required' }),
-    ]);
+    expect(
+      errorsOf({
+        ...base,
+        attachments: [{ filename: 'l.png', content: bytes(3), contentType: 'image/png', disposition: 'inline' }],
+      }),
+    ).toEqual([expect.objectContaining({ field: 'attachments.0.contentId', code: 'required' })]);
   });
 
   test('attachments total at most 10 MB decoded by default, configurable', () => {
     expect(MAX_ATTACHMENT_BYTES).toBe(10 * 1024 * 1024);
     const att = (n: number) => ({ filename: 'a.bin', content: bytes(n), contentType: 'application/octet-stream' });
-    expect(parseSendRequest({ ...base, attachments: [att(MAX_ATTACHMENT_BYTES / 2), att(MAX_ATTACHMENT_BYTES / 2)] }).attachments).toHaveLength(2);
-    expect(errorsOf({ ...base, attachments: [att(MAX_ATTACHMENT_BYTES / 2), att(MAX_ATTACHMENT_BYTES / 2 + 1)] })).toEqual([
-      expect.objectContaining({ field: 'attachments', code: 'too_big' }),
-    ]);
+    expect(
+      parseSendRequest({ ...base, attachments: [att(MAX_ATTACHMENT_BYTES / 2), att(MAX_ATTACHMENT_BYTES / 2)] })
+        .attachments,
+    ).toHaveLength(2);
+    expect(
+      errorsOf({ ...base, attachments: [att(MAX_ATTACHMENT_BYTES / 2), att(MAX_ATTACHMENT_BYTES / 2 + 1)] }),
+    ).toEqual([expect.objectContaining({ field: 'attachments', code: 'too_big' })]);
     expect(fields({ ...base, attachments: [att(101)] }, { maxAttachmentBytes: 100 })).toEqual(['attachments']);
-    expect(parseSendRequest({ ...base, attachments: [att(100)] }, { maxAttachmentBytes: 100 }).attachments).toHaveLength(1);
+    expect(
+      parseSendRequest({ ...base, attachments: [att(100)] }, { maxAttachmentBytes: 100 }).attachments,
+    ).toHaveLength(1);
   });
 
   test('fields left unset are absent from the request', () => {

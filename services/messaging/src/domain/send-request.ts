@@ -64,10 +64,11 @@ export interface SendRequest {
   attachments?: Attachment[];
 }
 
-const noLineBreaks = (what: string) => [
-  (s: string) => !LINE_BREAK.test(s),
-  { message: `${what} must not contain line breaks`, params: { code: 'invalid_string' } },
-] as const;
+const noLineBreaks = (what: string) =>
+  [
+    (s: string) => !LINE_BREAK.test(s),
+    { message: `${what} must not contain line breaks`, params: { code: 'invalid_string' } },
+  ] as const;
 
 const toSchema = z.array(z.unknown()).transform((value, ctx): Address[] => {
   const one = (item: unknown, path: (string | number)[]): Address | undefined => {
@@ -77,7 +78,8 @@ const toSchema = z.array(z.unknown()).transform((value, ctx): Address[] => {
     return undefined;
   };
   if (value.length === 0 || value.length > MAX_RECIPIENTS) {
-    const message = value.length === 0 ? 'At least one recipient is required' : `At most ${MAX_RECIPIENTS} recipients per request`;
+    const message =
+      value.length === 0 ? 'At least one recipient is required' : `At most ${MAX_RECIPIENTS} recipients per request`;
     ctx.addIssue({ code: 'custom', message, params: { code: value.length === 0 ? 'too_small' : 'too_big' } });
     return z.NEVER;
   }
@@ -115,44 +117,81 @@ const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-
 // receiving client write outside its download folder.
 const UNSAFE_FILENAME = /[\x00-\x1f\x7f/\\]/;
 
-const attachmentSchema = z.object({
-  filename: z.string().min(1).max(255)
-    .refine((s) => !UNSAFE_FILENAME.test(s) && s !== '.' && s !== '..', { message: 'Filename must not contain line breaks, control characters or path separators', params: { code: 'invalid_string' } }),
-  // Decoded from the JSON body's base64 by the gateway, once.
-  content: z.instanceof(Uint8Array),
-  contentType: z.string().regex(MIME_TYPE, 'Content type must look like type/subtype'),
-  contentId: z.string().min(1).max(255).regex(/^[^\s<>]+$/, 'Content id must not contain spaces or angle brackets').optional(),
-  disposition: z.enum(['attachment', 'inline']).default('attachment'),
-}).superRefine((a, ctx) => {
-  // An inline part is only reachable from the HTML through `cid:<contentId>`.
-  if (a.disposition === 'inline' && a.contentId === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['contentId'], message: 'contentId is required for inline attachments', params: { code: 'required' } });
-  }
-});
-
-export const attachmentsSchema = (maxBytes: number) => z.array(attachmentSchema).max(MAX_ATTACHMENTS, `At most ${MAX_ATTACHMENTS} attachments`)
-  .superRefine((items, ctx) => {
-    const total = items.reduce((sum, a) => sum + a.content.byteLength, 0);
-    if (total > maxBytes) {
-      ctx.addIssue({ code: 'custom', message: `Attachments total ${total} bytes, more than the ${maxBytes} byte limit`, params: { code: 'too_big' } });
+const attachmentSchema = z
+  .object({
+    filename: z
+      .string()
+      .min(1)
+      .max(255)
+      .refine((s) => !UNSAFE_FILENAME.test(s) && s !== '.' && s !== '..', {
+        message: 'Filename must not contain line breaks, control characters or path separators',
+        params: { code: 'invalid_string' },
+      }),
+    // Decoded from the JSON body's base64 by the gateway, once.
+    content: z.instanceof(Uint8Array),
+    contentType: z.string().regex(MIME_TYPE, 'Content type must look like type/subtype'),
+    contentId: z
+      .string()
+      .min(1)
+      .max(255)
+      .regex(/^[^\s<>]+$/, 'Content id must not contain spaces or angle brackets')
+      .optional(),
+    disposition: z.enum(['attachment', 'inline']).default('attachment'),
+  })
+  .superRefine((a, ctx) => {
+    // An inline part is only reachable from the HTML through `cid:<contentId>`.
+    if (a.disposition === 'inline' && a.contentId === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['contentId'],
+        message: 'contentId is required for inline attachments',
+        params: { code: 'required' },
+      });
     }
   });
 
-export const subjectSchema = z.string().min(1).max(MAX_SUBJECT_CHARS).refine(...noLineBreaks('Subject'));
+export const attachmentsSchema = (maxBytes: number) =>
+  z
+    .array(attachmentSchema)
+    .max(MAX_ATTACHMENTS, `At most ${MAX_ATTACHMENTS} attachments`)
+    .superRefine((items, ctx) => {
+      const total = items.reduce((sum, a) => sum + a.content.byteLength, 0);
+      if (total > maxBytes) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `Attachments total ${total} bytes, more than the ${maxBytes} byte limit`,
+          params: { code: 'too_big' },
+        });
+      }
+    });
 
-const sendSchema = (limits: Required<SendLimits>) => z.object({
-  to: toSchema,
-  subject: subjectSchema.optional(),
-  body: bodySchema.optional(),
-  template: z.string().uuid().optional(),
-  from: addressSchema.optional(),
-  name: z.string().max(200).refine(...noLineBreaks('Name')).optional(),
-  subscribed: z.boolean().optional(),
-  data: z.record(z.string(), z.unknown()).optional(),
-  headers: headersSchema.optional(),
-  reply: z.string().refine(isValidEmail, { message: 'Invalid email', params: { code: 'invalid_string' } }).optional(),
-  attachments: attachmentsSchema(limits.maxAttachmentBytes).optional(),
-});
+export const subjectSchema = z
+  .string()
+  .min(1)
+  .max(MAX_SUBJECT_CHARS)
+  .refine(...noLineBreaks('Subject'));
+
+const sendSchema = (limits: Required<SendLimits>) =>
+  z.object({
+    to: toSchema,
+    subject: subjectSchema.optional(),
+    body: bodySchema.optional(),
+    template: z.string().uuid().optional(),
+    from: addressSchema.optional(),
+    name: z
+      .string()
+      .max(200)
+      .refine(...noLineBreaks('Name'))
+      .optional(),
+    subscribed: z.boolean().optional(),
+    data: z.record(z.string(), z.unknown()).optional(),
+    headers: headersSchema.optional(),
+    reply: z
+      .string()
+      .refine(isValidEmail, { message: 'Invalid email', params: { code: 'invalid_string' } })
+      .optional(),
+    attachments: attachmentsSchema(limits.maxAttachmentBytes).optional(),
+  });
 
 /** Rule 1: "either `template`, or both `subject` and `body`", reported alongside the other errors. */
 export function contentRequired(input: { template?: string; subject?: string; body?: string }): FieldError[] {

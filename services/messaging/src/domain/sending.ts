@@ -54,7 +54,9 @@ export class Sending {
       variables: { ...contact.data, ...oneOff },
     }));
     try {
-      return sendResult(await this.d.batches.queue(projectId, content, recipients, { source: 'transactional' }, idempotency));
+      return sendResult(
+        await this.d.batches.queue(projectId, content, recipients, { source: 'transactional' }, idempotency),
+      );
     } catch (err) {
       // A concurrent duplicate committed first: its answer stands, this one's emails were rolled back.
       const winner = err instanceof KeyAlreadyRecorded && (await this.d.records.replay(projectId, idempotency!));

@@ -11,13 +11,28 @@ import type { Renderer } from './render.js';
 import type { SenderDomains } from './sender-domains.js';
 
 export const TEMPLATE_TYPES = ['TRANSACTIONAL', 'MARKETING', 'HEADLESS'] as const;
-const SORTS: Record<string, 'name' | 'created_at' | 'updated_at'> = { name: 'name', createdAt: 'created_at', updatedAt: 'updated_at' };
+const SORTS: Record<string, 'name' | 'created_at' | 'updated_at'> = {
+  name: 'name',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+};
 
 const LINE_BREAK = /[\r\n]/;
-const oneLine = (max: number) => z.string().max(max).refine((s) => !LINE_BREAK.test(s), { message: 'Must not contain line breaks', params: { code: 'invalid_string' } });
-const email = z.string().trim().refine(isValidEmail, { message: 'Invalid email', params: { code: 'invalid_string' } });
+const oneLine = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((s) => !LINE_BREAK.test(s), {
+      message: 'Must not contain line breaks',
+      params: { code: 'invalid_string' },
+    });
+const email = z
+  .string()
+  .trim()
+  .refine(isValidEmail, { message: 'Invalid email', params: { code: 'invalid_string' } });
 /** null or '' clears an optional text field. */
-const clearable = <T extends z.ZodTypeAny>(schema: T) => z.union([z.literal(''), z.null(), schema]).transform((v) => (v === null ? '' : v) as string);
+const clearable = <T extends z.ZodTypeAny>(schema: T) =>
+  z.union([z.literal(''), z.null(), schema]).transform((v) => (v === null ? '' : v) as string);
 
 const fields = {
   name: z.string().trim().min(1).max(200),
@@ -73,7 +88,11 @@ const missing = (v: AddressInput | undefined) => v === undefined || v === '';
 
 /** Templates: SPEC.md "Templates" and the Template resource. */
 export class Templates {
-  constructor(private readonly store: TemplatesStore, private readonly domains: SenderDomains, private readonly renderer: Renderer) {}
+  constructor(
+    private readonly store: TemplatesStore,
+    private readonly domains: SenderDomains,
+    private readonly renderer: Renderer,
+  ) {}
 
   async list(projectId: string, q: TemplateListQuery): Promise<TemplatePage> {
     const { page, pageSize, offset } = offsetPage(q.page, q.pageSize);

@@ -1,0 +1,63 @@
+import { randomUUID } from 'node:crypto';
+import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
+import { ContactsStore } from '../store/contacts-store.js';
+import { EventsStore } from '../store/events-store.js';
+import { FieldsStore } from '../store/fields-store.js';
+import { migrations } from '../store/migrations.js';
+import { ContactUpserts } from './contact-upserts.js';
+import { Contacts } from './contacts.js';
+import { MAX_CUSTOM_FIELDS } from './fields.js';
+
+// UpsertContacts against a real PostgreSQL with the service's own migrations.
+
+let db: TestDatabase;
+let upserts: ContactUpserts;
+
+beforeAll(async () => {
+  db = await createTestDatabase('contacts_upserts', migrations);
+  const contacts = new Contacts(
+    db.pool,
+    new ContactsStore(db.pool),
+    new EventsStore(db.pool),
+    new FieldsStore(db.pool),
+  );
+  upserts = new ContactUpserts(db.pool, contacts);
+});
+
+afterAll(() => db.drop());
+
+const errorOf = (r: Awaited<ReturnType<ContactUpserts['upsertMany']>>[number]) =>
+  r.ok ? undefined : (r.error as { errors?: { field: string; code: string }[] }).errors?.[0];
+
+describe('ContactUpserts', () => {
+  test('an item failing inside the transaction (the field cap) is its own error; the others are written', async () => {
+    const project = randomUUID();
+    const full = Object.fromEntries(Array.from({ length: MAX_CUSTOM_FIELDS }, (_, i) => [`f${i}`, i]));
+    const [seed] = await upserts.upsertMany(project, [
+      { email: 'seed@example.com', defaultSubscribed: false, data: full },
+    ]);
+    expect(seed.ok).toBe(true);
+
+    const results = await upserts.upsertMany(project, [
+      { email: 'b@example.com', defaultSubscribed: true, data: { f1: 'x' } },
+      { email: 'a@example.com', defaultSubscribed: false, data: { brandNew: 1 } },
+      { email: 'bad', defaultSubscribed: false },
+      { email: 'B@example.com', defaultSubscribed: false, subscribed: false },
+    ]);
+    expect(results.map((r) => r.ok)).toEqual([true, false, false, true]);
+    expect(errorOf(results[1])).toMatchObject({ field: 'data', code: 'too_many_fields' });
+    expect(errorOf(results[2])).toMatchObject({ field: 'email' });
+    // In order: the repeated address saw the first item's write.
+    expect(results[3]).toMatchObject({
+      ok: true,
+      value: { isNew: false, contact: { email: 'b@example.com', subscribed: false } },
+    });
+    const { rows } = await db.pool.query('SELECT email FROM contacts WHERE project_id = $1 ORDER BY email', [project]);
+    expect(rows.map((r) => r.email)).toEqual(['b@example.com', 'seed@example.com']);
+  });
+
+  test('more than 1000 items is a 422', async () => {
+    const items = Array.from({ length: 1001 }, (_, i) => ({ email: `u${i}@example.com`, defaultSubscribed: false }));
+    await expect(upserts.upsertMany(randomUUID(), items)).rejects.toMatchObject({ status: 422 });
+  });
+});
