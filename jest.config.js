@@ -4,10 +4,13 @@ const base = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
-    '^.+\\.ts$': ['@swc/jest', {
-      jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
-      module: { type: 'es6' },
-    }],
+    '^.+\\.ts$': [
+      '@swc/jest',
+      {
+        jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+        module: { type: 'es6' },
+      },
+    ],
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
 };
@@ -16,7 +19,15 @@ export default {
   testTimeout: 60000,
   reporters: ['default', '<rootDir>/test/summary-reporter.mjs'],
   projects: [
-    { ...base, displayName: 'unit', testMatch: ['<rootDir>/lib/src/**/*.test.ts', '<rootDir>/services/*.test.ts', '<rootDir>/services/*/src/**/*.test.ts'] },
+    {
+      ...base,
+      displayName: 'unit',
+      testMatch: [
+        '<rootDir>/lib/src/**/*.test.ts',
+        '<rootDir>/services/*.test.ts',
+        '<rootDir>/services/*/src/**/*.test.ts',
+      ],
+    },
     {
       ...base,
       displayName: 'e2e',

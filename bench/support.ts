@@ -36,7 +36,9 @@ const PROFILED = new Set((process.env.BENCH_PROFILE ?? '').split(',').filter(Boo
 function spawnService(service: string, env: Record<string, string>, prefix: string): ChildProcess {
   mkdirSync(LOG_DIR, { recursive: true });
   const log = createWriteStream(path.join(LOG_DIR, `${prefix}-${service}.log`));
-  const profile = PROFILED.has(service) ? ['--cpu-prof', `--cpu-prof-dir=${path.join(LOG_DIR, 'prof', `${prefix}-${service}`)}`] : [];
+  const profile = PROFILED.has(service)
+    ? ['--cpu-prof', `--cpu-prof-dir=${path.join(LOG_DIR, 'prof', `${prefix}-${service}`)}`]
+    : [];
   const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, 'bin/platform.ts'), service], {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -48,7 +50,11 @@ function spawnService(service: string, env: Record<string, string>, prefix: stri
 }
 
 /** RPC services first (each in its own process), then the gateway once they listen. */
-export async function startPlatform(prefix: string, services: string[] = ['identity', 'contacts'], extraEnv: Record<string, string> = {}): Promise<Platform> {
+export async function startPlatform(
+  prefix: string,
+  services: string[] = ['identity', 'contacts'],
+  extraEnv: Record<string, string> = {},
+): Promise<Platform> {
   const env: Record<string, string> = {
     DATABASE_URL: `${PG_SERVER}/${prefix}`,
     NATS_URL,
@@ -85,7 +91,10 @@ export async function dropPrefixed(prefix: string): Promise<void> {
   const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
   await admin.connect();
   try {
-    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE left(datname, length($1)) = $1', [prefix]);
+    const { rows } = await admin.query<{ datname: string }>(
+      'SELECT datname FROM pg_database WHERE left(datname, length($1)) = $1',
+      [prefix],
+    );
     for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname.replace(/"/g, '""')}" WITH (FORCE)`);
   } finally {
     await admin.end();
@@ -139,7 +148,9 @@ export function run(main: () => Promise<void>, moduleUrl?: string): void {
     .then(() => cleanup())
     .then(() => process.exit(0))
     .catch(async (err) => {
-      process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\nservice logs: ${LOG_DIR}\n`);
+      process.stderr.write(
+        `bench failed: ${err instanceof Error ? err.stack : String(err)}\nservice logs: ${LOG_DIR}\n`,
+      );
       await cleanup();
       process.exit(1);
     });
@@ -160,7 +171,10 @@ export async function newTenant(gatewayUrl: string): Promise<Tenant> {
     body: JSON.stringify({ email, password: 'bench-password-123' }),
   });
   if (signup.status !== 201) throw new Error(`signup failed: ${signup.status} ${await signup.text()}`);
-  const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const cookie = signup.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const project = await fetch(`${gatewayUrl}/users/@me/projects`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', cookie },
@@ -182,7 +196,8 @@ export function machine(): string {
   return `${os.cpus().length} CPU (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${mem} GiB RAM, Node ${process.version}, ${os.platform()} ${os.release()}`;
 }
 
-export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+export const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux); NaN elsewhere. */
 export function cpuSeconds(pid: number | undefined): number {

@@ -17,14 +17,26 @@
  * client work on the main thread does not slow it down; BENCH_EMPTY_MAIN_THREAD=1 puts it on the
  * main thread instead).
  */
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import express from 'express';
 import pg from 'pg';
-import { cpuByService, cpuSeconds, fmt, machine, newTenant, onCleanup, PG_SERVER, run, runPrefix, startPlatform, type Platform } from './support.js';
+import {
+  cpuByService,
+  cpuSeconds,
+  fmt,
+  machine,
+  newTenant,
+  onCleanup,
+  PG_SERVER,
+  run,
+  runPrefix,
+  startPlatform,
+  type Platform,
+} from './support.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_DURATION ?? 12);
@@ -52,7 +64,10 @@ async function startEmptyHandler(): Promise<{ url: string; stop(): Promise<void>
     const server = await new Promise<http.Server>((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });
-    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, stop: () => new Promise((r) => server.close(() => r())) };
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      stop: () => new Promise((r) => server.close(() => r())),
+    };
   }
   const worker = new Worker(EMPTY_SERVER, { eval: true });
   const port = await new Promise<number>((resolve, reject) => {
@@ -72,7 +87,12 @@ async function startEmptyHandler(): Promise<{ url: string; stop(): Promise<void>
 type Body = 'valid' | 'gateway-rejects' | 'contacts-rejects';
 
 /** One autocannon run; every request carries a different email (EMAILS distinct ones, cycling). */
-async function load(url: string, publicKey: string, duration: number, body: Body = 'valid'): Promise<autocannon.Result> {
+async function load(
+  url: string,
+  publicKey: string,
+  duration: number,
+  body: Body = 'valid',
+): Promise<autocannon.Result> {
   let n = 0;
   return autocannon({
     url,
@@ -110,7 +130,9 @@ function summary(name: string, r: autocannon.Result, expected: 200 | 422 = 200, 
   const ok = codes[String(expected)]?.count ?? 0;
   const rps = ok / r.duration;
   const other = r['2xx'] + r.non2xx - ok + r.errors + r.timeouts;
-  const statuses = Object.entries(codes).map(([code, s]) => `${code}:${s.count}`).join(' ');
+  const statuses = Object.entries(codes)
+    .map(([code, s]) => `${code}:${s.count}`)
+    .join(' ');
   const ratio = empty ? `  (${(rps / empty.rps).toFixed(2)}x empty)` : '';
   console.log(
     `${name.padEnd(30)} ${fmt(rps).padStart(7)} req/s   p50 ${fmt(r.latency.p50, 1).padStart(6)} ms   p99 ${fmt(r.latency.p99, 1).padStart(7)} ms` +
@@ -126,64 +148,84 @@ function cpuReport(platform: Platform, before: Record<string, number>, selfBefor
   return parts.join(', ');
 }
 
-run(async () => {
-  console.log(`machine: ${machine()}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  console.log(`load: ${CONNECTIONS} connections, ${DURATION} s per run (+${WARMUP} s warm-up), ${fmt(EMAILS)} distinct emails cycling`);
-  const prefix = runPrefix('track');
-  const t0 = Date.now();
-  const platform = await startPlatform(prefix, SERVICES);
-  console.log(`platform (${[...SERVICES, 'gateway'].join(', ')}; one process each) ready in ${((Date.now() - t0) / 1000).toFixed(1)} s, prefix ${prefix}`);
-  const tenant = await newTenant(platform.gatewayUrl);
+run(
+  async () => {
+    console.log(
+      `machine: ${machine()}; load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
+    console.log(
+      `load: ${CONNECTIONS} connections, ${DURATION} s per run (+${WARMUP} s warm-up), ${fmt(EMAILS)} distinct emails cycling`,
+    );
+    const prefix = runPrefix('track');
+    const t0 = Date.now();
+    const platform = await startPlatform(prefix, SERVICES);
+    console.log(
+      `platform (${[...SERVICES, 'gateway'].join(', ')}; one process each) ready in ${((Date.now() - t0) / 1000).toFixed(1)} s, prefix ${prefix}`,
+    );
+    const tenant = await newTenant(platform.gatewayUrl);
 
-  // One request by hand, so a broken endpoint fails loudly instead of benchmarking 4xx answers.
-  const probe = await fetch(`${platform.gatewayUrl}/v1/track`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${tenant.publicKey}` },
-    body: JSON.stringify({ email: 'probe@bench.example.com', event: 'page.viewed', data: { plan: 'free' } }),
-  });
-  const probeBody = (await probe.json()) as { success?: boolean };
-  if (probe.status !== 200 || probeBody.success !== true) throw new Error(`/v1/track probe: ${probe.status} ${JSON.stringify(probeBody)}`);
+    // One request by hand, so a broken endpoint fails loudly instead of benchmarking 4xx answers.
+    const probe = await fetch(`${platform.gatewayUrl}/v1/track`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${tenant.publicKey}` },
+      body: JSON.stringify({ email: 'probe@bench.example.com', event: 'page.viewed', data: { plan: 'free' } }),
+    });
+    const probeBody = (await probe.json()) as { success?: boolean };
+    if (probe.status !== 200 || probeBody.success !== true)
+      throw new Error(`/v1/track probe: ${probe.status} ${JSON.stringify(probeBody)}`);
 
-  const empty = await startEmptyHandler();
-  onCleanup(() => empty.stop());
+    const empty = await startEmptyHandler();
+    onCleanup(() => empty.stop());
 
-  if (WARMUP > 0) {
-    await load(platform.gatewayUrl, tenant.publicKey, WARMUP);
-    await load(empty.url, tenant.publicKey, WARMUP);
-  }
-  console.log('');
-  const e = summary('empty Express JSON handler', await load(empty.url, tenant.publicKey, DURATION));
-
-  const cpuBefore = cpuByService(platform);
-  const selfBefore = cpuSeconds(process.pid);
-  const startedAt = new Date();
-  const r = await load(platform.gatewayUrl, tenant.publicKey, DURATION);
-  const t = summary('POST /v1/track', r, 200, e);
-  console.log(`  CPU during that run (100% = one core of ${os.cpus().length}): ${cpuReport(platform, cpuBefore, selfBefore, r.duration)}`);
-
-  // Events written by one group commit share its transaction's now(): distinct created_at = commits.
-  const db = new pg.Client({ connectionString: `${PG_SERVER}/${prefix}_contacts` });
-  await db.connect();
-  const { rows } = await db.query<{ events: number; txs: number }>(
-    'SELECT count(*)::int AS events, count(DISTINCT created_at)::int AS txs FROM events WHERE created_at >= $1',
-    [startedAt],
-  );
-  await db.end();
-  console.log(`  group commit: ${fmt(rows[0].events)} events in ${fmt(rows[0].txs)} transactions (${(rows[0].events / rows[0].txs).toFixed(1)} events per commit)`);
-
-  if (process.env.BENCH_BREAKDOWN !== '0') {
-    console.log('\nwhere the time goes (same load, cut-down paths; both answer 422 by design):');
-    for (const [label, body] of [['gateway only (422 before RPC)', 'gateway-rejects'], ['gateway+RPC (422 before SQL)', 'contacts-rejects']] as const) {
-      const before = cpuByService(platform);
-      const self = cpuSeconds(process.pid);
-      const rr = await load(platform.gatewayUrl, tenant.publicKey, DURATION, body);
-      summary(label, rr, 422, e);
-      console.log(`  CPU during that run: ${cpuReport(platform, before, self, rr.duration)}`);
+    if (WARMUP > 0) {
+      await load(platform.gatewayUrl, tenant.publicKey, WARMUP);
+      await load(empty.url, tenant.publicKey, WARMUP);
     }
-  }
+    console.log('');
+    const e = summary('empty Express JSON handler', await load(empty.url, tenant.publicKey, DURATION));
 
-  console.log(
-    `\nRESULT /v1/track ${fmt(t.rps)} events/s, p50 ${fmt(t.p50, 1)} ms, p99 ${fmt(t.p99, 1)} ms; ` +
-      `empty handler ${fmt(e.rps)} req/s; ratio track/empty ${(t.rps / e.rps).toFixed(2)} (target >= 0.60: ${t.rps / e.rps >= 0.6 ? 'met' : 'NOT met'})`,
-  );
-}, import.meta.url);
+    const cpuBefore = cpuByService(platform);
+    const selfBefore = cpuSeconds(process.pid);
+    const startedAt = new Date();
+    const r = await load(platform.gatewayUrl, tenant.publicKey, DURATION);
+    const t = summary('POST /v1/track', r, 200, e);
+    console.log(
+      `  CPU during that run (100% = one core of ${os.cpus().length}): ${cpuReport(platform, cpuBefore, selfBefore, r.duration)}`,
+    );
+
+    // Events written by one group commit share its transaction's now(): distinct created_at = commits.
+    const db = new pg.Client({ connectionString: `${PG_SERVER}/${prefix}_contacts` });
+    await db.connect();
+    const { rows } = await db.query<{ events: number; txs: number }>(
+      'SELECT count(*)::int AS events, count(DISTINCT created_at)::int AS txs FROM events WHERE created_at >= $1',
+      [startedAt],
+    );
+    await db.end();
+    console.log(
+      `  group commit: ${fmt(rows[0].events)} events in ${fmt(rows[0].txs)} transactions (${(rows[0].events / rows[0].txs).toFixed(1)} events per commit)`,
+    );
+
+    if (process.env.BENCH_BREAKDOWN !== '0') {
+      console.log('\nwhere the time goes (same load, cut-down paths; both answer 422 by design):');
+      for (const [label, body] of [
+        ['gateway only (422 before RPC)', 'gateway-rejects'],
+        ['gateway+RPC (422 before SQL)', 'contacts-rejects'],
+      ] as const) {
+        const before = cpuByService(platform);
+        const self = cpuSeconds(process.pid);
+        const rr = await load(platform.gatewayUrl, tenant.publicKey, DURATION, body);
+        summary(label, rr, 422, e);
+        console.log(`  CPU during that run: ${cpuReport(platform, before, self, rr.duration)}`);
+      }
+    }
+
+    console.log(
+      `\nRESULT /v1/track ${fmt(t.rps)} events/s, p50 ${fmt(t.p50, 1)} ms, p99 ${fmt(t.p99, 1)} ms; ` +
+        `empty handler ${fmt(e.rps)} req/s; ratio track/empty ${(t.rps / e.rps).toFixed(2)} (target >= 0.60: ${t.rps / e.rps >= 0.6 ? 'met' : 'NOT met'})`,
+    );
+  },
+  import.meta.url,
+);

@@ -11,10 +11,20 @@ describe('contacts', () => {
   test('POST /contacts upserts by email with _meta, subscribed by default', async () => {
     const created = await post(t, { email: 'Ann@Example.com', data: { plan: 'free' } });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ email: 'Ann@Example.com', subscribed: true, data: { plan: 'free' }, _meta: { isNew: true, isUpdate: false } });
+    expect(created.body).toMatchObject({
+      email: 'Ann@Example.com',
+      subscribed: true,
+      data: { plan: 'free' },
+      _meta: { isNew: true, isUpdate: false },
+    });
     const again = await post(t, { email: 'ann@example.com', data: { seats: 3 } });
     expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ id: created.body.id, email: 'Ann@Example.com', data: { plan: 'free', seats: 3 }, _meta: { isNew: false, isUpdate: true } });
+    expect(again.body).toMatchObject({
+      id: created.body.id,
+      email: 'Ann@Example.com',
+      data: { plan: 'free', seats: 3 },
+      _meta: { isNew: false, isUpdate: true },
+    });
   });
 
   test('a missing email is a flat 400 {error}; an invalid one a 422', async () => {
@@ -29,12 +39,27 @@ describe('contacts', () => {
   });
 
   test('custom data rules: patch, null deletes, empty string ignored, one-off not stored, reserved keys dropped, nesting', async () => {
-    const c = await post(t, { email: 'rules@example.com', data: { a: 1, b: 'keep', nested: { x: 1, y: 2 }, locale: 'fr' } });
+    const c = await post(t, {
+      email: 'rules@example.com',
+      data: { a: 1, b: 'keep', nested: { x: 1, y: 2 }, locale: 'fr' },
+    });
     const id = c.body.id;
     const patched = await call(
       'PATCH',
       `/contacts/${id}`,
-      { data: { a: null, b: '', c: true, once: { value: 'temp', persistent: false }, id: 'evil', email: 'evil@example.com', unsubscribeUrl: 'x', svc_id: 1, nested: { y: 3 } } },
+      {
+        data: {
+          a: null,
+          b: '',
+          c: true,
+          once: { value: 'temp', persistent: false },
+          id: 'evil',
+          email: 'evil@example.com',
+          unsubscribeUrl: 'x',
+          svc_id: 1,
+          nested: { y: 3 },
+        },
+      },
       { key: t.secretKey },
     );
     expect(patched.status).toBe(200);
@@ -50,19 +75,45 @@ describe('contacts', () => {
     }
     const huge = await post(t, { email: 'huge@example.com', data: { text: 'x'.repeat(70_000) } });
     expectEnvelope(huge, 422, 'VALIDATION_ERROR');
-    const none = await call('POST', '/contacts/lookup', { emails: ['bad-data@example.com', 'huge@example.com'] }, { key: t.secretKey });
+    const none = await call(
+      'POST',
+      '/contacts/lookup',
+      { emails: ['bad-data@example.com', 'huge@example.com'] },
+      { key: t.secretKey },
+    );
     expect(none.body.found).toEqual([]);
   });
 
   test('PATCH changes email and subscription; a taken email is a 409; unknown ids are 404', async () => {
     const a = await post(t, { email: 'patch-a@example.com' });
     await post(t, { email: 'patch-b@example.com' });
-    expectEnvelope(await call('PATCH', `/contacts/${a.body.id}`, { email: 'PATCH-B@example.com' }, { key: t.secretKey }), 409, 'CONFLICT');
-    const moved = await call('PATCH', `/contacts/${a.body.id}`, { email: 'patch-c@example.com', subscribed: false }, { key: t.secretKey });
+    expectEnvelope(
+      await call('PATCH', `/contacts/${a.body.id}`, { email: 'PATCH-B@example.com' }, { key: t.secretKey }),
+      409,
+      'CONFLICT',
+    );
+    const moved = await call(
+      'PATCH',
+      `/contacts/${a.body.id}`,
+      { email: 'patch-c@example.com', subscribed: false },
+      { key: t.secretKey },
+    );
     expect(moved.body).toMatchObject({ email: 'patch-c@example.com', subscribed: false });
-    expectEnvelope(await call('PATCH', `/contacts/${a.body.id}`, { email: 'nope' }, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
-    expectEnvelope(await call('GET', '/contacts/00000000-0000-4000-8000-000000000000', undefined, { key: t.secretKey }), 404, 'CONTACT_NOT_FOUND');
-    expectEnvelope(await call('GET', '/contacts/not-a-uuid', undefined, { key: t.secretKey }), 404, 'CONTACT_NOT_FOUND');
+    expectEnvelope(
+      await call('PATCH', `/contacts/${a.body.id}`, { email: 'nope' }, { key: t.secretKey }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(
+      await call('GET', '/contacts/00000000-0000-4000-8000-000000000000', undefined, { key: t.secretKey }),
+      404,
+      'CONTACT_NOT_FOUND',
+    );
+    expectEnvelope(
+      await call('GET', '/contacts/not-a-uuid', undefined, { key: t.secretKey }),
+      404,
+      'CONTACT_NOT_FOUND',
+    );
   });
 
   test('subscription flips through PATCH are recorded as contact.subscribed / contact.unsubscribed events', async () => {
@@ -71,26 +122,50 @@ describe('contacts', () => {
     await call('PATCH', `/contacts/${c.body.id}`, { subscribed: false }, { key: t.secretKey });
     await call('PATCH', `/contacts/${c.body.id}`, { subscribed: true }, { key: t.secretKey });
     const events = await call('GET', `/events/contact/${c.body.id}`, undefined, { key: t.secretKey });
-    expect(events.body.data.map((e: { name: string }) => e.name)).toEqual(['contact.subscribed', 'contact.unsubscribed']);
+    expect(events.body.data.map((e: { name: string }) => e.name)).toEqual([
+      'contact.subscribed',
+      'contact.unsubscribed',
+    ]);
   });
 
   test('DELETE removes the contact permanently', async () => {
     const c = await post(t, { email: 'gone@example.com' });
     const del = await call('DELETE', `/contacts/${c.body.id}`, undefined, { key: t.secretKey });
     expect(del.status).toBe(204);
-    expectEnvelope(await call('GET', `/contacts/${c.body.id}`, undefined, { key: t.secretKey }), 404, 'CONTACT_NOT_FOUND');
-    expectEnvelope(await call('DELETE', `/contacts/${c.body.id}`, undefined, { key: t.secretKey }), 404, 'CONTACT_NOT_FOUND');
+    expectEnvelope(
+      await call('GET', `/contacts/${c.body.id}`, undefined, { key: t.secretKey }),
+      404,
+      'CONTACT_NOT_FOUND',
+    );
+    expectEnvelope(
+      await call('DELETE', `/contacts/${c.body.id}`, undefined, { key: t.secretKey }),
+      404,
+      'CONTACT_NOT_FOUND',
+    );
   });
 
   test('lookup tells which emails exist, at most 500 per call', async () => {
     await post(t, { email: 'look@example.com' });
-    const res = await call('POST', '/contacts/lookup', { emails: ['LOOK@example.com', 'missing@example.com'] }, { key: t.secretKey });
+    const res = await call(
+      'POST',
+      '/contacts/lookup',
+      { emails: ['LOOK@example.com', 'missing@example.com'] },
+      { key: t.secretKey },
+    );
     expect(res.status).toBe(200);
     expect(res.body.found.map((c: { email: string }) => c.email)).toEqual(['look@example.com']);
     expect(res.body.notFound).toEqual(['missing@example.com']);
     const many = Array.from({ length: 501 }, (_, i) => `u${i}@example.com`);
-    expectEnvelope(await call('POST', '/contacts/lookup', { emails: many }, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
-    expectEnvelope(await call('POST', '/contacts/lookup', { emails: 'x' }, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('POST', '/contacts/lookup', { emails: many }, { key: t.secretKey }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(
+      await call('POST', '/contacts/lookup', { emails: 'x' }, { key: t.secretKey }),
+      422,
+      'VALIDATION_ERROR',
+    );
   });
 });
 
@@ -99,7 +174,10 @@ describe('contact lists', () => {
   beforeAll(async () => {
     t = await newTenant();
     for (let i = 0; i < 25; i++) {
-      await post(t, { email: `list-${String(i).padStart(2, '0')}@${i % 2 ? 'odd' : 'even'}.example.com`, subscribed: i % 5 !== 0 });
+      await post(t, {
+        email: `list-${String(i).padStart(2, '0')}@${i % 2 ? 'odd' : 'even'}.example.com`,
+        subscribed: i % 5 !== 0,
+      });
     }
   });
 
@@ -127,8 +205,14 @@ describe('contact lists', () => {
 
   test('a forged cursor is a 400', async () => {
     expectEnvelope(await call('GET', '/contacts?cursor=forged', undefined, { key: t.secretKey }), 400, 'BAD_REQUEST');
-    const forged = Buffer.from(JSON.stringify(['createdAt', 'desc', "'; DROP TABLE contacts; --", 'x'])).toString('base64url');
-    expectEnvelope(await call('GET', `/contacts?cursor=${forged}`, undefined, { key: t.secretKey }), 400, 'BAD_REQUEST');
+    const forged = Buffer.from(JSON.stringify(['createdAt', 'desc', "'; DROP TABLE contacts; --", 'x'])).toString(
+      'base64url',
+    );
+    expectEnvelope(
+      await call('GET', `/contacts?cursor=${forged}`, undefined, { key: t.secretKey }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 
   test('search is a case-insensitive email substring; subscribed filters; sort by email asc walks every page', async () => {
@@ -141,7 +225,12 @@ describe('contact lists', () => {
     const seen: string[] = [];
     let cursor = '';
     do {
-      const page = await call('GET', `/contacts?sort=email&dir=asc&limit=7${cursor ? `&cursor=${cursor}` : ''}`, undefined, { key: t.secretKey });
+      const page = await call(
+        'GET',
+        `/contacts?sort=email&dir=asc&limit=7${cursor ? `&cursor=${cursor}` : ''}`,
+        undefined,
+        { key: t.secretKey },
+      );
       seen.push(...page.body.data.map((c: { email: string }) => c.email));
       cursor = page.body.hasMore ? page.body.cursor : '';
     } while (cursor);
@@ -155,7 +244,17 @@ describe('contact lists', () => {
 describe('fields and type inference', () => {
   test('types are fixed at the first non-null value; coverage counts nested keys; delete removes a key everywhere', async () => {
     const t = await newTenant();
-    await post(t, { email: 'f1@example.com', data: { age: 30, vip: true, joined: '2024-01-02', seen: '2024-01-02T10:00:00Z', profile: { tier: 'gold' }, note: null } });
+    await post(t, {
+      email: 'f1@example.com',
+      data: {
+        age: 30,
+        vip: true,
+        joined: '2024-01-02',
+        seen: '2024-01-02T10:00:00Z',
+        profile: { tier: 'gold' },
+        note: null,
+      },
+    });
     await post(t, { email: 'f2@example.com', data: { age: 'thirty', profile: { tier: 'silver' } } });
     await post(t, { email: 'f3@example.com', data: { code: '007' } });
     await post(t, { email: 'f4@example.com' });
@@ -172,12 +271,20 @@ describe('fields and type inference', () => {
 
     const values = await call('GET', '/contacts/fields/data.profile.tier/values', undefined, { key: t.secretKey });
     expect(values.body.map((v: { value: unknown }) => v.value).sort()).toEqual(['gold', 'silver']);
-    expect((await call('GET', '/contacts/fields/data.age/usage', undefined, { key: t.secretKey })).body).toMatchObject({ segments: [], campaigns: [], workflows: [] });
+    expect((await call('GET', '/contacts/fields/data.age/usage', undefined, { key: t.secretKey })).body).toMatchObject({
+      segments: [],
+      campaigns: [],
+      workflows: [],
+    });
 
     const del = await call('DELETE', '/contacts/fields/data.profile', undefined, { key: t.secretKey });
     expect(del.body.contactsUpdated).toBe(2);
     const after = await call('GET', '/contacts/fields', undefined, { key: t.secretKey });
     expect(after.body.map((f: { field: string }) => f.field)).not.toContain('data.profile.tier');
-    expectEnvelope(await call('DELETE', '/contacts/fields/email', undefined, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('DELETE', '/contacts/fields/email', undefined, { key: t.secretKey }),
+      422,
+      'VALIDATION_ERROR',
+    );
   });
 });

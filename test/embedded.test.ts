@@ -17,17 +17,31 @@ describe('embedded mode', () => {
       PORT: String(port),
       EMBEDDED_PG_PORT: String(await freePort()),
     };
-    for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS']) env[`${s}_PORT`] = String(await freePort());
+    for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS'])
+      env[`${s}_PORT`] = String(await freePort());
     const child = startPlatform([], env, 'embedded');
     try {
       const baseUrl = `http://127.0.0.1:${port}`;
       await waitFor('embedded platform', () => httpOk(`${baseUrl}/healthz`), child, 120_000);
-      const signup = await call('POST', '/auth/signup', { email: 'first@example.com', password: 'password-123' }, { baseUrl });
+      const signup = await call(
+        'POST',
+        '/auth/signup',
+        { email: 'first@example.com', password: 'password-123' },
+        { baseUrl },
+      );
       expect(signup.status).toBe(201);
-      const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const cookie = signup.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0])
+        .join('; ');
       const project = await call('POST', '/users/@me/projects', { name: 'Embedded' }, { baseUrl, cookie });
       expect(project.body.secretKey).toMatch(/^sk_/);
-      const tracked = await call('POST', '/v1/track', { email: 'first@example.com', event: 'signup' }, { baseUrl, key: project.body.publicKey });
+      const tracked = await call(
+        'POST',
+        '/v1/track',
+        { email: 'first@example.com', event: 'signup' },
+        { baseUrl, key: project.body.publicKey },
+      );
       expect(tracked.status).toBe(200);
       const contacts = await call('GET', '/contacts', undefined, { baseUrl, key: project.body.secretKey });
       expect(contacts.body.total).toBe(1);

@@ -1,7 +1,8 @@
 import { connect, StringCodec } from 'nats';
 import { call, eventually, expectEnvelope, newTenant, platform, type Tenant } from './support/client.js';
 
-const track = (t: Tenant, body: unknown, headers?: Record<string, string>) => call('POST', '/v1/track', body, { key: t.publicKey, headers });
+const track = (t: Tenant, body: unknown, headers?: Record<string, string>) =>
+  call('POST', '/v1/track', body, { key: t.publicKey, headers });
 const contactByEmail = async (t: Tenant, email: string) =>
   (await call('POST', '/contacts/lookup', { emails: [email] }, { key: t.secretKey })).body.found[0];
 
@@ -12,14 +13,25 @@ describe('/v1/track', () => {
   });
 
   test('upserts the contact (new contacts subscribed) and records the event', async () => {
-    const res = await track(t, { email: 'new@example.com', event: 'signed_up', data: { plan: 'pro', coupon: { value: 'X1', persistent: false } } });
+    const res = await track(t, {
+      email: 'new@example.com',
+      event: 'signed_up',
+      data: { plan: 'pro', coupon: { value: 'X1', persistent: false } },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, data: { contact: expect.any(String), event: expect.any(String), timestamp: expect.any(String) } });
+    expect(res.body).toEqual({
+      success: true,
+      data: { contact: expect.any(String), event: expect.any(String), timestamp: expect.any(String) },
+    });
     const contact = await call('GET', `/contacts/${res.body.data.contact}`, undefined, { key: t.secretKey });
     expect(contact.body).toMatchObject({ email: 'new@example.com', subscribed: true, data: { plan: 'pro' } });
     expect(contact.body.data.coupon).toBeUndefined();
     const events = await call('GET', `/events/contact/${res.body.data.contact}`, undefined, { key: t.secretKey });
-    expect(events.body.data[0]).toMatchObject({ id: res.body.data.event, name: 'signed_up', data: { plan: 'pro', coupon: 'X1' } });
+    expect(events.body.data[0]).toMatchObject({
+      id: res.body.data.event,
+      name: 'signed_up',
+      data: { plan: 'pro', coupon: 'X1' },
+    });
   });
 
   test('omitted subscribed keeps state; false neither resubscribes nor unsubscribes; true resubscribes', async () => {
@@ -33,7 +45,9 @@ describe('/v1/track', () => {
     await track(t, { email: 'unsub@example.com', event: 'visit', subscribed: false });
     expect((await contactByEmail(t, 'unsub@example.com')).subscribed).toBe(true);
     const fresh = await track(t, { email: 'fresh-unsub@example.com', event: 'visit', subscribed: false });
-    expect((await call('GET', `/contacts/${fresh.body.data.contact}`, undefined, { key: t.secretKey })).body.subscribed).toBe(false);
+    expect(
+      (await call('GET', `/contacts/${fresh.body.data.contact}`, undefined, { key: t.secretKey })).body.subscribed,
+    ).toBe(false);
     expect(c.status).toBe(201);
   });
 
@@ -45,27 +59,47 @@ describe('/v1/track', () => {
     expect(events.body.data.filter((e: { name: string }) => e.name === 'click')).toHaveLength(2);
   });
 
-  test.each(['email.sent', 'email.open', 'contact.subscribed', 'contact.unsubscribed', 'segment.vip-users.entry', 'segment.vip-users.exit'])(
-    'reserved event %s is a 422 with field code reserved_event',
-    async (event) => {
-      const res = await track(t, { email: 'reserved@example.com', event });
-      expectEnvelope(res, 422, 'VALIDATION_ERROR');
-      expect(res.body.error.errors[0]).toMatchObject({ field: 'event', code: 'reserved_event' });
-    },
-  );
+  test.each([
+    'email.sent',
+    'email.open',
+    'contact.subscribed',
+    'contact.unsubscribed',
+    'segment.vip-users.entry',
+    'segment.vip-users.exit',
+  ])('reserved event %s is a 422 with field code reserved_event', async (event) => {
+    const res = await track(t, { email: 'reserved@example.com', event });
+    expectEnvelope(res, 422, 'VALIDATION_ERROR');
+    expect(res.body.error.errors[0]).toMatchObject({ field: 'event', code: 'reserved_event' });
+  });
 
   test('bad input changes nothing', async () => {
-    for (const body of [{ event: 'x' }, { email: 'bad', event: 'x' }, { email: 'nothing@example.com' }, { email: 'nothing@example.com', event: 7 }, { email: 'nothing@example.com', event: 'x', data: [1] }]) {
+    for (const body of [
+      { event: 'x' },
+      { email: 'bad', event: 'x' },
+      { email: 'nothing@example.com' },
+      { email: 'nothing@example.com', event: 7 },
+      { email: 'nothing@example.com', event: 'x', data: [1] },
+    ]) {
       expectEnvelope(await track(t, body), 422, 'VALIDATION_ERROR');
     }
     expect(await contactByEmail(t, 'nothing@example.com')).toBeUndefined();
   });
 
   test('concurrent tracks share commits yet each records its event, one email makes one contact, and a flip is recorded once', async () => {
-    await call('POST', '/contacts', { email: 'burst@example.com', subscribed: false, data: { seen: 0 } }, { key: t.secretKey });
+    await call(
+      'POST',
+      '/contacts',
+      { email: 'burst@example.com', subscribed: false, data: { seen: 0 } },
+      { key: t.secretKey },
+    );
     const answers = await Promise.all(
       Array.from({ length: 40 }, (_, i) =>
-        track(t, { email: i % 2 ? 'burst@example.com' : `burst${i}@example.com`, event: 'burst', data: { i, [`k${i}`]: true }, ...(i === 21 ? { subscribed: true } : {}) }),
+        track(t, {
+          email: i % 2 ? 'burst@example.com' : `burst${i}@example.com`,
+          event: 'burst',
+          data: { i, [`k${i}`]: true },
+          ...(i === 21 ? { subscribed: true } : {}),
+        }),
       ),
     );
     expect(answers.every((a) => a.status === 200)).toBe(true);
@@ -84,7 +118,12 @@ describe('/v1/track', () => {
   });
 
   test('POST /events/track is the dashboard alias with the secret key', async () => {
-    const res = await call('POST', '/events/track', { email: 'alias@example.com', event: 'alias_event' }, { key: t.secretKey });
+    const res = await call(
+      'POST',
+      '/events/track',
+      { email: 'alias@example.com', event: 'alias_event' },
+      { key: t.secretKey },
+    );
     expect(res.status).toBe(200);
     expect(res.body.success).toBe(true);
   });
@@ -104,11 +143,18 @@ describe('events endpoints', () => {
     const stats = await call('GET', '/events/stats', undefined, { key: t.secretKey });
     expect(stats.body.total).toBe(4);
     expect(stats.body.events[0]).toMatchObject({ name: 'purchase', count: 3, contacts: 3 });
-    expect((await call('GET', '/events/purchase/usage', undefined, { key: t.secretKey })).body).toMatchObject({ event: 'purchase', workflows: [] });
+    expect((await call('GET', '/events/purchase/usage', undefined, { key: t.secretKey })).body).toMatchObject({
+      event: 'purchase',
+      workflows: [],
+    });
     const del = await call('DELETE', '/events/purchase', undefined, { key: t.secretKey });
     expect(del.body.deleted).toBe(3);
     expect((await call('GET', '/events/names', undefined, { key: t.secretKey })).body).toEqual(['login']);
-    expectEnvelope(await call('GET', '/events/contact/00000000-0000-4000-8000-000000000000', undefined, { key: t.secretKey }), 404, 'CONTACT_NOT_FOUND');
+    expectEnvelope(
+      await call('GET', '/events/contact/00000000-0000-4000-8000-000000000000', undefined, { key: t.secretKey }),
+      404,
+      'CONTACT_NOT_FOUND',
+    );
     expectEnvelope(await call('GET', '/events?cursor=bogus', undefined, { key: t.secretKey }), 400, 'BAD_REQUEST');
   });
 });
@@ -122,19 +168,28 @@ describe('the bus', () => {
       const jsm = await nc.jetstreamManager();
       const sc = StringCodec();
       const find = async (stream: string, match: (d: any) => boolean) =>
-        eventually(async () => {
-          const info = await jsm.streams.info(`${platform.runId}_${stream}`);
-          for (let seq = info.state.last_seq; seq >= Math.max(1, info.state.first_seq); seq--) {
-            const m = await jsm.streams.getMessage(`${platform.runId}_${stream}`, { seq }).catch(() => null);
-            if (!m) continue;
-            const data = JSON.parse(sc.decode(m.data));
-            if (match(data)) return { subject: m.subject, data, msgId: m.header?.get('Nats-Msg-Id') };
-          }
-          return undefined;
-        }, 15_000, `${stream} message`);
+        eventually(
+          async () => {
+            const info = await jsm.streams.info(`${platform.runId}_${stream}`);
+            for (let seq = info.state.last_seq; seq >= Math.max(1, info.state.first_seq); seq--) {
+              const m = await jsm.streams.getMessage(`${platform.runId}_${stream}`, { seq }).catch(() => null);
+              if (!m) continue;
+              const data = JSON.parse(sc.decode(m.data));
+              if (match(data)) return { subject: m.subject, data, msgId: m.header?.get('Nats-Msg-Id') };
+            }
+            return undefined;
+          },
+          15_000,
+          `${stream} message`,
+        );
       const event = await find('EVENTS', (d) => d.eventId === res.body.data.event);
       expect(event.subject).toBe(`${platform.runId}.events.tracked`);
-      expect(event.data).toMatchObject({ projectId: t.projectId, contactId: res.body.data.contact, name: 'bus_event', data: { a: 1 } });
+      expect(event.data).toMatchObject({
+        projectId: t.projectId,
+        contactId: res.body.data.contact,
+        name: 'bus_event',
+        data: { a: 1 },
+      });
       expect(event.msgId).toMatch(/^contacts-\d+$/);
       const contact = await find('CONTACTS', (d) => d.contact?.id === res.body.data.contact);
       expect(contact.subject).toBe(`${platform.runId}.contacts.created`);

@@ -66,7 +66,10 @@ test('starts and takes tracks while NATS is down; the events reach the consumers
   const email = uniqueEmail('owner');
   const signup = await call('POST', '/auth/signup', { email, password: 'password-123' }, { baseUrl });
   expect(signup.status).toBe(201);
-  const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const cookie = signup.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const project = await call('POST', '/users/@me/projects', { name: 'NATS faults' }, { cookie, baseUrl });
   expect(project.status).toBe(201);
   ({ secretKey, publicKey } = project.body);

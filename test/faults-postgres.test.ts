@@ -52,10 +52,15 @@ function expectUnavailable(res: Answer & { ms: number }, maxMs: number): void {
 }
 
 async function expectRecovered(): Promise<void> {
-  await waitFor('recovery', async () => {
-    const answers = await Promise.all([track(), listContacts(), projects(), readyz()]);
-    return answers.every((a) => a.status === 200);
-  }, child, 20_000);
+  await waitFor(
+    'recovery',
+    async () => {
+      const answers = await Promise.all([track(), listContacts(), projects(), readyz()]);
+      return answers.every((a) => a.status === 200);
+    },
+    child,
+    20_000,
+  );
 }
 
 beforeAll(async () => {
@@ -86,7 +91,10 @@ beforeAll(async () => {
   const owner = { email: uniqueEmail('owner'), password: 'password-123' };
   const signup = await call('POST', '/auth/signup', owner, { baseUrl });
   expect(signup.status).toBe(201);
-  cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  cookie = signup.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const project = await call('POST', '/users/@me/projects', { name: 'PostgreSQL faults' }, { cookie, baseUrl });
   expect(project.status).toBe(201);
   ({ secretKey, publicKey } = project.body);
@@ -152,13 +160,17 @@ test('a service that dies mid-call or refuses connections: 503 with Retry-After,
   await new Promise<void>((resolve) => crashing.listen(0, '127.0.0.1', resolve));
   const closedPort = await freePort();
   const port = await freePort();
-  const gateway = startPlatform(['gateway'], {
-    ...env,
-    PORT: String(port),
-    IDENTITY_URL: `http://127.0.0.1:${env.IDENTITY_PORT}`,
-    CONTACTS_URL: `http://127.0.0.1:${(crashing.address() as net.AddressInfo).port}`,
-    MESSAGING_URL: `http://127.0.0.1:${closedPort}`,
-  }, `${LOG}-gateway`);
+  const gateway = startPlatform(
+    ['gateway'],
+    {
+      ...env,
+      PORT: String(port),
+      IDENTITY_URL: `http://127.0.0.1:${env.IDENTITY_PORT}`,
+      CONTACTS_URL: `http://127.0.0.1:${(crashing.address() as net.AddressInfo).port}`,
+      MESSAGING_URL: `http://127.0.0.1:${closedPort}`,
+    },
+    `${LOG}-gateway`,
+  );
   try {
     const url = `http://127.0.0.1:${port}`;
     await waitFor('second gateway', () => httpOk(`${url}/healthz`), gateway, 20_000);

@@ -45,12 +45,17 @@ async function expectFastKeyedRequests(count: number, maxMs: number): Promise<vo
 /** Until Redis counts the requests again: a request writes the project's bucket there, as its header says. */
 async function expectSharedLimiter(): Promise<void> {
   const key = `${runId}:rl:api:${projectId}`;
-  await waitFor('shared rate limiter', async () => {
-    await inspect.del(key);
-    const remaining = Number((await timed('secret')).res.headers.get('x-ratelimit-remaining'));
-    const tokens = await inspect.hget(key, 't');
-    return tokens !== null && Math.floor(Number(tokens)) === remaining;
-  }, undefined, 10_000);
+  await waitFor(
+    'shared rate limiter',
+    async () => {
+      await inspect.del(key);
+      const remaining = Number((await timed('secret')).res.headers.get('x-ratelimit-remaining'));
+      const tokens = await inspect.hget(key, 't');
+      return tokens !== null && Math.floor(Number(tokens)) === remaining;
+    },
+    undefined,
+    10_000,
+  );
 }
 
 const send = (body: unknown, key: string) =>
@@ -86,7 +91,10 @@ beforeAll(async () => {
 
   const owner = { email: uniqueEmail('owner'), password: 'password-123' };
   const signup = await call('POST', '/auth/signup', owner, { baseUrl });
-  const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const cookie = signup.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const project = await call('POST', '/users/@me/projects', { name: 'Redis faults' }, { cookie, baseUrl });
   expect(project.status).toBe(201);
   ({ id: projectId, secretKey, publicKey } = project.body);
@@ -137,7 +145,10 @@ test('Redis killed: keyed requests and an idempotent send work; restarted, the s
 
   const log = readFileSync(path.join(ROOT, '.test-run', 'logs', `${LOG}.log`), 'utf8');
   expect(log).not.toContain('Unhandled error event');
-  const changes = log.split('\n').filter((l) => l.includes('"dependency":"redis"')).map((l) => JSON.parse(l));
+  const changes = log
+    .split('\n')
+    .filter((l) => l.includes('"dependency":"redis"'))
+    .map((l) => JSON.parse(l));
   // One line per change (frozen: down, up; killed: down, up), not one per request or reconnect attempt;
   // the gateway and messaging (the send throttle) each have their own connection.
   const gateway = changes.filter((c) => c.service !== 'messaging');

@@ -5,7 +5,8 @@ import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { connect } from 'nats';
 import { call, eventually, expectEnvelope, newTenant, platform, type Tenant } from './support/client.js';
 
-const filter = (t: Tenant, condition: unknown) => call('POST', '/contacts/filter', { condition, limit: 100 }, { key: t.secretKey });
+const filter = (t: Tenant, condition: unknown) =>
+  call('POST', '/contacts/filter', { condition, limit: 100 }, { key: t.secretKey });
 const emails = (res: { body: { data: Array<{ email: string }> } }) => res.body.data.map((c) => c.email).sort();
 const tree = (...filters: object[]) => ({ logic: 'AND', groups: [{ filters }] });
 
@@ -15,51 +16,116 @@ describe('filter trees over contacts, events and email activity', () => {
     t = await newTenant();
     const old = new Date(Date.now() - 40 * 86400_000).toISOString();
     const recent = new Date(Date.now() - 2 * 86400_000).toISOString();
-    await call('POST', '/contacts', { email: 'a@example.com', data: { plan: 'pro', seats: 10, profile: { tier: 'gold' }, lastLogin: recent } }, { key: t.secretKey });
-    await call('POST', '/contacts', { email: 'b@example.com', data: { plan: 'free', seats: 2, profile: { tier: 'silver' }, lastLogin: old } }, { key: t.secretKey });
-    await call('POST', '/contacts', { email: 'c@example.com', subscribed: false, data: { plan: 'pro', seats: 'many', lastLogin: '2024-01-01' } }, { key: t.secretKey });
+    await call(
+      'POST',
+      '/contacts',
+      { email: 'a@example.com', data: { plan: 'pro', seats: 10, profile: { tier: 'gold' }, lastLogin: recent } },
+      { key: t.secretKey },
+    );
+    await call(
+      'POST',
+      '/contacts',
+      { email: 'b@example.com', data: { plan: 'free', seats: 2, profile: { tier: 'silver' }, lastLogin: old } },
+      { key: t.secretKey },
+    );
+    await call(
+      'POST',
+      '/contacts',
+      { email: 'c@example.com', subscribed: false, data: { plan: 'pro', seats: 'many', lastLogin: '2024-01-01' } },
+      { key: t.secretKey },
+    );
     await call('POST', '/v1/track', { email: 'a@example.com', event: 'purchase' }, { key: t.publicKey });
     await call('POST', '/v1/track', { email: 'b@example.com', event: 'login' }, { key: t.publicKey });
   });
 
   test('value operators on standard and nested data fields', async () => {
-    expect(emails(await filter(t, tree({ field: 'data.plan', operator: 'equals', value: 'pro' })))).toEqual(['a@example.com', 'c@example.com']);
-    expect(emails(await filter(t, tree({ field: 'data.seats', operator: 'greaterThan', value: 5 })))).toEqual(['a@example.com']);
+    expect(emails(await filter(t, tree({ field: 'data.plan', operator: 'equals', value: 'pro' })))).toEqual([
+      'a@example.com',
+      'c@example.com',
+    ]);
+    expect(emails(await filter(t, tree({ field: 'data.seats', operator: 'greaterThan', value: 5 })))).toEqual([
+      'a@example.com',
+    ]);
     expect(emails(await filter(t, tree({ field: 'data.seats', operator: 'lt', value: 5 })))).toEqual(['b@example.com']);
-    expect(emails(await filter(t, tree({ field: 'data.profile.tier', operator: 'equals', value: 'gold' })))).toEqual(['a@example.com']);
-    expect(emails(await filter(t, tree({ field: 'data.profile.tier', operator: 'notExists' })))).toEqual(['c@example.com']);
-    expect(emails(await filter(t, tree({ field: 'email', operator: 'contains', value: 'B@EXAMPLE' })))).toEqual(['b@example.com']);
-    expect(emails(await filter(t, tree({ field: 'subscribed', operator: 'equals', value: false })))).toEqual(['c@example.com']);
-    expect(emails(await filter(t, tree({ field: 'createdAt', operator: 'within', value: 1, unit: 'days' })))).toHaveLength(3);
+    expect(emails(await filter(t, tree({ field: 'data.profile.tier', operator: 'equals', value: 'gold' })))).toEqual([
+      'a@example.com',
+    ]);
+    expect(emails(await filter(t, tree({ field: 'data.profile.tier', operator: 'notExists' })))).toEqual([
+      'c@example.com',
+    ]);
+    expect(emails(await filter(t, tree({ field: 'email', operator: 'contains', value: 'B@EXAMPLE' })))).toEqual([
+      'b@example.com',
+    ]);
+    expect(emails(await filter(t, tree({ field: 'subscribed', operator: 'equals', value: false })))).toEqual([
+      'c@example.com',
+    ]);
+    expect(
+      emails(await filter(t, tree({ field: 'createdAt', operator: 'within', value: 1, unit: 'days' }))),
+    ).toHaveLength(3);
   });
 
   test('within and olderThan read only full ISO 8601 date-times', async () => {
-    expect(emails(await filter(t, tree({ field: 'data.lastLogin', operator: 'within', value: 7, unit: 'days' })))).toEqual(['a@example.com']);
-    expect(emails(await filter(t, tree({ field: 'data.lastLogin', operator: 'olderThan', value: 30, unit: 'days' })))).toEqual(['b@example.com']);
+    expect(
+      emails(await filter(t, tree({ field: 'data.lastLogin', operator: 'within', value: 7, unit: 'days' }))),
+    ).toEqual(['a@example.com']);
+    expect(
+      emails(await filter(t, tree({ field: 'data.lastLogin', operator: 'olderThan', value: 30, unit: 'days' }))),
+    ).toEqual(['b@example.com']);
   });
 
   test('AND / OR logic and nested conditions', async () => {
-    const or = { logic: 'OR', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'free' }] }, { filters: [{ field: 'subscribed', operator: 'equals', value: false }] }] };
+    const or = {
+      logic: 'OR',
+      groups: [
+        { filters: [{ field: 'data.plan', operator: 'equals', value: 'free' }] },
+        { filters: [{ field: 'subscribed', operator: 'equals', value: false }] },
+      ],
+    };
     expect(emails(await filter(t, or))).toEqual(['b@example.com', 'c@example.com']);
     const nested = {
       logic: 'AND',
-      groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }], conditions: { logic: 'OR', groups: [{ filters: [{ field: 'data.seats', operator: 'greaterThan', value: 1 }] }] } }],
+      groups: [
+        {
+          filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }],
+          conditions: {
+            logic: 'OR',
+            groups: [{ filters: [{ field: 'data.seats', operator: 'greaterThan', value: 1 }] }],
+          },
+        },
+      ],
     };
     expect(emails(await filter(t, nested))).toEqual(['a@example.com']);
   });
 
   test('triggered operators on events', async () => {
-    expect(emails(await filter(t, tree({ field: 'event.purchase', operator: 'triggered' })))).toEqual(['a@example.com']);
-    expect(emails(await filter(t, tree({ field: 'event.purchase', operator: 'notTriggered' })))).toEqual(['b@example.com', 'c@example.com']);
-    expect(emails(await filter(t, tree({ field: 'event.login', operator: 'triggeredWithin', value: 1, unit: 'hours' })))).toEqual(['b@example.com']);
-    expect(emails(await filter(t, tree({ field: 'event.login', operator: 'triggeredOlderThan', value: 1, unit: 'days' })))).toEqual([]);
+    expect(emails(await filter(t, tree({ field: 'event.purchase', operator: 'triggered' })))).toEqual([
+      'a@example.com',
+    ]);
+    expect(emails(await filter(t, tree({ field: 'event.purchase', operator: 'notTriggered' })))).toEqual([
+      'b@example.com',
+      'c@example.com',
+    ]);
+    expect(
+      emails(await filter(t, tree({ field: 'event.login', operator: 'triggeredWithin', value: 1, unit: 'hours' }))),
+    ).toEqual(['b@example.com']);
+    expect(
+      emails(await filter(t, tree({ field: 'event.login', operator: 'triggeredOlderThan', value: 1, unit: 'days' }))),
+    ).toEqual([]);
   });
 
   test('email activity from the messaging lifecycle on the bus feeds email.<activity> filters and email.* events', async () => {
-    const a = (await call('POST', '/contacts/lookup', { emails: ['a@example.com'] }, { key: t.secretKey })).body.found[0];
+    const a = (await call('POST', '/contacts/lookup', { emails: ['a@example.com'] }, { key: t.secretKey })).body
+      .found[0];
     const nc = await connect({ servers: platform.env.NATS_URL });
     const js = nc.jetstream();
-    const payload = { projectId: t.projectId, contactId: a.id, emailId: 'email-1', type: 'open', occurredAt: new Date().toISOString(), data: { isFirstOpen: true } };
+    const payload = {
+      projectId: t.projectId,
+      contactId: a.id,
+      emailId: 'email-1',
+      type: 'open',
+      occurredAt: new Date().toISOString(),
+      data: { isFirstOpen: true },
+    };
     // Published twice with one id: JetStream dedupes, and the consumer is idempotent anyway.
     await js.publish(`${platform.runId}.emails.open`, JSON.stringify(payload), { msgID: `test-open-${a.id}` });
     await js.publish(`${platform.runId}.emails.open`, JSON.stringify(payload), { msgID: `test-open-${a.id}` });
@@ -76,10 +142,14 @@ describe('filter trees over contacts, events and email activity', () => {
   test('the Count and Stream RPCs serve campaigns and segments the matching contact ids', async () => {
     const url = `http://127.0.0.1:${platform.env.CONTACTS_PORT}`;
     const client = createRpcClient(ContactsService, url, { serviceToken: platform.env.SERVICE_TOKEN });
-    const condition = fromJson(ValueSchema, tree({ field: 'data.plan', operator: 'equals', value: 'pro' }) as JsonValue);
+    const condition = fromJson(
+      ValueSchema,
+      tree({ field: 'data.plan', operator: 'equals', value: 'pro' }) as JsonValue,
+    );
     expect((await client.count({ projectId: t.projectId, condition })).count).toBe(2n);
     const streamed: string[] = [];
-    for await (const batch of client.stream({ projectId: t.projectId, condition, subscribedOnly: true })) streamed.push(...batch.emails);
+    for await (const batch of client.stream({ projectId: t.projectId, condition, subscribedOnly: true }))
+      streamed.push(...batch.emails);
     expect(streamed).toEqual(['a@example.com']);
   });
 

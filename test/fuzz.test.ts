@@ -27,7 +27,19 @@ interface Route {
 
 const CONTACT = ['email', 'subscribed', 'data'];
 const TEMPLATE = ['name', 'description', 'subject', 'body', 'from', 'replyTo', 'type'];
-const SEND = ['to', 'subject', 'body', 'template', 'from', 'name', 'subscribed', 'data', 'headers', 'reply', 'attachments'];
+const SEND = [
+  'to',
+  'subject',
+  'body',
+  'template',
+  'from',
+  'name',
+  'subscribed',
+  'data',
+  'headers',
+  'reply',
+  'attachments',
+];
 const WEBHOOK = ['type', 'emailId', 'messageId', 'reason', 'bounceType', 'occurredAt', 'events'];
 const CURSOR_LIST = ['limit', 'cursor'];
 const SEGMENT = ['name', 'description', 'type', 'condition', 'trackMembership'];
@@ -132,21 +144,58 @@ const nest = (levels: number, leaf: unknown): unknown => {
 
 const shortHostile = fc.oneof(
   fc.constantFrom(
-    '', ' ', '\u0000', 'a\u0000b', '\r\n', 'x\r\nX-Injected: 1', '%00', '%', '../../etc/passwd', '{{', '{{ x }', '{% for %}',
-    '\ud800', '\udfff', '💥', '\u202e', '9'.repeat(30), '-1', '1e400', 'NaN', 'null', 'true', '__proto__', 'constructor',
-    "'; DROP TABLE contacts; --", '<script>alert(1)</script>', 'a@b.co', `${'a'.repeat(300)}@example.com`, 'Ann <a@example.com>',
-    '2026-02-30 10:00:00', '9999-99-99', '00000000-0000-4000-8000-000000000000', 'data.a.b', 'event.x', 'example.com',
+    '',
+    ' ',
+    '\u0000',
+    'a\u0000b',
+    '\r\n',
+    'x\r\nX-Injected: 1',
+    '%00',
+    '%',
+    '../../etc/passwd',
+    '{{',
+    '{{ x }',
+    '{% for %}',
+    '\ud800',
+    '\udfff',
+    '💥',
+    '\u202e',
+    '9'.repeat(30),
+    '-1',
+    '1e400',
+    'NaN',
+    'null',
+    'true',
+    '__proto__',
+    'constructor',
+    "'; DROP TABLE contacts; --",
+    '<script>alert(1)</script>',
+    'a@b.co',
+    `${'a'.repeat(300)}@example.com`,
+    'Ann <a@example.com>',
+    '2026-02-30 10:00:00',
+    '9999-99-99',
+    '00000000-0000-4000-8000-000000000000',
+    'data.a.b',
+    'event.x',
+    'example.com',
   ),
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
 );
 
 /** Bodies carry long strings (up to 70 KB); URLs now and then one over Node's 16 KB header limit. */
-const hostileString = fc.oneof(shortHostile, fc.integer({ min: 1_000, max: 70_000 }).map((n) => 'x'.repeat(n)));
-const urlString = fc.oneof({ weight: 12, arbitrary: shortHostile }, { weight: 1, arbitrary: fc.constant('y'.repeat(20_000)) });
+const hostileString = fc.oneof(
+  shortHostile,
+  fc.integer({ min: 1_000, max: 70_000 }).map((n) => 'x'.repeat(n)),
+);
+const urlString = fc.oneof(
+  { weight: 12, arbitrary: shortHostile },
+  { weight: 1, arbitrary: fc.constant('y'.repeat(20_000)) },
+);
 
 const hostileNumber = fc.oneof(
-  fc.constantFrom(0, -0, -1, 0.5, 1e20, 1e308, -1e308, 2 ** 31, 2 ** 53 + 2, Number.MAX_SAFE_INTEGER, 99999999999999999999),
+  fc.constantFrom(0, -0, -1, 0.5, 1e20, 1e308, -1e308, 2 ** 31, 2 ** 53 + 2, Number.MAX_SAFE_INTEGER, 1e20),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
   fc.integer(),
 );
@@ -167,16 +216,41 @@ const { value: hostileValue } = fc.letrec((tie) => ({
 /** A body shaped like the route's (its keys, hostile values), or any JSON, or text that is not JSON. */
 const bodyFor = (route: Route) =>
   fc.oneof(
-    fc.record(Object.fromEntries((route.body ?? ['x']).map((k) => [k, hostileValue])), { requiredKeys: [] }).map((b) => JSON.stringify(b)),
+    fc
+      .record(Object.fromEntries((route.body ?? ['x']).map((k) => [k, hostileValue])), { requiredKeys: [] })
+      .map((b) => JSON.stringify(b)),
     hostileValue.map((v) => JSON.stringify(v) ?? 'null'),
-    fc.constantFrom('{', '{"a":', '"str"', '[]', '{"__proto__":{"x":1}}', '{"a":1}garbage', '\u0000', '{"a":"\\u0000"}', '{"a":"\\ud800"}'),
+    fc.constantFrom(
+      '{',
+      '{"a":',
+      '"str"',
+      '[]',
+      '{"__proto__":{"x":1}}',
+      '{"a":1}garbage',
+      '\u0000',
+      '{"a":"\\u0000"}',
+      '{"a":"\\ud800"}',
+    ),
   );
 
 const queryFor = (route: Route) =>
   fc
     .tuple(
-      fc.dictionary(fc.constantFrom(...(route.query ?? ['q']), 'extra', 'limit'), fc.oneof(urlString, fc.array(urlString, { maxLength: 2 })), { maxKeys: 4 }),
-      fc.constantFrom('', '&%', '&%ZZ=1', '&%E0%A4%A=1', '&&&', '&a[b]=c', '&limit=99999999999999999999', '&days=999999999999&page=99999999999999999999'),
+      fc.dictionary(
+        fc.constantFrom(...(route.query ?? ['q']), 'extra', 'limit'),
+        fc.oneof(urlString, fc.array(urlString, { maxLength: 2 })),
+        { maxKeys: 4 },
+      ),
+      fc.constantFrom(
+        '',
+        '&%',
+        '&%ZZ=1',
+        '&%E0%A4%A=1',
+        '&&&',
+        '&a[b]=c',
+        '&limit=99999999999999999999',
+        '&days=999999999999&page=99999999999999999999',
+      ),
     )
     .map(([params, raw]) => {
       const search = new URLSearchParams();
@@ -194,7 +268,12 @@ const encodeSegment = (s: string) => {
   }
 };
 
-const pathParam = (own: string[]) => fc.oneof(urlString.filter((s) => s !== ''), fc.uuid(), fc.constantFrom(...own));
+const pathParam = (own: string[]) =>
+  fc.oneof(
+    urlString.filter((s) => s !== ''),
+    fc.uuid(),
+    fc.constantFrom(...own),
+  );
 
 const headerVariant = fc.constantFrom<Record<string, string>>(
   { 'content-type': 'application/json' },
@@ -221,7 +300,9 @@ function samplesFor(route: Route, t: Tenant, seed: number): Sample[] {
     body: route.method === 'GET' || route.method === 'DELETE' ? fc.constant(undefined) : bodyFor(route),
     headers: headerVariant,
   });
-  return fc.sample(arb, { numRuns: RUNS_PER_ROUTE, seed }).map((s) => ({ url: s.path + s.query, body: s.body, headers: s.headers }));
+  return fc
+    .sample(arb, { numRuns: RUNS_PER_ROUTE, seed })
+    .map((s) => ({ url: s.path + s.query, body: s.body, headers: s.headers }));
 }
 
 function authHeaders(route: Route, t: Tenant): Record<string, string> {
@@ -246,7 +327,12 @@ async function probe(route: Route, t: Tenant, s: Sample): Promise<string | null>
   const what = `${route.method} ${s.url.slice(0, 200)} ${JSON.stringify(s.headers)} body=${(s.body ?? '').slice(0, 200)}`;
   let res: Response;
   try {
-    res = await fetch(`${platform.gatewayUrl}${s.url}`, { method: route.method, headers: { ...s.headers, ...authHeaders(route, t) }, body: s.body, redirect: 'manual' });
+    res = await fetch(`${platform.gatewayUrl}${s.url}`, {
+      method: route.method,
+      headers: { ...s.headers, ...authHeaders(route, t) },
+      body: s.body,
+      redirect: 'manual',
+    });
   } catch (err) {
     return `${what}: no answer (${String(err)})`;
   }
@@ -259,7 +345,9 @@ async function probe(route: Route, t: Tenant, s: Sample): Promise<string | null>
   } catch {
     return `${what}: ${res.status} is not JSON: ${text.slice(0, 200)}`;
   }
-  return isEnvelope(body, res.status) ? null : `${what}: ${res.status} outside the error envelope: ${text.slice(0, 300)}`;
+  return isEnvelope(body, res.status)
+    ? null
+    : `${what}: ${res.status} outside the error envelope: ${text.slice(0, 300)}`;
 }
 
 describe('fuzz: hostile requests to every route', () => {
@@ -276,7 +364,8 @@ describe('fuzz: hostile requests to every route', () => {
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-    if (failures.length) console.error(`fuzz seed ${SEED}: ${failures.length} of ${jobs.length} requests failed\n${failures.join('\n')}`);
+    if (failures.length)
+      console.error(`fuzz seed ${SEED}: ${failures.length} of ${jobs.length} requests failed\n${failures.join('\n')}`);
     expect(failures).toEqual([]);
   }, 90_000);
 });

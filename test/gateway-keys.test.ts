@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { call, eventually, expectEnvelope, newTenant, platform } from './support/client.js';
+import { type Answer, call, eventually, expectEnvelope, newTenant, platform } from './support/client.js';
 import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 describe('API keys, rate limit and idempotency at the gateway', () => {
@@ -8,7 +8,11 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
     expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).status).toBe(200);
     expectEnvelope(await call('GET', '/contacts'), 401, 'MISSING_AUTH');
     expectEnvelope(await call('GET', '/contacts', undefined, { key: 'sk_not_a_real_key' }), 401, 'INVALID_API_KEY');
-    expectEnvelope(await call('GET', '/contacts', undefined, { headers: { authorization: 'Basic abc' } }), 401, 'INVALID_API_KEY');
+    expectEnvelope(
+      await call('GET', '/contacts', undefined, { headers: { authorization: 'Basic abc' } }),
+      401,
+      'INVALID_API_KEY',
+    );
   });
 
   test('the wrong key type is INVALID_API_KEY and the message names the secret key', async () => {
@@ -16,20 +20,39 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
     const res = await call('GET', '/contacts', undefined, { key: t.publicKey });
     expectEnvelope(res, 401, 'INVALID_API_KEY');
     expect(res.body.error.message).toContain('sk_');
-    expectEnvelope(await call('POST', '/v1/track', { email: 'a@example.com', event: 'x' }, { key: t.secretKey }), 401, 'INVALID_API_KEY');
-    expect((await call('POST', '/v1/track', { email: 'a@example.com', event: 'x' }, { key: t.publicKey })).status).toBe(200);
+    expectEnvelope(
+      await call('POST', '/v1/track', { email: 'a@example.com', event: 'x' }, { key: t.secretKey }),
+      401,
+      'INVALID_API_KEY',
+    );
+    expect((await call('POST', '/v1/track', { email: 'a@example.com', event: 'x' }, { key: t.publicKey })).status).toBe(
+      200,
+    );
   });
 
   test('regenerate-keys rotates both keys: the old ones stop working within seconds', async () => {
     const t = await newTenant();
     expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).status).toBe(200);
-    const rotated = await call('POST', `/users/@me/projects/${t.projectId}/regenerate-keys`, undefined, { cookie: t.cookie });
+    const rotated = await call('POST', `/users/@me/projects/${t.projectId}/regenerate-keys`, undefined, {
+      cookie: t.cookie,
+    });
     expect(rotated.status).toBe(200);
     expect(rotated.body.secretKey).toMatch(/^sk_/);
     expect(rotated.body.secretKey).not.toBe(t.secretKey);
     expect(rotated.body.publicKey).not.toBe(t.publicKey);
-    await eventually(async () => ((await call('GET', '/contacts', undefined, { key: t.secretKey })).status === 401 ? true : undefined), 10_000, 'old key rejected');
-    await eventually(async () => ((await call('POST', '/v1/track', { email: 'a@example.com', event: 'x' }, { key: t.publicKey })).status === 401 ? true : undefined), 10_000, 'old public key rejected');
+    await eventually(
+      async () => ((await call('GET', '/contacts', undefined, { key: t.secretKey })).status === 401 ? true : undefined),
+      10_000,
+      'old key rejected',
+    );
+    await eventually(
+      async () =>
+        (await call('POST', '/v1/track', { email: 'a@example.com', event: 'x' }, { key: t.publicKey })).status === 401
+          ? true
+          : undefined,
+      10_000,
+      'old public key rejected',
+    );
     expect((await call('GET', '/contacts', undefined, { key: rotated.body.secretKey })).status).toBe(200);
   });
 
@@ -38,23 +61,52 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
     const b = await newTenant();
     const created = await call('POST', '/contacts', { email: 'private@example.com' }, { key: a.secretKey });
     expect(created.status).toBe(201);
-    expectEnvelope(await call('GET', `/contacts/${created.body.id}`, undefined, { key: b.secretKey }), 404, 'CONTACT_NOT_FOUND');
-    expectEnvelope(await call('PATCH', `/contacts/${created.body.id}`, { subscribed: false }, { key: b.secretKey }), 404, 'CONTACT_NOT_FOUND');
-    expectEnvelope(await call('DELETE', `/contacts/${created.body.id}`, undefined, { key: b.secretKey }), 404, 'CONTACT_NOT_FOUND');
-    expect((await call('GET', `/contacts/${created.body.id}`, undefined, { key: a.secretKey })).body.subscribed).toBe(true);
+    expectEnvelope(
+      await call('GET', `/contacts/${created.body.id}`, undefined, { key: b.secretKey }),
+      404,
+      'CONTACT_NOT_FOUND',
+    );
+    expectEnvelope(
+      await call('PATCH', `/contacts/${created.body.id}`, { subscribed: false }, { key: b.secretKey }),
+      404,
+      'CONTACT_NOT_FOUND',
+    );
+    expectEnvelope(
+      await call('DELETE', `/contacts/${created.body.id}`, undefined, { key: b.secretKey }),
+      404,
+      'CONTACT_NOT_FOUND',
+    );
+    expect((await call('GET', `/contacts/${created.body.id}`, undefined, { key: a.secretKey })).body.subscribed).toBe(
+      true,
+    );
   });
 
   test('Idempotency-Key replays the same request and refuses a different one with 409', async () => {
     const t = await newTenant();
     const headers = { 'idempotency-key': `order-${Date.now()}` };
-    const first = await call('POST', '/v1/track', { email: 'idem@example.com', event: 'purchase' }, { key: t.publicKey, headers });
+    const first = await call(
+      'POST',
+      '/v1/track',
+      { email: 'idem@example.com', event: 'purchase' },
+      { key: t.publicKey, headers },
+    );
     expect(first.status).toBe(200);
-    const again = await call('POST', '/v1/track', { event: 'purchase', email: 'idem@example.com' }, { key: t.publicKey, headers });
+    const again = await call(
+      'POST',
+      '/v1/track',
+      { event: 'purchase', email: 'idem@example.com' },
+      { key: t.publicKey, headers },
+    );
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
 
-    const other = await call('POST', '/v1/track', { email: 'idem@example.com', event: 'refund' }, { key: t.publicKey, headers });
+    const other = await call(
+      'POST',
+      '/v1/track',
+      { email: 'idem@example.com', event: 'refund' },
+      { key: t.publicKey, headers },
+    );
     expectEnvelope(other, 409, 'IDEMPOTENCY_KEY_REUSED');
     expect(other.body.error.details).toMatchObject({
       key: headers['idempotency-key'],
@@ -65,14 +117,25 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
 
     const events = await call('GET', '/events?name=purchase', undefined, { key: t.secretKey });
     expect(events.body.data).toHaveLength(1);
-    expectEnvelope(await call('POST', '/v1/track', { email: 'idem@example.com', event: 'x' }, { key: t.publicKey, headers: { 'idempotency-key': 'x'.repeat(256) } }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call(
+        'POST',
+        '/v1/track',
+        { email: 'idem@example.com', event: 'x' },
+        { key: t.publicKey, headers: { 'idempotency-key': 'x'.repeat(256) } },
+      ),
+      422,
+      'VALIDATION_ERROR',
+    );
   });
 
   test('concurrent duplicates with one Idempotency-Key execute once', async () => {
     const t = await newTenant();
     const headers = { 'idempotency-key': `race-${Date.now()}` };
     const answers = await Promise.all(
-      Array.from({ length: 8 }, () => call('POST', '/v1/track', { email: 'race@example.com', event: 'race' }, { key: t.publicKey, headers })),
+      Array.from({ length: 8 }, () =>
+        call('POST', '/v1/track', { email: 'race@example.com', event: 'race' }, { key: t.publicKey, headers }),
+      ),
     );
     expect(answers.every((a) => a.status === 200)).toBe(true);
     expect(new Set(answers.map((a) => a.body.data.event)).size).toBe(1);
@@ -84,8 +147,12 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
     const a = await newTenant();
     const b = await newTenant();
     const headers = { 'idempotency-key': 'shared-key' };
-    expect((await call('POST', '/v1/track', { email: 'x@example.com', event: 'a' }, { key: a.publicKey, headers })).status).toBe(200);
-    expect((await call('POST', '/v1/track', { email: 'y@example.com', event: 'b' }, { key: b.publicKey, headers })).status).toBe(200);
+    expect(
+      (await call('POST', '/v1/track', { email: 'x@example.com', event: 'a' }, { key: a.publicKey, headers })).status,
+    ).toBe(200);
+    expect(
+      (await call('POST', '/v1/track', { email: 'y@example.com', event: 'b' }, { key: b.publicKey, headers })).status,
+    ).toBe(200);
   });
 
   test('each route family has its own per-project budget; 429 with Retry-After (a gateway with low limits)', async () => {
@@ -99,7 +166,7 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
       const t = await newTenant();
       const other = await newTenant();
       const statuses: number[] = [];
-      let limited;
+      let limited: Answer | undefined;
       for (let i = 0; i < 12 && !limited; i++) {
         const res = await call('GET', '/contacts', undefined, { key: t.secretKey, baseUrl });
         statuses.push(res.status);
@@ -150,7 +217,12 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
 
   test('oversized bodies are a 413 in the envelope', async () => {
     const t = await newTenant();
-    const res = await call('POST', '/contacts', { email: 'big@example.com', data: { blob: 'x'.repeat(1_200_000) } }, { key: t.secretKey });
+    const res = await call(
+      'POST',
+      '/contacts',
+      { email: 'big@example.com', data: { blob: 'x'.repeat(1_200_000) } },
+      { key: t.secretKey },
+    );
     expectEnvelope(res, 413, 'PAYLOAD_TOO_LARGE');
   });
 });

@@ -15,8 +15,12 @@ const cursor = (parts: unknown[]) => Buffer.from(JSON.stringify(parts)).toString
 const filterOn = (filter: unknown) => ({ condition: { logic: 'AND', groups: [{ filters: [filter] }] } });
 
 function expectClientError(res: Answer, what: string): void {
-  if (res.status < 400 || res.status >= 500) throw new Error(`${what}: expected a 4xx, got ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
-  expect(res.body).toMatchObject({ success: false, error: { statusCode: res.status, code: expect.any(String), message: expect.any(String) } });
+  if (res.status < 400 || res.status >= 500)
+    throw new Error(`${what}: expected a 4xx, got ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  expect(res.body).toMatchObject({
+    success: false,
+    error: { statusCode: res.status, code: expect.any(String), message: expect.any(String) },
+  });
 }
 
 describe('hostile input', () => {
@@ -41,7 +45,12 @@ describe('hostile input', () => {
       ['POST', '/v1/track', { email: uniqueEmail(), event: 'signup', data: { plan: NUL } }, { key: t.publicKey }],
       ['POST', '/templates', { name: `n${NUL}`, subject: 's', body: 'b', from: 'a@example.com' }],
       ['POST', '/contacts/filter', filterOn({ field: 'email', operator: 'equals', value: `a${NUL}` })],
-      ['POST', '/webhooks/test', { type: 'delivery', messageId: `m${NUL}` }, { key: undefined, headers: { 'x-webhook-secret': 'test-webhook-secret-0123456789' } }],
+      [
+        'POST',
+        '/webhooks/test',
+        { type: 'delivery', messageId: `m${NUL}` },
+        { key: undefined, headers: { 'x-webhook-secret': 'test-webhook-secret-0123456789' } },
+      ],
       ['POST', '/users/@me/projects', { name: `p${NUL}` }, { key: undefined, cookie: t.cookie }],
     ];
     for (const [method, url, body, opts] of cases) {
@@ -52,7 +61,14 @@ describe('hostile input', () => {
   });
 
   test('U+0000 in a query string or path (%00) is a 400', async () => {
-    for (const url of ['/contacts?search=a%00b', '/events?name=x%00', '/templates?search=%00', '/activity?type=a%00', '/activity?a%00=1', '/domains/x%00/verify']) {
+    for (const url of [
+      '/contacts?search=a%00b',
+      '/events?name=x%00',
+      '/templates?search=%00',
+      '/activity?type=a%00',
+      '/activity?a%00=1',
+      '/domains/x%00/verify',
+    ]) {
       expectEnvelope(await call('GET', url, undefined, key()), 400, 'BAD_REQUEST');
     }
     expectEnvelope(await call('DELETE', '/events/signup%00', undefined, key()), 400, 'BAD_REQUEST');
@@ -64,26 +80,89 @@ describe('hostile input', () => {
     expect(deep.body.error.details).toEqual({ maxDepth: 32 });
     const arrays = '['.repeat(400_000) + ']'.repeat(400_000);
     expectEnvelope(await call('POST', '/contacts', undefined, { ...key(), raw: arrays }), 400, 'BAD_REQUEST');
-    expectEnvelope(await call('POST', '/v1/send', { to: 'a@example.com', data: nested(200) }, key()), 400, 'BAD_REQUEST');
+    expectEnvelope(
+      await call('POST', '/v1/send', { to: 'a@example.com', data: nested(200) }, key()),
+      400,
+      'BAD_REQUEST',
+    );
     // Inside the limit, the service's own 10-level rule for custom data still answers.
-    expectEnvelope(await call('POST', '/contacts', { email: uniqueEmail(), data: nested(20) }, key()), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('POST', '/contacts', { email: uniqueEmail(), data: nested(20) }, key()),
+      422,
+      'VALIDATION_ERROR',
+    );
   });
 
   test('a filter path of 10,000 segments and a tree of 10,000 groups are 422s', async () => {
-    const path = await call('POST', '/contacts/filter', filterOn({ field: `data.${Array(10_000).fill('a').join('.')}`, operator: 'exists' }), key());
+    const path = await call(
+      'POST',
+      '/contacts/filter',
+      filterOn({ field: `data.${Array(10_000).fill('a').join('.')}`, operator: 'exists' }),
+      key(),
+    );
     expectEnvelope(path, 422, 'VALIDATION_ERROR');
-    const eleven = await call('POST', '/contacts/filter', filterOn({ field: `data.${Array(11).fill('a').join('.')}`, operator: 'exists' }), key());
+    const eleven = await call(
+      'POST',
+      '/contacts/filter',
+      filterOn({ field: `data.${Array(11).fill('a').join('.')}`, operator: 'exists' }),
+      key(),
+    );
     expectEnvelope(eleven, 422, 'VALIDATION_ERROR');
-    const groups = await call('POST', '/contacts/filter', { condition: { logic: 'OR', groups: Array(10_000).fill({ filters: [] }) } }, key());
+    const groups = await call(
+      'POST',
+      '/contacts/filter',
+      { condition: { logic: 'OR', groups: Array(10_000).fill({ filters: [] }) } },
+      key(),
+    );
     expectEnvelope(groups, 422, 'VALIDATION_ERROR');
   });
 
   test('a forged cursor with an impossible date is a 400 like any bad cursor', async () => {
-    expectEnvelope(await call('GET', `/contacts?cursor=${cursor(['createdAt', 'desc', '9999-99-99 99:99:99', UUID])}`, undefined, key()), 400, 'BAD_REQUEST');
-    expectEnvelope(await call('GET', `/contacts?cursor=${cursor(['createdAt', 'desc', '2026-02-30 10:00:00+00', UUID])}`, undefined, key()), 400, 'BAD_REQUEST');
-    expectEnvelope(await call('GET', `/events?cursor=${cursor(['events', 'desc', '2026-13-01 00:00:00+00', UUID])}`, undefined, key()), 400, 'BAD_REQUEST');
-    expectEnvelope(await call('GET', `/contacts?sort=email&dir=asc&cursor=${cursor(['email', 'asc', `a${NUL}`, UUID])}`, undefined, key()), 400, 'BAD_REQUEST');
-    expectEnvelope(await call('GET', `/activity?cursor=${cursor(['-271821-04-20T00:00:00.000Z', UUID])}`, undefined, key()), 400, 'BAD_REQUEST');
+    expectEnvelope(
+      await call(
+        'GET',
+        `/contacts?cursor=${cursor(['createdAt', 'desc', '9999-99-99 99:99:99', UUID])}`,
+        undefined,
+        key(),
+      ),
+      400,
+      'BAD_REQUEST',
+    );
+    expectEnvelope(
+      await call(
+        'GET',
+        `/contacts?cursor=${cursor(['createdAt', 'desc', '2026-02-30 10:00:00+00', UUID])}`,
+        undefined,
+        key(),
+      ),
+      400,
+      'BAD_REQUEST',
+    );
+    expectEnvelope(
+      await call(
+        'GET',
+        `/events?cursor=${cursor(['events', 'desc', '2026-13-01 00:00:00+00', UUID])}`,
+        undefined,
+        key(),
+      ),
+      400,
+      'BAD_REQUEST',
+    );
+    expectEnvelope(
+      await call(
+        'GET',
+        `/contacts?sort=email&dir=asc&cursor=${cursor(['email', 'asc', `a${NUL}`, UUID])}`,
+        undefined,
+        key(),
+      ),
+      400,
+      'BAD_REQUEST',
+    );
+    expectEnvelope(
+      await call('GET', `/activity?cursor=${cursor(['-271821-04-20T00:00:00.000Z', UUID])}`, undefined, key()),
+      400,
+      'BAD_REQUEST',
+    );
   });
 
   test('a 200 KB email address is a 4xx wherever an email is accepted', async () => {
@@ -96,21 +175,49 @@ describe('hostile input', () => {
       ['POST', '/templates', { name: 'n', subject: 's', body: 'b', from: HUGE_EMAIL }],
       ['POST', '/auth/signup', { email: HUGE_EMAIL, password: 'password-123' }, { key: undefined }],
       ['POST', '/auth/login', { email: HUGE_EMAIL, password: 'password-123' }, { key: undefined }],
-      ['POST', `/projects/${t.projectId}/members`, { email: HUGE_EMAIL, role: 'member' }, { key: undefined, cookie: t.cookie }],
+      [
+        'POST',
+        `/projects/${t.projectId}/members`,
+        { email: HUGE_EMAIL, role: 'member' },
+        { key: undefined, cookie: t.cookie },
+      ],
     ];
-    for (const [method, url, body, opts] of cases) expectClientError(await call(method, url, body, { ...key(), ...opts }), `${method} ${url}`);
+    for (const [method, url, body, opts] of cases)
+      expectClientError(await call(method, url, body, { ...key(), ...opts }), `${method} ${url}`);
     const contact = await call('POST', '/contacts', { email: uniqueEmail() }, key());
-    expectEnvelope(await call('PATCH', `/contacts/${contact.body.id}`, { email: HUGE_EMAIL }, key()), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('PATCH', `/contacts/${contact.body.id}`, { email: HUGE_EMAIL }, key()),
+      422,
+      'VALIDATION_ERROR',
+    );
     // RFC 5321: 64 characters before the @, 254 in all.
-    expectEnvelope(await call('POST', '/contacts', { email: `${'a'.repeat(65)}@example.com` }, key()), 422, 'VALIDATION_ERROR');
-    expectEnvelope(await call('POST', '/contacts', { email: `a@${Array(5).fill('b'.repeat(60)).join('.')}.com` }, key()), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('POST', '/contacts', { email: `${'a'.repeat(65)}@example.com` }, key()),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(
+      await call('POST', '/contacts', { email: `a@${Array(5).fill('b'.repeat(60)).join('.')}.com` }, key()),
+      422,
+      'VALIDATION_ERROR',
+    );
   });
 
   test('integers out of range: page and days are 422s, page sizes and windows are clamped', async () => {
-    for (const url of ['/templates?page=99999999999999999999', '/templates?page=1000001', '/events/stats?days=999999999999', '/events/stats?days=0', '/events/stats?days=abc']) {
+    for (const url of [
+      '/templates?page=99999999999999999999',
+      '/templates?page=1000001',
+      '/events/stats?days=999999999999',
+      '/events/stats?days=0',
+      '/events/stats?days=abc',
+    ]) {
       expectEnvelope(await call('GET', url, undefined, key()), 422, 'VALIDATION_ERROR');
     }
-    expectEnvelope(await call('POST', '/contacts/filter', { offset: 1e20, condition: { groups: [] } }, key()), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('POST', '/contacts/filter', { offset: 1e20, condition: { groups: [] } }, key()),
+      422,
+      'VALIDATION_ERROR',
+    );
     expect((await call('GET', '/templates?pageSize=99999999999999999999', undefined, key())).body.pageSize).toBe(100);
     expect((await call('GET', '/activity/stats?days=999999999999', undefined, key())).body.days).toBe(365);
     expect((await call('GET', '/activity/recent-count?minutes=999999999999', undefined, key())).status).toBe(200);
@@ -121,9 +228,17 @@ describe('hostile input', () => {
   test('Content-Encoding: gzip with a body that is not gzip is a 400; an unknown encoding a 415', async () => {
     const before = await contactCount();
     const headers = { 'content-type': 'application/json', 'content-encoding': 'gzip' };
-    const notGzip = await call('POST', '/contacts', undefined, { ...key(), raw: JSON.stringify({ email: uniqueEmail() }), headers });
+    const notGzip = await call('POST', '/contacts', undefined, {
+      ...key(),
+      raw: JSON.stringify({ email: uniqueEmail() }),
+      headers,
+    });
     expectEnvelope(notGzip, 400, 'BAD_REQUEST');
-    const unknown = await call('POST', '/contacts', undefined, { ...key(), raw: '{}', headers: { ...headers, 'content-encoding': 'zz' } });
+    const unknown = await call('POST', '/contacts', undefined, {
+      ...key(),
+      raw: '{}',
+      headers: { ...headers, 'content-encoding': 'zz' },
+    });
     expectEnvelope(unknown, 415, 'UNSUPPORTED_MEDIA_TYPE');
     expect(await contactCount()).toBe(before);
   });

@@ -17,21 +17,41 @@ describe('identity through the gateway', () => {
   });
 
   test('signup validates email and password, and a taken email is a 409', async () => {
-    expectEnvelope(await call('POST', '/auth/signup', { email: 'nope', password: 'password-123' }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('POST', '/auth/signup', { email: 'nope', password: 'password-123' }),
+      422,
+      'VALIDATION_ERROR',
+    );
     const short = await call('POST', '/auth/signup', { email: uniqueEmail(), password: 'short' });
     expectEnvelope(short, 422, 'VALIDATION_ERROR');
     expect(short.body.error.errors[0]).toMatchObject({ field: 'password' });
-    expectEnvelope(await call('POST', '/auth/signup', { email: 42, password: 'password-123' }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('POST', '/auth/signup', { email: 42, password: 'password-123' }),
+      422,
+      'VALIDATION_ERROR',
+    );
     const email = uniqueEmail();
     await signUp(email);
-    expectEnvelope(await call('POST', '/auth/signup', { email: email.toUpperCase(), password: 'password-123' }), 409, 'CONFLICT');
+    expectEnvelope(
+      await call('POST', '/auth/signup', { email: email.toUpperCase(), password: 'password-123' }),
+      409,
+      'CONFLICT',
+    );
   });
 
   test('login with the right password sets the session; a wrong one is INVALID_CREDENTIALS', async () => {
     const email = uniqueEmail();
     await signUp(email, 'right-password');
-    expectEnvelope(await call('POST', '/auth/login', { email, password: 'wrong-password' }), 401, 'INVALID_CREDENTIALS');
-    expectEnvelope(await call('POST', '/auth/login', { email: uniqueEmail(), password: 'right-password' }), 401, 'INVALID_CREDENTIALS');
+    expectEnvelope(
+      await call('POST', '/auth/login', { email, password: 'wrong-password' }),
+      401,
+      'INVALID_CREDENTIALS',
+    );
+    expectEnvelope(
+      await call('POST', '/auth/login', { email: uniqueEmail(), password: 'right-password' }),
+      401,
+      'INVALID_CREDENTIALS',
+    );
     const ok = await call('POST', '/auth/login', { email, password: 'right-password' });
     expect(ok.status).toBe(200);
     expect(ok.headers.getSetCookie().join(';')).toMatch(/svc_session=.*HttpOnly/i);
@@ -41,7 +61,8 @@ describe('identity through the gateway', () => {
     const email = uniqueEmail();
     await signUp(email, 'right-password');
     const statuses: number[] = [];
-    for (let i = 0; i < 11; i++) statuses.push((await call('POST', '/auth/login', { email, password: `wrong-${i}` })).status);
+    for (let i = 0; i < 11; i++)
+      statuses.push((await call('POST', '/auth/login', { email, password: `wrong-${i}` })).status);
     expect(statuses.slice(0, 10).every((s) => s === 401)).toBe(true);
     const limited = await call('POST', '/auth/login', { email, password: 'right-password' });
     expectEnvelope(limited, 429, 'RATE_LIMIT_EXCEEDED');
@@ -88,7 +109,11 @@ describe('identity through the gateway', () => {
 
   test('session routes refuse a missing or forged cookie, and logout ends the session', async () => {
     expectEnvelope(await call('GET', '/users/@me'), 401, 'UNAUTHORIZED');
-    expectEnvelope(await call('GET', '/users/@me', undefined, { cookie: 'svc_session=s%3Aforged.sig' }), 401, 'UNAUTHORIZED');
+    expectEnvelope(
+      await call('GET', '/users/@me', undefined, { cookie: 'svc_session=s%3Aforged.sig' }),
+      401,
+      'UNAUTHORIZED',
+    );
     const { cookie } = await signUp();
     expect((await call('GET', '/auth/logout', undefined, { cookie })).status).toBe(200);
     expectEnvelope(await call('GET', '/users/@me', undefined, { cookie }), 401, 'UNAUTHORIZED');
@@ -103,18 +128,41 @@ describe('identity through the gateway', () => {
     expect(list.body).toHaveLength(1);
     expect(list.body[0]).toMatchObject({ id: t.projectId, role: 'owner', secretKeyPrefix: t.secretKey.slice(0, 10) });
     expect(list.body[0].secretKey).toBeUndefined();
-    expectEnvelope(await call('POST', '/users/@me/projects', { name: '' }, { cookie: t.cookie }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('POST', '/users/@me/projects', { name: '' }, { cookie: t.cookie }),
+      422,
+      'VALIDATION_ERROR',
+    );
   });
 
   test('projects are renamed and deleted by their owner; another user gets 404', async () => {
     const t = await newTenant();
-    const renamed = await call('PATCH', `/users/@me/projects/${t.projectId}`, { name: 'Renamed' }, { cookie: t.cookie });
+    const renamed = await call(
+      'PATCH',
+      `/users/@me/projects/${t.projectId}`,
+      { name: 'Renamed' },
+      { cookie: t.cookie },
+    );
     expect(renamed.body).toMatchObject({ id: t.projectId, name: 'Renamed' });
     const other = await signUp();
-    expectEnvelope(await call('PATCH', `/users/@me/projects/${t.projectId}`, { name: 'x' }, { cookie: other.cookie }), 404, 'RESOURCE_NOT_FOUND');
-    expectEnvelope(await call('DELETE', `/users/@me/projects/${t.projectId}`, undefined, { cookie: other.cookie }), 404, 'RESOURCE_NOT_FOUND');
-    expectEnvelope(await call('POST', `/users/@me/projects/not-a-uuid/regenerate-keys`, undefined, { cookie: t.cookie }), 404, 'RESOURCE_NOT_FOUND');
-    expect((await call('DELETE', `/users/@me/projects/${t.projectId}`, undefined, { cookie: t.cookie })).status).toBe(204);
+    expectEnvelope(
+      await call('PATCH', `/users/@me/projects/${t.projectId}`, { name: 'x' }, { cookie: other.cookie }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectEnvelope(
+      await call('DELETE', `/users/@me/projects/${t.projectId}`, undefined, { cookie: other.cookie }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectEnvelope(
+      await call('POST', `/users/@me/projects/not-a-uuid/regenerate-keys`, undefined, { cookie: t.cookie }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expect((await call('DELETE', `/users/@me/projects/${t.projectId}`, undefined, { cookie: t.cookie })).status).toBe(
+      204,
+    );
     expect((await call('GET', '/users/@me/projects', undefined, { cookie: t.cookie })).body).toEqual([]);
   });
 
@@ -142,7 +190,11 @@ describe('identity through the gateway', () => {
       await waitFor('identity', () => portOpen(identityPort), identity);
       const baseUrl = `http://127.0.0.1:${port}`;
       await waitFor('gateway', () => httpOk(`${baseUrl}/healthz`), gateway);
-      expectEnvelope(await call('POST', '/auth/signup', { email: uniqueEmail(), password: 'password-123' }, { baseUrl }), 403, 'SIGNUP_DISABLED');
+      expectEnvelope(
+        await call('POST', '/auth/signup', { email: uniqueEmail(), password: 'password-123' }, { baseUrl }),
+        403,
+        'SIGNUP_DISABLED',
+      );
       expect((await call('GET', '/config', undefined, { baseUrl })).body.signupEnabled).toBe(false);
       expect((await call('POST', '/auth/login', { email, password: 'password-123' }, { baseUrl })).status).toBe(200);
     } finally {

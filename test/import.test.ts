@@ -1,8 +1,10 @@
 import { call, eventually, expectEnvelope, newTenant, type Tenant } from './support/client.js';
 import { csvForm, importCsv } from './support/csv.js';
 
-const byEmail = async (t: Tenant, email: string) => (await call('POST', '/contacts/lookup', { emails: [email] }, { key: t.secretKey })).body.found[0];
-const full = async (t: Tenant, email: string) => (await call('GET', `/contacts/${(await byEmail(t, email)).id}`, undefined, { key: t.secretKey })).body;
+const byEmail = async (t: Tenant, email: string) =>
+  (await call('POST', '/contacts/lookup', { emails: [email] }, { key: t.secretKey })).body.found[0];
+const full = async (t: Tenant, email: string) =>
+  (await call('GET', `/contacts/${(await byEmail(t, email)).id}`, undefined, { key: t.secretKey })).body;
 
 describe('CSV import', () => {
   test('types cells as SPEC.md says, drops reserved columns, reports invalid emails by row, creates subscribed contacts', async () => {
@@ -20,13 +22,35 @@ describe('CSV import', () => {
     const one = await full(t, 'one@example.com');
     expect(one.subscribed).toBe(true);
     expect(one.data).toEqual({
-      name: 'One', active: true, paid: false, age: 42, score: 3.5, zip: '00123', phone: '+4412345', sci: '1e5',
-      joined: '2024-01-02', seen: '2024-01-02T10:00:00Z', profile: { tier: 'gold' },
+      name: 'One',
+      active: true,
+      paid: false,
+      age: 42,
+      score: 3.5,
+      zip: '00123',
+      phone: '+4412345',
+      sci: '1e5',
+      joined: '2024-01-02',
+      seen: '2024-01-02T10:00:00Z',
+      profile: { tier: 'gold' },
     });
-    expect((await full(t, 'two@example.com')).data).toEqual({ name: 'Two, Jr.', active: true, paid: false, score: 0.5, zip: 0 });
+    expect((await full(t, 'two@example.com')).data).toEqual({
+      name: 'Two, Jr.',
+      active: true,
+      paid: false,
+      score: 0.5,
+      zip: 0,
+    });
     const fields = await call('GET', '/contacts/fields', undefined, { key: t.secretKey });
     const types = Object.fromEntries(fields.body.map((f: { field: string; type: string }) => [f.field, f.type]));
-    expect(types).toMatchObject({ 'data.age': 'number', 'data.active': 'boolean', 'data.joined': 'date', 'data.seen': 'date', 'data.zip': 'string', 'data.profile.tier': 'string' });
+    expect(types).toMatchObject({
+      'data.age': 'number',
+      'data.active': 'boolean',
+      'data.joined': 'date',
+      'data.seen': 'date',
+      'data.zip': 'string',
+      'data.profile.tier': 'string',
+    });
   });
 
   test('a BOM, quoted commas and CRLF parse; re-running a file updates in place; duplicates in one file create one contact', async () => {
@@ -35,7 +59,12 @@ describe('CSV import', () => {
     const first = await importCsv(t, csv);
     expect(first).toMatchObject({ status: 'completed', totalRows: 3, imported: 2, updated: 1, skipped: 0 });
     expect((await full(t, 'dup@example.com')).data).toEqual({ city: 'Lyon' });
-    await call('PATCH', `/contacts/${(await byEmail(t, 'other@example.com')).id}`, { subscribed: false, data: { kept: 1 } }, { key: t.secretKey });
+    await call(
+      'PATCH',
+      `/contacts/${(await byEmail(t, 'other@example.com')).id}`,
+      { subscribed: false, data: { kept: 1 } },
+      { key: t.secretKey },
+    );
     const again = await importCsv(t, csv);
     expect(again).toMatchObject({ status: 'completed', imported: 0, updated: 3 });
     const list = await call('GET', '/contacts', undefined, { key: t.secretKey });
@@ -50,18 +79,44 @@ describe('CSV import', () => {
     const tooBig = await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: csvForm(big) });
     expectEnvelope(tooBig, 413, 'PAYLOAD_TOO_LARGE');
     expect(tooBig.body.error.message).toMatch(/5 MB/);
-    expectEnvelope(await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: csvForm('name,city\nA,B\n') }), 400, 'BAD_REQUEST');
-    expectEnvelope(await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: csvForm(Buffer.from([0x65, 0x6d, 0x61, 0x69, 0x6c, 0x0a, 0xff, 0xfe])) }), 400, 'BAD_REQUEST');
-    expectEnvelope(await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: new FormData() }), 400, 'BAD_REQUEST');
-    expectEnvelope(await call('GET', '/contacts/import/00000000-0000-4000-8000-000000000000', undefined, { key: t.secretKey }), 404, 'RESOURCE_NOT_FOUND');
+    expectEnvelope(
+      await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: csvForm('name,city\nA,B\n') }),
+      400,
+      'BAD_REQUEST',
+    );
+    expectEnvelope(
+      await call('POST', '/contacts/import', undefined, {
+        key: t.secretKey,
+        raw: csvForm(Buffer.from([0x65, 0x6d, 0x61, 0x69, 0x6c, 0x0a, 0xff, 0xfe])),
+      }),
+      400,
+      'BAD_REQUEST',
+    );
+    expectEnvelope(
+      await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: new FormData() }),
+      400,
+      'BAD_REQUEST',
+    );
+    expectEnvelope(
+      await call('GET', '/contacts/import/00000000-0000-4000-8000-000000000000', undefined, { key: t.secretKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
     expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).body.total).toBe(0);
   });
 
   test("another project's import job is a 404", async () => {
     const a = await newTenant();
     const b = await newTenant();
-    const start = await call('POST', '/contacts/import', undefined, { key: a.secretKey, raw: csvForm('email\nx@example.com\n') });
-    expectEnvelope(await call('GET', `/contacts/import/${start.body.jobId}`, undefined, { key: b.secretKey }), 404, 'RESOURCE_NOT_FOUND');
+    const start = await call('POST', '/contacts/import', undefined, {
+      key: a.secretKey,
+      raw: csvForm('email\nx@example.com\n'),
+    });
+    expectEnvelope(
+      await call('GET', `/contacts/import/${start.body.jobId}`, undefined, { key: b.secretKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
   });
 });
 
@@ -82,7 +137,11 @@ describe('CSV import limits', () => {
     const job = await importCsv(t, csv);
     expect(job).toMatchObject({ status: 'completed', totalRows: 6, processed: 6, imported: 1, updated: 0, skipped: 5 });
     expect(job.errors.map((e: { row: number; reason: string }) => [e.row, e.reason])).toEqual([
-      [3, 'too_big'], [4, 'invalid_character'], [5, 'too_big'], [6, 'too_big'], [7, 'invalid_email'],
+      [3, 'too_big'],
+      [4, 'invalid_character'],
+      [5, 'too_big'],
+      [6, 'too_big'],
+      [7, 'invalid_email'],
     ]);
     expect(job.errors[4].email).toHaveLength(320);
     const list = await call('GET', '/contacts', undefined, { key: t.secretKey });
@@ -144,7 +203,8 @@ describe('bulk jobs', () => {
   test('bulk unsubscribe, subscribe and delete by id, queued and polled; flips emit contact events', async () => {
     const t = await newTenant();
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await call('POST', '/contacts', { email: `bulk${i}@example.com` }, { key: t.secretKey })).body.id);
+    for (let i = 0; i < 3; i++)
+      ids.push((await call('POST', '/contacts', { email: `bulk${i}@example.com` }, { key: t.secretKey })).body.id);
     const missing = '00000000-0000-4000-8000-000000000000';
     const run = async (op: string, contactIds: string[]) => {
       const start = await call('POST', `/contacts/bulk-${op}`, { contactIds }, { key: t.secretKey });
@@ -168,10 +228,22 @@ describe('bulk jobs', () => {
 
   test('bad bulk input: not an array, over 1000 ids, invalid ids', async () => {
     const t = await newTenant();
-    expectEnvelope(await call('POST', '/contacts/bulk-delete', { contactIds: 'x' }, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
-    expectEnvelope(await call('POST', '/contacts/bulk-delete', { contactIds: [] }, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('POST', '/contacts/bulk-delete', { contactIds: 'x' }, { key: t.secretKey }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(
+      await call('POST', '/contacts/bulk-delete', { contactIds: [] }, { key: t.secretKey }),
+      422,
+      'VALIDATION_ERROR',
+    );
     const many = Array.from({ length: 1001 }, () => crypto.randomUUID());
-    expectEnvelope(await call('POST', '/contacts/bulk-delete', { contactIds: many }, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('POST', '/contacts/bulk-delete', { contactIds: many }, { key: t.secretKey }),
+      422,
+      'VALIDATION_ERROR',
+    );
     const bad = await call('POST', '/contacts/bulk-subscribe', { contactIds: ['nope'] }, { key: t.secretKey });
     expectEnvelope(bad, 422, 'VALIDATION_ERROR');
     expect(bad.body.error.errors[0].field).toBe('contactIds.0');

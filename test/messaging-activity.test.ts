@@ -6,7 +6,12 @@ describe('activity feed', () => {
     const t = await newTenant();
     const domain = (await verifiedDomain(t)).domain;
     const to = uniqueEmail('feed');
-    const sent = await call('POST', '/v1/send', { to, from: `hi@${domain}`, subject: 's', body: 'b' }, { key: t.secretKey });
+    const sent = await call(
+      'POST',
+      '/v1/send',
+      { to, from: `hi@${domain}`, subject: 's', body: 'b' },
+      { key: t.secretKey },
+    );
     await waitForMail(to);
     for (const event of ['signup', 'purchase']) {
       expect((await call('POST', '/v1/track', { email: to, event }, { key: t.publicKey })).status).toBe(200);
@@ -20,7 +25,11 @@ describe('activity feed', () => {
       ['event', 'signup'],
       ['email.sent', null],
     ]);
-    expect(feed.data[2]).toMatchObject({ emailId: sent.body.data.emails[0].email, contactId: sent.body.data.emails[0].contact.id, email: to });
+    expect(feed.data[2]).toMatchObject({
+      emailId: sent.body.data.emails[0].email,
+      contactId: sent.body.data.emails[0].contact.id,
+      email: to,
+    });
 
     const page1 = await call('GET', '/activity?limit=2', undefined, { key: t.secretKey });
     expect(page1.body).toMatchObject({ hasMore: true, total: 3 });
@@ -31,23 +40,40 @@ describe('activity feed', () => {
 
     const emailsOnly = await call('GET', '/activity?type=email.sent,email.open', undefined, { key: t.secretKey });
     expect(emailsOnly.body.data).toHaveLength(1);
-    expect((await call('GET', '/activity/types', undefined, { key: t.secretKey })).body).toEqual({ types: ['email.sent', 'event'] });
+    expect((await call('GET', '/activity/types', undefined, { key: t.secretKey })).body).toEqual({
+      types: ['email.sent', 'event'],
+    });
     expect((await call('GET', '/activity/recent-count', undefined, { key: t.secretKey })).body.count).toBe(3);
-    expect((await call('GET', '/activity/recent-count?minutes=60', undefined, { key: t.secretKey })).body.count).toBe(3);
+    expect((await call('GET', '/activity/recent-count?minutes=60', undefined, { key: t.secretKey })).body.count).toBe(
+      3,
+    );
     const stats = await call('GET', '/activity/stats?days=7', undefined, { key: t.secretKey });
-    expect(stats.body).toMatchObject({ days: 7, total: 3, byType: { event: 2, 'email.sent': 1 }, emails: { sent: 1, queued: 0 } });
+    expect(stats.body).toMatchObject({
+      days: 7,
+      total: 3,
+      byType: { event: 2, 'email.sent': 1 },
+      emails: { sent: 1, queued: 0 },
+    });
     expect((await call('GET', '/activity/upcoming', undefined, { key: t.secretKey })).body).toEqual({ data: [] });
 
     // Another project sees none of it.
     const other = await newTenant();
-    expect((await call('GET', '/activity', undefined, { key: other.secretKey })).body).toMatchObject({ data: [], total: 0, hasMore: false });
+    expect((await call('GET', '/activity', undefined, { key: other.secretKey })).body).toMatchObject({
+      data: [],
+      total: 0,
+      hasMore: false,
+    });
   });
 
   test('bad parameters: a malformed cursor is 400, a malformed limit or days 422; a public key 401', async () => {
     const t = await newTenant();
     expectEnvelope(await call('GET', '/activity?cursor=garbage', undefined, { key: t.secretKey }), 400, 'BAD_REQUEST');
     expectEnvelope(await call('GET', '/activity?limit=ten', undefined, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
-    expectEnvelope(await call('GET', '/activity/stats?days=-1', undefined, { key: t.secretKey }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await call('GET', '/activity/stats?days=-1', undefined, { key: t.secretKey }),
+      422,
+      'VALIDATION_ERROR',
+    );
     expectEnvelope(await call('GET', '/activity', undefined, { key: t.publicKey }), 401, 'INVALID_API_KEY');
     expect((await call('GET', '/activity?limit=500', undefined, { key: t.secretKey })).status).toBe(200);
   });

@@ -5,14 +5,23 @@ describe('sender domains', () => {
   test('POST /domains returns verification, DKIM and SPF records; GET verify checks them through DNS_SERVERS', async () => {
     const t = await newTenant();
     const domain = uniqueDomain();
-    const created = await call('POST', '/domains', { domain: domain.toUpperCase(), projectId: t.projectId }, { key: t.secretKey });
+    const created = await call(
+      'POST',
+      '/domains',
+      { domain: domain.toUpperCase(), projectId: t.projectId },
+      { key: t.secretKey },
+    );
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ domain, projectId: t.projectId, status: 'pending', verified: false });
     const byPurpose = Object.fromEntries(created.body.records.map((r: { purpose: string }) => [r.purpose, r]));
     expect(byPurpose.verification).toMatchObject({ type: 'TXT', name: `_svc-verification.${domain}` });
     expect(byPurpose.dkim).toMatchObject({ type: 'TXT', name: `${created.body.dkimSelector}._domainkey.${domain}` });
     expect(byPurpose.dkim.value).toMatch(/^v=DKIM1; k=rsa; p=[A-Za-z0-9+/=]{300,}$/);
-    expect(byPurpose.spf).toMatchObject({ type: 'TXT', name: domain, value: expect.stringMatching(/^v=spf1 include:\S+ ~all$/) });
+    expect(byPurpose.spf).toMatchObject({
+      type: 'TXT',
+      name: domain,
+      value: expect.stringMatching(/^v=spf1 include:\S+ ~all$/),
+    });
 
     // Nothing published yet: still pending.
     const before = await call('GET', `/domains/${created.body.id}/verify`, undefined, { key: t.secretKey });
@@ -45,19 +54,52 @@ describe('sender domains', () => {
     }
     const domain = uniqueDomain();
     expect((await call('POST', '/domains', { domain, projectId: t.projectId }, { key: t.secretKey })).status).toBe(201);
-    expectEnvelope(await call('POST', '/domains', { domain, projectId: t.projectId }, { key: t.secretKey }), 409, 'CONFLICT');
+    expectEnvelope(
+      await call('POST', '/domains', { domain, projectId: t.projectId }, { key: t.secretKey }),
+      409,
+      'CONFLICT',
+    );
   });
 
   test("another project's id, in the body, the path or as a domain id, is a 404; a public key is a 401", async () => {
     const t = await newTenant();
     const other = await newTenant();
-    const theirs = await call('POST', '/domains', { domain: uniqueDomain(), projectId: other.projectId }, { key: other.secretKey });
-    expectEnvelope(await call('POST', '/domains', { domain: uniqueDomain(), projectId: other.projectId }, { key: t.secretKey }), 404, 'RESOURCE_NOT_FOUND');
-    expectEnvelope(await call('GET', `/domains/project/${other.projectId}`, undefined, { key: t.secretKey }), 404, 'RESOURCE_NOT_FOUND');
-    expectEnvelope(await call('GET', `/domains/${theirs.body.id}/verify`, undefined, { key: t.secretKey }), 404, 'RESOURCE_NOT_FOUND');
-    expectEnvelope(await call('DELETE', `/domains/${theirs.body.id}`, undefined, { key: t.secretKey }), 404, 'RESOURCE_NOT_FOUND');
-    expectEnvelope(await call('GET', '/domains/not-a-uuid/verify', undefined, { key: t.secretKey }), 404, 'RESOURCE_NOT_FOUND');
-    expectEnvelope(await call('GET', `/domains/project/${t.projectId}`, undefined, { key: t.publicKey }), 401, 'INVALID_API_KEY');
+    const theirs = await call(
+      'POST',
+      '/domains',
+      { domain: uniqueDomain(), projectId: other.projectId },
+      { key: other.secretKey },
+    );
+    expectEnvelope(
+      await call('POST', '/domains', { domain: uniqueDomain(), projectId: other.projectId }, { key: t.secretKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectEnvelope(
+      await call('GET', `/domains/project/${other.projectId}`, undefined, { key: t.secretKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectEnvelope(
+      await call('GET', `/domains/${theirs.body.id}/verify`, undefined, { key: t.secretKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectEnvelope(
+      await call('DELETE', `/domains/${theirs.body.id}`, undefined, { key: t.secretKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectEnvelope(
+      await call('GET', '/domains/not-a-uuid/verify', undefined, { key: t.secretKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectEnvelope(
+      await call('GET', `/domains/project/${t.projectId}`, undefined, { key: t.publicKey }),
+      401,
+      'INVALID_API_KEY',
+    );
   });
 
   test('DELETE /domains/{id} removes the domain, and sending from it is refused again', async () => {

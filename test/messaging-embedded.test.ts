@@ -41,7 +41,11 @@ describe('GET /dev/mail', () => {
       dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-embedded-mail-'));
       const port = await freePort();
       Object.assign(env, {
-        DATABASE_URL: '', NATS_URL: '', REDIS_URL: '', SMTP_URL: '', SERVICE_TOKEN: '',
+        DATABASE_URL: '',
+        NATS_URL: '',
+        REDIS_URL: '',
+        SMTP_URL: '',
+        SERVICE_TOKEN: '',
         BIND_HOST: '0.0.0.0',
         DATA_DIR: dataDir,
         PORT: String(port),
@@ -50,7 +54,8 @@ describe('GET /dev/mail', () => {
         DNS_SERVERS: dnsServers(),
         PUBLIC_URL: `http://localhost:${port}`,
       });
-      for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS']) env[`${s}_PORT`] = String(await freePort());
+      for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS'])
+        env[`${s}_PORT`] = String(await freePort());
       child = startPlatform([], env, 'embedded-mail');
       baseUrl = `http://127.0.0.1:${port}`;
       await waitFor('embedded platform', () => httpOk(`${baseUrl}/healthz`), child, 120_000);
@@ -63,18 +68,29 @@ describe('GET /dev/mail', () => {
 
     /** A signed-up user with a project whose sender domain is verified. */
     async function sender(tag: string) {
-      const signup = await call('POST', '/auth/signup', { email: uniqueEmail(tag), password: 'password-123' }, { baseUrl });
-      const cookie = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const signup = await call(
+        'POST',
+        '/auth/signup',
+        { email: uniqueEmail(tag), password: 'password-123' },
+        { baseUrl },
+      );
+      const cookie = signup.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0])
+        .join('; ');
       const project = await call('POST', '/users/@me/projects', { name: tag }, { baseUrl, cookie });
       const key: string = project.body.secretKey;
       const domain = uniqueDomain(tag);
       const created = await call('POST', '/domains', { domain, projectId: project.body.id }, { baseUrl, key });
       for (const r of created.body.records) await publishDns(r.name, r.type, r.value);
-      expect((await call('GET', `/domains/${created.body.id}/verify`, undefined, { baseUrl, key })).body.status).toBe('verified');
+      expect((await call('GET', `/domains/${created.body.id}/verify`, undefined, { baseUrl, key })).body.status).toBe(
+        'verified',
+      );
       return { cookie, key, domain };
     }
 
-    const devMail = async (cookie: string) => (await call<DevMailAnswer>('GET', '/dev/mail', undefined, { baseUrl, cookie })).body;
+    const devMail = async (cookie: string) =>
+      (await call<DevMailAnswer>('GET', '/dev/mail', undefined, { baseUrl, cookie })).body;
 
     test('the local sink keeps sent mail, and each signed-in user sees only the mail of their own projects', async () => {
       const [ann, bob] = await Promise.all([sender('ann'), sender('bob')]);
@@ -86,24 +102,40 @@ describe('GET /dev/mail', () => {
       expect((await call('POST', '/v1/send', bobSent, { baseUrl, key: bob.key })).status).toBe(200);
 
       expectEnvelope(await call('GET', '/dev/mail', undefined, { baseUrl }), 401, 'UNAUTHORIZED');
-      const annMail = await eventually(async () => {
-        const body = await devMail(ann.cookie);
-        return body.data.length ? body : undefined;
-      }, 15_000, "Ann's mail in the local sink");
+      const annMail = await eventually(
+        async () => {
+          const body = await devMail(ann.cookie);
+          return body.data.length ? body : undefined;
+        },
+        15_000,
+        "Ann's mail in the local sink",
+      );
       expect(annMail.data).toHaveLength(1);
       expect(annMail.data[0]).toMatchObject({ to: [toAnn], subject: `Welcome ${toAnn}`, text: 'It works' });
       expect(annMail.data[0].from).toContain(`hello@${ann.domain}`);
 
-      const bobMail = await eventually(async () => {
-        const body = await devMail(bob.cookie);
-        return body.data.length ? body : undefined;
-      }, 15_000, "Bob's mail in the local sink");
+      const bobMail = await eventually(
+        async () => {
+          const body = await devMail(bob.cookie);
+          return body.data.length ? body : undefined;
+        },
+        15_000,
+        "Bob's mail in the local sink",
+      );
       expect(bobMail.data.map((m) => m.to)).toEqual([[toBob]]);
       // Both messages are in the sink by now; Ann still sees only hers.
       expect((await devMail(ann.cookie)).data.map((m) => m.to)).toEqual([[toAnn]]);
 
-      const signup = await call('POST', '/auth/signup', { email: uniqueEmail('nobody'), password: 'password-123' }, { baseUrl });
-      const nobody = signup.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const signup = await call(
+        'POST',
+        '/auth/signup',
+        { email: uniqueEmail('nobody'), password: 'password-123' },
+        { baseUrl },
+      );
+      const nobody = signup.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0])
+        .join('; ');
       expect((await devMail(nobody)).data).toEqual([]);
     });
 

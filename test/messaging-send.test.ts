@@ -1,7 +1,14 @@
 import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { call, eventually, expectEnvelope, newTenant, uniqueEmail, type Tenant } from './support/client.js';
-import { dnsServers, receivedMail, smtpAttempts, uniqueDomain, verifiedDomain, waitForMail } from './support/messaging.js';
+import {
+  dnsServers,
+  receivedMail,
+  smtpAttempts,
+  uniqueDomain,
+  verifiedDomain,
+  waitForMail,
+} from './support/messaging.js';
 
 let t: Tenant;
 let domain: string;
@@ -34,7 +41,10 @@ describe('POST /v1/send', () => {
       headers: { 'X-Campaign-Tag': 'spring' },
     });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ success: true, data: { emails: [{ contact: { email: to }, email: expect.stringMatching(/^[0-9a-f-]{36}$/) }] } });
+    expect(res.body).toMatchObject({
+      success: true,
+      data: { emails: [{ contact: { email: to }, email: expect.stringMatching(/^[0-9a-f-]{36}$/) }] },
+    });
     expect(new Date(res.body.data.timestamp).toString()).not.toBe('Invalid Date');
 
     const [mail] = await waitForMail(to);
@@ -52,24 +62,37 @@ describe('POST /v1/send', () => {
     expect(m.headers.get('list-unsubscribe')).toBeUndefined(); // inline mail is transactional
 
     // The recipient became a contact, unsubscribed by default; one-off data was not stored.
-    const contact = await call('GET', `/contacts/${res.body.data.emails[0].contact.id}`, undefined, { key: t.secretKey });
+    const contact = await call('GET', `/contacts/${res.body.data.emails[0].contact.id}`, undefined, {
+      key: t.secretKey,
+    });
     expect(contact.body).toMatchObject({ email: to, subscribed: false, data: { firstName: 'Ann' } });
     expect(contact.body.data.code).toBeUndefined();
   });
 
   test('template send: overrides apply, MARKETING mail carries List-Unsubscribe one-click, and the DKIM signature verifies', async () => {
-    const template = await call('POST', '/templates', {
-      name: 'Promo',
-      subject: 'Template subject {{plan ?? "free"}}',
-      body: '<p>Dear {{ first name ?? "friend" }}, plan {{plan}}.</p><a href="{{unsubscribeUrl}}">unsubscribe</a>',
-      from: `promo@${domain}`,
-      fromName: 'Promo Team',
-      replyTo: `promo-replies@${domain}`,
-    }, { key: t.secretKey });
+    const template = await call(
+      'POST',
+      '/templates',
+      {
+        name: 'Promo',
+        subject: 'Template subject {{plan ?? "free"}}',
+        body: '<p>Dear {{ first name ?? "friend" }}, plan {{plan}}.</p><a href="{{unsubscribeUrl}}">unsubscribe</a>',
+        from: `promo@${domain}`,
+        fromName: 'Promo Team',
+        replyTo: `promo-replies@${domain}`,
+      },
+      { key: t.secretKey },
+    );
     expect(template.status).toBe(201);
 
     const to = recipient();
-    const res = await send({ to, template: template.body.id, subscribed: true, data: { plan: 'pro', 'first name': 'Bo' }, subject: 'Overridden {{plan}}' });
+    const res = await send({
+      to,
+      template: template.body.id,
+      subscribed: true,
+      data: { plan: 'pro', 'first name': 'Bo' },
+      subject: 'Overridden {{plan}}',
+    });
     expect(res.status).toBe(200);
     const [mail] = await waitForMail(to);
     const m = mail.parsed;
@@ -78,7 +101,9 @@ describe('POST /v1/send', () => {
     expect(m.replyTo!.value[0].address).toBe(`promo-replies@${domain}`);
     expect(m.html).toContain('Dear Bo, plan pro.');
     const header = (name: string) => m.headerLines.find((h) => h.key === name)?.line.replace(/\r?\n\s+/g, ' ');
-    expect(header('list-unsubscribe')).toMatch(/^List-Unsubscribe: <http[^>]+\/unsubscribe\/[^>]+>, <mailto:unsubscribe@/);
+    expect(header('list-unsubscribe')).toMatch(
+      /^List-Unsubscribe: <http[^>]+\/unsubscribe\/[^>]+>, <mailto:unsubscribe@/,
+    );
     expect(header('list-unsubscribe-post')).toBe('List-Unsubscribe-Post: List-Unsubscribe=One-Click');
     const unsubscribeUrl = /<(https?:\/\/[^>]+\/unsubscribe\/[^>]+)>/.exec(header('list-unsubscribe')!)![1];
     // The unsubscribe link in the body is the platform's, not a click redirect.
@@ -86,7 +111,9 @@ describe('POST /v1/send', () => {
 
     const resolver = new Resolver();
     resolver.setServers([dnsServers()]);
-    const dkim = await dkimVerify(mail.raw, { resolver: (name: string, type: string) => resolver.resolve(name, type as 'TXT') as Promise<never> });
+    const dkim = await dkimVerify(mail.raw, {
+      resolver: (name: string, type: string) => resolver.resolve(name, type as 'TXT') as Promise<never>,
+    });
     expect(dkim.results).toHaveLength(1);
     expect(dkim.results[0]).toMatchObject({ signingDomain: domain, status: { result: 'pass' } });
   });
@@ -94,7 +121,12 @@ describe('POST /v1/send', () => {
   test('each recipient of an array gets its own contact and rendering, in order', async () => {
     const a = recipient('a');
     const b = recipient('b');
-    const res = await send({ to: [a, { name: 'Bee', email: b }], from: `hi@${domain}`, subject: 'For {{email}}', body: '<p>id {{id}}</p>' });
+    const res = await send({
+      to: [a, { name: 'Bee', email: b }],
+      from: `hi@${domain}`,
+      subject: 'For {{email}}',
+      body: '<p>id {{id}}</p>',
+    });
     expect(res.body.data.emails.map((e: { contact: { email: string } }) => e.contact.email)).toEqual([a, b]);
     const [ma] = await waitForMail(a);
     const [mb] = await waitForMail(b);
@@ -107,7 +139,10 @@ describe('POST /v1/send', () => {
     const tenant = await newTenant();
     const d = (await verifiedDomain(tenant)).domain;
     const to = recipient();
-    const res = await send({ to, from: `hi@${d}`, subject: 's', body: '<p><a href="https://example.org/landing">go</a></p>' }, { key: tenant.secretKey });
+    const res = await send(
+      { to, from: `hi@${d}`, subject: 's', body: '<p><a href="https://example.org/landing">go</a></p>' },
+      { key: tenant.secretKey },
+    );
     const emailId = res.body.data.emails[0].email;
     const [mail] = await waitForMail(to);
     const html = String(mail.parsed.html);
@@ -129,7 +164,10 @@ describe('POST /v1/send', () => {
     });
     expect(stats.emails).toMatchObject({ sent: 1, opened: 1, clicked: 1, opens: 2, clicks: 1 });
     const opens = await call('GET', '/activity?type=email.open', undefined, { key: tenant.secretKey });
-    expect(opens.body.data.map((a: { data: { isFirstOpen: boolean } }) => a.data.isFirstOpen).sort()).toEqual([false, true]);
+    expect(opens.body.data.map((a: { data: { isFirstOpen: boolean } }) => a.data.isFirstOpen).sort()).toEqual([
+      false,
+      true,
+    ]);
     expect(opens.body.data[0]).toMatchObject({ emailId, email: to });
     const clicks = await call('GET', '/activity?type=email.click', undefined, { key: tenant.secretKey });
     expect(clicks.body.data[0].data).toMatchObject({ url: 'https://example.org/landing', isFirstClick: true });
@@ -139,11 +177,22 @@ describe('POST /v1/send', () => {
     const forged = click.replace(/\/t\/c\/[^.]+\./, `/t/c/${evil}.`); // new payload, original signature
     expect((await fetch(forged, { redirect: 'manual' })).status).toBe(404);
     // Flip the signature's first character: the last one of base64url may only carry padding bits.
-    expect((await fetch(pixel.replace(/(\/t\/o\/[^.]+\.)(.)/, (_m, head: string, c: string) => `${head}${c === 'A' ? 'B' : 'A'}`))).status).toBe(404);
+    expect(
+      (
+        await fetch(
+          pixel.replace(/(\/t\/o\/[^.]+\.)(.)/, (_m, head: string, c: string) => `${head}${c === 'A' ? 'B' : 'A'}`),
+        )
+      ).status,
+    ).toBe(404);
   });
 
   test('one-click unsubscribe flips the contact; GET only shows a confirmation; unsubscribed contacts get no marketing mail', async () => {
-    const template = await call('POST', '/templates', { name: 'M', subject: 'Marketing', body: '<p>offer</p>', from: `offers@${domain}` }, { key: t.secretKey });
+    const template = await call(
+      'POST',
+      '/templates',
+      { name: 'M', subject: 'Marketing', body: '<p>offer</p>', from: `offers@${domain}` },
+      { key: t.secretKey },
+    );
     const to = recipient();
     const res = await send({ to, template: template.body.id, subscribed: true });
     const contactId = res.body.data.emails[0].contact.id;
@@ -156,7 +205,11 @@ describe('POST /v1/send', () => {
     expect((await call('GET', `/contacts/${contactId}`, undefined, { key: t.secretKey })).body.subscribed).toBe(true);
 
     // RFC 8058: the mailbox provider POSTs List-Unsubscribe=One-Click.
-    const oneClick = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' });
+    const oneClick = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'List-Unsubscribe=One-Click',
+    });
     expect(oneClick.status).toBe(200);
     expect((await call('GET', `/contacts/${contactId}`, undefined, { key: t.secretKey })).body.subscribed).toBe(false);
 
@@ -175,7 +228,8 @@ describe('POST /v1/send', () => {
     const first = await send({ to, from: `hi@${d}`, subject: 'one', body: 'one' }, { key: tenant.secretKey });
     await waitForMail(to);
     const emailId = first.body.data.emails[0].email;
-    const hook = (body: unknown, secret = platformSecret()) => call('POST', '/webhooks/generic', body, { headers: { 'x-webhook-secret': secret } });
+    const hook = (body: unknown, secret = platformSecret()) =>
+      call('POST', '/webhooks/generic', body, { headers: { 'x-webhook-secret': secret } });
     expectEnvelope(await hook({ type: 'bounce', emailId }, 'wrong-secret-wrong-secret-00'), 401, 'UNAUTHORIZED');
     expectEnvelope(await hook({ type: 'explode', emailId }), 422, 'VALIDATION_ERROR');
     const ok = await hook({ type: 'bounce', emailId, reason: '550 mailbox gone' });
@@ -193,9 +247,20 @@ describe('POST /v1/send', () => {
     const to2 = recipient();
     const second = await send({ to: to2, from: `hi@${d}`, subject: 'x', body: 'x' }, { key: tenant.secretKey });
     const [mail] = await waitForMail(to2);
-    expect((await hook({ events: [{ type: 'delivery', messageId: mail.parsed.messageId }, { type: 'complaint', messageId: mail.parsed.messageId }] })).body.processed).toBe(2);
+    expect(
+      (
+        await hook({
+          events: [
+            { type: 'delivery', messageId: mail.parsed.messageId },
+            { type: 'complaint', messageId: mail.parsed.messageId },
+          ],
+        })
+      ).body.processed,
+    ).toBe(2);
     await eventually(async () => {
-      const s = await call('GET', `/activity?contactId=${second.body.data.emails[0].contact.id}`, undefined, { key: tenant.secretKey });
+      const s = await call('GET', `/activity?contactId=${second.body.data.emails[0].contact.id}`, undefined, {
+        key: tenant.secretKey,
+      });
       const types = s.body.data.map((a: { type: string }) => a.type).sort();
       return types.join() === 'email.complaint,email.delivery,email.sent' ? true : undefined;
     });
@@ -206,7 +271,10 @@ describe('POST /v1/send', () => {
     const d = (await verifiedDomain(tenant)).domain;
     const bouncing = recipient('bounce-x');
     const greylisted = recipient('tempfail-x');
-    const res = await send({ to: [bouncing, greylisted], from: `hi@${d}`, subject: 's', body: 'b' }, { key: tenant.secretKey });
+    const res = await send(
+      { to: [bouncing, greylisted], from: `hi@${d}`, subject: 's', body: 'b' },
+      { key: tenant.secretKey },
+    );
     expect(res.status).toBe(200);
 
     await waitForMail(greylisted);
@@ -220,12 +288,17 @@ describe('POST /v1/send', () => {
     expect(await receivedMail(bouncing)).toEqual([]);
     // The bounced address is suppressed: the next send does not even try.
     await send({ to: bouncing, from: `hi@${d}`, subject: 's', body: 'b' }, { key: tenant.secretKey });
-    expect((await call('GET', '/activity/stats', undefined, { key: tenant.secretKey })).body.emails).toMatchObject({ bounced: 1, suppressed: 1 });
+    expect((await call('GET', '/activity/stats', undefined, { key: tenant.secretKey })).body.emails).toMatchObject({
+      bounced: 1,
+      suppressed: 1,
+    });
     const attempts = await smtpAttempts(bouncing);
     expect(attempts).toBe(1);
     // contacts recorded the lifecycle as email.* events on the contact.
     await eventually(async () => {
-      const ev = await call('GET', `/events/contact/${res.body.data.emails[0].contact.id}`, undefined, { key: tenant.secretKey });
+      const ev = await call('GET', `/events/contact/${res.body.data.emails[0].contact.id}`, undefined, {
+        key: tenant.secretKey,
+      });
       const names = (ev.body.data ?? ev.body ?? []).map((e: { name: string }) => e.name);
       return names.includes('email.bounce') ? true : undefined;
     });
@@ -235,7 +308,10 @@ describe('POST /v1/send', () => {
     const to = recipient();
     const content = Buffer.from('hello attachment').toString('base64');
     const res = await send({
-      to, from: `hi@${domain}`, subject: 'files', body: '<p>see attached</p>',
+      to,
+      from: `hi@${domain}`,
+      subject: 'files',
+      body: '<p>see attached</p>',
       attachments: [{ filename: 'note.txt', content, contentType: 'text/plain' }],
     });
     expect(res.status).toBe(200);
@@ -252,10 +328,15 @@ function platformSecret(): string {
 
 describe('POST /v1/send validation', () => {
   const from = () => `hi@${domain}`;
-  const fieldsOf = (res: { body: { error: { errors: { field: string }[] } } }) => res.body.error.errors.map((e) => e.field).sort();
+  const fieldsOf = (res: { body: { error: { errors: { field: string }[] } } }) =>
+    res.body.error.errors.map((e) => e.field).sort();
 
   test('a public key is 401 INVALID_API_KEY', async () => {
-    expectEnvelope(await send({ to: recipient(), from: from(), subject: 's', body: 'b' }, { key: t.publicKey }), 401, 'INVALID_API_KEY');
+    expectEnvelope(
+      await send({ to: recipient(), from: from(), subject: 's', body: 'b' }, { key: t.publicKey }),
+      401,
+      'INVALID_API_KEY',
+    );
   });
 
   test.each([
@@ -273,11 +354,56 @@ describe('POST /v1/send validation', () => {
     ['reply invalid', { to: 'a@example.com', subject: 's', body: 'b', reply: 'nope' }, ['reply']],
     ['subscribed not boolean', { to: 'a@example.com', subject: 's', body: 'b', subscribed: 'yes' }, ['subscribed']],
     ['data not an object', { to: 'a@example.com', subject: 's', body: 'b', data: [1] }, ['data']],
-    ['header value too long', { to: 'a@example.com', subject: 's', body: 'b', headers: { 'X-Long': 'x'.repeat(999) } }, ['headers.X-Long']],
-    ['header value not a string', { to: 'a@example.com', subject: 's', body: 'b', headers: { 'X-N': 1 } }, ['headers.X-N']],
-    ['too many attachments', { to: 'a@example.com', subject: 's', body: 'b', attachments: Array.from({ length: 11 }, (_, i) => ({ filename: `f${i}.txt`, content: 'aGk=', contentType: 'text/plain' })) }, ['attachments']],
-    ['attachment not base64', { to: 'a@example.com', subject: 's', body: 'b', attachments: [{ filename: 'f.txt', content: '***', contentType: 'text/plain' }] }, ['attachments.0.content']],
-    ['attachments over 10 MB', { to: 'a@example.com', subject: 's', body: 'b', attachments: [{ filename: 'big.bin', content: Buffer.alloc(10 * 1024 * 1024 + 1).toString('base64'), contentType: 'application/octet-stream' }] }, ['attachments']],
+    [
+      'header value too long',
+      { to: 'a@example.com', subject: 's', body: 'b', headers: { 'X-Long': 'x'.repeat(999) } },
+      ['headers.X-Long'],
+    ],
+    [
+      'header value not a string',
+      { to: 'a@example.com', subject: 's', body: 'b', headers: { 'X-N': 1 } },
+      ['headers.X-N'],
+    ],
+    [
+      'too many attachments',
+      {
+        to: 'a@example.com',
+        subject: 's',
+        body: 'b',
+        attachments: Array.from({ length: 11 }, (_, i) => ({
+          filename: `f${i}.txt`,
+          content: 'aGk=',
+          contentType: 'text/plain',
+        })),
+      },
+      ['attachments'],
+    ],
+    [
+      'attachment not base64',
+      {
+        to: 'a@example.com',
+        subject: 's',
+        body: 'b',
+        attachments: [{ filename: 'f.txt', content: '***', contentType: 'text/plain' }],
+      },
+      ['attachments.0.content'],
+    ],
+    [
+      'attachments over 10 MB',
+      {
+        to: 'a@example.com',
+        subject: 's',
+        body: 'b',
+        attachments: [
+          {
+            filename: 'big.bin',
+            content: Buffer.alloc(10 * 1024 * 1024 + 1).toString('base64'),
+            contentType: 'application/octet-stream',
+          },
+        ],
+      },
+      ['attachments'],
+    ],
   ])('%s is 422 naming the field', async (_name, body, fields) => {
     const res = await send({ from: from(), ...body });
     expectEnvelope(res, 422, 'VALIDATION_ERROR');
@@ -297,7 +423,10 @@ describe('POST /v1/send validation', () => {
       [{ headers: { 'X-Bad\r\nBcc': 'victim@example.com' } }, 'headers.X-Bad\r\nBcc'],
       [{ headers: { 'X-Bad: y': 'v' } }, 'headers.X-Bad: y'],
       [{ headers: { Bcc: 'victim@example.com' } }, 'headers.Bcc'],
-      [{ attachments: [{ filename: 'a\r\n.txt', content: 'aGk=', contentType: 'text/plain' }] }, 'attachments.0.filename'],
+      [
+        { attachments: [{ filename: 'a\r\n.txt', content: 'aGk=', contentType: 'text/plain' }] },
+        'attachments.0.filename',
+      ],
     ];
     for (const [patch, field] of attempts) {
       const res = await send({ ...base, ...patch });
@@ -314,15 +443,28 @@ describe('POST /v1/send validation', () => {
   });
 
   test('an unknown or foreign template is 404; an unverified sender domain is 403; a template without from needs one', async () => {
-    expectEnvelope(await send({ to: 'a@example.com', template: '00000000-0000-4000-8000-000000000000' }), 404, 'TEMPLATE_NOT_FOUND');
+    expectEnvelope(
+      await send({ to: 'a@example.com', template: '00000000-0000-4000-8000-000000000000' }),
+      404,
+      'TEMPLATE_NOT_FOUND',
+    );
     const other = await newTenant();
     const otherDomain = (await verifiedDomain(other)).domain;
-    const theirs = await call('POST', '/templates', { name: 'x', subject: 's', body: 'b', from: `a@${otherDomain}` }, { key: other.secretKey });
+    const theirs = await call(
+      'POST',
+      '/templates',
+      { name: 'x', subject: 's', body: 'b', from: `a@${otherDomain}` },
+      { key: other.secretKey },
+    );
     expectEnvelope(await send({ to: 'a@example.com', template: theirs.body.id }), 404, 'TEMPLATE_NOT_FOUND');
     const unverified = await send({ to: 'a@example.com', from: `a@${uniqueDomain()}`, subject: 's', body: 'b' });
     expectEnvelope(unverified, 403, 'INTERNAL_SERVER_ERROR');
     expect(unverified.body.error.message).toMatch(/not verified/);
-    expectEnvelope(await send({ to: 'a@example.com', from: `a@${otherDomain}`, subject: 's', body: 'b' }), 403, 'INTERNAL_SERVER_ERROR');
+    expectEnvelope(
+      await send({ to: 'a@example.com', from: `a@${otherDomain}`, subject: 's', body: 'b' }),
+      403,
+      'INTERNAL_SERVER_ERROR',
+    );
     const missingFrom = await send({ to: 'a@example.com', subject: 's', body: 'b' });
     expectEnvelope(missingFrom, 422, 'VALIDATION_ERROR');
     expect(fieldsOf(missingFrom)).toEqual(['from']);
@@ -348,7 +490,11 @@ describe('POST /v1/send validation', () => {
     const again = await send(body, { headers: { 'idempotency-key': key } });
     expect(again.body).toEqual(first.body);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
-    expectEnvelope(await send({ ...body, subject: 'other' }, { headers: { 'idempotency-key': key } }), 409, 'IDEMPOTENCY_KEY_REUSED');
+    expectEnvelope(
+      await send({ ...body, subject: 'other' }, { headers: { 'idempotency-key': key } }),
+      409,
+      'IDEMPOTENCY_KEY_REUSED',
+    );
     await waitForMail(to);
     const marker = recipient();
     await send({ to: marker, from: from(), subject: 'marker', body: 'b' });

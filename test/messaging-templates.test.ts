@@ -13,20 +13,49 @@ const create = (body: Record<string, unknown>, key = t.secretKey) => call('POST'
 
 describe('templates', () => {
   test('POST /templates creates a MARKETING template by default; GET, PATCH and DELETE work on it', async () => {
-    const created = await create({ name: 'Welcome', description: 'first mail', subject: 'Hi {{name ?? "there"}}', body: '<p>Hello {{name}}</p>', from, fromName: 'News', replyTo: `reply@${from.split('@')[1]}` });
+    const created = await create({
+      name: 'Welcome',
+      description: 'first mail',
+      subject: 'Hi {{name ?? "there"}}',
+      body: '<p>Hello {{name}}</p>',
+      from,
+      fromName: 'News',
+      replyTo: `reply@${from.split('@')[1]}`,
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ name: 'Welcome', description: 'first mail', type: 'MARKETING', from, fromName: 'News', projectId: t.projectId });
+    expect(created.body).toMatchObject({
+      name: 'Welcome',
+      description: 'first mail',
+      type: 'MARKETING',
+      from,
+      fromName: 'News',
+      projectId: t.projectId,
+    });
     expect(created.body.id).toMatch(/^[0-9a-f-]{36}$/);
 
     const got = await call('GET', `/templates/${created.body.id}`, undefined, { key: t.secretKey });
     expect(got.body).toEqual(created.body);
 
-    const patched = await call('PATCH', `/templates/${created.body.id}`, { subject: 'New subject', type: 'TRANSACTIONAL', replyTo: null }, { key: t.secretKey });
+    const patched = await call(
+      'PATCH',
+      `/templates/${created.body.id}`,
+      { subject: 'New subject', type: 'TRANSACTIONAL', replyTo: null },
+      { key: t.secretKey },
+    );
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ subject: 'New subject', type: 'TRANSACTIONAL', replyTo: null, body: '<p>Hello {{name}}</p>' });
+    expect(patched.body).toMatchObject({
+      subject: 'New subject',
+      type: 'TRANSACTIONAL',
+      replyTo: null,
+      body: '<p>Hello {{name}}</p>',
+    });
 
     expect((await call('DELETE', `/templates/${created.body.id}`, undefined, { key: t.secretKey })).status).toBe(204);
-    expectEnvelope(await call('GET', `/templates/${created.body.id}`, undefined, { key: t.secretKey }), 404, 'TEMPLATE_NOT_FOUND');
+    expectEnvelope(
+      await call('GET', `/templates/${created.body.id}`, undefined, { key: t.secretKey }),
+      404,
+      'TEMPLATE_NOT_FOUND',
+    );
   });
 
   test('a missing from is a 400 with a flat {error} body', async () => {
@@ -43,19 +72,42 @@ describe('templates', () => {
     expect(res.body.error.message).toMatch(/not verified/);
     // Another project's verified domain does not count either.
     const other = await newTenant();
-    expectEnvelope(await create({ name: 'x', subject: 's', body: 'b', from }, other.secretKey), 403, 'INTERNAL_SERVER_ERROR');
+    expectEnvelope(
+      await create({ name: 'x', subject: 's', body: 'b', from }, other.secretKey),
+      403,
+      'INTERNAL_SERVER_ERROR',
+    );
   });
 
   test('invalid fields are 422 with field errors; a template that does not parse is refused when saved', async () => {
-    const bad = await create({ name: '', subject: 'a\nb', body: '', from: 'not-an-email', type: 'WEEKLY', replyTo: 'nope' });
+    const bad = await create({
+      name: '',
+      subject: 'a\nb',
+      body: '',
+      from: 'not-an-email',
+      type: 'WEEKLY',
+      replyTo: 'nope',
+    });
     expectEnvelope(bad, 422, 'VALIDATION_ERROR');
-    expect(bad.body.error.errors.map((e: { field: string }) => e.field).sort()).toEqual(['body', 'from', 'name', 'replyTo', 'subject', 'type']);
+    expect(bad.body.error.errors.map((e: { field: string }) => e.field).sort()).toEqual([
+      'body',
+      'from',
+      'name',
+      'replyTo',
+      'subject',
+      'type',
+    ]);
     const liquid = await create({ name: 'x', subject: 'ok', body: '{% if %}', from });
     expectEnvelope(liquid, 422, 'VALIDATION_ERROR');
     expect(liquid.body.error.errors[0]).toMatchObject({ field: 'body', code: 'template_error' });
     const include = await create({ name: 'x', subject: 'ok', body: "{% include 'secrets' %}", from });
     expectEnvelope(include, 422, 'VALIDATION_ERROR');
-    const patch = await call('PATCH', `/templates/${(await create({ name: 'x', subject: 's', body: 'b', from })).body.id}`, { from: `a@${uniqueDomain()}` }, { key: t.secretKey });
+    const patch = await call(
+      'PATCH',
+      `/templates/${(await create({ name: 'x', subject: 's', body: 'b', from })).body.id}`,
+      { from: `a@${uniqueDomain()}` },
+      { key: t.secretKey },
+    );
     expectEnvelope(patch, 403, 'INTERNAL_SERVER_ERROR');
   });
 
@@ -64,7 +116,17 @@ describe('templates', () => {
     const sender = `hi@${(await verifiedDomain(tenant)).domain}`;
     const names = ['Alpha', 'Bravo', 'Charlie', 'Delta', 'Echo'];
     for (const [i, name] of names.entries()) {
-      const res = await create({ name, subject: `Subject ${name}`, body: 'b', from: sender, type: i % 2 ? 'TRANSACTIONAL' : 'MARKETING', description: i === 4 ? 'the SPECIAL one' : '' }, tenant.secretKey);
+      const res = await create(
+        {
+          name,
+          subject: `Subject ${name}`,
+          body: 'b',
+          from: sender,
+          type: i % 2 ? 'TRANSACTIONAL' : 'MARKETING',
+          description: i === 4 ? 'the SPECIAL one' : '',
+        },
+        tenant.secretKey,
+      );
       expect(res.status).toBe(201);
     }
     const list = (q: string) => call('GET', `/templates${q}`, undefined, { key: tenant.secretKey });
@@ -94,9 +156,27 @@ describe('templates', () => {
     expect(usage.body).toEqual({ templateId: original.body.id, campaigns: [], workflows: [] });
 
     const other = await newTenant();
-    for (const [method, suffix] of [['GET', ''], ['PATCH', ''], ['DELETE', ''], ['POST', '/duplicate'], ['GET', '/usage']] as const) {
-      expectEnvelope(await call(method, `/templates/${original.body.id}${suffix}`, method === 'PATCH' ? { name: 'x' } : undefined, { key: other.secretKey }), 404, 'TEMPLATE_NOT_FOUND');
-      expectEnvelope(await call(method, `/templates/not-a-uuid${suffix}`, method === 'PATCH' ? { name: 'x' } : undefined, { key: t.secretKey }), 404, 'TEMPLATE_NOT_FOUND');
+    for (const [method, suffix] of [
+      ['GET', ''],
+      ['PATCH', ''],
+      ['DELETE', ''],
+      ['POST', '/duplicate'],
+      ['GET', '/usage'],
+    ] as const) {
+      expectEnvelope(
+        await call(method, `/templates/${original.body.id}${suffix}`, method === 'PATCH' ? { name: 'x' } : undefined, {
+          key: other.secretKey,
+        }),
+        404,
+        'TEMPLATE_NOT_FOUND',
+      );
+      expectEnvelope(
+        await call(method, `/templates/not-a-uuid${suffix}`, method === 'PATCH' ? { name: 'x' } : undefined, {
+          key: t.secretKey,
+        }),
+        404,
+        'TEMPLATE_NOT_FOUND',
+      );
     }
     expectEnvelope(await call('GET', '/templates', undefined, { key: t.publicKey }), 401, 'INVALID_API_KEY');
   });

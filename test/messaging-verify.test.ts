@@ -37,7 +37,13 @@ describe('POST /v1/verify', () => {
     const domain = uniqueDomain('nomx');
     await publishDns(domain, 'NS', `ns1.${domain}`);
     const res = await verify({ email: `info@${domain}` });
-    expect(res.body.data).toMatchObject({ valid: false, isAlias: true, domainExists: true, hasMxRecords: false, hasWebsite: false });
+    expect(res.body.data).toMatchObject({
+      valid: false,
+      isAlias: true,
+      domainExists: true,
+      hasMxRecords: false,
+      hasWebsite: false,
+    });
     expect(res.body.data.reasons).toEqual(['role_account', 'no_mx_records', 'no_website']);
   });
 

@@ -5,7 +5,11 @@ import { stopProcess } from './support/processes.js';
 
 export default async function teardown(): Promise<void> {
   const platform = (globalThis as Record<string, unknown>).__PLATFORM__ as
-    | { children: ChildProcess[]; info: { runId: string; env: Record<string, string> }; close?: Array<() => Promise<void>> }
+    | {
+        children: ChildProcess[];
+        info: { runId: string; env: Record<string, string> };
+        close?: Array<() => Promise<void>>;
+      }
     | undefined;
   if (!platform) return;
   await Promise.all(platform.children.map((c) => stopProcess(c)));
@@ -15,7 +19,9 @@ export default async function teardown(): Promise<void> {
 
   const admin = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
   await admin.connect();
-  const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${runId}%`]);
+  const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
+    `${runId}%`,
+  ]);
   for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`);
   await admin.end();
 

@@ -66,10 +66,14 @@ describe('service credentials on the internal RPC ports (distributed mode)', () 
       const code = child.exitCode ?? (await new Promise<number | null>((resolve) => child.once('exit', resolve)));
       expect(code).toBe(1);
       const log = path.join(ROOT, '.test-run', 'logs', 'no-service-token.log');
-      const text = await eventually(async () => {
-        const written = readFileSync(log, 'utf8');
-        return written.includes('\n') ? written : undefined;
-      }, 5_000, 'the log line');
+      const text = await eventually(
+        async () => {
+          const written = readFileSync(log, 'utf8');
+          return written.includes('\n') ? written : undefined;
+        },
+        5_000,
+        'the log line',
+      );
       expect(text).toBe(
         'config error: SERVICE_TOKEN is required when DATABASE_URL is set (the shared secret of internal RPC calls)\n',
       );

@@ -244,7 +244,7 @@ export class NatsBus implements Bus {
   private async ensureStream(s: (typeof STREAMS)[number]): Promise<void> {
     const jsm = this.jsm!;
     const name = this.streamName(s.name);
-    let info;
+    let info: Awaited<ReturnType<typeof jsm.streams.info>>;
     let made = false;
     try {
       info = await jsm.streams.info(name);

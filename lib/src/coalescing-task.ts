@@ -9,7 +9,10 @@ export class CoalescingTask {
   private again = false;
   private stopped = false;
 
-  constructor(private readonly task: () => Promise<unknown>, private readonly onError: (err: unknown) => void) {}
+  constructor(
+    private readonly task: () => Promise<unknown>,
+    private readonly onError: (err: unknown) => void,
+  ) {}
 
   kick(): void {
     if (this.stopped) return;

@@ -18,7 +18,10 @@ export class DbHealth {
   private checked?: { at: number; ok: Promise<boolean> };
   private probeTimer?: NodeJS.Timeout;
 
-  constructor(private readonly pool: Pool, private readonly logger: Logger) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly logger: Logger,
+  ) {}
 
   /** True when `err` means the database is unavailable (the caller need not log it). */
   report(err: unknown): boolean {

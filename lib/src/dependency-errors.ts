@@ -43,7 +43,10 @@ interface ErrorLike {
 export function isDependencyUnavailable(err: unknown, depth = 0): boolean {
   if (typeof err !== 'object' || err === null || depth > 4) return false;
   const { code, message, errors, cause } = err as ErrorLike;
-  if (typeof code === 'string' && (NETWORK_CODES.has(code) || PG_UNAVAILABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code))) {
+  if (
+    typeof code === 'string' &&
+    (NETWORK_CODES.has(code) || PG_UNAVAILABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code))
+  ) {
     return true;
   }
   if (typeof message === 'string' && PG_MESSAGES.some((re) => re.test(message))) return true;

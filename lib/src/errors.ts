@@ -66,11 +66,9 @@ export const notFound = (resource: string, id: string, code = 'RESOURCE_NOT_FOUN
 export const conflict = (message: string, details?: Record<string, unknown>) =>
   new AppError({ code: 'CONFLICT', status: 409, message, details });
 
-export const unauthorized = (code: string, message: string) =>
-  new AppError({ code, status: 401, message });
+export const unauthorized = (code: string, message: string) => new AppError({ code, status: 401, message });
 
-export const forbidden = (message: string, code = 'FORBIDDEN') =>
-  new AppError({ code, status: 403, message });
+export const forbidden = (message: string, code = 'FORBIDDEN') => new AppError({ code, status: 403, message });
 
 export const internal = (message = 'Internal server error') =>
   new AppError({ code: 'INTERNAL_SERVER_ERROR', status: 500, message });

@@ -63,7 +63,10 @@ export class GroupCommit<I, O> {
         let batch = this.queue.splice(0, this.maxBatch);
         if (this.opts.lockOrder && batch.length > 1) {
           const key = this.opts.lockOrder;
-          batch = batch.map((p, i) => ({ p, i, k: key(p.input) })).sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : a.i - b.i)).map((x) => x.p);
+          batch = batch
+            .map((p, i) => ({ p, i, k: key(p.input) }))
+            .sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : a.i - b.i))
+            .map((x) => x.p);
         }
         try {
           if (batch.length === 1) await this.runAlone(batch[0]);
@@ -86,7 +89,15 @@ export class GroupCommit<I, O> {
       if (writeMany) {
         const contexts = batch.map((p) => p.context);
         const shared = contexts.every((c) => c === contexts[0]) ? contexts[0] : undefined;
-        results.push(...(await runInContext(shared, () => writeMany(client, batch.map((p) => p.input), contexts))));
+        results.push(
+          ...(await runInContext(shared, () =>
+            writeMany(
+              client,
+              batch.map((p) => p.input),
+              contexts,
+            ),
+          )),
+        );
       } else for (const p of batch) results.push(await runInContext(p.context, () => this.write(client, p.input)));
       await client.query('COMMIT');
     } catch (err) {

@@ -47,7 +47,10 @@ export interface IdempotencyStore {
 }
 
 export class RedisIdempotencyStore implements IdempotencyStore {
-  constructor(private readonly redis: RedisLink, private readonly prefix = 'idem') {}
+  constructor(
+    private readonly redis: RedisLink,
+    private readonly prefix = 'idem',
+  ) {}
 
   async claim(key: string, record: IdempotencyRecord, claimTtlSeconds: number): Promise<IdempotencyRecord | null> {
     const k = `${this.prefix}:${key}`;

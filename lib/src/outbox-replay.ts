@@ -5,7 +5,10 @@ import type { OutboxRelay } from './outbox.js';
 
 /** `events.>` to `events.%` (LIKE's own wildcards in a subject taken literally). */
 function likePattern(subject: string): string {
-  return subject.replace(/[\\%_]/g, (c) => `\\${c}`).replace(/\.>$/, '.%').replace(/\*/g, '%');
+  return subject
+    .replace(/[\\%_]/g, (c) => `\\${c}`)
+    .replace(/\.>$/, '.%')
+    .replace(/\*/g, '%');
 }
 
 /**

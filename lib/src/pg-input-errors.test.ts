@@ -5,10 +5,16 @@ import { validationError } from './errors.js';
 const pgError = (code: string) => Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code });
 
 describe('value-caused PostgreSQL errors', () => {
-  test.each(['22021', '22P05', '22003', '22008', '22P02'])('SQLSTATE %s is a 400 through the RPC error path', (code) => {
-    expect(databaseInputError(pgError(code))).toMatchObject({ status: 400, code: 'BAD_REQUEST' });
-    expect(fromConnectError(toConnectError(pgError(code)))).toMatchObject({ status: 400, details: { sqlState: code } });
-  });
+  test.each(['22021', '22P05', '22003', '22008', '22P02'])(
+    'SQLSTATE %s is a 400 through the RPC error path',
+    (code) => {
+      expect(databaseInputError(pgError(code))).toMatchObject({ status: 400, code: 'BAD_REQUEST' });
+      expect(fromConnectError(toConnectError(pgError(code)))).toMatchObject({
+        status: 400,
+        details: { sqlState: code },
+      });
+    },
+  );
 
   test('other errors are not input errors', () => {
     expect(databaseInputError(pgError('23505'))).toBeUndefined();

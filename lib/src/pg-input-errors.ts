@@ -15,5 +15,7 @@ const MESSAGES: Record<string, string> = {
 export function databaseInputError(err: unknown): AppError | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   const message = typeof code === 'string' ? MESSAGES[code] : undefined;
-  return message === undefined ? undefined : new AppError({ code: 'BAD_REQUEST', status: 400, message, details: { sqlState: code } });
+  return message === undefined
+    ? undefined
+    : new AppError({ code: 'BAD_REQUEST', status: 400, message, details: { sqlState: code } });
 }

@@ -60,7 +60,8 @@ export class PgListener {
 
   private scheduleRetry(err: unknown): void {
     if (this.stopped || this.retryTimer) return;
-    if (this.retryMs === RETRY_MIN_MS) this.logger.warn({ err, channel: this.channel }, 'listen connection lost; retrying');
+    if (this.retryMs === RETRY_MIN_MS)
+      this.logger.warn({ err, channel: this.channel }, 'listen connection lost; retrying');
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       void this.connect();

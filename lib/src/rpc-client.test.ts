@@ -11,7 +11,10 @@ async function listen(server: net.Server): Promise<number> {
 }
 
 async function failure(call: Promise<unknown>): Promise<AppError> {
-  const err = await call.then(() => undefined, (e: unknown) => e);
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(AppError);
   return err as AppError;
 }

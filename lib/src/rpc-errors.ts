@@ -51,7 +51,10 @@ const bounded = (text: string) => (text.length > MAX_MESSAGE_LENGTH ? `${text.sl
 
 function receivedJson(received: unknown): string {
   if (received === undefined) return '';
-  const value = typeof received === 'string' && received.length > MAX_RECEIVED_STRING ? `${received.slice(0, MAX_RECEIVED_STRING)}…` : received;
+  const value =
+    typeof received === 'string' && received.length > MAX_RECEIVED_STRING
+      ? `${received.slice(0, MAX_RECEIVED_STRING)}…`
+      : received;
   const json = JSON.stringify(value) ?? '';
   return json.length > MAX_RECEIVED_JSON ? '' : json;
 }

@@ -56,7 +56,8 @@ async function untilDatabaseAnswers<T>(service: string, logger: Logger, step: ()
       return result;
     } catch (err) {
       if (!isDependencyUnavailable(err)) throw err;
-      if (!warned) logger.warn({ service, dependency: 'postgres', state: 'down', err }, 'database unreachable at start; waiting');
+      if (!warned)
+        logger.warn({ service, dependency: 'postgres', state: 'down', err }, 'database unreachable at start; waiting');
       warned = true;
       await new Promise((r) => setTimeout(r, delay));
     }
@@ -64,7 +65,11 @@ async function untilDatabaseAnswers<T>(service: string, logger: Logger, step: ()
 }
 
 /** Creates (if needed) and migrates the service's own database, then starts its outbox relay. */
-export async function openServiceDatabase(service: string, rt: Runtime, migrations: Migration[]): Promise<ServiceDatabase> {
+export async function openServiceDatabase(
+  service: string,
+  rt: Runtime,
+  migrations: Migration[],
+): Promise<ServiceDatabase> {
   if (!rt.config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const url = serviceDatabaseUrl(service, rt.config.databaseUrl, rt.config.env);
   const applied = await untilDatabaseAnswers(service, rt.logger, async () => {
@@ -75,7 +80,13 @@ export async function openServiceDatabase(service: string, rt: Runtime, migratio
   const pool = createPool(url, 10, rt.config.db);
   const health = new DbHealth(pool, rt.logger.child({ service }));
   pool.on('error', (err) => health.report(err));
-  const relay = new OutboxRelay({ service, pool, bus: rt.bus, health, logger: rt.logger.child({ service, part: 'outbox' }) });
+  const relay = new OutboxRelay({
+    service,
+    pool,
+    bus: rt.bus,
+    health,
+    logger: rt.logger.child({ service, part: 'outbox' }),
+  });
   await relay.start();
   refillLostStreams(rt.bus, pool, relay, rt.logger.child({ service, part: 'outbox' }));
   return {

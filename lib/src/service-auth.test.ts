@@ -9,7 +9,15 @@ describe('tokenMatches', () => {
   });
 
   test('refuses a missing, empty, wrong, prefixed or non-bearer value', () => {
-    for (const header of [null, '', 'Bearer ', `Bearer ${token}x`, `Bearer ${token.slice(1)}`, token, `Basic ${token}`]) {
+    for (const header of [
+      null,
+      '',
+      'Bearer ',
+      `Bearer ${token}x`,
+      `Bearer ${token.slice(1)}`,
+      token,
+      `Basic ${token}`,
+    ]) {
       expect(tokenMatches(token, header)).toBe(false);
     }
   });

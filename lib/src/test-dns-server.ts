@@ -55,6 +55,8 @@ export async function startTestDnsServer(zone: Record<string, TestZoneRecords>):
   const addresses = await server.listen({ udp: { port: 0, address: '127.0.0.1' } });
   return {
     address: `127.0.0.1:${addresses.udp!.port}`,
-    close: async () => { await server.close(); },
+    close: async () => {
+      await server.close();
+    },
   };
 }

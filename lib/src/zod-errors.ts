@@ -6,7 +6,12 @@ export function fieldErrors(error: ZodError): FieldError[] {
   return error.issues.map((issue) => {
     const received = 'received' in issue ? (issue as { received?: unknown }).received : undefined;
     const code = issue.code === 'custom' && issue.params?.code ? String(issue.params.code) : issue.code;
-    return { field: issue.path.join('.'), message: issue.message, code, ...(received !== undefined ? { received } : {}) };
+    return {
+      field: issue.path.join('.'),
+      message: issue.message,
+      code,
+      ...(received !== undefined ? { received } : {}),
+    };
   });
 }
 

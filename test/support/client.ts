@@ -25,15 +25,25 @@ export interface RequestOptions {
   baseUrl?: string;
 }
 
-export async function call<T = any>(method: string, url: string, body?: unknown, opts: RequestOptions = {}): Promise<Answer<T>> {
+export async function call<T = any>(
+  method: string,
+  url: string,
+  body?: unknown,
+  opts: RequestOptions = {},
+): Promise<Answer<T>> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
   if (opts.cookie) headers.cookie = opts.cookie;
   let payload: string | Buffer | FormData | undefined;
   if (opts.raw !== undefined) payload = opts.raw;
   else if (body !== undefined) payload = JSON.stringify(body);
-  if (payload !== undefined && !(payload instanceof FormData) && !headers['content-type']) headers['content-type'] = 'application/json';
-  const res = await fetch(`${opts.baseUrl ?? platform.gatewayUrl}${url}`, { method, headers, body: payload as BodyInit | undefined });
+  if (payload !== undefined && !(payload instanceof FormData) && !headers['content-type'])
+    headers['content-type'] = 'application/json';
+  const res = await fetch(`${opts.baseUrl ?? platform.gatewayUrl}${url}`, {
+    method,
+    headers,
+    body: payload as BodyInit | undefined,
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {
@@ -45,7 +55,8 @@ export async function call<T = any>(method: string, url: string, body?: unknown,
 }
 
 let counter = 0;
-export const uniqueEmail = (tag = 'user') => `${tag}-${Date.now().toString(36)}-${++counter}-${Math.floor(Math.random() * 1e6)}@example.com`;
+export const uniqueEmail = (tag = 'user') =>
+  `${tag}-${Date.now().toString(36)}-${++counter}-${Math.floor(Math.random() * 1e6)}@example.com`;
 
 export interface Tenant {
   cookie: string;
@@ -55,14 +66,20 @@ export interface Tenant {
   secretKey: string;
 }
 
-export async function signUp(email = uniqueEmail('owner'), password = 'password-123'): Promise<{ cookie: string; userId: string; email: string }> {
+export async function signUp(
+  email = uniqueEmail('owner'),
+  password = 'password-123',
+): Promise<{ cookie: string; userId: string; email: string }> {
   const res = await fetch(`${platform.gatewayUrl}/auth/signup`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ email, password }),
   });
   if (res.status !== 201) throw new Error(`signup failed: ${res.status} ${await res.text()}`);
-  const cookie = res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const cookie = res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const user = (await res.json()) as { id: string };
   return { cookie, userId: user.id, email };
 }
@@ -76,7 +93,11 @@ export async function newTenant(): Promise<Tenant> {
 }
 
 /** Polls until `check` returns a value that is not undefined (async effects), failing after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 15_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {

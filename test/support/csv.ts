@@ -12,8 +12,12 @@ export async function importCsv(t: Tenant, content: string | Buffer) {
   const start = await call('POST', '/contacts/import', undefined, { key: t.secretKey, raw: csvForm(content) });
   expect(start.status).toBe(202);
   expect(start.body).toEqual({ jobId: expect.any(String), status: 'queued' });
-  return eventually(async () => {
-    const job = await call('GET', `/contacts/import/${start.body.jobId}`, undefined, { key: t.secretKey });
-    return ['completed', 'failed'].includes(job.body.status) ? job.body : undefined;
-  }, 30_000, 'import completion');
+  return eventually(
+    async () => {
+      const job = await call('GET', `/contacts/import/${start.body.jobId}`, undefined, { key: t.secretKey });
+      return ['completed', 'failed'].includes(job.body.status) ? job.body : undefined;
+    },
+    30_000,
+    'import completion',
+  );
 }

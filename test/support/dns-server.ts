@@ -26,7 +26,11 @@ export async function startTestDns(): Promise<TestDns> {
     req.on('end', () => {
       res.setHeader('content-type', 'application/json');
       if (url.pathname === '/records' && req.method === 'POST') {
-        const { name, type, value } = JSON.parse(body) as { name: string; type: string; value: string | { exchange: string; priority: number } };
+        const { name, type, value } = JSON.parse(body) as {
+          name: string;
+          type: string;
+          value: string | { exchange: string; priority: number };
+        };
         const records = (zone[name.toLowerCase().replace(/\.$/, '')] ??= {});
         if (type === 'TXT') (records.TXT ??= []).push(chunks(String(value)));
         else if (type === 'MX') (records.MX ??= []).push(value as { exchange: string; priority: number });

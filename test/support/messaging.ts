@@ -30,10 +30,14 @@ export async function receivedMail(to: string): Promise<ReceivedMail[]> {
 
 /** Waits until `count` messages reached `to`. */
 export async function waitForMail(to: string, count = 1, timeoutMs = 15_000): Promise<ReceivedMail[]> {
-  return eventually(async () => {
-    const mail = await receivedMail(to);
-    return mail.length >= count ? mail : undefined;
-  }, timeoutMs, `${count} message(s) to ${to}`);
+  return eventually(
+    async () => {
+      const mail = await receivedMail(to);
+      return mail.length >= count ? mail : undefined;
+    },
+    timeoutMs,
+    `${count} message(s) to ${to}`,
+  );
 }
 
 /** How many RCPT TO commands named `to` (each delivery attempt is one). */
@@ -43,19 +47,27 @@ export async function smtpAttempts(to: string): Promise<number> {
 }
 
 export async function publishDns(name: string, type: string, value: unknown): Promise<void> {
-  const res = await fetch(`${infra.dns.controlUrl}/records`, { method: 'POST', body: JSON.stringify({ name, type, value }) });
+  const res = await fetch(`${infra.dns.controlUrl}/records`, {
+    method: 'POST',
+    body: JSON.stringify({ name, type, value }),
+  });
   if (!res.ok) throw new Error(`DNS control answered ${res.status}`);
 }
 
 export const dnsServers = () => infra.dns.address;
 
 let domainCounter = 0;
-export const uniqueDomain = (tag = 'mail') => `${tag}${Date.now().toString(36)}${++domainCounter}${Math.floor(Math.random() * 1e4)}.test`;
+export const uniqueDomain = (tag = 'mail') =>
+  `${tag}${Date.now().toString(36)}${++domainCounter}${Math.floor(Math.random() * 1e4)}.test`;
 
 /** Adds a domain, publishes every record it asks for and verifies it: ready to send from. */
-export async function verifiedDomain(t: Tenant, domain = uniqueDomain()): Promise<{ id: string; domain: string; records: { type: string; name: string; value: string }[] }> {
+export async function verifiedDomain(
+  t: Tenant,
+  domain = uniqueDomain(),
+): Promise<{ id: string; domain: string; records: { type: string; name: string; value: string }[] }> {
   const created = await call('POST', '/domains', { domain, projectId: t.projectId }, { key: t.secretKey });
-  if (created.status !== 201) throw new Error(`domain creation failed: ${created.status} ${JSON.stringify(created.body)}`);
+  if (created.status !== 201)
+    throw new Error(`domain creation failed: ${created.status} ${JSON.stringify(created.body)}`);
   for (const r of created.body.records) await publishDns(r.name, r.type, r.value);
   const verified = await call('GET', `/domains/${created.body.id}/verify`, undefined, { key: t.secretKey });
   if (verified.body.status !== 'verified') throw new Error(`domain not verified: ${JSON.stringify(verified.body)}`);

@@ -20,7 +20,10 @@ function run(tool: string, args: string[]): string {
  * on a free loopback port): it can be stopped abruptly, started again, frozen and thawed.
  */
 export class PrivatePostgres {
-  private constructor(readonly dir: string, readonly port: number) {}
+  private constructor(
+    readonly dir: string,
+    readonly port: number,
+  ) {}
 
   static async create(): Promise<PrivatePostgres> {
     const dir = mkdtempSync(path.join(tmpdir(), 'pgfault-'));

@@ -51,10 +51,16 @@ export function startPlatform(args: string[], env: Record<string, string>, logNa
 }
 
 /** Polls until `probe` succeeds; a dead child fails fast with its log's name. */
-export async function waitFor(what: string, probe: () => Promise<boolean>, child?: ChildProcess, timeoutMs = 60_000): Promise<void> {
+export async function waitFor(
+  what: string,
+  probe: () => Promise<boolean>,
+  child?: ChildProcess,
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child && child.exitCode !== null) throw new Error(`${what}: process exited with ${child.exitCode}; see .test-run/logs`);
+    if (child && child.exitCode !== null)
+      throw new Error(`${what}: process exited with ${child.exitCode}; see .test-run/logs`);
     if (await probe().catch(() => false)) return;
     await new Promise((r) => setTimeout(r, 100));
   }

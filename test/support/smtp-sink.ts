@@ -33,9 +33,19 @@ export async function startTestSmtpSink(): Promise<TestSmtpSink> {
     res.setHeader('content-type', 'application/json');
     if (url.pathname === '/messages') {
       const found = sink.messages().filter((m) => !to || m.to.some((t) => t.toLowerCase() === to));
-      res.end(JSON.stringify(found.map((m) => ({ id: m.id, from: m.from, to: m.to, raw: m.raw.toString('base64'), receivedAt: m.receivedAt }))));
+      res.end(
+        JSON.stringify(
+          found.map((m) => ({
+            id: m.id,
+            from: m.from,
+            to: m.to,
+            raw: m.raw.toString('base64'),
+            receivedAt: m.receivedAt,
+          })),
+        ),
+      );
     } else if (url.pathname === '/attempts') {
-      res.end(JSON.stringify({ attempts: to ? attempts.get(to) ?? 0 : 0 }));
+      res.end(JSON.stringify({ attempts: to ? (attempts.get(to) ?? 0) : 0 }));
     } else if (url.pathname === '/count') {
       res.end(JSON.stringify({ count: sink.messages().length }));
     } else {

@@ -29,7 +29,13 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
   const contacts = new Contacts(db.pool, contactsStore, eventsStore, fieldsStore);
   const batches = new ContactBatches(db.pool);
   const events = new Events(contacts, eventsStore, batches);
-  const imports = new Imports(jobsStore, batches, contacts, fieldsStore, rt.logger.child({ service: 'contacts', part: 'imports' }));
+  const imports = new Imports(
+    jobsStore,
+    batches,
+    contacts,
+    fieldsStore,
+    rt.logger.child({ service: 'contacts', part: 'imports' }),
+  );
   const bulk = new Bulk(jobsStore, contacts);
   const segmentsStore = new SegmentsStore(db.pool);
   const segmentConditions = new SegmentConditions(segmentsStore);

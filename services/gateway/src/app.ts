@@ -1,5 +1,5 @@
 import cookieParser from 'cookie-parser';
-import express, { type RequestHandler } from 'express';
+import express from 'express';
 import type { IdempotencyStore } from '@svc/lib/idempotency-store';
 import type { Logger } from '@svc/lib/logger';
 import type { RateLimiter } from '@svc/lib/rate-limit';
@@ -8,10 +8,9 @@ import type { Clients } from './clients.js';
 import type { GatewayConfig } from './config.js';
 import { Authenticator } from './http/auth.js';
 import { errorHandler, routeNotFound } from './http/envelope.js';
-import { idempotency } from './http/idempotency.js';
+import { chain, keyGuards } from './http/guards.js';
 import { jsonBody, refuseNulInUrl } from './http/input-guard.js';
 import type { KeyCache } from './http/key-cache.js';
-import { routeBudgets } from './http/rate-limit.js';
 import { readyz, type ReadinessCheck } from './http/readiness.js';
 import { requestId } from './http/request-id.js';
 import { contactJobsRouter } from './routes/contact-jobs.js';
@@ -36,21 +35,6 @@ export interface GatewayDeps {
   readiness: Record<string, ReadinessCheck>;
 }
 
-/** The middleware chains API-key routes use: authenticate, count against the project's budget, honour Idempotency-Key. */
-export interface KeyGuards {
-  secret: RequestHandler;
-  public: RequestHandler;
-  send: RequestHandler;
-}
-
-const SEND_BODY_LIMIT = '56mb';
-
-function chain(...handlers: RequestHandler[]): RequestHandler {
-  const router = express.Router();
-  router.use(...handlers);
-  return router;
-}
-
 export function createApp(deps: GatewayDeps) {
   const { config, logger, clients } = deps;
   const app = express();
@@ -59,15 +43,7 @@ export function createApp(deps: GatewayDeps) {
   app.set('trust proxy', (config.trustProxy && parseTrustProxy(config.trustProxy)) || false);
 
   const auth = new Authenticator(clients.identity, deps.keyCache, config.publicUrl.startsWith('https:'));
-  const limit = routeBudgets(deps.limiter, config);
-  const idem = idempotency(deps.idempotencyStore, config.idempotencyTtlSeconds);
-  const guards: KeyGuards = {
-    secret: chain(auth.key('secret'), limit.api, idem),
-    public: chain(auth.key('public'), limit.track, idem),
-    // /v1/send carries attachments (10 MB, base64-encoded) inside a 40 MB message: its large
-    // body is read only once the key is known, and before idempotency fingerprints it.
-    send: chain(auth.key('secret'), ...jsonBody(SEND_BODY_LIMIT), limit.send, idem),
-  };
+  const guards = keyGuards(auth, deps.limiter, deps.idempotencyStore, config);
 
   app.use(requestId(logger));
   app.use(refuseNulInUrl);

@@ -2,7 +2,7 @@ import type { DescService } from '@bufbuild/protobuf';
 import type { Client } from '@connectrpc/connect';
 import type { Config } from '@svc/lib/config';
 import { connectTo, type ServiceDefinition } from '@svc/lib/services';
-import { REGISTRY, SERVICES } from '../../registry.js';
+import { type REGISTRY, SERVICES } from '../../registry.js';
 
 type Registry = typeof REGISTRY;
 type Callable = { [K in keyof Registry]: Registry[K] extends { client: DescService } ? K : never }[keyof Registry];

@@ -18,7 +18,11 @@ import type { Role } from './domain/roles.js';
 import type { MemberRow, UserRow } from './store/identity-store.js';
 import type { InvitationRow, InvitationStatus as Status } from './store/invitations-store.js';
 
-const ROLE_TO_PROTO: Record<Role, ProtoRole> = { owner: ProtoRole.OWNER, admin: ProtoRole.ADMIN, member: ProtoRole.MEMBER };
+const ROLE_TO_PROTO: Record<Role, ProtoRole> = {
+  owner: ProtoRole.OWNER,
+  admin: ProtoRole.ADMIN,
+  member: ProtoRole.MEMBER,
+};
 
 const STATUS_TO_PROTO: Record<Status, InvitationStatus> = {
   pending: InvitationStatus.PENDING,
@@ -37,7 +41,12 @@ function roleFromProto(role: ProtoRole, field = 'role'): Exclude<Role, 'owner'> 
 }
 
 const user = (u: UserRow) =>
-  create(UserSchema, { id: u.id, email: u.email, emailVerified: u.email_verified, createdAt: timestampFromDate(u.created_at) });
+  create(UserSchema, {
+    id: u.id,
+    email: u.email,
+    emailVerified: u.email_verified,
+    createdAt: timestampFromDate(u.created_at),
+  });
 
 const project = (p: ProjectView) =>
   create(ProjectSchema, {
@@ -54,7 +63,12 @@ const project = (p: ProjectView) =>
   });
 
 const member = (m: MemberRow) =>
-  create(MemberSchema, { userId: m.user_id, email: m.email, role: ROLE_TO_PROTO[m.role], createdAt: timestampFromDate(m.created_at) });
+  create(MemberSchema, {
+    userId: m.user_id,
+    email: m.email,
+    role: ROLE_TO_PROTO[m.role],
+    createdAt: timestampFromDate(m.created_at),
+  });
 
 const invitation = (i: InvitationRow) =>
   create(InvitationSchema, {
@@ -127,7 +141,9 @@ export function identityRoutes(identity: Identity, invitations: Invitations) {
       },
       async updateMember(req) {
         return {
-          member: member(await identity.updateMember(req.userId, req.projectId, req.memberUserId, roleFromProto(req.role))),
+          member: member(
+            await identity.updateMember(req.userId, req.projectId, req.memberUserId, roleFromProto(req.role)),
+          ),
         };
       },
       async removeMember(req) {

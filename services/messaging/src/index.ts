@@ -56,7 +56,8 @@ export async function startMessaging(
   if (!smtpUrl) {
     devSink = await localSink(config.embeddedSmtpPort);
     smtpUrl = devSink.url;
-    if (!opts.embedded) logger.warn({ port: devSink.port }, 'SMTP_URL is not set: mail goes to a local sink and is not delivered');
+    if (!opts.embedded)
+      logger.warn({ port: devSink.port }, 'SMTP_URL is not set: mail goes to a local sink and is not delivered');
     else logger.info({ port: devSink.port }, 'local SMTP sink started; see GET /dev/mail');
   }
 
@@ -66,7 +67,10 @@ export async function startMessaging(
   const contacts = contactsDirectory(createRpcClient(ContactsService, config.rpcUrls.contacts, config));
   const domainsStore = new DomainsStore(db.pool);
   const emailsStore = new EmailsStore(db.pool);
-  const domains = new SenderDomains(domainsStore, dns, { spfInclude: `_spf.${new URL(config.publicUrl).hostname}`, logger });
+  const domains = new SenderDomains(domainsStore, dns, {
+    spfInclude: `_spf.${new URL(config.publicUrl).hostname}`,
+    logger,
+  });
   const templates = new Templates(new TemplatesStore(db.pool), domains, renderer);
   const activity = new ActivityFeed(new ActivityStore(db.pool), emailsStore);
   const sendRecords = new SendRecords(new SendRecordsStore(db.pool, config.idempotencyTtlSeconds));

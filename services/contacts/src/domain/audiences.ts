@@ -5,7 +5,10 @@ import type { SegmentConditions } from './segment-conditions.js';
 
 /** Filter trees evaluated over a project's contacts: for segments, campaigns and previews. */
 export class Audiences {
-  constructor(private readonly store: ContactsStore, private readonly segments: SegmentConditions) {}
+  constructor(
+    private readonly store: ContactsStore,
+    private readonly segments: SegmentConditions,
+  ) {}
 
   private async compile(projectId: string, condition: unknown) {
     const tree = parseFilterTree(condition ?? { logic: 'AND', groups: [] }, 'condition');
@@ -21,7 +24,10 @@ export class Audiences {
 
   async page(projectId: string, condition: unknown, limit: number, offset: number) {
     const { sql, params } = await this.compile(projectId, condition);
-    const [contacts, total] = await Promise.all([this.store.page(sql, params, limit, offset), this.store.count(projectId, sql, params)]);
+    const [contacts, total] = await Promise.all([
+      this.store.page(sql, params, limit, offset),
+      this.store.count(projectId, sql, params),
+    ]);
     return { contacts, total };
   }
 

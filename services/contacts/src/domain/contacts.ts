@@ -46,7 +46,14 @@ export const contactNotFound = (id: string) => notFound('Contact', id, 'CONTACT_
 
 export function checkEmail(email: unknown, field = 'email'): string {
   if (typeof email !== 'string' || !isValidEmail(email.trim())) {
-    throw validationError([{ field, message: 'Invalid email', code: typeof email === 'string' ? 'invalid_string' : 'invalid_type', received: email }]);
+    throw validationError([
+      {
+        field,
+        message: 'Invalid email',
+        code: typeof email === 'string' ? 'invalid_string' : 'invalid_type',
+        received: email,
+      },
+    ]);
   }
   return email.trim();
 }
@@ -64,9 +71,13 @@ export class Contacts {
     private readonly events: EventsStore,
     private readonly fields: FieldsStore,
   ) {
-    this.commits = new GroupCommit(() => pool.connect(), (tx, w) => this.upsertIn(tx, w.input, w.patch), {
-      lockOrder: (w) => `${w.input.projectId}:${w.input.email.toLowerCase()}`,
-    });
+    this.commits = new GroupCommit(
+      () => pool.connect(),
+      (tx, w) => this.upsertIn(tx, w.input, w.patch),
+      {
+        lockOrder: (w) => `${w.input.projectId}:${w.input.email.toLowerCase()}`,
+      },
+    );
   }
 
   upsert(input: UpsertInput): Promise<UpsertResult> {
@@ -112,14 +123,22 @@ export class Contacts {
     return contact;
   }
 
-  async update(projectId: string, id: string, input: { email?: unknown; subscribed?: boolean; data?: unknown }): Promise<ContactRow> {
+  async update(
+    projectId: string,
+    id: string,
+    input: { email?: unknown; subscribed?: boolean; data?: unknown },
+  ): Promise<ContactRow> {
     if (!isUuid(id)) throw contactNotFound(id);
     const email = input.email === undefined ? undefined : checkEmail(input.email);
     const patch = splitDataPatch(input.data);
     return withTransaction(this.pool, async (tx) => {
       const existing = await this.store.byIdForUpdate(tx, projectId, id);
       if (!existing) throw contactNotFound(id);
-      if (email && email.toLowerCase() !== existing.email.toLowerCase() && (await this.store.emailTakenByOther(tx, projectId, email, id))) {
+      if (
+        email &&
+        email.toLowerCase() !== existing.email.toLowerCase() &&
+        (await this.store.emailTakenByOther(tx, projectId, email, id))
+      ) {
         throw conflict('Another contact in this project already uses this email', { field: 'email', email });
       }
       const { data, changed } = applyDataPatch(existing.data, patch.patch);
@@ -144,7 +163,12 @@ export class Contacts {
   }
 
   /** Subscribes/unsubscribes/deletes in one transaction per batch; flips emit their events. */
-  async applyBulk(tx: Queryable, projectId: string, operation: 'subscribe' | 'unsubscribe' | 'delete', ids: string[]): Promise<{ done: string[]; missing: string[] }> {
+  async applyBulk(
+    tx: Queryable,
+    projectId: string,
+    operation: 'subscribe' | 'unsubscribe' | 'delete',
+    ids: string[],
+  ): Promise<{ done: string[]; missing: string[] }> {
     const rows = await this.store.byIds(tx, projectId, ids);
     const found = new Set(rows.map((r) => r.id));
     for (const row of rows) {
@@ -175,7 +199,12 @@ export class Contacts {
       dir,
       after: after && { value: after.value, id: after.id },
     });
-    const { page, hasMore, cursor } = keysetPage(rows, input.limit, (last) => ({ sort, dir, value: last.sort_value, id: last.id }));
+    const { page, hasMore, cursor } = keysetPage(rows, input.limit, (last) => ({
+      sort,
+      dir,
+      value: last.sort_value,
+      id: last.id,
+    }));
     return { contacts: page, hasMore, cursor, total: total ?? 0 };
   }
 
@@ -183,7 +212,8 @@ export class Contacts {
     if (!Array.isArray(emails) || emails.some((e) => typeof e !== 'string')) {
       throw validationError([{ field: 'emails', message: 'emails must be an array of strings', code: 'invalid_type' }]);
     }
-    if (emails.length > 500) throw validationError([{ field: 'emails', message: 'At most 500 emails per call', code: 'too_big' }]);
+    if (emails.length > 500)
+      throw validationError([{ field: 'emails', message: 'At most 500 emails per call', code: 'too_big' }]);
     const found = await this.store.byEmails(projectId, emails as string[]);
     const have = new Set(found.map((c) => c.email.toLowerCase()));
     return { found, missing: (emails as string[]).filter((e) => !have.has(e.toLowerCase())) };
@@ -193,7 +223,13 @@ export class Contacts {
   private async emitFlip(tx: Queryable, before: boolean, contact: ContactRow): Promise<void> {
     const name = subscriptionEvent(before, contact.subscribed);
     if (!name) return;
-    const event = await this.events.insert(tx, { id: randomUUID(), projectId: contact.project_id, contactId: contact.id, name, data: {} });
+    const event = await this.events.insert(tx, {
+      id: randomUUID(),
+      projectId: contact.project_id,
+      contactId: contact.id,
+      name,
+      data: {},
+    });
     await enqueueMessage(tx, eventTracked(event));
   }
 

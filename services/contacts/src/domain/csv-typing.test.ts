@@ -9,13 +9,23 @@ describe('typeCsvCell', () => {
   });
 
   test('true, false, yes, no (case-insensitive) are stored as booleans', () => {
-    expect([typeCsvCell('true'), typeCsvCell('YES'), typeCsvCell('False'), typeCsvCell('no')]).toEqual([true, true, false, false]);
+    expect([typeCsvCell('true'), typeCsvCell('YES'), typeCsvCell('False'), typeCsvCell('no')]).toEqual([
+      true,
+      true,
+      false,
+      false,
+    ]);
   });
 
   test('plain integers and decimals are stored as numbers', () => {
-    expect([typeCsvCell('42'), typeCsvCell('-7'), typeCsvCell('3.25'), typeCsvCell('0'), typeCsvCell('0.5'), typeCsvCell('-0.5')]).toEqual([
-      42, -7, 3.25, 0, 0.5, -0.5,
-    ]);
+    expect([
+      typeCsvCell('42'),
+      typeCsvCell('-7'),
+      typeCsvCell('3.25'),
+      typeCsvCell('0'),
+      typeCsvCell('0.5'),
+      typeCsvCell('-0.5'),
+    ]).toEqual([42, -7, 3.25, 0, 0.5, -0.5]);
   });
 
   test('values with a leading zero, a plus sign or scientific notation stay strings', () => {
@@ -71,13 +81,27 @@ describe('rowToContact', () => {
   });
 
   test('columns id, subscribed, createdAt, updatedAt and the generated URL variables are silently dropped', () => {
-    const header = ['email', 'id', 'subscribed', 'createdAt', 'updatedAt', 'svc_id', 'svc_email', 'unsubscribeUrl', 'subscribeUrl', 'manageUrl', 'plan'];
+    const header = [
+      'email',
+      'id',
+      'subscribed',
+      'createdAt',
+      'updatedAt',
+      'svc_id',
+      'svc_email',
+      'unsubscribeUrl',
+      'subscribeUrl',
+      'manageUrl',
+      'plan',
+    ];
     const cells = ['a@example.com', '9', 'false', '2020-01-01', '2020-01-01', 'x', 'x', 'u', 's', 'm', 'pro'];
     expect(rowToContact(header, cells, 2)).toEqual({ ok: true, email: 'a@example.com', data: { plan: 'pro' } });
   });
 
   test('empty cells do not overwrite stored data (they are left out of the patch)', () => {
-    expect(rowToContact(['email', 'plan', 'city'], ['a@example.com', '', 'Paris'], 2)).toMatchObject({ data: { city: 'Paris' } });
+    expect(rowToContact(['email', 'plan', 'city'], ['a@example.com', '', 'Paris'], 2)).toMatchObject({
+      data: { city: 'Paris' },
+    });
     expect(rowToContact(['email', 'plan'], ['a@example.com'], 2)).toMatchObject({ data: {} });
   });
 
@@ -89,11 +113,17 @@ describe('rowToContact', () => {
   });
 
   test('a missing email is reported like an invalid one', () => {
-    expect(rowToContact(['email', 'plan'], ['  ', 'pro'], 3)).toEqual({ ok: false, error: { row: 3, email: '', reason: 'invalid_email' } });
+    expect(rowToContact(['email', 'plan'], ['  ', 'pro'], 3)).toEqual({
+      ok: false,
+      error: { row: 3, email: '', reason: 'invalid_email' },
+    });
   });
 
   test('the email cell is trimmed and the header BOM is stripped', () => {
-    expect(rowToContact(['\uFEFFemail', 'plan'], [' a@example.com ', 'pro'], 2)).toMatchObject({ ok: true, email: 'a@example.com' });
+    expect(rowToContact(['\uFEFFemail', 'plan'], [' a@example.com ', 'pro'], 2)).toMatchObject({
+      ok: true,
+      email: 'a@example.com',
+    });
   });
 
   test('a __proto__ column becomes a data key and never a prototype', () => {

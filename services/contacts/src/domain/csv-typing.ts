@@ -29,7 +29,12 @@ const DROPPED_COLUMNS = new Set(
   ['id', 'subscribed', 'createdAt', 'updatedAt', ...RESERVED_DATA_KEYS].map((c) => c.toLowerCase()),
 );
 
-const BOOLEANS = new Map([['true', true], ['yes', true], ['false', false], ['no', false]]);
+const BOOLEANS = new Map([
+  ['true', true],
+  ['yes', true],
+  ['false', false],
+  ['no', false],
+]);
 // No leading zero (except a lone 0 before the point), no plus sign, no exponent.
 const PLAIN_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
 

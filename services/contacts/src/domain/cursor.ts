@@ -35,7 +35,11 @@ export function encodeCursor(c: Cursor): string {
 }
 
 /** The first `limit` of `rows` (fetched with one extra to tell whether more follow) and the next cursor. */
-export function keysetPage<T>(rows: T[], limit: number, cursorOf: (last: T) => Cursor): { page: T[]; hasMore: boolean; cursor: string } {
+export function keysetPage<T>(
+  rows: T[],
+  limit: number,
+  cursorOf: (last: T) => Cursor,
+): { page: T[]; hasMore: boolean; cursor: string } {
   const hasMore = rows.length > limit;
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
@@ -44,7 +48,9 @@ export function keysetPage<T>(rows: T[], limit: number, cursorOf: (last: T) => C
 
 /** `sort` names the list (and its timestamp sorts) so a cursor of one list is refused by another. */
 export function decodeCursor(raw: string, sort: string, dir: string): Cursor {
-  const invalid = badRequest('Invalid cursor: pass the cursor of the previous page unchanged, with the same sort and dir');
+  const invalid = badRequest(
+    'Invalid cursor: pass the cursor of the previous page unchanged, with the same sort and dir',
+  );
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));

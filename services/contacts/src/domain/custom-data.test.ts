@@ -26,7 +26,11 @@ describe('splitDataPatch', () => {
   });
 
   test('rule 2: primitive values (string, number, boolean) go into the stored patch', () => {
-    expect(splitDataPatch({ plan: 'pro', seats: 3, trial: false }).patch).toEqual({ plan: 'pro', seats: 3, trial: false });
+    expect(splitDataPatch({ plan: 'pro', seats: 3, trial: false }).patch).toEqual({
+      plan: 'pro',
+      seats: 3,
+      trial: false,
+    });
   });
 
   test('rule 3: null stays in the patch as the deletion marker', () => {
@@ -66,7 +70,15 @@ describe('splitDataPatch', () => {
 
   test('rule 6: every reserved key is silently dropped at the top level', () => {
     const input = Object.fromEntries(RESERVED_DATA_KEYS.map((k) => [k, 'x']));
-    expect(RESERVED_DATA_KEYS).toEqual(['id', 'svc_id', 'svc_email', 'email', 'unsubscribeUrl', 'subscribeUrl', 'manageUrl']);
+    expect(RESERVED_DATA_KEYS).toEqual([
+      'id',
+      'svc_id',
+      'svc_email',
+      'email',
+      'unsubscribeUrl',
+      'subscribeUrl',
+      'manageUrl',
+    ]);
     expect(splitDataPatch({ ...input, plan: 'pro' })).toEqual({ patch: { plan: 'pro' }, oneOff: {} });
   });
 
@@ -121,7 +133,10 @@ describe('applyDataPatch', () => {
   });
 
   test('rule 3: null deletes the key', () => {
-    expect(applyDataPatch({ plan: 'free', city: 'Paris' }, { plan: null })).toEqual({ data: { city: 'Paris' }, changed: true });
+    expect(applyDataPatch({ plan: 'free', city: 'Paris' }, { plan: null })).toEqual({
+      data: { city: 'Paris' },
+      changed: true,
+    });
   });
 
   test('rule 3: deleting an absent key changes nothing', () => {
@@ -148,7 +163,10 @@ describe('applyDataPatch', () => {
   });
 
   test('primitives and arrays replace the stored value', () => {
-    expect(applyDataPatch({ tags: ['a', 'b'], n: 1 }, { tags: ['c'], n: 'one' }).data).toEqual({ tags: ['c'], n: 'one' });
+    expect(applyDataPatch({ tags: ['a', 'b'], n: 1 }, { tags: ['c'], n: 'one' }).data).toEqual({
+      tags: ['c'],
+      n: 'one',
+    });
   });
 
   test('changed is false when every sent value equals the stored one', () => {
@@ -181,7 +199,10 @@ describe('templateVariables', () => {
 });
 
 describe('custom data: NUL', () => {
-  test.each([{ a: 'x\u0000' }, { ['k\u0000']: 1 }, { list: ['ok', { deep: '\u0000' }] }])('U+0000 in a key or string is a 422 (%#)', (data) => {
-    expect(() => splitDataPatch(data)).toThrow(expect.objectContaining({ status: 422 }));
-  });
+  test.each([{ a: 'x\u0000' }, { 'k\u0000': 1 }, { list: ['ok', { deep: '\u0000' }] }])(
+    'U+0000 in a key or string is a 422 (%#)',
+    (data) => {
+      expect(() => splitDataPatch(data)).toThrow(expect.objectContaining({ status: 422 }));
+    },
+  );
 });

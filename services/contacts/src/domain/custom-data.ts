@@ -115,7 +115,10 @@ const tooBig = (message: string) => validationError([{ field: 'data', message, c
 
 // PostgreSQL's jsonb cannot hold U+0000 (in keys or strings): refused here rather than failing the write.
 const NUL = '\u0000';
-const nulInData = () => validationError([{ field: 'data', message: 'data must not contain the NUL character (U+0000)', code: 'invalid_string' }]);
+const nulInData = () =>
+  validationError([
+    { field: 'data', message: 'data must not contain the NUL character (U+0000)', code: 'invalid_string' },
+  ]);
 
 function kindOf(value: unknown): string {
   if (value === null) return 'null';

@@ -2,13 +2,31 @@ import { isValidEmail, normalizeEmailKey } from './email-address.js';
 
 describe('isValidEmail', () => {
   test('accepts local@domain.tld addresses, including plus addressing and subdomains', () => {
-    for (const s of ['ada@example.com', 'ada.lovelace+news@mail.example.co.uk', "o'brien@example.ie", 'x@xn--bcher-kva.xn--p1ai']) {
+    for (const s of [
+      'ada@example.com',
+      'ada.lovelace+news@mail.example.co.uk',
+      "o'brien@example.ie",
+      'x@xn--bcher-kva.xn--p1ai',
+    ]) {
       expect(isValidEmail(s)).toBe(true);
     }
   });
 
   test('rejects addresses without a domain, a TLD, or with spaces, CR or LF', () => {
-    for (const s of ['', 'ada', 'ada@', '@example.com', 'ada@example', 'ada @example.com', 'ada@example.com\r\n', 'ada@exa mple.com', 'a..b@example.com', '.a@example.com', 'a@-example.com', 'a@example.c']) {
+    for (const s of [
+      '',
+      'ada',
+      'ada@',
+      '@example.com',
+      'ada@example',
+      'ada @example.com',
+      'ada@example.com\r\n',
+      'ada@exa mple.com',
+      'a..b@example.com',
+      '.a@example.com',
+      'a@-example.com',
+      'a@example.c',
+    ]) {
       expect(isValidEmail(s)).toBe(false);
     }
   });

@@ -1,11 +1,15 @@
-import { AppError } from '@svc/lib/errors';
+import type { AppError } from '@svc/lib/errors';
 import { checkTrackableEventName, isReservedEventName } from './event-names.js';
 
 describe('reserved event names', () => {
-  test.each(['email.sent', 'email.anything', 'contact.subscribed', 'contact.unsubscribed', 'segment.vip-users.entry', 'segment.vip.exit'])(
-    '%s is reserved',
-    (name) => expect(isReservedEventName(name)).toBe(true),
-  );
+  test.each([
+    'email.sent',
+    'email.anything',
+    'contact.subscribed',
+    'contact.unsubscribed',
+    'segment.vip-users.entry',
+    'segment.vip.exit',
+  ])('%s is reserved', (name) => expect(isReservedEventName(name)).toBe(true));
   test.each(['signup', 'contact.created', 'segment.vip', 'emails', 'order.email.sent'])('%s can be tracked', (name) => {
     expect(isReservedEventName(name)).toBe(false);
   });

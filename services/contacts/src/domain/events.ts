@@ -27,11 +27,20 @@ export interface TrackInput {
 export class Events {
   private readonly commits: GroupCommit<TrackWrite, Tracked>;
 
-  constructor(private readonly contacts: Contacts, private readonly store: EventsStore, batches: ContactBatches) {
-    this.commits = new GroupCommit(() => contacts.pool.connect(), (tx, w) => this.write(tx, w), {
-      lockOrder: (w) => `${w.projectId}:${w.email.toLowerCase()}`,
-      writeMany: (tx, writes, contexts) => writeTrackBatch(tx, { batches, events: store, contacts }, writes, contexts),
-    });
+  constructor(
+    private readonly contacts: Contacts,
+    private readonly store: EventsStore,
+    batches: ContactBatches,
+  ) {
+    this.commits = new GroupCommit(
+      () => contacts.pool.connect(),
+      (tx, w) => this.write(tx, w),
+      {
+        lockOrder: (w) => `${w.projectId}:${w.email.toLowerCase()}`,
+        writeMany: (tx, writes, contexts) =>
+          writeTrackBatch(tx, { batches, events: store, contacts }, writes, contexts),
+      },
+    );
   }
 
   /**
@@ -50,10 +59,23 @@ export class Events {
   private async write(tx: Queryable, w: TrackWrite): Promise<Tracked> {
     const { contact } = await this.contacts.upsertIn(
       tx,
-      { projectId: w.projectId, email: w.email, subscribed: w.subscribed, defaultSubscribed: true, data: undefined, mode: 'track' },
+      {
+        projectId: w.projectId,
+        email: w.email,
+        subscribed: w.subscribed,
+        defaultSubscribed: true,
+        data: undefined,
+        mode: 'track',
+      },
       w.patch,
     );
-    const event = await this.store.insert(tx, { id: uuidv7(), projectId: w.projectId, contactId: contact.id, name: w.name, data: trackedEventData(w.patch) });
+    const event = await this.store.insert(tx, {
+      id: uuidv7(),
+      projectId: w.projectId,
+      contactId: contact.id,
+      name: w.name,
+      data: trackedEventData(w.patch),
+    });
     await enqueueMessage(tx, eventTracked(event));
     return { contactId: contact.id, event };
   }
@@ -62,13 +84,20 @@ export class Events {
     if (q.contactId !== undefined) await this.contacts.get(q.projectId, q.contactId);
     const after = q.cursor ? decodeCursor(q.cursor, 'events', 'desc') : undefined;
     const rows = await this.store.list({ ...q, after: after && { at: after.value, id: after.id } });
-    const { page, hasMore, cursor } = keysetPage(rows, q.limit, (last) => ({ sort: 'events', dir: 'desc', value: last.at, id: last.id }));
+    const { page, hasMore, cursor } = keysetPage(rows, q.limit, (last) => ({
+      sort: 'events',
+      dir: 'desc',
+      value: last.at,
+      id: last.id,
+    }));
     return { events: page, hasMore, cursor };
   }
 
   stats(projectId: string, days: number) {
     if (!Number.isInteger(days) || days < 1 || days > 3650) {
-      throw validationError([{ field: 'days', message: 'days must be an integer from 1 to 3650', code: 'invalid_type', received: days }]);
+      throw validationError([
+        { field: 'days', message: 'days must be an integer from 1 to 3650', code: 'invalid_type', received: days },
+      ]);
     }
     return this.store.stats(projectId, days);
   }
@@ -89,7 +118,13 @@ export class Events {
       if (!(await this.store.markProcessed(tx, 'email-activity', messageId))) return;
       const contact = await this.contacts.get(m.projectId, m.contactId).catch(() => null);
       if (!contact) return; // deleted since the email went out
-      await this.store.insertEmailActivity(tx, { projectId: m.projectId, contactId: m.contactId, emailId: m.emailId, type: m.type, at });
+      await this.store.insertEmailActivity(tx, {
+        projectId: m.projectId,
+        contactId: m.contactId,
+        emailId: m.emailId,
+        type: m.type,
+        at,
+      });
       const event = await this.store.insert(tx, {
         id: uuidv7(),
         projectId: m.projectId,
@@ -101,4 +136,3 @@ export class Events {
     });
   }
 }
-

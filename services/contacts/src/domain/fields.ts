@@ -51,7 +51,9 @@ export function parseFieldRef(field: string): FieldRef {
   if (std) return { standard: std.field };
   const path = field.startsWith('data.') ? field.slice(5).split('.') : [];
   if (!path.length || path.some((p) => p === '')) {
-    throw validationError([{ field: 'field', message: 'Use a standard field or data.<key>', code: 'invalid_field', received: field }]);
+    throw validationError([
+      { field: 'field', message: 'Use a standard field or data.<key>', code: 'invalid_field', received: field },
+    ]);
   }
   return { path };
 }
@@ -62,24 +64,42 @@ export class Fields {
   /** Standard fields always; custom ones as `data.<path>` with their inferred type and coverage. */
   async list(projectId: string) {
     const types = await this.store.types(projectId);
-    const { total, counts } = await this.store.coverage(projectId, types.map((t) => t.path));
+    const { total, counts } = await this.store.coverage(
+      projectId,
+      types.map((t) => t.path),
+    );
     return [
       ...STANDARD.map((s) => ({ field: s.field, type: s.type, isCustom: false, coverage: total ? 1 : 0 })),
-      ...types.map((t, i) => ({ field: `data.${t.path}`, type: t.type, isCustom: true, coverage: total ? counts[i] / total : 0 })),
+      ...types.map((t, i) => ({
+        field: `data.${t.path}`,
+        type: t.type,
+        isCustom: true,
+        coverage: total ? counts[i] / total : 0,
+      })),
     ];
   }
 
   async values(projectId: string, field: string, limit: number) {
     const ref = parseFieldRef(field);
     if ('path' in ref) return this.store.values(projectId, ref.path, limit);
-    if (ref.standard === 'email' || ref.standard === 'subscribed') return this.store.standardValues(projectId, ref.standard, limit);
-    throw validationError([{ field: 'field', message: 'Values are listed for email, subscribed and data fields', code: 'invalid_field', received: field }]);
+    if (ref.standard === 'email' || ref.standard === 'subscribed')
+      return this.store.standardValues(projectId, ref.standard, limit);
+    throw validationError([
+      {
+        field: 'field',
+        message: 'Values are listed for email, subscribed and data fields',
+        code: 'invalid_field',
+        received: field,
+      },
+    ]);
   }
 
   async remove(projectId: string, field: string): Promise<number> {
     const ref = parseFieldRef(field);
     if (!('path' in ref)) {
-      throw validationError([{ field: 'field', message: 'Standard fields cannot be deleted', code: 'invalid_field', received: field }]);
+      throw validationError([
+        { field: 'field', message: 'Standard fields cannot be deleted', code: 'invalid_field', received: field },
+      ]);
     }
     return this.store.deleteField(projectId, ref.path);
   }

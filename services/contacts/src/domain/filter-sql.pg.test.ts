@@ -63,17 +63,52 @@ beforeAll(async () => {
   await db.connect();
   await db.query(SCHEMA);
 
-  await contact(ids.ada, PROJECT, 'Ada@Example.com', true, {
-    plan: 'pro', seats: 10, profile: { tier: 'gold' }, tags: ['vip', 'beta'], bio: '50% off_deal',
-    lastSeen: iso(HOUR), signup: '2020-01-01', leapDay: '2000-02-29T00:00:00Z', gone: null,
-  }, 2 * DAY);
-  await contact(ids.bob, PROJECT, 'bob@test.io', false, {
-    plan: 'free', seats: '12', profile: { tier: 'silver' }, bio: '50 percent off deal',
-    lastSeen: '2023-02-29T00:00:00Z', signup: '2022-06-01T00:00:00Z', leapDay: '1900-02-29T00:00:00Z',
-  }, 40 * DAY);
-  await contact(ids.carol, PROJECT, 'carol@example.com', true, {
-    seats: 3, lastSeen: '2001-01-01T10:00:00+02:00', leapDay: '2024-02-29T12:00:00.123456Z',
-  }, HOUR);
+  await contact(
+    ids.ada,
+    PROJECT,
+    'Ada@Example.com',
+    true,
+    {
+      plan: 'pro',
+      seats: 10,
+      profile: { tier: 'gold' },
+      tags: ['vip', 'beta'],
+      bio: '50% off_deal',
+      lastSeen: iso(HOUR),
+      signup: '2020-01-01',
+      leapDay: '2000-02-29T00:00:00Z',
+      gone: null,
+    },
+    2 * DAY,
+  );
+  await contact(
+    ids.bob,
+    PROJECT,
+    'bob@test.io',
+    false,
+    {
+      plan: 'free',
+      seats: '12',
+      profile: { tier: 'silver' },
+      bio: '50 percent off deal',
+      lastSeen: '2023-02-29T00:00:00Z',
+      signup: '2022-06-01T00:00:00Z',
+      leapDay: '1900-02-29T00:00:00Z',
+    },
+    40 * DAY,
+  );
+  await contact(
+    ids.carol,
+    PROJECT,
+    'carol@example.com',
+    true,
+    {
+      seats: 3,
+      lastSeen: '2001-01-01T10:00:00+02:00',
+      leapDay: '2024-02-29T12:00:00.123456Z',
+    },
+    HOUR,
+  );
   await contact(ids.other, OTHER_PROJECT, 'ada@example.com', true, { plan: 'pro' }, HOUR);
 
   await event(PROJECT, ids.ada, 'signup', 3 * DAY);
@@ -85,7 +120,10 @@ beforeAll(async () => {
   await activity(PROJECT, ids.bob, 'open', 10 * DAY);
   await activity(PROJECT, ids.carol, 'click', 0);
   await db.query('INSERT INTO segment_members (project_id, segment_id, contact_id) VALUES ($1, $2, $3), ($1, $2, $4)', [
-    PROJECT, SEGMENT, ids.ada, ids.carol,
+    PROJECT,
+    SEGMENT,
+    ids.ada,
+    ids.carol,
   ]);
 });
 
@@ -98,7 +136,10 @@ afterAll(async () => {
 async function select(condition: unknown, project = PROJECT): Promise<string[]> {
   const params = new SqlParams([project]);
   const where = compileFilter(parseFilterTree(condition), params);
-  const { rows } = await db.query<{ id: string }>(`SELECT id FROM contacts c WHERE c.project_id = $1 AND ${where}`, params.values);
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM contacts c WHERE c.project_id = $1 AND ${where}`,
+    params.values,
+  );
   return rows.map((r) => name.get(r.id) ?? r.id).sort();
 }
 
@@ -168,9 +209,27 @@ describe('compiled filters on PostgreSQL', () => {
 
   test('the date guard accepts exactly the texts PostgreSQL can cast', async () => {
     const texts = {
-      valid: ['2024-02-29T00:00:00Z', '2000-02-29T23:59:59.123456789Z', '2024-06-30T10:00:00+14:00', '2024-06-30T10:00:00-05:30', '1999-12-31T23:59:59.5Z'],
-      invalid: ['2023-02-29T00:00:00Z', '1900-02-29T00:00:00Z', '2024-04-31T00:00:00Z', '2024-13-01T00:00:00Z', '0000-01-01T00:00:00Z',
-        '2024-01-01T24:00:00Z', '2024-01-01T00:60:00Z', '2024-01-01T00:00:00+15:00', '2024-01-01T00:00:00', '2024-01-01', 'yesterday', '12'],
+      valid: [
+        '2024-02-29T00:00:00Z',
+        '2000-02-29T23:59:59.123456789Z',
+        '2024-06-30T10:00:00+14:00',
+        '2024-06-30T10:00:00-05:30',
+        '1999-12-31T23:59:59.5Z',
+      ],
+      invalid: [
+        '2023-02-29T00:00:00Z',
+        '1900-02-29T00:00:00Z',
+        '2024-04-31T00:00:00Z',
+        '2024-13-01T00:00:00Z',
+        '0000-01-01T00:00:00Z',
+        '2024-01-01T24:00:00Z',
+        '2024-01-01T00:60:00Z',
+        '2024-01-01T00:00:00+15:00',
+        '2024-01-01T00:00:00',
+        '2024-01-01',
+        'yesterday',
+        '12',
+      ],
     };
     const expected: string[] = [];
     for (const [kind, list] of Object.entries(texts)) {
@@ -181,7 +240,10 @@ describe('compiled filters on PostgreSQL', () => {
       }
     }
     const params = new SqlParams([DATES_PROJECT]);
-    const where = compileFilter(parseFilterTree({ groups: [{ filters: [{ field: 'data.at', operator: 'within', value: 36500 }] }] }), params);
+    const where = compileFilter(
+      parseFilterTree({ groups: [{ filters: [{ field: 'data.at', operator: 'within', value: 36500 }] }] }),
+      params,
+    );
     const { rows } = await db.query(`SELECT id FROM contacts c WHERE c.project_id = $1 AND ${where}`, params.values);
     expect(rows.map((r) => r.id).sort()).toEqual(expected.sort());
   });

@@ -32,7 +32,13 @@ describe('compileFilter', () => {
         groups: [
           {
             filters: [{ field: 'subscribed', operator: 'equals', value: true }],
-            conditions: { logic: 'OR', groups: [{ filters: [{ field: 'email', operator: 'equals', value: 'a@x.io' }] }, { filters: [{ field: 'email', operator: 'equals', value: 'b@x.io' }] }] },
+            conditions: {
+              logic: 'OR',
+              groups: [
+                { filters: [{ field: 'email', operator: 'equals', value: 'a@x.io' }] },
+                { filters: [{ field: 'email', operator: 'equals', value: 'b@x.io' }] },
+              ],
+            },
           },
           { filters: [{ field: 'event.signup', operator: 'triggered' }] },
         ],
@@ -51,7 +57,9 @@ describe('compileFilter', () => {
       sql: '(c.email ILIKE $2)',
       values: [PROJECT, '%50\\%\\_off\\\\%'],
     });
-    expect(compile({ field: 'email', operator: 'notEquals', value: 'A@X.io' }).sql).toBe('(lower(c.email) <> lower($2))');
+    expect(compile({ field: 'email', operator: 'notEquals', value: 'A@X.io' }).sql).toBe(
+      '(lower(c.email) <> lower($2))',
+    );
   });
 
   test('equals on data uses jsonb containment of the nested object so the GIN index serves it', () => {
@@ -76,7 +84,9 @@ describe('compileFilter', () => {
 
   test('within on data only casts texts matching a full ISO 8601 date-time; the interval is a parameter', () => {
     const { sql, values } = compile({ field: 'data.lastSeen', operator: 'within', value: 2, unit: 'hours' });
-    expect(sql).toMatch(/^\(left\(\(c\.data #>> \$2::text\[\]\), 10\) >= to_char\(.*'YYYY-MM-DD'\) AND \(CASE WHEN \(c\.data #>> \$2::text\[\]\) ~ '\^.*\$' THEN \(c\.data #>> \$2::text\[\]\)::timestamptz END\) >= \(now\(\) - make_interval\(secs => \$3::double precision\)\)\)$/);
+    expect(sql).toMatch(
+      /^\(left\(\(c\.data #>> \$2::text\[\]\), 10\) >= to_char\(.*'YYYY-MM-DD'\) AND \(CASE WHEN \(c\.data #>> \$2::text\[\]\) ~ '\^.*\$' THEN \(c\.data #>> \$2::text\[\]\)::timestamptz END\) >= \(now\(\) - make_interval\(secs => \$3::double precision\)\)\)$/,
+    );
     expect(values).toEqual([PROJECT, ['lastSeen'], 7200]);
   });
 
@@ -119,9 +129,13 @@ describe('compileFilter', () => {
 
   test('the table alias is configurable and must be a plain identifier', () => {
     const params = new SqlParams();
-    expect(compileFilter(parseFilterTree({ groups: [{ filters: [{ field: 'subscribed', operator: 'equals', value: true }] }] }), params, 'x')).toBe(
-      '(x.subscribed = $1::boolean)',
-    );
+    expect(
+      compileFilter(
+        parseFilterTree({ groups: [{ filters: [{ field: 'subscribed', operator: 'equals', value: true }] }] }),
+        params,
+        'x',
+      ),
+    ).toBe('(x.subscribed = $1::boolean)');
     expect(() => compileFilter(parseFilterTree({ groups: [] }), params, 'c; DROP TABLE contacts')).toThrow();
   });
 });

@@ -11,7 +11,10 @@ export class SqlParams {
    * `segments`: conditions of the DYNAMIC segments the tree references (segment-conditions.ts),
    * compiled inline; any other `segment.<id>` reads stored members.
    */
-  constructor(bound: readonly unknown[] = [], readonly segments: ReadonlyMap<string, FilterTree> = new Map()) {
+  constructor(
+    bound: readonly unknown[] = [],
+    readonly segments: ReadonlyMap<string, FilterTree> = new Map(),
+  ) {
     this.values = [...bound];
   }
 
@@ -30,8 +33,7 @@ const CALENDAR_DATE =
   '(?!0000)(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))' +
   `|${LEAP_YEAR}-02-29)`;
 /** Full ISO 8601 date-time with a zone, the only form `within`/`olderThan` read (SPEC.md "Type inference"). */
-const ISO_DATE_TIME_PATTERN =
-  `^${CALENDAR_DATE}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:[.][0-9]{1,9})?(?:Z|[+-](?:0[0-9]|1[0-4]):[0-5][0-9])$`;
+const ISO_DATE_TIME_PATTERN = `^${CALENDAR_DATE}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:[.][0-9]{1,9})?(?:Z|[+-](?:0[0-9]|1[0-4]):[0-5][0-9])$`;
 /** A bare date: comparisons read it as midnight UTC. */
 const ISO_DATE_PATTERN = `^${CALENDAR_DATE}$`;
 
@@ -42,7 +44,10 @@ export function compileFilter(tree: FilterTree, params: SqlParams, alias = 'c'):
 }
 
 function compileTree(tree: FilterTree, params: SqlParams, c: string): string {
-  return combine(tree.groups.map((group) => compileGroup(group, params, c)), tree.logic);
+  return combine(
+    tree.groups.map((group) => compileGroup(group, params, c)),
+    tree.logic,
+  );
 }
 
 // Inside a group the filters and the nested `conditions` tree are ANDed (DESIGN.md "Filter trees").
@@ -156,16 +161,26 @@ function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): 
 // A plain text comparison on the date part first rules out most rows before the (costly) regex;
 // the one-day margin covers any UTC offset an ISO value may carry.
 const datePrefix = (text: string) => `left(${text}, 10)`;
-const utcDay = (cut: string, sign: '+' | '-') => `to_char((${cut} ${sign} interval '1 day') AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
+const utcDay = (cut: string, sign: '+' | '-') =>
+  `to_char((${cut} ${sign} interval '1 day') AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
 
 // Only texts the regex proves castable are cast; anything else yields NULL and matches nothing.
 function storedDate(text: string, acceptBareDate: boolean): string {
   const dateTime = `WHEN ${text} ~ '${ISO_DATE_TIME_PATTERN}' THEN ${text}::timestamptz`;
-  const bareDate = acceptBareDate ? ` WHEN ${text} ~ '${ISO_DATE_PATTERN}' THEN (${text} || 'T00:00:00Z')::timestamptz` : '';
+  const bareDate = acceptBareDate
+    ? ` WHEN ${text} ~ '${ISO_DATE_PATTERN}' THEN (${text} || 'T00:00:00Z')::timestamptz`
+    : '';
   return `(CASE ${dateTime}${bareDate} END)`;
 }
 
-function activitySql(filter: Filter, table: 'events' | 'email_activity', column: string, name: string, params: SqlParams, c: string): string {
+function activitySql(
+  filter: Filter,
+  table: 'events' | 'email_activity',
+  column: string,
+  name: string,
+  params: SqlParams,
+  c: string,
+): string {
   const conditions = [
     `f_act.project_id = ${c}.project_id`,
     `f_act.contact_id = ${c}.id`,

@@ -26,12 +26,22 @@ describe('parseFilterTree: shape', () => {
   test('logic is AND or OR, case-insensitive, defaulting to AND', () => {
     expect(parseFilterTree({ logic: 'or', groups: [] }).logic).toBe('OR');
     expect(parseFilterTree({ groups: [] }).logic).toBe('AND');
-    expect(fieldErrorsOf({ logic: 'XOR', groups: [] })).toEqual([expect.objectContaining({ field: 'condition.logic' })]);
+    expect(fieldErrorsOf({ logic: 'XOR', groups: [] })).toEqual([
+      expect.objectContaining({ field: 'condition.logic' }),
+    ]);
   });
 
   test('a group may carry a nested conditions tree', () => {
     const parsed = parseFilterTree({
-      groups: [{ filters: [], conditions: { logic: 'OR', groups: [{ filters: [{ field: 'subscribed', operator: 'equals', value: true }] }] } }],
+      groups: [
+        {
+          filters: [],
+          conditions: {
+            logic: 'OR',
+            groups: [{ filters: [{ field: 'subscribed', operator: 'equals', value: true }] }],
+          },
+        },
+      ],
     });
     expect(parsed.groups[0].conditions).toEqual({
       logic: 'OR',
@@ -41,13 +51,17 @@ describe('parseFilterTree: shape', () => {
 
   test('groups and filters are required arrays (a typo never widens the audience to everyone)', () => {
     expect(fieldErrorsOf({ logic: 'AND' })).toEqual([expect.objectContaining({ field: 'condition.groups' })]);
-    expect(fieldErrorsOf({ groups: [{ filter: [] }] })).toEqual([expect.objectContaining({ field: 'condition.groups.0.filters' })]);
+    expect(fieldErrorsOf({ groups: [{ filter: [] }] })).toEqual([
+      expect.objectContaining({ field: 'condition.groups.0.filters' }),
+    ]);
     expect(fieldErrorsOf('AND')).toEqual([expect.objectContaining({ field: 'condition', code: 'invalid_type' })]);
   });
 
   test('errors name the failing path under the given field prefix', () => {
     const input = tree({ field: 'email', operator: 'equals', value: 'a@b.co' }, { field: 'email', operator: 'bogus' });
-    expect(fieldErrorsOf(input)).toEqual([expect.objectContaining({ field: 'condition.groups.0.filters.1.operator', code: 'invalid_operator' })]);
+    expect(fieldErrorsOf(input)).toEqual([
+      expect.objectContaining({ field: 'condition.groups.0.filters.1.operator', code: 'invalid_operator' }),
+    ]);
     expect(fieldErrorsOf(input, 'audienceCondition')[0].field).toBe('audienceCondition.groups.0.filters.1.operator');
   });
 
@@ -56,13 +70,19 @@ describe('parseFilterTree: shape', () => {
       levels === 1 ? { groups: [] } : { groups: [{ filters: [], conditions: nest(levels - 1) }] };
     expect(() => parseFilterTree(nest(5))).not.toThrow();
     expect(fieldErrorsOf(nest(6))).toEqual([
-      expect.objectContaining({ field: 'condition.groups.0.conditions.groups.0.conditions.groups.0.conditions.groups.0.conditions.groups.0.conditions', code: 'too_big' }),
+      expect.objectContaining({
+        field:
+          'condition.groups.0.conditions.groups.0.conditions.groups.0.conditions.groups.0.conditions.groups.0.conditions',
+        code: 'too_big',
+      }),
     ]);
   });
 
   test('a tree holds at most 50 filters in total', () => {
     const filter = { field: 'subscribed', operator: 'equals', value: true };
-    const fifty = { groups: [{ filters: Array(25).fill(filter), conditions: { groups: [{ filters: Array(25).fill(filter) }] } }] };
+    const fifty = {
+      groups: [{ filters: Array(25).fill(filter), conditions: { groups: [{ filters: Array(25).fill(filter) }] } }],
+    };
     expect(() => parseFilterTree(fifty)).not.toThrow();
     fifty.groups[0].filters.push(filter);
     expect(fieldErrorsOf(fifty)).toEqual([expect.objectContaining({ field: 'condition', code: 'too_big' })]);
@@ -79,32 +99,56 @@ describe('parseFilterTree: operators', () => {
         { field: 'data.n', operator: 'lte', value: 1 },
       ),
     );
-    expect(parsed.groups[0].filters.map((f) => f.operator)).toEqual(['greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual']);
+    expect(parsed.groups[0].filters.map((f) => f.operator)).toEqual([
+      'greaterThan',
+      'lessThan',
+      'greaterThanOrEqual',
+      'lessThanOrEqual',
+    ]);
   });
 
   test('within and olderThan need a positive number; unit is minutes, hours or days and defaults to days', () => {
     expect(parseFilterTree(tree({ field: 'createdAt', operator: 'within', value: 7 })).groups[0].filters[0]).toEqual({
-      field: 'createdAt', operator: 'within', value: 7, unit: 'days',
+      field: 'createdAt',
+      operator: 'within',
+      value: 7,
+      unit: 'days',
     });
-    expect(parseFilterTree(tree({ field: 'data.seen', operator: 'olderThan', value: '90', unit: 'Minutes' })).groups[0].filters[0]).toEqual({
-      field: 'data.seen', operator: 'olderThan', value: 90, unit: 'minutes',
+    expect(
+      parseFilterTree(tree({ field: 'data.seen', operator: 'olderThan', value: '90', unit: 'Minutes' })).groups[0]
+        .filters[0],
+    ).toEqual({
+      field: 'data.seen',
+      operator: 'olderThan',
+      value: 90,
+      unit: 'minutes',
     });
-    expect(fieldErrorsOf(tree({ field: 'createdAt', operator: 'within', value: 0 }))[0]).toMatchObject({ field: 'condition.groups.0.filters.0.value' });
-    expect(fieldErrorsOf(tree({ field: 'createdAt', operator: 'within', value: 'soon' }))[0].code).toBe('invalid_value');
+    expect(fieldErrorsOf(tree({ field: 'createdAt', operator: 'within', value: 0 }))[0]).toMatchObject({
+      field: 'condition.groups.0.filters.0.value',
+    });
+    expect(fieldErrorsOf(tree({ field: 'createdAt', operator: 'within', value: 'soon' }))[0].code).toBe(
+      'invalid_value',
+    );
     expect(fieldErrorsOf(tree({ field: 'createdAt', operator: 'within', value: 1, unit: 'weeks' }))[0]).toMatchObject({
-      field: 'condition.groups.0.filters.0.unit', code: 'invalid_unit',
+      field: 'condition.groups.0.filters.0.unit',
+      code: 'invalid_unit',
     });
   });
 
   test('within, olderThan and triggered* reject intervals beyond 100 years', () => {
-    expect(fieldErrorsOf(tree({ field: 'event.login', operator: 'triggeredWithin', value: 40000 }))[0].code).toBe('too_big');
+    expect(fieldErrorsOf(tree({ field: 'event.login', operator: 'triggeredWithin', value: 40000 }))[0].code).toBe(
+      'too_big',
+    );
   });
 
   test('within and olderThan apply to createdAt, updatedAt and data fields only', () => {
     expect(fieldErrorsOf(tree({ field: 'email', operator: 'within', value: 1 }))[0]).toMatchObject({
-      field: 'condition.groups.0.filters.0.operator', code: 'invalid_operator',
+      field: 'condition.groups.0.filters.0.operator',
+      code: 'invalid_operator',
     });
-    expect(fieldErrorsOf(tree({ field: 'event.login', operator: 'olderThan', value: 1 }))[0].code).toBe('invalid_operator');
+    expect(fieldErrorsOf(tree({ field: 'event.login', operator: 'olderThan', value: 1 }))[0].code).toBe(
+      'invalid_operator',
+    );
   });
 
   test('triggered operators apply only to event.<name> and email.<activity> fields', () => {
@@ -119,8 +163,12 @@ describe('parseFilterTree: operators', () => {
     );
     expect(ok.groups[0].filters[3]).toEqual({ field: 'email.click', operator: 'notTriggered' });
     expect(fieldErrorsOf(tree({ field: 'data.plan', operator: 'triggered' }))[0].code).toBe('invalid_operator');
-    expect(fieldErrorsOf(tree({ field: 'event.login', operator: 'equals', value: 1 }))[0].code).toBe('invalid_operator');
-    expect(fieldErrorsOf(tree({ field: 'event.login', operator: 'triggeredWithin' }))[0].field).toBe('condition.groups.0.filters.0.value');
+    expect(fieldErrorsOf(tree({ field: 'event.login', operator: 'equals', value: 1 }))[0].code).toBe(
+      'invalid_operator',
+    );
+    expect(fieldErrorsOf(tree({ field: 'event.login', operator: 'triggeredWithin' }))[0].field).toBe(
+      'condition.groups.0.filters.0.value',
+    );
   });
 
   test('email.<activity> is one of sent, delivery, open, click, bounce, complaint', () => {
@@ -128,7 +176,8 @@ describe('parseFilterTree: operators', () => {
       expect(() => parseFilterTree(tree({ field: `email.${activity}`, operator: 'triggered' }))).not.toThrow();
     }
     expect(fieldErrorsOf(tree({ field: 'email.opened', operator: 'triggered' }))[0]).toMatchObject({
-      field: 'condition.groups.0.filters.0.field', code: 'invalid_field',
+      field: 'condition.groups.0.filters.0.field',
+      code: 'invalid_field',
     });
   });
 
@@ -143,41 +192,65 @@ describe('parseFilterTree: operators', () => {
       { field: `segment.${SEGMENT_ID}`, operator: 'memberOfSegment' },
       { field: `segment.${SEGMENT_ID}`, operator: 'notMemberOfSegment' },
     ]);
-    expect(fieldErrorsOf(tree({ field: 'segment', operator: 'memberOfSegment', value: 'vip' }))[0].code).toBe('invalid_value');
-    expect(fieldErrorsOf(tree({ field: `segment.${SEGMENT_ID}`, operator: 'equals', value: 1 }))[0].code).toBe('invalid_operator');
+    expect(fieldErrorsOf(tree({ field: 'segment', operator: 'memberOfSegment', value: 'vip' }))[0].code).toBe(
+      'invalid_value',
+    );
+    expect(fieldErrorsOf(tree({ field: `segment.${SEGMENT_ID}`, operator: 'equals', value: 1 }))[0].code).toBe(
+      'invalid_operator',
+    );
   });
 
   test('exists and notExists need no value', () => {
     expect(parseFilterTree(tree({ field: 'data.plan', operator: 'exists', value: 'x' })).groups[0].filters[0]).toEqual({
-      field: 'data.plan', operator: 'exists',
+      field: 'data.plan',
+      operator: 'exists',
     });
   });
 
   test('comparisons need a number or a date on data fields, a date on createdAt/updatedAt', () => {
     expect(() => parseFilterTree(tree({ field: 'data.n', operator: 'greaterThan', value: 10 }))).not.toThrow();
-    expect(parseFilterTree(tree({ field: 'data.n', operator: 'greaterThan', value: '10' })).groups[0].filters[0].value).toBe(10);
+    expect(
+      parseFilterTree(tree({ field: 'data.n', operator: 'greaterThan', value: '10' })).groups[0].filters[0].value,
+    ).toBe(10);
     expect(() => parseFilterTree(tree({ field: 'data.d', operator: 'lessThan', value: '2024-01-01' }))).not.toThrow();
-    expect(() => parseFilterTree(tree({ field: 'updatedAt', operator: 'gte', value: '2024-01-01T00:00:00Z' }))).not.toThrow();
-    expect(fieldErrorsOf(tree({ field: 'data.n', operator: 'greaterThan', value: 'ten' }))[0].code).toBe('invalid_value');
-    expect(fieldErrorsOf(tree({ field: 'createdAt', operator: 'greaterThan', value: 5 }))[0].code).toBe('invalid_value');
-    expect(fieldErrorsOf(tree({ field: 'createdAt', operator: 'greaterThan', value: '2024-02-30' }))[0].code).toBe('invalid_value');
+    expect(() =>
+      parseFilterTree(tree({ field: 'updatedAt', operator: 'gte', value: '2024-01-01T00:00:00Z' })),
+    ).not.toThrow();
+    expect(fieldErrorsOf(tree({ field: 'data.n', operator: 'greaterThan', value: 'ten' }))[0].code).toBe(
+      'invalid_value',
+    );
+    expect(fieldErrorsOf(tree({ field: 'createdAt', operator: 'greaterThan', value: 5 }))[0].code).toBe(
+      'invalid_value',
+    );
+    expect(fieldErrorsOf(tree({ field: 'createdAt', operator: 'greaterThan', value: '2024-02-30' }))[0].code).toBe(
+      'invalid_value',
+    );
   });
 
   test('email takes only string operators and exists, compared with a string', () => {
     expect(() => parseFilterTree(tree({ field: 'email', operator: 'contains', value: '@example.com' }))).not.toThrow();
-    expect(fieldErrorsOf(tree({ field: 'email', operator: 'greaterThan', value: 'a' }))[0].code).toBe('invalid_operator');
+    expect(fieldErrorsOf(tree({ field: 'email', operator: 'greaterThan', value: 'a' }))[0].code).toBe(
+      'invalid_operator',
+    );
     expect(fieldErrorsOf(tree({ field: 'email', operator: 'equals', value: 3 }))[0].code).toBe('invalid_value');
   });
 
   test('subscribed takes equals or notEquals with a boolean', () => {
-    expect(parseFilterTree(tree({ field: 'subscribed', operator: 'equals', value: 'false' })).groups[0].filters[0].value).toBe(false);
-    expect(fieldErrorsOf(tree({ field: 'subscribed', operator: 'equals', value: 'maybe' }))[0].code).toBe('invalid_value');
-    expect(fieldErrorsOf(tree({ field: 'subscribed', operator: 'contains', value: 't' }))[0].code).toBe('invalid_operator');
+    expect(
+      parseFilterTree(tree({ field: 'subscribed', operator: 'equals', value: 'false' })).groups[0].filters[0].value,
+    ).toBe(false);
+    expect(fieldErrorsOf(tree({ field: 'subscribed', operator: 'equals', value: 'maybe' }))[0].code).toBe(
+      'invalid_value',
+    );
+    expect(fieldErrorsOf(tree({ field: 'subscribed', operator: 'contains', value: 't' }))[0].code).toBe(
+      'invalid_operator',
+    );
   });
 
   test('fields are a standard field or data.<key>; bare custom keys are rejected', () => {
     expect(fieldErrorsOf(tree({ field: 'plan', operator: 'equals', value: 'pro' }))[0]).toMatchObject({
-      field: 'condition.groups.0.filters.0.field', code: 'invalid_field',
+      field: 'condition.groups.0.filters.0.field',
+      code: 'invalid_field',
     });
     expect(fieldErrorsOf(tree({ field: 'data.', operator: 'exists' }))[0].code).toBe('invalid_field');
   });
@@ -195,10 +268,16 @@ describe('parseFilterField', () => {
 
 describe('parseFilterTree: size bounds', () => {
   test('a data path of more than 10 keys, or a key over 255 characters, is an unknown field', () => {
-    expect(() => parseFilterTree(tree({ field: `data.${Array(10).fill('a').join('.')}`, operator: 'exists' }))).not.toThrow();
-    expect(fieldErrorsOf(tree({ field: `data.${Array(11).fill('a').join('.')}`, operator: 'exists' }))[0].code).toBe('invalid_field');
+    expect(() =>
+      parseFilterTree(tree({ field: `data.${Array(10).fill('a').join('.')}`, operator: 'exists' })),
+    ).not.toThrow();
+    expect(fieldErrorsOf(tree({ field: `data.${Array(11).fill('a').join('.')}`, operator: 'exists' }))[0].code).toBe(
+      'invalid_field',
+    );
     expect(fieldErrorsOf(tree({ field: `data.${'k'.repeat(256)}`, operator: 'exists' }))[0].code).toBe('invalid_field');
-    expect(fieldErrorsOf(tree({ field: `event.${'e'.repeat(256)}`, operator: 'triggered' }))[0].code).toBe('invalid_field');
+    expect(fieldErrorsOf(tree({ field: `event.${'e'.repeat(256)}`, operator: 'triggered' }))[0].code).toBe(
+      'invalid_field',
+    );
   });
 
   test('a field of 10,000 segments is refused without echoing it', () => {
@@ -209,6 +288,8 @@ describe('parseFilterTree: size bounds', () => {
 
   test('a tree holds at most 50 groups, counted before the schema walks it', () => {
     expect(() => parseFilterTree({ groups: Array(50).fill({ filters: [] }) })).not.toThrow();
-    expect(fieldErrorsOf({ groups: Array(10_000).fill({ filters: [] }) })).toEqual([expect.objectContaining({ field: 'condition', code: 'too_big' })]);
+    expect(fieldErrorsOf({ groups: Array(10_000).fill({ filters: [] }) })).toEqual([
+      expect.objectContaining({ field: 'condition', code: 'too_big' }),
+    ]);
   });
 });

@@ -7,11 +7,25 @@ import { inferType } from './type-inference.js';
 // from DESIGN.md "Names for what SPEC.md leaves open"). Parsing yields one canonical form.
 
 const OPERATORS = [
-  'equals', 'notEquals', 'contains', 'notContains',
-  'greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual',
-  'exists', 'notExists', 'within', 'olderThan',
-  'triggered', 'triggeredWithin', 'triggeredOlderThan', 'notTriggered', 'notTriggeredWithin',
-  'memberOfSegment', 'notMemberOfSegment',
+  'equals',
+  'notEquals',
+  'contains',
+  'notContains',
+  'greaterThan',
+  'lessThan',
+  'greaterThanOrEqual',
+  'lessThanOrEqual',
+  'exists',
+  'notExists',
+  'within',
+  'olderThan',
+  'triggered',
+  'triggeredWithin',
+  'triggeredOlderThan',
+  'notTriggered',
+  'notTriggeredWithin',
+  'memberOfSegment',
+  'notMemberOfSegment',
 ] as const;
 export type FilterOperator = (typeof OPERATORS)[number];
 
@@ -61,7 +75,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const OPERATOR_NAMES = new Map<string, FilterOperator>([
   ...OPERATORS.map((op) => [op.toLowerCase(), op] as const),
-  ['gt', 'greaterThan'], ['lt', 'lessThan'], ['gte', 'greaterThanOrEqual'], ['lte', 'lessThanOrEqual'],
+  ['gt', 'greaterThan'],
+  ['lt', 'lessThan'],
+  ['gte', 'greaterThanOrEqual'],
+  ['lte', 'lessThanOrEqual'],
 ]);
 
 const TEXT_OPS: readonly FilterOperator[] = ['equals', 'notEquals', 'contains', 'notContains'];
@@ -69,10 +86,19 @@ const COMPARE_OPS: readonly FilterOperator[] = ['greaterThan', 'lessThan', 'grea
 const PRESENCE_OPS: readonly FilterOperator[] = ['exists', 'notExists'];
 const AGE_OPS: readonly FilterOperator[] = ['within', 'olderThan'];
 const TRIGGER_OPS: readonly FilterOperator[] = [
-  'triggered', 'triggeredWithin', 'triggeredOlderThan', 'notTriggered', 'notTriggeredWithin',
+  'triggered',
+  'triggeredWithin',
+  'triggeredOlderThan',
+  'notTriggered',
+  'notTriggeredWithin',
 ];
 const SEGMENT_OPS: readonly FilterOperator[] = ['memberOfSegment', 'notMemberOfSegment'];
-const INTERVAL_OPS: readonly FilterOperator[] = [...AGE_OPS, 'triggeredWithin', 'triggeredOlderThan', 'notTriggeredWithin'];
+const INTERVAL_OPS: readonly FilterOperator[] = [
+  ...AGE_OPS,
+  'triggeredWithin',
+  'triggeredOlderThan',
+  'notTriggeredWithin',
+];
 
 const OPERATORS_BY_FIELD: Record<FilterField['kind'], readonly FilterOperator[]> = {
   email: [...TEXT_OPS, ...PRESENCE_OPS],
@@ -97,7 +123,8 @@ export function parseFilterField(field: string): FilterField | null {
     const fits = path.length <= MAX_DATA_PATH_KEYS && path.every((key) => key !== '' && key.length <= MAX_NAME_LENGTH);
     return fits ? { kind: 'data', path } : null;
   }
-  if (prefix === 'event') return rest.trim() === '' || rest.length > MAX_NAME_LENGTH ? null : { kind: 'event', name: rest };
+  if (prefix === 'event')
+    return rest.trim() === '' || rest.length > MAX_NAME_LENGTH ? null : { kind: 'event', name: rest };
   if (prefix === 'email') {
     const activity = EMAIL_ACTIVITIES.find((a) => a === rest);
     return activity ? { kind: 'emailActivity', activity } : null;
@@ -126,26 +153,35 @@ const filterSchema = rawFilter.transform((raw, ctx): Filter => {
     const fromField = parseFilterField(raw.field);
     const fromValue = typeof raw.value === 'string' && UUID.test(raw.value) ? raw.value.toLowerCase() : undefined;
     const segmentId = fromField?.kind === 'segment' ? fromField.segmentId : fromValue;
-    if (!segmentId) return fail('value', 'invalid_value', `${operator} needs field segment.<id> or a segment id as value`);
-    if (fromValue && fromValue !== segmentId) return fail('value', 'invalid_value', 'value and field name different segments');
+    if (!segmentId)
+      return fail('value', 'invalid_value', `${operator} needs field segment.<id> or a segment id as value`);
+    if (fromValue && fromValue !== segmentId)
+      return fail('value', 'invalid_value', 'value and field name different segments');
     return { field: `segment.${segmentId}`, operator };
   }
 
   const field = parseFilterField(raw.field);
   if (!field) {
     const hint = `data.<key> (at most ${MAX_DATA_PATH_KEYS} keys of ${MAX_NAME_LENGTH} characters), event.<name>, email.<activity> or segment.<id>`;
-    return fail('field', 'invalid_field', `Unknown field "${raw.field}": use email, subscribed, createdAt, updatedAt, ${hint}`);
+    return fail(
+      'field',
+      'invalid_field',
+      `Unknown field "${raw.field}": use email, subscribed, createdAt, updatedAt, ${hint}`,
+    );
   }
   if (!OPERATORS_BY_FIELD[field.kind].includes(operator)) {
     return fail('operator', 'invalid_operator', `Operator ${operator} cannot be used on field ${raw.field}`);
   }
 
   if (INTERVAL_OPS.includes(operator)) {
-    const unit = raw.unit === undefined || raw.unit === null ? 'days' : UNITS.find((u) => u === String(raw.unit).toLowerCase());
+    const unit =
+      raw.unit === undefined || raw.unit === null ? 'days' : UNITS.find((u) => u === String(raw.unit).toLowerCase());
     if (!unit) return fail('unit', 'invalid_unit', 'unit must be minutes, hours or days');
     const amount = toNumber(raw.value);
-    if (amount === undefined || amount <= 0) return fail('value', 'invalid_value', `${operator} needs a positive number of ${unit}`);
-    if (amount * UNIT_DAYS[unit] > MAX_INTERVAL_DAYS) return fail('value', 'too_big', `${operator} spans at most 100 years`);
+    if (amount === undefined || amount <= 0)
+      return fail('value', 'invalid_value', `${operator} needs a positive number of ${unit}`);
+    if (amount * UNIT_DAYS[unit] > MAX_INTERVAL_DAYS)
+      return fail('value', 'too_big', `${operator} spans at most 100 years`);
     return { field: raw.field, operator, value: amount, unit };
   }
   if (PRESENCE_OPS.includes(operator) || TRIGGER_OPS.includes(operator)) {
@@ -171,7 +207,8 @@ function filterValue(field: FilterField, operator: FilterOperator, value: unknow
     return value === 'true' ? true : value === 'false' ? false : undefined;
   }
   if (field.kind === 'email') return typeof value === 'string' && value !== '' ? value : undefined;
-  const ok = typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+  const ok =
+    typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
   return ok ? (value as FilterValue) : undefined;
 }
 
@@ -199,7 +236,11 @@ const logicSchema = z.unknown().transform((raw, ctx): FilterTree['logic'] => {
   if (raw === undefined || raw === null) return 'AND';
   const logic = typeof raw === 'string' ? raw.toUpperCase() : '';
   if (logic === 'AND' || logic === 'OR') return logic;
-  ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'logic must be AND or OR', params: { code: 'invalid_enum_value' } });
+  ctx.addIssue({
+    code: z.ZodIssueCode.custom,
+    message: 'logic must be AND or OR',
+    params: { code: 'invalid_enum_value' },
+  });
   return z.NEVER;
 });
 
@@ -216,7 +257,9 @@ export function parseFilterTree(input: unknown, fieldPrefix = 'condition'): Filt
   const at = (path: string) => [fieldPrefix, path].filter((p) => p !== '').join('.');
   const tooDeep = findTooDeep(input, 1, '');
   if (tooDeep !== null) {
-    throw validationError([{ field: at(tooDeep), message: `Filter trees nest at most ${MAX_DEPTH} levels`, code: 'too_big' }]);
+    throw validationError([
+      { field: at(tooDeep), message: `Filter trees nest at most ${MAX_DEPTH} levels`, code: 'too_big' },
+    ]);
   }
   // Counted on the raw input too, so the schema never walks a tree of a million empty groups.
   const { groups, filters } = countNodes(input);
@@ -239,7 +282,11 @@ function findTooDeep(node: unknown, depth: number, path: string): string | null 
   for (const [i, group] of groups.entries()) {
     const conditions = (group as { conditions?: unknown } | null)?.conditions;
     if (conditions === undefined || conditions === null) continue;
-    const found = findTooDeep(conditions, depth + 1, [path, 'groups', i, 'conditions'].filter((p) => p !== '').join('.'));
+    const found = findTooDeep(
+      conditions,
+      depth + 1,
+      [path, 'groups', i, 'conditions'].filter((p) => p !== '').join('.'),
+    );
     if (found !== null) return found;
   }
   return null;

@@ -92,7 +92,11 @@ export class Imports {
   async start(projectId: string, csv: Buffer, filename: string): Promise<ImportJobRow> {
     if (csv.length === 0) throw badRequest('The CSV file is empty');
     if (csv.length > MAX_CSV_BYTES) {
-      throw new AppError({ code: 'PAYLOAD_TOO_LARGE', status: 413, message: `CSV files are limited to ${MAX_CSV_BYTES} bytes (5 MB)` });
+      throw new AppError({
+        code: 'PAYLOAD_TOO_LARGE',
+        status: 413,
+        message: `CSV files are limited to ${MAX_CSV_BYTES} bytes (5 MB)`,
+      });
     }
     if (!isUtf8(csv)) throw badRequest('The CSV file must be UTF-8 encoded');
     validateCsvHeader(firstLine(csv));
@@ -110,7 +114,10 @@ export class Imports {
     const progress: Progress = { processed: 0, imported: 0, updated: 0, skipped: 0, errors: [] };
     // Rows go to writer lanes by email, so one email's rows stay in file order in one lane and
     // lanes never wait on each other's row locks; each lane writes while parsing goes on.
-    const lanes = Array.from({ length: WRITER_LANES }, () => ({ rows: [] as CsvContact[], writing: Promise.resolve() }));
+    const lanes = Array.from({ length: WRITER_LANES }, () => ({
+      rows: [] as CsvContact[],
+      writing: Promise.resolve(),
+    }));
     const flush = async (lane: (typeof lanes)[number]) => {
       await lane.writing;
       const rows = lane.rows;
@@ -125,8 +132,13 @@ export class Imports {
       // stops at it once every row before it is written, so the counts say where it stopped.
       const stop: { malformed?: CsvError } = {};
       const parser = parse(job.csv, {
-        bom: true, relax_column_count: true, skip_empty_lines: true, skip_records_with_empty_values: true,
-        info: true, skip_records_with_error: true, on_skip: (err) => void (stop.malformed ??= err),
+        bom: true,
+        relax_column_count: true,
+        skip_empty_lines: true,
+        skip_records_with_empty_values: true,
+        info: true,
+        skip_records_with_error: true,
+        on_skip: (err) => void (stop.malformed ??= err),
       });
       let header: string[] | undefined;
       let rowNumber = 1;
@@ -205,7 +217,15 @@ export class Imports {
     const written = { imported: 0, updated: 0 };
     if (!rows.length) return written;
     await withTransaction(this.batches.db, async (tx) => {
-      const existing = new Map((await this.batches.lockByEmails(tx, projectId, rows.map((r) => r.email))).map((c) => [c.email.toLowerCase(), c]));
+      const existing = new Map(
+        (
+          await this.batches.lockByEmails(
+            tx,
+            projectId,
+            rows.map((r) => r.email),
+          )
+        ).map((c) => [c.email.toLowerCase(), c]),
+      );
       const fresh = new Map<string, { id: string; email: string; data: Record<string, unknown> }>();
       const changed = new Map<string, ContactRow>();
       for (const row of rows) {
@@ -227,14 +247,22 @@ export class Imports {
           written.imported++;
         }
       }
-      const inserted = await this.batches.insertMany(tx, projectId, [...fresh.values()].map((f) => ({ ...f, subscribed: true })));
+      const inserted = await this.batches.insertMany(
+        tx,
+        projectId,
+        [...fresh.values()].map((f) => ({ ...f, subscribed: true })),
+      );
       const updated = await this.batches.updateMany(tx, projectId, [...changed.values()]);
       if (inserted.length < fresh.size) {
         // Created concurrently by another writer since the lock: patch them through the single-row path.
         const have = new Set(inserted.map((c) => c.email.toLowerCase()));
         for (const f of fresh.values()) {
           if (have.has(f.email.toLowerCase())) continue;
-          await this.contacts.upsertIn(tx, { projectId, email: f.email, defaultSubscribed: true, data: f.data, mode: 'set' }, { patch: f.data, oneOff: {} });
+          await this.contacts.upsertIn(
+            tx,
+            { projectId, email: f.email, defaultSubscribed: true, data: f.data, mode: 'set' },
+            { patch: f.data, oneOff: {} },
+          );
         }
       }
       for (const c of [...inserted, ...updated]) await this.contacts.recordTypes(tx, projectId, c.data);

@@ -18,13 +18,7 @@ export interface JobKind<T> {
 export class JobRunner {
   private readonly loops: DueWorkLoop<unknown>[];
 
-  constructor(
-    pool: Pool,
-    kinds: JobKind<any>[],
-    reclaim: () => Promise<number>,
-    logger: Logger,
-    pollMs = 1000,
-  ) {
+  constructor(pool: Pool, kinds: JobKind<any>[], reclaim: () => Promise<number>, logger: Logger, pollMs = 1000) {
     this.loops = kinds.map(
       (kind, i) =>
         new DueWorkLoop<unknown>({

@@ -7,7 +7,12 @@
  */
 export type WriteMode = 'set' | 'track';
 
-export function nextSubscription(existing: boolean | undefined, requested: boolean | undefined, defaultValue: boolean, mode: WriteMode): boolean {
+export function nextSubscription(
+  existing: boolean | undefined,
+  requested: boolean | undefined,
+  defaultValue: boolean,
+  mode: WriteMode,
+): boolean {
   if (existing === undefined) return requested ?? defaultValue;
   if (requested === undefined) return existing;
   if (mode === 'track') return requested ? true : existing;
@@ -15,7 +20,10 @@ export function nextSubscription(existing: boolean | undefined, requested: boole
 }
 
 /** The event a flip emits, or null when the state did not change. */
-export function subscriptionEvent(before: boolean | undefined, after: boolean): 'contact.subscribed' | 'contact.unsubscribed' | null {
+export function subscriptionEvent(
+  before: boolean | undefined,
+  after: boolean,
+): 'contact.subscribed' | 'contact.unsubscribed' | null {
   if (before === undefined || before === after) return null;
   return after ? 'contact.subscribed' : 'contact.unsubscribed';
 }

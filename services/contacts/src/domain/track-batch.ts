@@ -48,7 +48,8 @@ export async function writeTrackBatch(
 ): Promise<Tracked[]> {
   const key = (projectId: string, email: string) => `${projectId}:${email.toLowerCase()}`;
   const state = new Map<string, { row: ContactRow; isNew: boolean; dirty: boolean }>();
-  for (const row of await d.batches.lockByKeys(tx, writes)) state.set(key(row.project_id, row.email), { row, isNew: false, dirty: false });
+  for (const row of await d.batches.lockByKeys(tx, writes))
+    state.set(key(row.project_id, row.email), { row, isNew: false, dirty: false });
 
   const events: Array<{ id: string; projectId: string; contactId: string; name: string; data: object }> = [];
   const answers: Array<{ contactId: string; eventId: string }> = [];
@@ -60,8 +61,14 @@ export async function writeTrackBatch(
     let entry = state.get(k);
     if (!entry) {
       const row: ContactRow = {
-        id: randomUUID(), project_id: w.projectId, email: w.email, subscribed: nextSubscription(undefined, w.subscribed, true, 'track'),
-        snoozed_until: null, data: applyDataPatch({}, w.patch.patch).data, created_at: now, updated_at: now,
+        id: randomUUID(),
+        project_id: w.projectId,
+        email: w.email,
+        subscribed: nextSubscription(undefined, w.subscribed, true, 'track'),
+        snoozed_until: null,
+        data: applyDataPatch({}, w.patch.patch).data,
+        created_at: now,
+        updated_at: now,
       };
       entry = { row, isNew: true, dirty: false };
       state.set(k, entry);
@@ -78,7 +85,13 @@ export async function writeTrackBatch(
       state.set(k, entry);
     }
     const eventId = uuidv7();
-    events.push({ id: eventId, projectId: w.projectId, contactId: entry.row.id, name: w.name, data: trackedEventData(w.patch) });
+    events.push({
+      id: eventId,
+      projectId: w.projectId,
+      contactId: entry.row.id,
+      name: w.name,
+      data: trackedEventData(w.patch),
+    });
     answers.push({ contactId: entry.row.id, eventId });
     requestOf.set(eventId, contexts[i]).set(entry.row.id, contexts[i]);
   }
@@ -90,7 +103,11 @@ export async function writeTrackBatch(
     const fresh = entries.filter((e) => e.isNew).map((e) => e.row);
     const inserted = await d.batches.insertMany(tx, projectId, fresh);
     if (inserted.length < fresh.length) throw new ConcurrentInsert('a contact was created concurrently');
-    const updated = await d.batches.updateMany(tx, projectId, entries.filter((e) => e.dirty && !e.isNew).map((e) => e.row));
+    const updated = await d.batches.updateMany(
+      tx,
+      projectId,
+      entries.filter((e) => e.dirty && !e.isNew).map((e) => e.row),
+    );
     for (const c of [...inserted, ...updated]) await d.contacts.recordTypes(tx, projectId, c.data);
     messages.push(...inserted.map((c) => forRequest(contactCreated(c), requestOf.get(c.id))));
     messages.push(...updated.map((c) => forRequest(contactUpdated(c), requestOf.get(c.id))));

@@ -23,13 +23,27 @@ describe('inferType', () => {
   });
 
   test('other date formats are string: offsets, missing Z, other separators, other precisions', () => {
-    for (const s of ['2024-05-01T10:20:30+02:00', '2024-05-01T10:20:30', '2024/05/01', '2024-05-01 10:20:30Z', '2024-05-01T10:20:30.1Z', '01-05-2024']) {
+    for (const s of [
+      '2024-05-01T10:20:30+02:00',
+      '2024-05-01T10:20:30',
+      '2024/05/01',
+      '2024-05-01 10:20:30Z',
+      '2024-05-01T10:20:30.1Z',
+      '01-05-2024',
+    ]) {
       expect(inferType(s)).toBe('string');
     }
   });
 
   test('a date-shaped string that is not a real calendar date is string', () => {
-    for (const s of ['2023-02-29', '2024-13-01', '2024-04-31', '0000-01-01', '2024-05-01T24:00:00Z', '2024-05-01T10:60:00Z']) {
+    for (const s of [
+      '2023-02-29',
+      '2024-13-01',
+      '2024-04-31',
+      '0000-01-01',
+      '2024-05-01T24:00:00Z',
+      '2024-05-01T10:60:00Z',
+    ]) {
       expect(inferType(s)).toBe('string');
     }
   });

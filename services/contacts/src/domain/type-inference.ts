@@ -36,7 +36,11 @@ export function flattenPaths(data: Record<string, unknown>): Array<{ path: strin
   return leaves;
 }
 
-function collectLeaves(node: Record<string, unknown>, prefix: string, out: Array<{ path: string; value: unknown }>): void {
+function collectLeaves(
+  node: Record<string, unknown>,
+  prefix: string,
+  out: Array<{ path: string; value: unknown }>,
+): void {
   for (const [key, value] of Object.entries(node)) {
     const path = prefix ? `${prefix}.${key}` : key;
     if (isPlainObject(value)) collectLeaves(value, path, out);

@@ -30,17 +30,26 @@ export class ContactsStore {
   }
 
   async byIdForUpdate(tx: Queryable, projectId: string, id: string): Promise<ContactRow | null> {
-    const { rows } = await tx.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1 AND id = $2 FOR UPDATE', [projectId, id]);
+    const { rows } = await tx.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1 AND id = $2 FOR UPDATE', [
+      projectId,
+      id,
+    ]);
     return rows[0] ?? null;
   }
 
   async byId(projectId: string, id: string): Promise<ContactRow | null> {
-    const { rows } = await this.pool.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1 AND id = $2', [projectId, id]);
+    const { rows } = await this.pool.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1 AND id = $2', [
+      projectId,
+      id,
+    ]);
     return rows[0] ?? null;
   }
 
   /** Inserts unless the email exists (concurrent upserts): null tells the caller to re-read. */
-  async insert(tx: Queryable, c: { id: string; projectId: string; email: string; subscribed: boolean; data: object }): Promise<ContactRow | null> {
+  async insert(
+    tx: Queryable,
+    c: { id: string; projectId: string; email: string; subscribed: boolean; data: object },
+  ): Promise<ContactRow | null> {
     const { rows } = await tx.query<ContactRow>(
       `INSERT INTO contacts (id, project_id, email, subscribed, data) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING *`,
@@ -49,7 +58,12 @@ export class ContactsStore {
     return rows[0] ?? null;
   }
 
-  async update(tx: Queryable, projectId: string, id: string, c: { email: string; subscribed: boolean; data: object }): Promise<ContactRow> {
+  async update(
+    tx: Queryable,
+    projectId: string,
+    id: string,
+    c: { email: string; subscribed: boolean; data: object },
+  ): Promise<ContactRow> {
     const { rows } = await tx.query<ContactRow>(
       `UPDATE contacts SET email = $3, subscribed = $4, data = $5, updated_at = now()
        WHERE project_id = $1 AND id = $2 RETURNING *`,
@@ -59,12 +73,18 @@ export class ContactsStore {
   }
 
   async emailTakenByOther(tx: Queryable, projectId: string, email: string, id: string): Promise<boolean> {
-    const { rowCount } = await tx.query('SELECT 1 FROM contacts WHERE project_id = $1 AND lower(email) = lower($2) AND id <> $3', [projectId, email, id]);
+    const { rowCount } = await tx.query(
+      'SELECT 1 FROM contacts WHERE project_id = $1 AND lower(email) = lower($2) AND id <> $3',
+      [projectId, email, id],
+    );
     return rowCount! > 0;
   }
 
   async delete(tx: Queryable, projectId: string, id: string): Promise<ContactRow | null> {
-    const { rows } = await tx.query<ContactRow>('DELETE FROM contacts WHERE project_id = $1 AND id = $2 RETURNING *', [projectId, id]);
+    const { rows } = await tx.query<ContactRow>('DELETE FROM contacts WHERE project_id = $1 AND id = $2 RETURNING *', [
+      projectId,
+      id,
+    ]);
     if (rows[0]) {
       await tx.query('DELETE FROM events WHERE contact_id = $1', [id]);
       await tx.query('DELETE FROM email_activity WHERE contact_id = $1', [id]);
@@ -101,7 +121,10 @@ export class ContactsStore {
     );
     let total: number | undefined;
     if (!q.after) {
-      const count = await this.pool.query<{ n: number }>(`SELECT count(*) AS n FROM contacts WHERE ${filterWhere}`, filterParams);
+      const count = await this.pool.query<{ n: number }>(
+        `SELECT count(*) AS n FROM contacts WHERE ${filterWhere}`,
+        filterParams,
+      );
       total = count.rows[0].n;
     }
     return { rows, total };
@@ -116,12 +139,18 @@ export class ContactsStore {
   }
 
   async byIds(tx: Queryable, projectId: string, ids: string[]): Promise<ContactRow[]> {
-    const { rows } = await tx.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1 AND id = ANY($2::uuid[]) FOR UPDATE', [projectId, ids]);
+    const { rows } = await tx.query<ContactRow>(
+      'SELECT * FROM contacts WHERE project_id = $1 AND id = ANY($2::uuid[]) FOR UPDATE',
+      [projectId, ids],
+    );
     return rows;
   }
 
   async count(projectId: string, condition: string, params: unknown[]): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>(`SELECT count(*) AS n FROM contacts c WHERE c.project_id = $1 AND ${condition}`, params);
+    const { rows } = await this.pool.query<{ n: number }>(
+      `SELECT count(*) AS n FROM contacts c WHERE c.project_id = $1 AND ${condition}`,
+      params,
+    );
     return rows[0].n;
   }
 
@@ -136,7 +165,12 @@ export class ContactsStore {
   }
 
   /** Matching contacts in id order, `batch` at a time (keyset, so it never holds a cursor open). */
-  async *idsMatching(condition: string, params: unknown[], subscribedOnly: boolean, batch = 1000): AsyncGenerator<Array<{ id: string; email: string }>> {
+  async *idsMatching(
+    condition: string,
+    params: unknown[],
+    subscribedOnly: boolean,
+    batch = 1000,
+  ): AsyncGenerator<Array<{ id: string; email: string }>> {
     let after = '00000000-0000-0000-0000-000000000000';
     for (;;) {
       const p = [...params, after, batch];
@@ -152,7 +186,16 @@ export class ContactsStore {
   }
 
   async deleteProject(projectId: string): Promise<void> {
-    for (const table of ['contacts', 'events', 'email_activity', 'segment_members', 'segment_definitions', 'field_types', 'import_jobs', 'bulk_jobs']) {
+    for (const table of [
+      'contacts',
+      'events',
+      'email_activity',
+      'segment_members',
+      'segment_definitions',
+      'field_types',
+      'import_jobs',
+      'bulk_jobs',
+    ]) {
       await this.pool.query(`DELETE FROM ${table} WHERE project_id = $1`, [projectId]);
     }
   }
@@ -182,18 +225,32 @@ export class ContactBatches {
   }
 
   /** A row whose email exists already (a concurrent writer) is skipped and absent from the answer. */
-  async insertMany(tx: Queryable, projectId: string, rows: Array<{ id: string; email: string; subscribed: boolean; data: object }>): Promise<ContactRow[]> {
+  async insertMany(
+    tx: Queryable,
+    projectId: string,
+    rows: Array<{ id: string; email: string; subscribed: boolean; data: object }>,
+  ): Promise<ContactRow[]> {
     if (!rows.length) return [];
     const { rows: inserted } = await tx.query<ContactRow>(
       `INSERT INTO contacts (id, project_id, email, subscribed, data)
        SELECT x.id, $1, x.email, x.subscribed, x.data FROM unnest($2::uuid[], $3::text[], $4::boolean[], $5::jsonb[]) AS x(id, email, subscribed, data)
        ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING *`,
-      [projectId, rows.map((r) => r.id), rows.map((r) => r.email), rows.map((r) => r.subscribed), rows.map((r) => JSON.stringify(r.data))],
+      [
+        projectId,
+        rows.map((r) => r.id),
+        rows.map((r) => r.email),
+        rows.map((r) => r.subscribed),
+        rows.map((r) => JSON.stringify(r.data)),
+      ],
     );
     return inserted;
   }
 
-  async updateMany(tx: Queryable, projectId: string, rows: Array<{ id: string; subscribed: boolean; data: object }>): Promise<ContactRow[]> {
+  async updateMany(
+    tx: Queryable,
+    projectId: string,
+    rows: Array<{ id: string; subscribed: boolean; data: object }>,
+  ): Promise<ContactRow[]> {
     if (!rows.length) return [];
     const { rows: updated } = await tx.query<ContactRow>(
       `UPDATE contacts c SET subscribed = x.subscribed, data = x.data, updated_at = now()

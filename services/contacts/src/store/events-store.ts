@@ -4,7 +4,10 @@ import type { EventRow } from './contact-rows.js';
 export class EventsStore {
   constructor(readonly pool: Pool) {}
 
-  async insert(tx: Queryable, e: { id: string; projectId: string; contactId: string; name: string; data: object }): Promise<EventRow> {
+  async insert(
+    tx: Queryable,
+    e: { id: string; projectId: string; contactId: string; name: string; data: object },
+  ): Promise<EventRow> {
     const { rows } = await tx.query<EventRow>(
       'INSERT INTO events (id, project_id, contact_id, name, data) VALUES ($1, $2, $3, $4, $5) RETURNING *',
       [e.id, e.projectId, e.contactId, e.name, JSON.stringify(e.data)],
@@ -12,18 +15,33 @@ export class EventsStore {
     return rows[0];
   }
 
-  async insertMany(tx: Queryable, events: Array<{ id: string; projectId: string; contactId: string; name: string; data: object }>): Promise<EventRow[]> {
+  async insertMany(
+    tx: Queryable,
+    events: Array<{ id: string; projectId: string; contactId: string; name: string; data: object }>,
+  ): Promise<EventRow[]> {
     if (!events.length) return [];
     const { rows } = await tx.query<EventRow>(
       `INSERT INTO events (id, project_id, contact_id, name, data)
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[]) RETURNING *`,
-      [events.map((e) => e.id), events.map((e) => e.projectId), events.map((e) => e.contactId), events.map((e) => e.name), events.map((e) => JSON.stringify(e.data))],
+      [
+        events.map((e) => e.id),
+        events.map((e) => e.projectId),
+        events.map((e) => e.contactId),
+        events.map((e) => e.name),
+        events.map((e) => JSON.stringify(e.data)),
+      ],
     );
     const byId = new Map(rows.map((r) => [r.id, r]));
     return events.map((e) => byId.get(e.id)!);
   }
 
-  async list(q: { projectId: string; limit: number; name?: string; contactId?: string; after?: { at: string; id: string } }): Promise<Array<EventRow & { at: string }>> {
+  async list(q: {
+    projectId: string;
+    limit: number;
+    name?: string;
+    contactId?: string;
+    after?: { at: string; id: string };
+  }): Promise<Array<EventRow & { at: string }>> {
     const where = ['e.project_id = $1'];
     const params: unknown[] = [q.projectId];
     if (q.name) {
@@ -48,7 +66,14 @@ export class EventsStore {
     return rows;
   }
 
-  async stats(projectId: string, days: number): Promise<{ total: number; last24h: number; names: Array<{ name: string; count: number; contacts: number; last_seen: Date }> }> {
+  async stats(
+    projectId: string,
+    days: number,
+  ): Promise<{
+    total: number;
+    last24h: number;
+    names: Array<{ name: string; count: number; contacts: number; last_seen: Date }>;
+  }> {
     const totals = await this.pool.query<{ total: number; last24h: number }>(
       `SELECT count(*) AS total, count(*) FILTER (WHERE created_at > now() - interval '24 hours') AS last24h
        FROM events WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)`,
@@ -64,16 +89,25 @@ export class EventsStore {
   }
 
   async names(projectId: string): Promise<string[]> {
-    const { rows } = await this.pool.query<{ name: string }>('SELECT DISTINCT name FROM events WHERE project_id = $1 ORDER BY name', [projectId]);
+    const { rows } = await this.pool.query<{ name: string }>(
+      'SELECT DISTINCT name FROM events WHERE project_id = $1 ORDER BY name',
+      [projectId],
+    );
     return rows.map((r) => r.name);
   }
 
   async deleteByName(projectId: string, name: string): Promise<number> {
-    const { rowCount } = await this.pool.query('DELETE FROM events WHERE project_id = $1 AND name = $2', [projectId, name]);
+    const { rowCount } = await this.pool.query('DELETE FROM events WHERE project_id = $1 AND name = $2', [
+      projectId,
+      name,
+    ]);
     return rowCount ?? 0;
   }
 
-  async insertEmailActivity(tx: Queryable, a: { projectId: string; contactId: string; emailId: string; type: string; at: Date }): Promise<void> {
+  async insertEmailActivity(
+    tx: Queryable,
+    a: { projectId: string; contactId: string; emailId: string; type: string; at: Date },
+  ): Promise<void> {
     await tx.query(
       'INSERT INTO email_activity (project_id, contact_id, email_id, type, created_at) VALUES ($1, $2, $3, $4, $5)',
       [a.projectId, a.contactId, a.emailId, a.type, a.at],

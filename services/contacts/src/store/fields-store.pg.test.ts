@@ -47,10 +47,10 @@ async function contacts(project: string, datas: object[]): Promise<void> {
 test('coverage scales past the 1,664 columns one SELECT may have (one aggregate per field failed there)', async () => {
   const project = randomUUID();
   const paths = Array.from({ length: 2000 }, (_, i) => `f${i}`);
-  await pool.query(`INSERT INTO field_types (project_id, path, type) SELECT $1, p, 'number' FROM unnest($2::text[]) p`, [
-    project,
-    paths,
-  ]);
+  await pool.query(
+    `INSERT INTO field_types (project_id, path, type) SELECT $1, p, 'number' FROM unnest($2::text[]) p`,
+    [project, paths],
+  );
   const all = Object.fromEntries(paths.map((p, i) => [p, i]));
   await contacts(project, [all, { f0: 1, f1999: 2 }, {}]);
   const { total, counts } = await store.coverage(project, paths);
@@ -75,7 +75,13 @@ test('nested paths count contacts with a value at that path; a literal dotted ke
   const { total, counts } = await store.coverage(project, paths);
   expect(total).toBe(4);
   expect(Object.fromEntries(paths.map((p, i) => [p, counts[i]]))).toEqual({
-    'a.b': 1, list: 1, plan: 1, 'profile.address.city': 1, 'profile.tier': 2, missing: 0, 'missing.deep': 0,
+    'a.b': 1,
+    list: 1,
+    plan: 1,
+    'profile.address.city': 1,
+    'profile.tier': 2,
+    missing: 0,
+    'missing.deep': 0,
   });
 });
 

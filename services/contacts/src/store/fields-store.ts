@@ -46,9 +46,10 @@ export class FieldsStore {
    */
   async coverage(projectId: string, paths: string[]): Promise<{ total: number; counts: number[] }> {
     type Counted = { path: string[]; n: number };
-    const total = await this.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts WHERE project_id = $1', [
-      projectId,
-    ]);
+    const total = await this.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM contacts WHERE project_id = $1',
+      [projectId],
+    );
     const found = new Map<string, number>();
     const add = (rows: Counted[]) => rows.forEach((r) => found.set(JSON.stringify(r.path), r.n));
     const top = await this.pool.query<Counted>(
@@ -86,7 +87,11 @@ export class FieldsStore {
     return rows;
   }
 
-  async standardValues(projectId: string, column: 'email' | 'subscribed', limit: number): Promise<Array<{ value: unknown; count: number }>> {
+  async standardValues(
+    projectId: string,
+    column: 'email' | 'subscribed',
+    limit: number,
+  ): Promise<Array<{ value: unknown; count: number }>> {
     const { rows } = await this.pool.query<{ value: unknown; count: number }>(
       `SELECT ${column} AS value, count(*) AS count FROM contacts WHERE project_id = $1 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $2`,
       [projectId, limit],

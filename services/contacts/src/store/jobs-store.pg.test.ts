@@ -33,13 +33,19 @@ test('a running job is never claimed twice while its lease holds, and is queued 
 });
 
 test('progress writes renew an import lease', async () => {
-  const job = await store.createImport({ id: randomUUID(), projectId: randomUUID(), filename: 'a.csv', csv: Buffer.from('email\n') });
+  const job = await store.createImport({
+    id: randomUUID(),
+    projectId: randomUUID(),
+    filename: 'a.csv',
+    csv: Buffer.from('email\n'),
+  });
   await store.claimImport();
   await db.pool.query(`UPDATE import_jobs SET locked_until = now() + interval '1 second' WHERE id = $1`, [job.id]);
   await store.importProgress(job.id, { processed: 1, imported: 1, updated: 0, skipped: 0, errors: [] });
-  const { rows } = await db.pool.query(`SELECT locked_until > now() + interval '60 seconds' AS renewed FROM import_jobs WHERE id = $1`, [
-    job.id,
-  ]);
+  const { rows } = await db.pool.query(
+    `SELECT locked_until > now() + interval '60 seconds' AS renewed FROM import_jobs WHERE id = $1`,
+    [job.id],
+  );
   expect(rows[0].renewed).toBe(true);
 });
 

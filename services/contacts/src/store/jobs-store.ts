@@ -34,7 +34,8 @@ export interface BulkJobRow {
   completed_at: Date | null;
 }
 
-const IMPORT_COLUMNS = 'id, project_id, status, filename, total_rows, processed, imported, updated, skipped, errors, failure, created_at, completed_at';
+const IMPORT_COLUMNS =
+  'id, project_id, status, filename, total_rows, processed, imported, updated, skipped, errors, failure, created_at, completed_at';
 
 export class JobsStore {
   constructor(private readonly pool: Pool) {}
@@ -52,7 +53,10 @@ export class JobsStore {
   }
 
   async importJob(projectId: string, id: string): Promise<ImportJobRow | null> {
-    const { rows } = await this.pool.query<ImportJobRow>(`SELECT ${IMPORT_COLUMNS} FROM import_jobs WHERE project_id = $1 AND id = $2`, [projectId, id]);
+    const { rows } = await this.pool.query<ImportJobRow>(
+      `SELECT ${IMPORT_COLUMNS} FROM import_jobs WHERE project_id = $1 AND id = $2`,
+      [projectId, id],
+    );
     return rows[0] ?? null;
   }
 
@@ -67,13 +71,25 @@ export class JobsStore {
     return rows[0] ?? null;
   }
 
-  async importProgress(id: string, p: { totalRows?: number; processed: number; imported: number; updated: number; skipped: number; errors: unknown[] }): Promise<void> {
+  async importProgress(
+    id: string,
+    p: { totalRows?: number; processed: number; imported: number; updated: number; skipped: number; errors: unknown[] },
+  ): Promise<void> {
     await this.pool.query(
       // Each progress write also renews the job's lease.
       `UPDATE import_jobs SET total_rows = COALESCE($2, total_rows), processed = $3, imported = $4, updated = $5,
          skipped = $6, errors = $7, locked_until = now() + make_interval(secs => $8)
        WHERE id = $1`,
-      [id, p.totalRows ?? null, p.processed, p.imported, p.updated, p.skipped, JSON.stringify(p.errors), JOB_LEASE_SECONDS],
+      [
+        id,
+        p.totalRows ?? null,
+        p.processed,
+        p.imported,
+        p.updated,
+        p.skipped,
+        JSON.stringify(p.errors),
+        JOB_LEASE_SECONDS,
+      ],
     );
   }
 
@@ -109,7 +125,10 @@ export class JobsStore {
   }
 
   async bulkJob(projectId: string, id: string): Promise<BulkJobRow | null> {
-    const { rows } = await this.pool.query<BulkJobRow>('SELECT * FROM bulk_jobs WHERE project_id = $1 AND id = $2', [projectId, id]);
+    const { rows } = await this.pool.query<BulkJobRow>('SELECT * FROM bulk_jobs WHERE project_id = $1 AND id = $2', [
+      projectId,
+      id,
+    ]);
     return rows[0] ?? null;
   }
 
@@ -123,7 +142,10 @@ export class JobsStore {
     return rows[0] ?? null;
   }
 
-  async finishBulk(id: string, r: { status: 'completed' | 'failed'; processed: number; succeeded: number; notFound: string[] }): Promise<void> {
+  async finishBulk(
+    id: string,
+    r: { status: 'completed' | 'failed'; processed: number; succeeded: number; notFound: string[] },
+  ): Promise<void> {
     await this.pool.query(
       `UPDATE bulk_jobs SET status = $2, processed = $3, succeeded = $4, not_found = $5, completed_at = now() WHERE id = $1`,
       [id, r.status, r.processed, r.succeeded, JSON.stringify(r.notFound)],

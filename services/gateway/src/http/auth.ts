@@ -1,7 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Client } from '@connectrpc/connect';
 import { AppError, forbidden, unauthorized } from '@svc/lib/errors';
-import { IdentityService, KeyType } from '@svc/proto/svc/identity/v1/identity_pb';
+import { type IdentityService, KeyType } from '@svc/proto/svc/identity/v1/identity_pb';
 import type { KeyCache, KeyIdentity } from './key-cache.js';
 
 declare module 'express-serve-static-core' {
@@ -53,8 +53,13 @@ export class Authenticator {
   key(kind: KeyKind): RequestHandler {
     return async (req, _res, next) => {
       const key = bearer(req);
-      if (key === null) throw unauthorized('MISSING_AUTH', 'Missing Authorization header. Send "Authorization: Bearer <API_KEY>".');
-      if (!key) throw unauthorized('INVALID_API_KEY', 'Malformed Authorization header. Send "Authorization: Bearer <API_KEY>".');
+      if (key === null)
+        throw unauthorized('MISSING_AUTH', 'Missing Authorization header. Send "Authorization: Bearer <API_KEY>".');
+      if (!key)
+        throw unauthorized(
+          'INVALID_API_KEY',
+          'Malformed Authorization header. Send "Authorization: Bearer <API_KEY>".',
+        );
       const keyKind = key.startsWith('sk_') ? 'secret' : key.startsWith('pk_') ? 'public' : null;
       if (keyKind && keyKind !== kind) throw unauthorized('INVALID_API_KEY', WRONG_KIND[kind]);
       const found = await this.resolve(key);
@@ -71,7 +76,9 @@ export class Authenticator {
       const token = req.signedCookies?.[SESSION_COOKIE];
       if (typeof token !== 'string' || !token) throw unauthorized('UNAUTHORIZED', 'Not signed in');
       const r = await this.identity.getSession({ sessionToken: token }).catch((err) => {
-        throw err instanceof AppError && err.status === 401 ? unauthorized('UNAUTHORIZED', 'Session expired; sign in again') : err;
+        throw err instanceof AppError && err.status === 401
+          ? unauthorized('UNAUTHORIZED', 'Session expired; sign in again')
+          : err;
       });
       req.userId = r.user!.id;
       req.sessionToken = token;

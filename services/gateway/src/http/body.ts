@@ -13,7 +13,14 @@ export function stringField(body: Record<string, unknown>, name: string): string
   const v = body[name];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string') {
-    throw validationError([{ field: name, message: `Expected string, received ${Array.isArray(v) ? 'array' : typeof v}`, code: 'invalid_type', received: v }]);
+    throw validationError([
+      {
+        field: name,
+        message: `Expected string, received ${Array.isArray(v) ? 'array' : typeof v}`,
+        code: 'invalid_type',
+        received: v,
+      },
+    ]);
   }
   return v;
 }
@@ -22,7 +29,14 @@ export function boolField(body: Record<string, unknown>, name: string): boolean 
   const v = body[name];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'boolean') {
-    throw validationError([{ field: name, message: `Expected boolean, received ${Array.isArray(v) ? 'array' : typeof v}`, code: 'invalid_type', received: v }]);
+    throw validationError([
+      {
+        field: name,
+        message: `Expected boolean, received ${Array.isArray(v) ? 'array' : typeof v}`,
+        code: 'invalid_type',
+        received: v,
+      },
+    ]);
   }
   return v;
 }

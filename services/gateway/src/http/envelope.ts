@@ -22,11 +22,19 @@ function fromExpressError(err: ExpressError): AppError | null {
     return new AppError({ code: 'PAYLOAD_TOO_LARGE', status: 413, message: 'Request body is too large' });
   }
   if (err.type === 'encoding.unsupported' || err.type === 'charset.unsupported') {
-    return new AppError({ code: 'UNSUPPORTED_MEDIA_TYPE', status: 415, message: err.message ?? 'Unsupported body encoding' });
+    return new AppError({
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      status: 415,
+      message: err.message ?? 'Unsupported body encoding',
+    });
   }
   // A body that does not inflate as its Content-Encoding says (zlib's Z_DATA_ERROR, Z_BUF_ERROR).
   if (err.code?.startsWith('Z_')) {
-    return new AppError({ code: 'BAD_REQUEST', status: 400, message: 'Request body does not match its Content-Encoding' });
+    return new AppError({
+      code: 'BAD_REQUEST',
+      status: 400,
+      message: 'Request body does not match its Content-Encoding',
+    });
   }
   // Other client errors of body-parser (an aborted body) and the router (a URIError: a path that does not percent-decode).
   if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) {
@@ -69,4 +77,11 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
 }
 
 export const routeNotFound: RequestHandler = (req, _res, next) =>
-  next(new AppError({ code: 'RESOURCE_NOT_FOUND', status: 404, message: `No route for ${req.method} ${req.path}`, details: { resource: 'Route', id: req.path } }));
+  next(
+    new AppError({
+      code: 'RESOURCE_NOT_FOUND',
+      status: 404,
+      message: `No route for ${req.method} ${req.path}`,
+      details: { resource: 'Route', id: req.path },
+    }),
+  );

@@ -14,7 +14,9 @@ describe('idempotency rules', () => {
   });
 
   test('the same request has the same fingerprint whatever the key order', () => {
-    expect(fingerprint('post', '/v1/track', { a: 1, b: { c: 2, d: 3 } })).toBe(fingerprint('POST', '/v1/track', { b: { d: 3, c: 2 }, a: 1 }));
+    expect(fingerprint('post', '/v1/track', { a: 1, b: { c: 2, d: 3 } })).toBe(
+      fingerprint('POST', '/v1/track', { b: { d: 3, c: 2 }, a: 1 }),
+    );
     expect(fingerprint('POST', '/v1/track', { a: 1 })).not.toBe(fingerprint('POST', '/v1/track', { a: 2 }));
     expect(fingerprint('POST', '/v1/track', { a: 1 })).not.toBe(fingerprint('POST', '/v1/send', { a: 1 }));
   });

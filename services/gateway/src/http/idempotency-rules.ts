@@ -21,13 +21,19 @@ export function checkIdempotencyKey(key: string): void {
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+    );
   }
   return value;
 }
 
 export function fingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(JSON.stringify([method.toUpperCase(), path, canonical(body ?? null)])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([method.toUpperCase(), path, canonical(body ?? null)]))
+    .digest('hex');
 }
 
 export type Decision = { action: 'replay'; record: IdempotencyRecord } | { action: 'wait' };

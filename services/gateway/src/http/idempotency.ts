@@ -23,7 +23,10 @@ export const CLAIM_TTL_SECONDS = 60;
 function replay(res: Response, record: IdempotencyRecord): void {
   const r = record.response!;
   res.setHeader('Idempotent-Replayed', 'true');
-  res.status(r.status).type(r.contentType ?? 'application/json').send(r.body);
+  res
+    .status(r.status)
+    .type(r.contentType ?? 'application/json')
+    .send(r.body);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { AppError } from '@svc/lib/errors';
+import type { AppError } from '@svc/lib/errors';
 import { checkJsonBody, MAX_JSON_DEPTH } from './input-guard.js';
 
 function errorOf(body: unknown): AppError | undefined {
@@ -27,8 +27,11 @@ describe('checkJsonBody', () => {
   });
 
   test('NUL in a value or a key is a 422 naming the field', () => {
-    expect(errorOf({ to: [{ email: 'a@b.co', data: { note: 'x\u0000' } }] })?.errors?.[0]).toMatchObject({ field: 'to.0.data.note', code: 'invalid_string' });
-    expect(errorOf({ data: { ['k\u0000']: 1 } })?.errors?.[0].field).toBe('data.k\\u0000');
+    expect(errorOf({ to: [{ email: 'a@b.co', data: { note: 'x\u0000' } }] })?.errors?.[0]).toMatchObject({
+      field: 'to.0.data.note',
+      code: 'invalid_string',
+    });
+    expect(errorOf({ data: { 'k\u0000': 1 } })?.errors?.[0].field).toBe('data.k\\u0000');
     expect(errorOf({ text: 'line\r\nbreaks, unicode ☃ and \u0001 are fine' })).toBeUndefined();
   });
 });

@@ -29,13 +29,17 @@ interface Node {
 function fieldOf(node: Node): string {
   const parts: string[] = [];
   for (let n: Node | undefined = node; n?.key !== undefined; n = n.parent) {
-    parts.unshift(typeof n.key === 'number' ? String(n.key) : n.key.replaceAll(NUL, '\\u0000').slice(0, MAX_KEY_IN_PATH));
+    parts.unshift(
+      typeof n.key === 'number' ? String(n.key) : n.key.replaceAll(NUL, '\\u0000').slice(0, MAX_KEY_IN_PATH),
+    );
   }
   return parts.join('.') || 'body';
 }
 
 const nulError = (node: Node) =>
-  validationError([{ field: fieldOf(node), message: 'Text must not contain the NUL character (U+0000)', code: 'invalid_string' }]);
+  validationError([
+    { field: fieldOf(node), message: 'Text must not contain the NUL character (U+0000)', code: 'invalid_string' },
+  ]);
 
 /**
  * Walks a parsed JSON body without recursion (a body of a million `[` must not overflow the
@@ -59,7 +63,9 @@ export function checkJsonBody(body: unknown): void {
         details: { maxDepth: MAX_JSON_DEPTH },
       });
     }
-    const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+    const entries: [string | number, unknown][] = Array.isArray(value)
+      ? value.map((v, i) => [i, v])
+      : Object.entries(value);
     for (const [key, child] of entries) {
       const next: Node = { value: child, depth: depth + 1, parent: node, key };
       if (typeof key === 'string' && key.includes(NUL)) throw nulError(next);

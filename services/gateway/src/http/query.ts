@@ -9,7 +9,10 @@ export function limitParam(q: Query, def = 20, max = 100): number {
   const raw = first(q.limit);
   if (raw === undefined || raw === '') return def;
   const n = Number(raw);
-  if (!Number.isInteger(n)) throw validationError([{ field: 'limit', message: 'limit must be an integer', code: 'invalid_type', received: raw }]);
+  if (!Number.isInteger(n))
+    throw validationError([
+      { field: 'limit', message: 'limit must be an integer', code: 'invalid_type', received: raw },
+    ]);
   return Math.min(max, Math.max(1, n));
 }
 
@@ -20,7 +23,7 @@ export function limitParam(q: Query, def = 20, max = 100): number {
 export function rangeParam(q: Query, name: string, range: { def: number; min: number; max: number }): number {
   const raw = first(q[name]);
   if (raw === undefined || raw === '') return range.def;
-  const n = typeof raw === 'string' && /^\s*-?\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  const n = typeof raw === 'string' && /^\s*-?\d+\s*$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(n) || n < range.min || n > range.max) {
     const message = `${name} must be an integer from ${range.min} to ${range.max}`;
     throw validationError([{ field: name, message, code: 'invalid_type', received: String(raw).slice(0, 100) }]);
@@ -38,5 +41,7 @@ export function boolParam(q: Query, name: string): boolean | undefined {
   if (v === undefined) return undefined;
   if (v === 'true') return true;
   if (v === 'false') return false;
-  throw validationError([{ field: name, message: `${name} must be true or false`, code: 'invalid_enum_value', received: v }]);
+  throw validationError([
+    { field: name, message: `${name} must be true or false`, code: 'invalid_enum_value', received: v },
+  ]);
 }

@@ -3,7 +3,7 @@ import multer from 'multer';
 import type { Client } from '@connectrpc/connect';
 import { AppError, badRequest } from '@svc/lib/errors';
 import type { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
-import type { KeyGuards } from '../app.js';
+import type { KeyGuards } from '../http/guards.js';
 import { objectBody } from '../http/body.js';
 import { bulkJobJson, importJobJson } from './contacts-json.js';
 

@@ -22,7 +22,10 @@ export const eventJson = (e: Event) => ({
   createdAt: iso(e.createdAt),
 });
 
-export const fieldValueJson = (v: FieldValue) => ({ value: v.value ? toJson(ValueSchema, v.value) : null, count: Number(v.count) });
+export const fieldValueJson = (v: FieldValue) => ({
+  value: v.value ? toJson(ValueSchema, v.value) : null,
+  count: Number(v.count),
+});
 
 export const importJobJson = (j: ImportJob) => ({
   jobId: j.jobId,

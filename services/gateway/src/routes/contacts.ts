@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { Client } from '@connectrpc/connect';
 import { AppError, validationError } from '@svc/lib/errors';
 import type { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
-import type { KeyGuards } from '../app.js';
+import type { KeyGuards } from '../http/guards.js';
 import { boolField, objectBody, stringField } from '../http/body.js';
 import { boolParam, limitParam, stringParam } from '../http/query.js';
 import { contactJson, fieldValueJson } from './contacts-json.js';

@@ -2,7 +2,7 @@ import { Router, type RequestHandler } from 'express';
 import type { Client } from '@connectrpc/connect';
 import { AppError } from '@svc/lib/errors';
 import type { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
-import type { KeyGuards } from '../app.js';
+import type { KeyGuards } from '../http/guards.js';
 import { boolField, objectBody, stringField } from '../http/body.js';
 import { wrapped } from '../http/envelope.js';
 import { limitParam, rangeParam, stringParam } from '../http/query.js';

@@ -19,7 +19,12 @@ export function roleValue(name: unknown): Role {
   return entry ? (Number(entry[0]) as Role) : Role.UNSPECIFIED;
 }
 
-export const userJson = (u: User) => ({ id: u.id, email: u.email, emailVerified: u.emailVerified, createdAt: iso(u.createdAt) });
+export const userJson = (u: User) => ({
+  id: u.id,
+  email: u.email,
+  emailVerified: u.emailVerified,
+  createdAt: iso(u.createdAt),
+});
 
 /** Full keys appear only when just issued (creation, rotation); otherwise their display prefixes. */
 export const projectJson = (p: Project) => ({
@@ -35,7 +40,12 @@ export const projectJson = (p: Project) => ({
   updatedAt: iso(p.updatedAt),
 });
 
-export const memberJson = (m: Member) => ({ userId: m.userId, email: m.email, role: roleName(m.role), createdAt: iso(m.createdAt) });
+export const memberJson = (m: Member) => ({
+  userId: m.userId,
+  email: m.email,
+  role: roleName(m.role),
+  createdAt: iso(m.createdAt),
+});
 
 const STATUS_NAMES: Record<number, string> = {
   [InvitationStatus.PENDING]: 'pending',

@@ -11,7 +11,11 @@ import { invitationJson, memberJson, projectJson, roleValue, userJson } from './
 const LOGIN_ATTEMPTS_PER_MINUTE = 10;
 
 /** Session-authenticated user, project and member management (SPEC.md "User and project management"). */
-export function identityRouter(identity: Client<typeof IdentityService>, auth: Authenticator, limiter: RateLimiter): Router {
+export function identityRouter(
+  identity: Client<typeof IdentityService>,
+  auth: Authenticator,
+  limiter: RateLimiter,
+): Router {
   const r = Router();
   const session = auth.session();
 
@@ -21,21 +25,32 @@ export function identityRouter(identity: Client<typeof IdentityService>, auth: A
     const email = accountEmailKey(String(objectBody(req.body).email ?? ''));
     const d = await limiter.hit(`login:${req.ip}:${email}`, LOGIN_ATTEMPTS_PER_MINUTE, 60_000);
     if (!d.allowed) {
-      throw new AppError({ code: 'RATE_LIMIT_EXCEEDED', status: 429, message: 'Too many login attempts; try again later', details: { retryAfter: d.retryAfter } });
+      throw new AppError({
+        code: 'RATE_LIMIT_EXCEEDED',
+        status: 429,
+        message: 'Too many login attempts; try again later',
+        details: { retryAfter: d.retryAfter },
+      });
     }
     next();
   };
 
   r.post('/auth/signup', async (req, res) => {
     const body = objectBody(req.body);
-    const out = await identity.signUp({ email: stringField(body, 'email') ?? '', password: stringField(body, 'password') ?? '' });
+    const out = await identity.signUp({
+      email: stringField(body, 'email') ?? '',
+      password: stringField(body, 'password') ?? '',
+    });
     auth.setSession(res, out.sessionToken);
     res.status(201).json(userJson(out.user!));
   });
 
   r.post('/auth/login', loginThrottle, async (req, res) => {
     const body = objectBody(req.body);
-    const out = await identity.login({ email: stringField(body, 'email') ?? '', password: stringField(body, 'password') ?? '' });
+    const out = await identity.login({
+      email: stringField(body, 'email') ?? '',
+      password: stringField(body, 'password') ?? '',
+    });
     auth.setSession(res, out.sessionToken);
     res.json(userJson(out.user!));
   });
@@ -72,7 +87,9 @@ export function identityRouter(identity: Client<typeof IdentityService>, auth: A
   });
 
   r.post('/users/@me/projects/:id/regenerate-keys', session, async (req, res) => {
-    res.json(projectJson((await identity.regenerateKeys({ userId: req.userId, projectId: String(req.params.id) })).project!));
+    res.json(
+      projectJson((await identity.regenerateKeys({ userId: req.userId, projectId: String(req.params.id) })).project!),
+    );
   });
 
   r.delete('/users/@me/projects/:id', session, async (req, res) => {
@@ -81,7 +98,9 @@ export function identityRouter(identity: Client<typeof IdentityService>, auth: A
   });
 
   r.get('/projects/:id/members', session, async (req, res) => {
-    res.json((await identity.listMembers({ userId: req.userId, projectId: String(req.params.id) })).members.map(memberJson));
+    res.json(
+      (await identity.listMembers({ userId: req.userId, projectId: String(req.params.id) })).members.map(memberJson),
+    );
   });
 
   // Inviting, not adding: the invited user becomes a member only by accepting.
@@ -132,7 +151,11 @@ export function identityRouter(identity: Client<typeof IdentityService>, auth: A
   });
 
   r.delete('/projects/:id/members/:userId', session, async (req, res) => {
-    await identity.removeMember({ userId: req.userId, projectId: String(req.params.id), memberUserId: String(req.params.userId) });
+    await identity.removeMember({
+      userId: req.userId,
+      projectId: String(req.params.id),
+      memberUserId: String(req.params.userId),
+    });
     res.status(204).end();
   });
 

@@ -2,7 +2,7 @@ import type { Client } from '@connectrpc/connect';
 import { Router, type Request } from 'express';
 import { notFound } from '@svc/lib/errors';
 import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
-import type { KeyGuards } from '../app.js';
+import type { KeyGuards } from '../http/guards.js';
 import { objectBody, stringField } from '../http/body.js';
 import { wrapped } from '../http/envelope.js';
 import { stringParam } from '../http/query.js';

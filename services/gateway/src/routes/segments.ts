@@ -4,7 +4,7 @@ import type { Client } from '@connectrpc/connect';
 import { validationError } from '@svc/lib/errors';
 import type { SegmentsService } from '@svc/proto/svc/segments/v1/segments_pb';
 import { Router, type Request } from 'express';
-import type { KeyGuards } from '../app.js';
+import type { KeyGuards } from '../http/guards.js';
 import { boolField, objectBody, stringField } from '../http/body.js';
 import { rangeParam } from '../http/query.js';
 import { memberJson, segmentJson } from './segments-json.js';

@@ -10,7 +10,7 @@ import { webhookError, webhookRequest } from './messaging-json.js';
 
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function page(res: Response, status: number, title: string, body: string): void {
   res
@@ -19,13 +19,14 @@ function page(res: Response, status: number, title: string, body: string): void 
     .set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
     .type('html')
     .send(
-      `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escape(title)}</title>` +
+      `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title>` +
         `<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}button{font-size:1rem;padding:.5rem 1rem}</style>` +
-        `</head><body><h1>${escape(title)}</h1>${body}</body></html>`,
+        `</head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`,
     );
 }
 
-const invalidLink = (res: Response) => page(res, 404, 'Link not valid', '<p>This link is not valid or has expired.</p>');
+const invalidLink = (res: Response) =>
+  page(res, 404, 'Link not valid', '<p>This link is not valid or has expired.</p>');
 
 /** Renders the 404 page for a bad token instead of the JSON envelope. */
 async function orInvalid(res: Response, fn: () => Promise<void>): Promise<void> {
@@ -37,11 +38,15 @@ async function orInvalid(res: Response, fn: () => Promise<void>): Promise<void> 
   }
 }
 
-const form = (action: string, label: string) => `<form method="post" action="${escape(action)}"><button type="submit">${escape(label)}</button></form>`;
+const form = (action: string, label: string) =>
+  `<form method="post" action="${escapeHtml(action)}"><button type="submit">${escapeHtml(label)}</button></form>`;
 
 export function trackingRouter(messaging: Client<typeof MessagingService>): Router {
   const r = Router();
-  const client = (req: { get(name: string): string | undefined; ip?: string }) => ({ userAgent: req.get('user-agent') ?? '', ip: req.ip ?? '' });
+  const client = (req: { get(name: string): string | undefined; ip?: string }) => ({
+    userAgent: req.get('user-agent') ?? '',
+    ip: req.ip ?? '',
+  });
 
   r.get('/t/o/:token', async (req, res) => {
     await messaging.trackOpen({ token: String(req.params.token), ...client(req) });
@@ -60,30 +65,52 @@ export function trackingRouter(messaging: Client<typeof MessagingService>): Rout
   r.get('/unsubscribe/:token', async (req, res) => {
     await orInvalid(res, async () => {
       const s = await messaging.setSubscription({ token: String(req.params.token) });
-      if (!s.subscribed) return page(res, 200, 'You are unsubscribed', `<p>${escape(s.maskedEmail)} receives no more marketing email from this sender.</p>`);
-      page(res, 200, 'Unsubscribe', `<p>Stop marketing email to ${escape(s.maskedEmail)}?</p>${form(req.originalUrl, 'Unsubscribe')}`);
+      if (!s.subscribed)
+        return page(
+          res,
+          200,
+          'You are unsubscribed',
+          `<p>${escapeHtml(s.maskedEmail)} receives no more marketing email from this sender.</p>`,
+        );
+      page(
+        res,
+        200,
+        'Unsubscribe',
+        `<p>Stop marketing email to ${escapeHtml(s.maskedEmail)}?</p>${form(req.originalUrl, 'Unsubscribe')}`,
+      );
     });
   });
 
   r.post('/unsubscribe/:token', async (req, res) => {
     await orInvalid(res, async () => {
       const s = await messaging.setSubscription({ token: String(req.params.token), subscribed: false });
-      page(res, 200, 'You are unsubscribed', `<p>${escape(s.maskedEmail)} receives no more marketing email from this sender.</p>`);
+      page(
+        res,
+        200,
+        'You are unsubscribed',
+        `<p>${escapeHtml(s.maskedEmail)} receives no more marketing email from this sender.</p>`,
+      );
     });
   });
 
   r.get('/subscribe/:token', async (req, res) => {
     await orInvalid(res, async () => {
       const s = await messaging.setSubscription({ token: String(req.params.token) });
-      if (s.subscribed) return page(res, 200, 'You are subscribed', `<p>${escape(s.maskedEmail)} is subscribed.</p>`);
-      page(res, 200, 'Subscribe', `<p>Receive email at ${escape(s.maskedEmail)} again?</p>${form(req.originalUrl, 'Subscribe')}`);
+      if (s.subscribed)
+        return page(res, 200, 'You are subscribed', `<p>${escapeHtml(s.maskedEmail)} is subscribed.</p>`);
+      page(
+        res,
+        200,
+        'Subscribe',
+        `<p>Receive email at ${escapeHtml(s.maskedEmail)} again?</p>${form(req.originalUrl, 'Subscribe')}`,
+      );
     });
   });
 
   r.post('/subscribe/:token', async (req, res) => {
     await orInvalid(res, async () => {
       const s = await messaging.setSubscription({ token: String(req.params.token), subscribed: true });
-      page(res, 200, 'You are subscribed', `<p>${escape(s.maskedEmail)} is subscribed.</p>`);
+      page(res, 200, 'You are subscribed', `<p>${escapeHtml(s.maskedEmail)} is subscribed.</p>`);
     });
   });
 
@@ -91,8 +118,15 @@ export function trackingRouter(messaging: Client<typeof MessagingService>): Rout
     await orInvalid(res, async () => {
       const token = String(req.params.token);
       const s = await messaging.setSubscription({ token });
-      const action = s.subscribed ? form(`/unsubscribe/${token}`, 'Unsubscribe') : form(`/subscribe/${token}`, 'Subscribe');
-      page(res, 200, 'Email preferences', `<p>${escape(s.maskedEmail)} is ${s.subscribed ? 'subscribed' : 'not subscribed'}.</p>${action}`);
+      const action = s.subscribed
+        ? form(`/unsubscribe/${token}`, 'Unsubscribe')
+        : form(`/subscribe/${token}`, 'Subscribe');
+      page(
+        res,
+        200,
+        'Email preferences',
+        `<p>${escapeHtml(s.maskedEmail)} is ${s.subscribed ? 'subscribed' : 'not subscribed'}.</p>${action}`,
+      );
     });
   });
 

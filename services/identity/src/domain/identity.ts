@@ -49,7 +49,10 @@ export interface IdentityOptions {
 
 /** Users, sessions, projects, keys and members: the rules, over the identity store. */
 export class Identity {
-  constructor(private readonly store: IdentityStore, private readonly opts: IdentityOptions) {}
+  constructor(
+    private readonly store: IdentityStore,
+    private readonly opts: IdentityOptions,
+  ) {}
 
   async signUp(input: { email: string; password: string }): Promise<{ user: UserRow; sessionToken: string }> {
     if (this.opts.signupDisabled) throw forbidden('Sign-up is disabled on this deployment', 'SIGNUP_DISABLED');
@@ -100,7 +103,12 @@ export class Identity {
     const projectName = parseOrThrow(z.object({ name: projectNameSchema }), { name }).name;
     const { issued, hashes } = newKeys();
     return withTransaction(this.store.pool, async (tx) => {
-      const project = await this.store.insertProject(tx, { id: randomUUID(), name: projectName, ownerId: userId, keys: hashes });
+      const project = await this.store.insertProject(tx, {
+        id: randomUUID(),
+        name: projectName,
+        ownerId: userId,
+        keys: hashes,
+      });
       await enqueueMessage(tx, projectCreated(project));
       return { ...project, keys: issued };
     });
@@ -114,7 +122,8 @@ export class Identity {
 
   async updateProject(userId: string, projectId: string, patch: { name?: string }): Promise<ProjectRow> {
     const project = await this.project(userId, projectId);
-    if (!canManageProject(project.role!)) throw forbidden('Only owners and admins can change project settings', 'PROJECT_ACCESS_DENIED');
+    if (!canManageProject(project.role!))
+      throw forbidden('Only owners and admins can change project settings', 'PROJECT_ACCESS_DENIED');
     if (patch.name !== undefined) {
       const name = parseOrThrow(z.object({ name: projectNameSchema }), patch).name;
       await this.store.renameProject(projectId, name);
@@ -124,7 +133,8 @@ export class Identity {
 
   async deleteProject(userId: string, projectId: string): Promise<void> {
     const project = await this.project(userId, projectId);
-    if (!canDeleteProject(project.role!)) throw forbidden('Only the owner can delete a project', 'PROJECT_ACCESS_DENIED');
+    if (!canDeleteProject(project.role!))
+      throw forbidden('Only the owner can delete a project', 'PROJECT_ACCESS_DENIED');
     await withTransaction(this.store.pool, async (tx) => {
       await this.store.deleteProject(tx, projectId);
       await enqueueMessage(tx, projectDeleted(projectId));
@@ -134,7 +144,8 @@ export class Identity {
   /** Both keys rotate together; the old ones stop working at once (gateway caches expire within seconds). */
   async regenerateKeys(userId: string, projectId: string): Promise<ProjectView> {
     const project = await this.project(userId, projectId);
-    if (!canManageProject(project.role!)) throw forbidden('Only owners and admins can rotate keys', 'PROJECT_ACCESS_DENIED');
+    if (!canManageProject(project.role!))
+      throw forbidden('Only owners and admins can rotate keys', 'PROJECT_ACCESS_DENIED');
     const { issued, hashes } = newKeys();
     await this.store.replaceKeys(projectId, hashes);
     return { ...(await this.project(userId, projectId)), keys: issued };
@@ -157,7 +168,8 @@ export class Identity {
     const project = await this.project(userId, projectId);
     const target = isUuid(memberId) ? await this.store.member(projectId, memberId) : null;
     if (!target) throw notFound('Member', memberId);
-    if (!canChangeMember(project.role!, target.role, role)) throw forbidden('Not allowed to change this member', 'PROJECT_ACCESS_DENIED');
+    if (!canChangeMember(project.role!, target.role, role))
+      throw forbidden('Not allowed to change this member', 'PROJECT_ACCESS_DENIED');
     await this.store.updateMemberRole(projectId, memberId, role);
     return (await this.store.member(projectId, memberId))!;
   }
@@ -168,7 +180,8 @@ export class Identity {
     if (!target) throw notFound('Member', memberId);
     // Leaving a project yourself is always allowed, except for the owner.
     const self = memberId === userId && target.role !== 'owner';
-    if (!self && !canChangeMember(project.role!, target.role)) throw forbidden('Not allowed to remove this member', 'PROJECT_ACCESS_DENIED');
+    if (!self && !canChangeMember(project.role!, target.role))
+      throw forbidden('Not allowed to remove this member', 'PROJECT_ACCESS_DENIED');
     await this.store.deleteMember(projectId, memberId);
   }
 }
@@ -176,4 +189,3 @@ export class Identity {
 export function isRole(value: string): value is Role {
   return value === 'owner' || value === 'admin' || value === 'member';
 }
-

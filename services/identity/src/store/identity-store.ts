@@ -34,7 +34,8 @@ export interface KeyHashes {
   secretPrefix: string;
 }
 
-const PROJECT_COLUMNS = 'p.id, p.name, p.disabled, p.public_key_prefix, p.secret_key_prefix, p.created_at, p.updated_at';
+const PROJECT_COLUMNS =
+  'p.id, p.name, p.disabled, p.public_key_prefix, p.secret_key_prefix, p.created_at, p.updated_at';
 
 export class IdentityStore {
   constructor(readonly pool: Pool) {}
@@ -78,7 +79,10 @@ export class IdentityStore {
     await this.pool.query('DELETE FROM sessions WHERE token_hash = $1', [tokenHash]);
   }
 
-  async insertProject(db: Queryable, p: { id: string; name: string; ownerId: string; keys: KeyHashes }): Promise<ProjectRow> {
+  async insertProject(
+    db: Queryable,
+    p: { id: string; name: string; ownerId: string; keys: KeyHashes },
+  ): Promise<ProjectRow> {
     const { rows } = await db.query<ProjectRow>(
       `INSERT INTO projects (id, name, public_key_hash, public_key_prefix, secret_key_hash, secret_key_prefix)
        VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
@@ -159,7 +163,11 @@ export class IdentityStore {
   }
 
   async updateMemberRole(projectId: string, userId: string, role: Role): Promise<void> {
-    await this.pool.query('UPDATE members SET role = $3 WHERE project_id = $1 AND user_id = $2', [projectId, userId, role]);
+    await this.pool.query('UPDATE members SET role = $3 WHERE project_id = $1 AND user_id = $2', [
+      projectId,
+      userId,
+      role,
+    ]);
   }
 
   async deleteMember(projectId: string, userId: string): Promise<void> {

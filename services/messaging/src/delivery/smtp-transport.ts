@@ -19,7 +19,7 @@ export function createSmtpTransport(url: string, poolSize: number): MailTranspor
   const transporter = nodemailer.createTransport({
     pool: true,
     maxConnections: poolSize,
-    maxMessages: Infinity,
+    maxMessages: Number.POSITIVE_INFINITY,
     host: u.hostname,
     ...(u.port ? { port: Number(u.port) } : {}),
     secure: u.protocol === 'smtps:',

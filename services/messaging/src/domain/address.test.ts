@@ -45,7 +45,9 @@ describe('address', () => {
     expect(fieldErrorsOf(() => parseAddress({ name: 'Ann' }, 'to'))).toEqual([
       expect.objectContaining({ field: 'to.email', message: 'Required' }),
     ]);
-    expect(fieldErrorsOf(() => parseAddress(42, 'to'))).toEqual([expect.objectContaining({ field: 'to', code: 'invalid_type' })]);
+    expect(fieldErrorsOf(() => parseAddress(42, 'to'))).toEqual([
+      expect.objectContaining({ field: 'to', code: 'invalid_type' }),
+    ]);
   });
 
   test('names longer than 200 characters are rejected', () => {
@@ -59,7 +61,21 @@ describe('address', () => {
     for (const ok of ['a@b.co', 'first.last+tag@sub.example.org', "o'brien@example.ie", 'x@xn--mnchen-3ya.de']) {
       expect(isValidEmail(ok)).toBe(true);
     }
-    for (const bad of ['', 'plain', '@b.com', 'a@', 'a@b', 'a..b@c.com', '.a@c.com', 'a.@c.com', 'a@-b.com', 'a@b.c', 'a b@c.com', 'a@b.com.', `${'x'.repeat(65)}@b.com`]) {
+    for (const bad of [
+      '',
+      'plain',
+      '@b.com',
+      'a@',
+      'a@b',
+      'a..b@c.com',
+      '.a@c.com',
+      'a.@c.com',
+      'a@-b.com',
+      'a@b.c',
+      'a b@c.com',
+      'a@b.com.',
+      `${'x'.repeat(65)}@b.com`,
+    ]) {
       expect(isValidEmail(bad)).toBe(false);
     }
   });

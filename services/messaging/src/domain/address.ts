@@ -41,10 +41,13 @@ function problems(address: Address): Issue[] {
   const issues: Issue[] = [];
   const { name, email } = address;
   if (name !== undefined) {
-    if (LINE_BREAK.test(name)) issues.push({ path: ['name'], message: 'Name must not contain line breaks', code: 'invalid_string' });
-    else if (name.length > NAME_MAX) issues.push({ path: ['name'], message: `Name must be at most ${NAME_MAX} characters`, code: 'too_big' });
+    if (LINE_BREAK.test(name))
+      issues.push({ path: ['name'], message: 'Name must not contain line breaks', code: 'invalid_string' });
+    else if (name.length > NAME_MAX)
+      issues.push({ path: ['name'], message: `Name must be at most ${NAME_MAX} characters`, code: 'too_big' });
   }
-  if (LINE_BREAK.test(email) || !isValidEmail(email)) issues.push({ path: ['email'], message: 'Invalid email', code: 'invalid_string' });
+  if (LINE_BREAK.test(email) || !isValidEmail(email))
+    issues.push({ path: ['email'], message: 'Invalid email', code: 'invalid_string' });
   return issues;
 }
 
@@ -59,7 +62,12 @@ function splitAddress(input: string): Address {
 function fromObject(value: Record<string, unknown>, ctx: z.RefinementCtx): Address | undefined {
   const { name, email } = value;
   if (typeof email !== 'string') {
-    ctx.addIssue({ code: 'custom', path: ['email'], message: email === undefined ? 'Required' : 'Expected string', params: { code: 'invalid_type' } });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['email'],
+      message: email === undefined ? 'Required' : 'Expected string',
+      params: { code: 'invalid_type' },
+    });
     return undefined;
   }
   if (name !== undefined && name !== null && typeof name !== 'string') {
@@ -85,7 +93,12 @@ export const addressSchema = z.unknown().transform((value, ctx): Address => {
   const issues = problems(address);
   for (const issue of issues) {
     // A string address is one field: report on it, not on an invented sub-path.
-    ctx.addIssue({ code: 'custom', path: isObject ? issue.path : [], message: issue.message, params: { code: issue.code } });
+    ctx.addIssue({
+      code: 'custom',
+      path: isObject ? issue.path : [],
+      message: issue.message,
+      params: { code: issue.code },
+    });
   }
   if (issues.length) return z.NEVER;
   return address.name ? { name: address.name, email: address.email } : { email: address.email };

@@ -4,7 +4,10 @@ const opts = { maxAttempts: 4, retryBaseMs: 1000 };
 
 describe('SMTP outcomes', () => {
   test('a 5xx answer is a permanent failure (bounce) with the server text as reason', () => {
-    expect(classifyFailure({ responseCode: 550, response: '550 5.1.1 No such user' }, 1, opts)).toEqual({ kind: 'bounce', reason: '550 5.1.1 No such user' });
+    expect(classifyFailure({ responseCode: 550, response: '550 5.1.1 No such user' }, 1, opts)).toEqual({
+      kind: 'bounce',
+      reason: '550 5.1.1 No such user',
+    });
   });
 
   test('a 4xx answer or a connection failure is retried with exponential backoff', () => {
@@ -18,6 +21,9 @@ describe('SMTP outcomes', () => {
   });
 
   test('after the last attempt a temporary failure gives up', () => {
-    expect(classifyFailure({ responseCode: 421 }, 4, opts)).toMatchObject({ kind: 'failed', reason: expect.stringMatching(/gave up after 4 attempts/) });
+    expect(classifyFailure({ responseCode: 421 }, 4, opts)).toMatchObject({
+      kind: 'failed',
+      reason: expect.stringMatching(/gave up after 4 attempts/),
+    });
   });
 });

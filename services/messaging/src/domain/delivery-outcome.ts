@@ -21,7 +21,11 @@ export function retryDelay(attempt: number, baseMs: number, random = Math.random
   return Math.round(exp * (0.9 + random() * 0.2)); // jitter keeps retries of one outage apart
 }
 
-export function classifyFailure(err: SmtpFailure, attempt: number, opts: { maxAttempts: number; retryBaseMs: number }): FailureOutcome {
+export function classifyFailure(
+  err: SmtpFailure,
+  attempt: number,
+  opts: { maxAttempts: number; retryBaseMs: number },
+): FailureOutcome {
   const reason = (err.response || err.message || err.code || 'SMTP failure').slice(0, MAX_REASON);
   const code = err.responseCode;
   if (code !== undefined && code >= 500 && code < 600) return { kind: 'bounce', reason };

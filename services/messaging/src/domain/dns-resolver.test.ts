@@ -7,7 +7,10 @@ beforeAll(async () => {
   server = await startTestDnsServer({
     'example.test': {
       A: ['192.0.2.10'],
-      MX: [{ exchange: 'mx2.example.test', priority: 20 }, { exchange: 'mx1.example.test', priority: 10 }],
+      MX: [
+        { exchange: 'mx2.example.test', priority: 20 },
+        { exchange: 'mx1.example.test', priority: 10 },
+      ],
       NS: ['ns1.example.test'],
       TXT: [['v=spf1 -all'], ['v=DKIM1; k=rsa; p=', 'MIIBIjANBgkq']],
     },
@@ -42,7 +45,10 @@ describe('DNS resolver (DNS_SERVERS on loopback)', () => {
   });
 
   test('TXT records join their character-strings', async () => {
-    expect((await resolver().resolveTxt('example.test')).sort()).toEqual(['v=DKIM1; k=rsa; p=MIIBIjANBgkq', 'v=spf1 -all']);
+    expect((await resolver().resolveTxt('example.test')).sort()).toEqual([
+      'v=DKIM1; k=rsa; p=MIIBIjANBgkq',
+      'v=spf1 -all',
+    ]);
   });
 
   test('an absent name or record type is an empty answer', async () => {

@@ -30,11 +30,18 @@ export function createDnsResolver(options: DnsResolverOptions = {}): DnsResolver
   const bounded = <T>(lookup: Promise<T>): Promise<T> => {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error('DNS lookup timed out'), { code: 'ETIMEOUT' })), timeoutMs);
+      timer = setTimeout(
+        () => reject(Object.assign(new Error('DNS lookup timed out'), { code: 'ETIMEOUT' })),
+        timeoutMs,
+      );
     });
     return Promise.race([lookup, timeout]).finally(() => clearTimeout(timer));
   };
-  const hasAddress = (lookup: Promise<string[]>) => bounded(lookup).then((a) => a.length > 0, () => false);
+  const hasAddress = (lookup: Promise<string[]>) =>
+    bounded(lookup).then(
+      (a) => a.length > 0,
+      () => false,
+    );
 
   return {
     async resolveMx(domain) {
@@ -42,7 +49,10 @@ export function createDnsResolver(options: DnsResolverOptions = {}): DnsResolver
       return records.sort((a, b) => a.priority - b.priority).map((r) => r.exchange);
     },
     async resolveAny(domain) {
-      const [v4, v6] = await Promise.all([hasAddress(resolver.resolve4(domain)), hasAddress(resolver.resolve6(domain))]);
+      const [v4, v6] = await Promise.all([
+        hasAddress(resolver.resolve4(domain)),
+        hasAddress(resolver.resolve6(domain)),
+      ]);
       return v4 || v6;
     },
     async resolveNs(domain) {

@@ -13,10 +13,28 @@ export interface ListUnsubscribe {
 //   Delivered-To) are written by the mail servers on the way; forged ones mislead filters.
 // X-Mailer, In-Reply-To, References, List-Id and other X- headers stay the caller's.
 const RESERVED_HEADERS = new Set([
-  'from', 'to', 'cc', 'bcc', 'subject', 'reply-to', 'sender', 'return-path', 'date', 'message-id',
-  'mime-version', 'dkim-signature', 'domainkey-signature', 'list-unsubscribe', 'list-unsubscribe-post',
-  'precedence', 'auto-submitted', 'x-email-id',
-  'received', 'received-spf', 'authentication-results', 'delivered-to',
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'subject',
+  'reply-to',
+  'sender',
+  'return-path',
+  'date',
+  'message-id',
+  'mime-version',
+  'dkim-signature',
+  'domainkey-signature',
+  'list-unsubscribe',
+  'list-unsubscribe-post',
+  'precedence',
+  'auto-submitted',
+  'x-email-id',
+  'received',
+  'received-spf',
+  'authentication-results',
+  'delivered-to',
 ]);
 const RESERVED_PREFIXES = ['content-', 'resent-', 'arc-'];
 

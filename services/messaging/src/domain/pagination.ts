@@ -3,12 +3,23 @@ import { validationError } from '@svc/lib/errors';
 // Query parameters arrive as text; a malformed number is a 422 with the parameter as field (as for GET /contacts).
 
 /** `max` clamps larger values (page sizes, as for cursor lists); `ceiling` refuses them (positions). */
-export function intParam(raw: string | undefined, name: string, opts: { min: number; def: number; max?: number; ceiling?: number }): number {
+export function intParam(
+  raw: string | undefined,
+  name: string,
+  opts: { min: number; def: number; max?: number; ceiling?: number },
+): number {
   if (raw === undefined || raw === '') return opts.def;
   const n = Number(raw);
   if (!/^\s*\d+\s*$/.test(raw) || n < opts.min || (opts.ceiling !== undefined && n > opts.ceiling)) {
     const range = opts.ceiling !== undefined ? `from ${opts.min} to ${opts.ceiling}` : `of at least ${opts.min}`;
-    throw validationError([{ field: name, message: `${name} must be an integer ${range}`, code: 'invalid_type', received: raw.slice(0, 100) }]);
+    throw validationError([
+      {
+        field: name,
+        message: `${name} must be an integer ${range}`,
+        code: 'invalid_type',
+        received: raw.slice(0, 100),
+      },
+    ]);
   }
   return opts.max !== undefined ? Math.min(n, opts.max) : n;
 }

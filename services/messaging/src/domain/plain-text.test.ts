@@ -6,17 +6,21 @@ describe('plain-text alternative', () => {
   });
 
   test('links keep their target as "text [url]"', () => {
-    expect(htmlToPlainText('<p>Read <a href="https://ex.com/a">the guide</a></p>')).toBe('Read the guide [https://ex.com/a]');
+    expect(htmlToPlainText('<p>Read <a href="https://ex.com/a">the guide</a></p>')).toBe(
+      'Read the guide [https://ex.com/a]',
+    );
     expect(htmlToPlainText('<a href="https://ex.com">https://ex.com</a>')).toBe('https://ex.com');
   });
 
   test('images and the tracking pixel are skipped', () => {
-    const html = '<p>Hi<img src="https://ex.com/logo.png" alt="Logo"></p><img src="https://t.ex.com/o/1.gif" width="1" height="1" alt="">';
+    const html =
+      '<p>Hi<img src="https://ex.com/logo.png" alt="Logo"></p><img src="https://t.ex.com/o/1.gif" width="1" height="1" alt="">';
     expect(htmlToPlainText(html)).toBe('Hi');
   });
 
   test('head, style and script content never leak into the text', () => {
-    const html = '<html><head><title>T</title><style>p{color:red}</style></head><body><script>x()</script><p>Body</p></body></html>';
+    const html =
+      '<html><head><title>T</title><style>p{color:red}</style></head><body><script>x()</script><p>Body</p></body></html>';
     expect(htmlToPlainText(html)).toBe('Body');
   });
 

@@ -2,8 +2,10 @@ import { AppError } from '@svc/lib/errors';
 import { createRenderer, RenderBudget } from './render.js';
 
 const renderer = createRenderer();
-const text = (template: string, vars: Record<string, unknown> = {}) => renderer.render(template, vars, { kind: 'text', field: 'subject' });
-const html = (template: string, vars: Record<string, unknown> = {}) => renderer.render(template, vars, { kind: 'html', field: 'body' });
+const text = (template: string, vars: Record<string, unknown> = {}) =>
+  renderer.render(template, vars, { kind: 'text', field: 'subject' });
+const html = (template: string, vars: Record<string, unknown> = {}) =>
+  renderer.render(template, vars, { kind: 'html', field: 'body' });
 
 async function templateErrorOf(promise: Promise<unknown>) {
   try {
@@ -21,7 +23,9 @@ async function templateErrorOf(promise: Promise<unknown>) {
 
 describe('template language', () => {
   test('variables are written {{name}} and nested values {{a.b}}', async () => {
-    expect(await text('Hi {{name}}, tier {{profile.tier}}', { name: 'Ann', profile: { tier: 'gold' } })).toBe('Hi Ann, tier gold');
+    expect(await text('Hi {{name}}, tier {{profile.tier}}', { name: 'Ann', profile: { tier: 'gold' } })).toBe(
+      'Hi Ann, tier gold',
+    );
     expect(await text('[{{missing.deep}}]')).toBe('[]');
   });
 
@@ -63,8 +67,15 @@ describe('template language', () => {
   });
 
   test('conditionals, loops and standard filters work', async () => {
-    const vars = { vip: true, items: [{ name: 'a', qty: 2 }, { name: 'b', qty: 3 }] };
-    const template = '{% if vip %}VIP {% endif %}{% for i in items %}{{ i.name | upcase }}x{{ i.qty | times: 2 }}{% unless forloop.last %}, {% endunless %}{% endfor %}';
+    const vars = {
+      vip: true,
+      items: [
+        { name: 'a', qty: 2 },
+        { name: 'b', qty: 3 },
+      ],
+    };
+    const template =
+      '{% if vip %}VIP {% endif %}{% for i in items %}{{ i.name | upcase }}x{{ i.qty | times: 2 }}{% unless forloop.last %}, {% endunless %}{% endfor %}';
     expect(await text(template, vars)).toBe('VIP Ax4, Bx6');
     expect(await text('{{ "2024-01-02" | date: "%Y" }} {{ list | join: "+" }}', { list: [1, 2] })).toBe('2024 1+2');
   });
@@ -79,7 +90,11 @@ describe('template language', () => {
   test('templates cannot reach the file system: include, render and layout are refused', async () => {
     for (const tpl of ["{% include 'x' %}", "{% render '/etc/passwd' %}", "{% layout 'base' %}"]) {
       const error = await templateErrorOf(html(tpl));
-      expect(error).toEqual({ field: 'body', code: 'template_error', message: expect.stringContaining('not available') });
+      expect(error).toEqual({
+        field: 'body',
+        code: 'template_error',
+        message: expect.stringContaining('not available'),
+      });
     }
   });
 
@@ -88,9 +103,15 @@ describe('template language', () => {
   });
 
   test('a syntax error is a 422 template_error on the caller-named field', async () => {
-    expect(await templateErrorOf(text('Hi {% if x %}', {}))).toEqual(expect.objectContaining({ field: 'subject', code: 'template_error' }));
-    expect(await templateErrorOf(text('{{ x | no_such_filter }}'))).toEqual(expect.objectContaining({ field: 'subject', code: 'template_error' }));
-    expect(await templateErrorOf(text("{{ ?? 'x' }}"))).toEqual(expect.objectContaining({ field: 'subject', code: 'template_error' }));
+    expect(await templateErrorOf(text('Hi {% if x %}', {}))).toEqual(
+      expect.objectContaining({ field: 'subject', code: 'template_error' }),
+    );
+    expect(await templateErrorOf(text('{{ x | no_such_filter }}'))).toEqual(
+      expect.objectContaining({ field: 'subject', code: 'template_error' }),
+    );
+    expect(await templateErrorOf(text("{{ ?? 'x' }}"))).toEqual(
+      expect.objectContaining({ field: 'subject', code: 'template_error' }),
+    );
   });
 
   test('validate parses without rendering and reports the field', () => {
@@ -118,7 +139,9 @@ describe('template language', () => {
   test('rendering time is bounded by timeoutMs', async () => {
     const quick = createRenderer({ timeoutMs: 50 });
     const started = Date.now();
-    const error = await templateErrorOf(quick.render('{% for i in (1..3000) %}{% for j in (1..3000) %}{% assign k = j %}{% endfor %}{% endfor %}', {}));
+    const error = await templateErrorOf(
+      quick.render('{% for i in (1..3000) %}{% for j in (1..3000) %}{% assign k = j %}{% endfor %}{% endfor %}', {}),
+    );
     expect(error.message).toContain('limit');
     expect(Date.now() - started).toBeLessThan(2000);
   });
@@ -127,7 +150,7 @@ describe('template language', () => {
 describe('compiling once and the request render budget', () => {
   const heavy = '{% for i in (1..3000) %}{% for j in (1..3000) %}{% assign k = j %}{% endfor %}{% endfor %}';
 
-  test('a compiled template renders once per recipient with that recipient\'s variables', async () => {
+  test("a compiled template renders once per recipient with that recipient's variables", async () => {
     const compiled = renderer.compile('Hi {{first name ?? "you"}}', { kind: 'text', field: 'subject' });
     const budget = renderer.budget();
     expect(await compiled.render({ 'first name': 'Ann' }, budget)).toBe('Hi Ann');

@@ -71,8 +71,12 @@ class TemplateProblem extends Error {}
 const refusingFs: FS = {
   exists: async () => false,
   existsSync: () => false,
-  readFile: async () => { throw new TemplateProblem('templates cannot read files'); },
-  readFileSync: () => { throw new TemplateProblem('templates cannot read files'); },
+  readFile: async () => {
+    throw new TemplateProblem('templates cannot read files');
+  },
+  readFileSync: () => {
+    throw new TemplateProblem('templates cannot read files');
+  },
   resolve: (_dir, file) => file,
   contains: async () => false,
   containsSync: () => false,
@@ -93,12 +97,18 @@ function createEngine(kind: RenderKind, parseLimit: number, timeoutMs: number): 
   });
   for (const tag of ['include', 'render', 'layout']) {
     liquid.registerTag(tag, {
-      parse() { throw new TemplateProblem(`the {% ${tag} %} tag is not available in templates`); },
-      render() { return ''; },
+      parse() {
+        throw new TemplateProblem(`the {% ${tag} %} tag is not available in templates`);
+      },
+      render() {
+        return '';
+      },
     });
   }
   // Liquid's `default` also replaces '' and false; `??` must only replace missing or null.
-  liquid.registerFilter(FALLBACK_FILTER, (value: unknown, fallback: unknown) => (value === null || value === undefined ? fallback : value));
+  liquid.registerFilter(FALLBACK_FILTER, (value: unknown, fallback: unknown) =>
+    value === null || value === undefined ? fallback : value,
+  );
   return liquid;
 }
 
@@ -194,7 +204,8 @@ function templateError(field: string, err: unknown): AppError {
 }
 
 function budgetError(field: string, budget: RenderBudget): AppError {
-  const message = `Rendering this request took more than its ${budget.totalMs} ms render budget; `
-    + 'send fewer recipients per request or simplify the template';
+  const message =
+    `Rendering this request took more than its ${budget.totalMs} ms render budget; ` +
+    'send fewer recipients per request or simplify the template';
   return validationError([{ field, code: 'render_budget', message }], 'Render budget exceeded');
 }

@@ -23,7 +23,14 @@ export const VERIFICATION_PREFIX = '_svc-verification';
 export function normalizeDomain(input: unknown): string {
   const domain = typeof input === 'string' ? input.trim().toLowerCase().replace(/\.$/, '') : '';
   if (!HOSTNAME.test(domain)) {
-    throw validationError([{ field: 'domain', message: 'Expected a domain name such as example.com', code: 'invalid_string', received: input }]);
+    throw validationError([
+      {
+        field: 'domain',
+        message: 'Expected a domain name such as example.com',
+        code: 'invalid_string',
+        received: input,
+      },
+    ]);
   }
   return domain;
 }
@@ -35,17 +42,35 @@ const dkimValue = (publicKeyDer: string) => `v=DKIM1; k=rsa; p=${publicKeyDer}`;
 export function dnsRecords(d: DomainRow, spfInclude: string): DnsRecordView[] {
   const found = d.record_status ?? {};
   return [
-    { type: 'TXT', name: `${VERIFICATION_PREFIX}.${d.domain}`, value: `svc-verification=${d.verification_token}`, purpose: 'verification', verified: !!found.verification },
-    { type: 'TXT', name: `${d.dkim_selector}._domainkey.${d.domain}`, value: dkimValue(d.dkim_public_key), purpose: 'dkim', verified: !!found.dkim },
+    {
+      type: 'TXT',
+      name: `${VERIFICATION_PREFIX}.${d.domain}`,
+      value: `svc-verification=${d.verification_token}`,
+      purpose: 'verification',
+      verified: !!found.verification,
+    },
+    {
+      type: 'TXT',
+      name: `${d.dkim_selector}._domainkey.${d.domain}`,
+      value: dkimValue(d.dkim_public_key),
+      purpose: 'dkim',
+      verified: !!found.dkim,
+    },
     { type: 'TXT', name: d.domain, value: `v=spf1 include:${spfInclude} ~all`, purpose: 'spf', verified: !!found.spf },
   ];
 }
 
 /** Whether the TXT answers carry our records; whitespace inside a DKIM record is insignificant. */
-export function evaluateRecords(d: DomainRow, answers: { verification: string[]; dkim: string[]; spf: string[] }, spfInclude: string) {
+export function evaluateRecords(
+  d: DomainRow,
+  answers: { verification: string[]; dkim: string[]; spf: string[] },
+  spfInclude: string,
+) {
   const squash = (s: string) => s.replace(/\s+/g, '');
   const verification = answers.verification.some((v) => v.trim() === `svc-verification=${d.verification_token}`);
-  const dkim = answers.dkim.some((v) => squash(v).includes(`p=${d.dkim_public_key}`) && /(^|;)\s*v=DKIM1/i.test(v.trim() + ';'));
+  const dkim = answers.dkim.some(
+    (v) => squash(v).includes(`p=${d.dkim_public_key}`) && /(^|;)\s*v=DKIM1/i.test(v.trim() + ';'),
+  );
   const spf = answers.spf.some((v) => /^v=spf1\b/i.test(v.trim()) && v.includes(`include:${spfInclude}`));
   return { verification, dkim, spf, verified: verification && dkim };
 }
@@ -67,7 +92,11 @@ export interface SenderDomainsOptions {
 
 /** Sender domains: DKIM keys, the records to publish, and their verification through DNS. */
 export class SenderDomains {
-  constructor(private readonly store: DomainsStore, private readonly dns: DnsResolver, private readonly opts: SenderDomainsOptions) {}
+  constructor(
+    private readonly store: DomainsStore,
+    private readonly dns: DnsResolver,
+    private readonly opts: SenderDomainsOptions,
+  ) {}
 
   records(d: DomainRow): DnsRecordView[] {
     return dnsRecords(d, this.opts.spfInclude);
@@ -118,7 +147,7 @@ export class SenderDomains {
    */
   async check(d: DomainRow): Promise<DomainRow> {
     const lookup = (name: string) => this.dns.resolveTxt(name);
-    let answers;
+    let answers: { verification: string[]; dkim: string[]; spf: string[] };
     try {
       const [verification, dkim, spf] = await Promise.all([
         lookup(`${VERIFICATION_PREFIX}.${d.domain}`),
@@ -132,8 +161,13 @@ export class SenderDomains {
     }
     const result = evaluateRecords(d, answers, this.opts.spfInclude);
     const status = result.verified ? 'verified' : 'pending';
-    const saved = await this.store.saveCheck(d.id, status, { verification: result.verification, dkim: result.dkim, spf: result.spf });
-    if (saved && saved.status !== d.status) this.opts.logger.info({ domain: d.domain, projectId: d.project_id, status }, 'domain status changed');
+    const saved = await this.store.saveCheck(d.id, status, {
+      verification: result.verification,
+      dkim: result.dkim,
+      spf: result.spf,
+    });
+    if (saved && saved.status !== d.status)
+      this.opts.logger.info({ domain: d.domain, projectId: d.project_id, status }, 'domain status changed');
     return saved ?? d;
   }
 

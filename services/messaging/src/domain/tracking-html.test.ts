@@ -1,7 +1,10 @@
 import { addTracking } from './tracking-html.js';
 
 const rewrite = (html: string, skip: string[] = []) =>
-  addTracking(html, { pixelUrl: 'https://t/o/P', clickUrl: (url) => (skip.includes(url) ? undefined : `https://t/c/${encodeURIComponent(url)}`) });
+  addTracking(html, {
+    pixelUrl: 'https://t/o/P',
+    clickUrl: (url) => (skip.includes(url) ? undefined : `https://t/c/${encodeURIComponent(url)}`),
+  });
 
 describe('open and click tracking in HTML', () => {
   test('http(s) links become redirects carrying the original URL, entities decoded', () => {
@@ -11,13 +14,16 @@ describe('open and click tracking in HTML', () => {
   });
 
   test('mailto, tel, anchors and skipped links are left alone', () => {
-    const html = '<a href="mailto:a@b.c">m</a><a href="tel:1">t</a><a href="#top">h</a><a href="https://keep.example">k</a>';
+    const html =
+      '<a href="mailto:a@b.c">m</a><a href="tel:1">t</a><a href="#top">h</a><a href="https://keep.example">k</a>';
     const out = rewrite(html, ['https://keep.example']);
     expect(out.replace(/<img[^>]*>$/, '')).toBe(html);
   });
 
   test('the pixel goes before </body>, or at the end without one', () => {
-    expect(rewrite('<html><body><p>x</p></body></html>')).toMatch(/<p>x<\/p><img src="https:\/\/t\/o\/P"[^>]*><\/body><\/html>$/);
+    expect(rewrite('<html><body><p>x</p></body></html>')).toMatch(
+      /<p>x<\/p><img src="https:\/\/t\/o\/P"[^>]*><\/body><\/html>$/,
+    );
     expect(rewrite('<p>x</p>')).toMatch(/^<p>x<\/p><img src="https:\/\/t\/o\/P"/);
   });
 });

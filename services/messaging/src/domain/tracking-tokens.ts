@@ -6,11 +6,24 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export type TokenKind = 'open' | 'click' | 'subscription';
 
-export interface OpenToken { emailId: string }
-export interface ClickToken { emailId: string; url: string }
-export interface SubscriptionToken { projectId: string; contactId: string; emailId?: string }
+export interface OpenToken {
+  emailId: string;
+}
+export interface ClickToken {
+  emailId: string;
+  url: string;
+}
+export interface SubscriptionToken {
+  projectId: string;
+  contactId: string;
+  emailId?: string;
+}
 
-interface Payloads { open: OpenToken; click: ClickToken; subscription: SubscriptionToken }
+interface Payloads {
+  open: OpenToken;
+  click: ClickToken;
+  subscription: SubscriptionToken;
+}
 
 const KIND_TAG: Record<TokenKind, string> = { open: 'o', click: 'c', subscription: 's' };
 const MAC_BYTES = 16;

@@ -49,7 +49,10 @@ export class Tracking {
   }
 
   /** Reads (subscribed undefined) or sets the recipient's subscription; contacts emits the flip event. */
-  async subscription(token: string, subscribed?: boolean): Promise<{ maskedEmail: string; subscribed: boolean; changed: boolean }> {
+  async subscription(
+    token: string,
+    subscribed?: boolean,
+  ): Promise<{ maskedEmail: string; subscribed: boolean; changed: boolean }> {
     const t = this.tokens.verify('subscription', token);
     if (!t) throw invalidLink(token);
     const contact = await this.contacts.get(t.projectId, t.contactId);

@@ -29,11 +29,25 @@ export class ActivityStore {
     await this.pool.query(
       `INSERT INTO activity (id, source_id, project_id, type, contact_id, email_id, email, name, data, occurred_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (source_id) DO NOTHING`,
-      [row.id, row.source_id, row.project_id, row.type, row.contact_id, row.email_id, row.email, row.name, JSON.stringify(row.data), row.occurred_at],
+      [
+        row.id,
+        row.source_id,
+        row.project_id,
+        row.type,
+        row.contact_id,
+        row.email_id,
+        row.email,
+        row.name,
+        JSON.stringify(row.data),
+        row.occurred_at,
+      ],
     );
   }
 
-  private filter(projectId: string, q: Pick<ActivityQuery, 'types' | 'contactId'>): { where: string[]; params: unknown[] } {
+  private filter(
+    projectId: string,
+    q: Pick<ActivityQuery, 'types' | 'contactId'>,
+  ): { where: string[]; params: unknown[] } {
     const where = ['project_id = $1'];
     const params: unknown[] = [projectId];
     if (q.types?.length) {
@@ -67,7 +81,10 @@ export class ActivityStore {
       params.push(q.since);
       where.push(`occurred_at >= $${params.length}`);
     }
-    const { rows } = await this.pool.query<{ count: number }>(`SELECT count(*) FROM activity WHERE ${where.join(' AND ')}`, params);
+    const { rows } = await this.pool.query<{ count: number }>(
+      `SELECT count(*) FROM activity WHERE ${where.join(' AND ')}`,
+      params,
+    );
     return rows[0].count;
   }
 
@@ -80,7 +97,10 @@ export class ActivityStore {
   }
 
   async types(projectId: string): Promise<string[]> {
-    const { rows } = await this.pool.query<{ type: string }>('SELECT DISTINCT type FROM activity WHERE project_id = $1 ORDER BY type', [projectId]);
+    const { rows } = await this.pool.query<{ type: string }>(
+      'SELECT DISTINCT type FROM activity WHERE project_id = $1 ORDER BY type',
+      [projectId],
+    );
     return rows.map((r) => r.type);
   }
 }

@@ -15,7 +15,10 @@ export interface DomainRow {
   last_checked_at: Date | null;
 }
 
-export type NewDomain = Pick<DomainRow, 'id' | 'project_id' | 'domain' | 'verification_token' | 'dkim_selector' | 'dkim_private_key' | 'dkim_public_key'>;
+export type NewDomain = Pick<
+  DomainRow,
+  'id' | 'project_id' | 'domain' | 'verification_token' | 'dkim_selector' | 'dkim_private_key' | 'dkim_public_key'
+>;
 
 export class DomainsStore {
   constructor(readonly pool: Pool) {}
@@ -31,17 +34,26 @@ export class DomainsStore {
   }
 
   async list(projectId: string): Promise<DomainRow[]> {
-    const { rows } = await this.pool.query<DomainRow>('SELECT * FROM domains WHERE project_id = $1 ORDER BY created_at DESC', [projectId]);
+    const { rows } = await this.pool.query<DomainRow>(
+      'SELECT * FROM domains WHERE project_id = $1 ORDER BY created_at DESC',
+      [projectId],
+    );
     return rows;
   }
 
   async get(projectId: string, id: string): Promise<DomainRow | null> {
-    const { rows } = await this.pool.query<DomainRow>('SELECT * FROM domains WHERE project_id = $1 AND id = $2', [projectId, id]);
+    const { rows } = await this.pool.query<DomainRow>('SELECT * FROM domains WHERE project_id = $1 AND id = $2', [
+      projectId,
+      id,
+    ]);
     return rows[0] ?? null;
   }
 
   async delete(projectId: string, id: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query('DELETE FROM domains WHERE project_id = $1 AND id = $2', [projectId, id]);
+    const { rowCount } = await this.pool.query('DELETE FROM domains WHERE project_id = $1 AND id = $2', [
+      projectId,
+      id,
+    ]);
     return rowCount === 1;
   }
 
@@ -55,7 +67,11 @@ export class DomainsStore {
     return rows[0] ?? null;
   }
 
-  async saveCheck(id: string, status: DomainRow['status'], recordStatus: Record<string, boolean>): Promise<DomainRow | null> {
+  async saveCheck(
+    id: string,
+    status: DomainRow['status'],
+    recordStatus: Record<string, boolean>,
+  ): Promise<DomainRow | null> {
     const { rows } = await this.pool.query<DomainRow>(
       `UPDATE domains SET status = $2, record_status = $3, last_checked_at = now(),
          verified_at = CASE WHEN $2 = 'verified' THEN coalesce(verified_at, now()) ELSE NULL END

@@ -1,7 +1,15 @@
 import type { Pool, Queryable } from '@svc/lib/db';
 import type { TemplateType } from './templates-store.js';
 
-export type EmailStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained' | 'suppressed' | 'failed';
+export type EmailStatus =
+  | 'queued'
+  | 'sending'
+  | 'sent'
+  | 'delivered'
+  | 'bounced'
+  | 'complained'
+  | 'suppressed'
+  | 'failed';
 
 /** emails.attachments: only rows queued before migration 004 have any (base64); newer sends use send_attachments. */
 export interface StoredAttachment {
@@ -49,8 +57,19 @@ export interface EmailRow {
 
 export type NewEmail = Omit<
   EmailRow,
-  | 'attempts' | 'last_error' | 'sent_at' | 'first_opened_at' | 'first_clicked_at' | 'open_count' | 'click_count'
-  | 'bounce_reason' | 'created_at' | 'attachments' | 'send_id' | 'campaign_id' | 'workflow_id'
+  | 'attempts'
+  | 'last_error'
+  | 'sent_at'
+  | 'first_opened_at'
+  | 'first_clicked_at'
+  | 'open_count'
+  | 'click_count'
+  | 'bounce_reason'
+  | 'created_at'
+  | 'attachments'
+  | 'send_id'
+  | 'campaign_id'
+  | 'workflow_id'
 > &
   Partial<Pick<EmailRow, 'send_id' | 'campaign_id' | 'workflow_id'>> & {
     /** Ignored: attachments are stored once per send (SendAttachmentsStore). */
@@ -58,8 +77,26 @@ export type NewEmail = Omit<
   };
 
 const INSERT_COLUMNS = [
-  'id', 'project_id', 'contact_id', 'to_email', 'to_name', 'from_email', 'from_name', 'reply_to', 'subject', 'html', 'text',
-  'headers', 'template_id', 'type', 'message_id', 'priority', 'status', 'bounce_reason', 'send_id', 'campaign_id',
+  'id',
+  'project_id',
+  'contact_id',
+  'to_email',
+  'to_name',
+  'from_email',
+  'from_name',
+  'reply_to',
+  'subject',
+  'html',
+  'text',
+  'headers',
+  'template_id',
+  'type',
+  'message_id',
+  'priority',
+  'status',
+  'bounce_reason',
+  'send_id',
+  'campaign_id',
   'workflow_id',
 ] as const;
 
@@ -273,7 +310,10 @@ export class EmailsStore {
     return new Set(rows.map((r) => r.id));
   }
 
-  async queuedRetries(projectId: string, limit: number): Promise<{ id: string; to_email: string; subject: string; next_attempt_at: Date }[]> {
+  async queuedRetries(
+    projectId: string,
+    limit: number,
+  ): Promise<{ id: string; to_email: string; subject: string; next_attempt_at: Date }[]> {
     const { rows } = await this.pool.query(
       `SELECT id, to_email, subject, next_attempt_at FROM emails
        WHERE project_id = $1 AND status = 'queued' ORDER BY next_attempt_at LIMIT $2`,

@@ -12,7 +12,10 @@ export interface SendRecordRow {
  * A row older than the TTL counts as absent, and is replaced or removed by `deleteExpired`.
  */
 export class SendRecordsStore {
-  constructor(readonly pool: Pool, private readonly ttlSeconds: number) {}
+  constructor(
+    readonly pool: Pool,
+    private readonly ttlSeconds: number,
+  ) {}
 
   async find(projectId: string, key: string): Promise<SendRecordRow | null> {
     const { rows } = await this.pool.query<SendRecordRow>(

@@ -17,7 +17,10 @@ export interface TemplateRow {
   updated_at: Date;
 }
 
-export type TemplateFields = Pick<TemplateRow, 'name' | 'description' | 'subject' | 'body' | 'from_email' | 'from_name' | 'reply_to' | 'type'>;
+export type TemplateFields = Pick<
+  TemplateRow,
+  'name' | 'description' | 'subject' | 'body' | 'from_email' | 'from_name' | 'reply_to' | 'type'
+>;
 
 export interface TemplateQuery {
   type?: TemplateType;
@@ -42,7 +45,10 @@ export class TemplatesStore {
   }
 
   async get(projectId: string, id: string): Promise<TemplateRow | null> {
-    const { rows } = await this.pool.query<TemplateRow>('SELECT * FROM templates WHERE project_id = $1 AND id = $2', [projectId, id]);
+    const { rows } = await this.pool.query<TemplateRow>('SELECT * FROM templates WHERE project_id = $1 AND id = $2', [
+      projectId,
+      id,
+    ]);
     return rows[0] ?? null;
   }
 
@@ -57,7 +63,10 @@ export class TemplatesStore {
   }
 
   async delete(projectId: string, id: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query('DELETE FROM templates WHERE project_id = $1 AND id = $2', [projectId, id]);
+    const { rowCount } = await this.pool.query('DELETE FROM templates WHERE project_id = $1 AND id = $2', [
+      projectId,
+      id,
+    ]);
     return rowCount === 1;
   }
 
@@ -74,7 +83,9 @@ export class TemplatesStore {
       where.push(`(name ILIKE ${p} OR description ILIKE ${p} OR subject ILIKE ${p})`);
     }
     const filter = where.join(' AND ');
-    const { rows: [{ count }] } = await this.pool.query<{ count: number }>(`SELECT count(*) FROM templates WHERE ${filter}`, params);
+    const {
+      rows: [{ count }],
+    } = await this.pool.query<{ count: number }>(`SELECT count(*) FROM templates WHERE ${filter}`, params);
     // sort and dir are whitelisted by the caller; id breaks ties so pages never overlap.
     const { rows } = await this.pool.query<TemplateRow>(
       `SELECT * FROM templates WHERE ${filter} ORDER BY ${q.sort} ${q.dir}, id ${q.dir}

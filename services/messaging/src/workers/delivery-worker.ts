@@ -84,7 +84,11 @@ export class DeliveryWorker {
       if (wait === 0) ready.push(row);
       else held.push({ id: row.id, wait });
     }
-    if (held.length) await this.emails.release(held.map((h) => h.id), Math.max(...held.map((h) => h.wait)));
+    if (held.length)
+      await this.emails.release(
+        held.map((h) => h.id),
+        Math.max(...held.map((h) => h.wait)),
+      );
 
     const outcomes: DeliveryOutcomes = { sent: [], retry: [], bounced: [], failed: [] };
     const messages: OutboxMessage[] = [];
@@ -118,7 +122,8 @@ export class DeliveryWorker {
       for (const row of suppress) await this.emails.suppress(tx, row.project_id, row.to_email, 'bounce', row.id);
       await enqueueMany(tx, messages);
     });
-    if (outcomes.retry.length) this.logger.info({ count: outcomes.retry.length }, 'temporary SMTP failures; retrying later');
+    if (outcomes.retry.length)
+      this.logger.info({ count: outcomes.retry.length }, 'temporary SMTP failures; retrying later');
   }
 
   private async message(row: ClaimedEmail, sendAttachments: SendAttachment[]): Promise<MailMessage> {
@@ -153,7 +158,9 @@ export class DeliveryWorker {
     const hit = this.dkimCache.get(cacheKey);
     if (hit && Date.now() - hit.at < DKIM_CACHE_MS) return hit.key;
     const row = await this.domains.verifiedCovering(projectId, domain);
-    const key = row ? { domainName: row.domain, keySelector: row.dkim_selector, privateKey: row.dkim_private_key } : null;
+    const key = row
+      ? { domainName: row.domain, keySelector: row.dkim_selector, privateKey: row.dkim_private_key }
+      : null;
     if (this.dkimCache.size > 10_000) this.dkimCache.clear();
     this.dkimCache.set(cacheKey, { key, at: Date.now() });
     return key;

@@ -1,4 +1,4 @@
-import { AppError } from '@svc/lib/errors';
+import type { AppError } from '@svc/lib/errors';
 import { validateCreate, validatePatch } from './segment-input.js';
 
 const tree = { logic: 'AND', groups: [] };
