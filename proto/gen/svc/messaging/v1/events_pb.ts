@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/messaging/v1/events.proto.
  */
 export const file_svc_messaging_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zdmMvbWVzc2FnaW5nL3YxL2V2ZW50cy5wcm90bxIQc3ZjLm1lc3NhZ2luZy52MSKwAQoORW1haWxMaWZlY3ljbGUSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGVtYWlsX2lkGAMgASgJEgwKBHR5cGUYBCABKAkSLwoLb2NjdXJyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0YgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch1zdmMvbWVzc2FnaW5nL3YxL2V2ZW50cy5wcm90bxIQc3ZjLm1lc3NhZ2luZy52MSLoAQoORW1haWxMaWZlY3ljbGUSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGVtYWlsX2lkGAMgASgJEgwKBHR5cGUYBCABKAkSLwoLb2NjdXJyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2NhbXBhaWduX2lkGAcgASgJEhMKC3dvcmtmbG93X2lkGAggASgJEgwKBHRlc3QYCSABKAhiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * emails.<type>: one step of a message's lifecycle (sent, delivery, open, click, bounce, complaint).
@@ -53,6 +53,25 @@ export type EmailLifecycle = Message<"svc.messaging.v1.EmailLifecycle"> & {
    * @generated from field: google.protobuf.Struct data = 6;
    */
   data?: JsonObject | undefined;
+
+  /**
+   * From the email row: the campaign or workflow that queued it (empty: none).
+   *
+   * @generated from field: string campaign_id = 7;
+   */
+  campaignId: string;
+
+  /**
+   * @generated from field: string workflow_id = 8;
+   */
+  workflowId: string;
+
+  /**
+   * A test message: no campaign or workflow statistics or analytics count it.
+   *
+   * @generated from field: bool test = 9;
+   */
+  test: boolean;
 };
 
 /**
