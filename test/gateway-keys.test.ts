@@ -6,7 +6,7 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
   test('a secret key authenticates API calls; a missing or unknown key is a 401', async () => {
     const t = await newTenant();
     expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).status).toBe(200);
-    expectEnvelope(await call('GET', '/contacts'), 401, 'MISSING_AUTH');
+    expectEnvelope(await call('GET', '/contacts'), 401, 'INVALID_API_KEY');
     expectEnvelope(await call('GET', '/contacts', undefined, { key: 'sk_not_a_real_key' }), 401, 'INVALID_API_KEY');
     expectEnvelope(
       await call('GET', '/contacts', undefined, { headers: { authorization: 'Basic abc' } }),
@@ -210,7 +210,7 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
   test('/v1/send reads its large body only after the key is checked', async () => {
     const t = await newTenant();
     const big = JSON.stringify({ to: 'a@example.com', subject: 's', body: 'x'.repeat(3_000_000) });
-    expectEnvelope(await call('POST', '/v1/send', undefined, { raw: big }), 401, 'MISSING_AUTH');
+    expectEnvelope(await call('POST', '/v1/send', undefined, { raw: big }), 401, 'INVALID_API_KEY');
     expectEnvelope(await call('POST', '/v1/send', undefined, { raw: '{"to":', key: t.secretKey }), 400, 'BAD_REQUEST');
     expectEnvelope(await call('POST', '/v1/send', undefined, { raw: big, key: t.publicKey }), 401, 'INVALID_API_KEY');
   });

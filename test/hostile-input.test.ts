@@ -243,6 +243,28 @@ describe('hostile input', () => {
     expect(await contactCount()).toBe(before);
   });
 
+  test('JSON sent as a form or as text is a 415 that names the content type, and stores nothing', async () => {
+    const before = await contactCount();
+    const body = JSON.stringify({ email: uniqueEmail() });
+    for (const type of ['application/x-www-form-urlencoded', 'text/plain']) {
+      const res = await call('POST', '/contacts', undefined, {
+        ...key(),
+        raw: body,
+        headers: { 'content-type': type },
+      });
+      expectEnvelope(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
+      expect(res.body.error.message).toContain(type);
+    }
+    expect(await contactCount()).toBe(before);
+  });
+
+  test('a known path with a method it does not answer is a 405 with Allow; an unknown path stays a 404', async () => {
+    const res = await call('PUT', '/contacts', {}, key());
+    expectEnvelope(res, 405, 'METHOD_NOT_ALLOWED');
+    expect(res.headers.get('allow')).toBe('GET, HEAD, POST');
+    expectEnvelope(await call('PUT', '/no-such-route', {}, key()), 404, 'RESOURCE_NOT_FOUND');
+  });
+
   test('a path that does not percent-decode is a 400; a URL over 16 KB a 431, both in the envelope', async () => {
     expectEnvelope(await call('GET', '/contacts/%E0%A4%A', undefined, key()), 400, 'BAD_REQUEST');
     expectEnvelope(await call('GET', `/contacts?search=${'x'.repeat(20_000)}`, undefined, key()), 431, 'BAD_REQUEST');

@@ -10,6 +10,7 @@ import { Authenticator } from './http/auth.js';
 import { errorHandler, routeNotFound } from './http/envelope.js';
 import { chain, keyGuards } from './http/guards.js';
 import { jsonBody, refuseNulInUrl } from './http/input-guard.js';
+import { methodNotAllowed } from './http/method-not-allowed.js';
 import type { KeyCache } from './http/key-cache.js';
 import { readyz, type ReadinessCheck } from './http/readiness.js';
 import { requestId } from './http/request-id.js';
@@ -73,6 +74,7 @@ export function createApp(deps: GatewayDeps) {
   app.use(webhooksRouter(clients.messaging, config.webhookSecret));
   if (deps.embedded) app.use(devMailRouter(clients, auth));
 
+  app.use(methodNotAllowed(app));
   app.use(routeNotFound);
   app.use(errorHandler(logger));
   return app;

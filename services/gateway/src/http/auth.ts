@@ -54,7 +54,7 @@ export class Authenticator {
     return async (req, _res, next) => {
       const key = bearer(req);
       if (key === null)
-        throw unauthorized('MISSING_AUTH', 'Missing Authorization header. Send "Authorization: Bearer <API_KEY>".');
+        throw unauthorized('INVALID_API_KEY', 'Missing Authorization header. Send "Authorization: Bearer <API_KEY>".');
       if (!key)
         throw unauthorized(
           'INVALID_API_KEY',

@@ -74,6 +74,26 @@ export function checkJsonBody(body: unknown): void {
   }
 }
 
+/** Routes that take HTML form posts (the subscription pages, RFC 8058 one-click unsubscribe). */
+const FORM_ROUTES = /^\/(unsubscribe|subscribe|manage)\//;
+
+/**
+ * A body that is not JSON (or a multipart upload, or a form post to the subscription pages) is
+ * a 415 that says so: `curl -d '{...}'` sends JSON as a form, which used to read as an empty body.
+ */
+export const requireJsonContentType: RequestHandler = (req, _res, next) => {
+  const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+  if (!hasBody || req.is(['application/json', '+json', 'multipart/form-data'])) return next();
+  if (FORM_ROUTES.test(req.path) && req.is('application/x-www-form-urlencoded')) return next();
+  throw new AppError({
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    status: 415,
+    message: `The body must be JSON sent with "Content-Type: application/json" (got ${
+      req.get('content-type') ? `"${req.get('content-type')}"` : 'no Content-Type'
+    })`,
+  });
+};
+
 /** express.json followed by the checks above: every JSON body of the gateway is read through this. */
 export function jsonBody(limit: string): RequestHandler[] {
   const parse = express.json({ limit });
@@ -81,5 +101,5 @@ export function jsonBody(limit: string): RequestHandler[] {
     checkJsonBody(req.body);
     next();
   };
-  return [parse, check];
+  return [requireJsonContentType, parse, check];
 }
