@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/contacts/v1/contacts.proto.
  */
 export const file_svc_contacts_v1_contacts: GenFile = /*@__PURE__*/
-  fileDesc("Ch5zdmMvY29udGFjdHMvdjEvY29udGFjdHMucHJvdG8SD3N2Yy5jb250YWN0cy52MSLyAQoHQ29udGFjdBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRISCgpzdWJzY3JpYmVkGAMgASgIEjEKDXNub296ZWRfdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChNMaXN0Q29udGFjdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJEg4KBnNlYXJjaBgEIAEoCRIXCgpzdWJzY3JpYmVkGAUgASgISACIAQESDAoEc29ydBgGIAEoCRILCgNkaXIYByABKAlCDQoLX3N1YnNjcmliZWQicwoUTGlzdENvbnRhY3RzUmVzcG9uc2USKgoIY29udGFjdHMYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBIOCgZjdXJzb3IYAiABKAkSEAoIaGFzX21vcmUYAyABKAgSDQoFdG90YWwYBCABKAMiowEKFFVwc2VydENvbnRhY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFwoKc3Vic2NyaWJlZBgDIAEoCEgAiAEBEhoKEmRlZmF1bHRfc3Vic2NyaWJlZBgEIAEoCBIkCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg0KC19zdWJzY3JpYmVkIo8BChVVcHNlcnRDb250YWN0UmVzcG9uc2USKQoHY29udGFjdBgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5Db250YWN0Eg4KBmlzX25ldxgCIAEoCBIRCglpc191cGRhdGUYAyABKAgSKAoHb25lX29mZhgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiiQEKDUNvbnRhY3RVcHNlcnQSDQoFZW1haWwYASABKAkSFwoKc3Vic2NyaWJlZBgCIAEoCEgAiAEBEhoKEmRlZmF1bHRfc3Vic2NyaWJlZBgDIAEoCBIlCgRkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEINCgtfc3Vic2NyaWJlZCJaChVVcHNlcnRDb250YWN0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRItCgVpdGVtcxgCIAMoCzIeLnN2Yy5jb250YWN0cy52MS5Db250YWN0VXBzZXJ0IocBChRVcHNlcnRDb250YWN0c1Jlc3VsdBI6Cgh1cHNlcnRlZBgBIAEoCzImLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0UmVzcG9uc2VIABIpCgVlcnJvchgCIAEoCzIYLnN2Yy5jb21tb24udjEuRXJyb3JJbmZvSABCCAoGcmVzdWx0IlAKFlVwc2VydENvbnRhY3RzUmVzcG9uc2USNgoHcmVzdWx0cxgBIAMoCzIlLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0c1Jlc3VsdCIzChFHZXRDb250YWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIj8KEkdldENvbnRhY3RSZXNwb25zZRIpCgdjb250YWN0GAEgASgLMhguc3ZjLmNvbnRhY3RzLnYxLkNvbnRhY3QiogEKFFVwZGF0ZUNvbnRhY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSCgoCaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIXCgpzdWJzY3JpYmVkGAQgASgISAGIAQESJAoEZGF0YRgFIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIICgZfZW1haWxCDQoLX3N1YnNjcmliZWQiQgoVVXBkYXRlQ29udGFjdFJlc3BvbnNlEikKB2NvbnRhY3QYASABKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdCI2ChREZWxldGVDb250YWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIhcKFURlbGV0ZUNvbnRhY3RSZXNwb25zZSI7ChVMb29rdXBDb250YWN0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZlbWFpbHMYAiADKAkiUgoWTG9va3VwQ29udGFjdHNSZXNwb25zZRInCgVmb3VuZBgBIAMoCzIYLnN2Yy5jb250YWN0cy52MS5Db250YWN0Eg8KB21pc3NpbmcYAiADKAkiSQoFRmllbGQSDQoFZmllbGQYASABKAkSDAoEdHlwZRgCIAEoCRIRCglpc19jdXN0b20YAyABKAgSEAoIY292ZXJhZ2UYBCABKAEiJwoRTGlzdEZpZWxkc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSI8ChJMaXN0RmllbGRzUmVzcG9uc2USJgoGZmllbGRzGAEgAygLMhYuc3ZjLmNvbnRhY3RzLnYxLkZpZWxkIkoKFkxpc3RGaWVsZFZhbHVlc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRINCgVmaWVsZBgCIAEoCRINCgVsaW1pdBgDIAEoBSJCCgpGaWVsZFZhbHVlEiUKBXZhbHVlGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEg0KBWNvdW50GAIgASgDIkYKF0xpc3RGaWVsZFZhbHVlc1Jlc3BvbnNlEisKBnZhbHVlcxgBIAMoCzIbLnN2Yy5jb250YWN0cy52MS5GaWVsZFZhbHVlIjcKEkRlbGV0ZUZpZWxkUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWZpZWxkGAIgASgJIi8KE0RlbGV0ZUZpZWxkUmVzcG9uc2USGAoQY29udGFjdHNfdXBkYXRlZBgBIAEoAyKjAQoFRXZlbnQSCgoCaWQYASABKAkSEgoKY29udGFjdF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEiUKBGRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWNvbnRhY3RfZW1haWwYBiABKAkikwEKEVRyYWNrRXZlbnRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDQoFZXZlbnQYAyABKAkSFwoKc3Vic2NyaWJlZBgEIAEoCEgAiAEBEiQKBGRhdGEYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCDQoLX3N1YnNjcmliZWQiaQoSVHJhY2tFdmVudFJlc3BvbnNlEhIKCmNvbnRhY3RfaWQYASABKAkSEAoIZXZlbnRfaWQYAiABKAkSLQoJdGltZXN0YW1wGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJoChFMaXN0RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCRIMCgRuYW1lGAQgASgJEhIKCmNvbnRhY3RfaWQYBSABKAkiXgoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLnN2Yy5jb250YWN0cy52MS5FdmVudBIOCgZjdXJzb3IYAiABKAkSEAoIaGFzX21vcmUYAyABKAgiOAoUR2V0RXZlbnRTdGF0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIMCgRkYXlzGAIgASgFIm4KDkV2ZW50TmFtZVN0YXRzEgwKBG5hbWUYASABKAkSDQoFY291bnQYAiABKAMSEAoIY29udGFjdHMYAyABKAMSLQoJbGFzdF9zZWVuGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJoChVHZXRFdmVudFN0YXRzUmVzcG9uc2USDQoFdG90YWwYASABKAMSEAoIbGFzdF8yNGgYAiABKAMSLgoFbmFtZXMYAyADKAsyHy5zdmMuY29udGFjdHMudjEuRXZlbnROYW1lU3RhdHMiKwoVTGlzdEV2ZW50TmFtZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiJwoWTGlzdEV2ZW50TmFtZXNSZXNwb25zZRINCgVuYW1lcxgBIAMoCSI3ChNEZWxldGVFdmVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDAoEbmFtZRgCIAEoCSInChREZWxldGVFdmVudHNSZXNwb25zZRIPCgdkZWxldGVkGAEgASgDIk0KDENvdW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEikKCWNvbmRpdGlvbhgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSIeCg1Db3VudFJlc3BvbnNlEg0KBWNvdW50GAEgASgDImsKC1BhZ2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSKQoJY29uZGl0aW9uGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBSJJCgxQYWdlUmVzcG9uc2USKgoIY29udGFjdHMYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBINCgV0b3RhbBgCIAEoAyKQAQoNU3RyZWFtUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEikKCWNvbmRpdGlvbhgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIXCg9zdWJzY3JpYmVkX29ubHkYAyABKAgSEAoIYWZ0ZXJfaWQYBCABKAkSFQoNd2l0aF9jb250YWN0cxgFIAEoCCJhCg5TdHJlYW1SZXNwb25zZRITCgtjb250YWN0X2lkcxgBIAMoCRIOCgZlbWFpbHMYAiADKAkSKgoIY29udGFjdHMYAyADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdCI5CgtJbXBvcnRFcnJvchILCgNyb3cYASABKAUSDQoFZW1haWwYAiABKAkSDgoGcmVhc29uGAMgASgJIqcCCglJbXBvcnRKb2ISDgoGam9iX2lkGAEgASgJEg4KBnN0YXR1cxgCIAEoCRISCgp0b3RhbF9yb3dzGAMgASgFEhEKCXByb2Nlc3NlZBgEIAEoBRIQCghpbXBvcnRlZBgFIAEoBRIPCgd1cGRhdGVkGAYgASgFEg8KB3NraXBwZWQYByABKAUSLAoGZXJyb3JzGAggAygLMhwuc3ZjLmNvbnRhY3RzLnYxLkltcG9ydEVycm9yEg8KB2ZhaWx1cmUYCSABKAkSLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMY29tcGxldGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJHChJTdGFydEltcG9ydFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRILCgNjc3YYAiABKAwSEAoIZmlsZW5hbWUYAyABKAkiPgoTU3RhcnRJbXBvcnRSZXNwb25zZRInCgNqb2IYASABKAsyGi5zdmMuY29udGFjdHMudjEuSW1wb3J0Sm9iIjkKE0dldEltcG9ydEpvYlJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiPwoUR2V0SW1wb3J0Sm9iUmVzcG9uc2USJwoDam9iGAEgASgLMhouc3ZjLmNvbnRhY3RzLnYxLkltcG9ydEpvYiLmAQoHQnVsa0pvYhIOCgZqb2JfaWQYASABKAkSEQoJb3BlcmF0aW9uGAIgASgJEg4KBnN0YXR1cxgDIAEoCRINCgV0b3RhbBgEIAEoBRIRCglwcm9jZXNzZWQYBSABKAUSEQoJc3VjY2VlZGVkGAYgASgFEhEKCW5vdF9mb3VuZBgHIAMoCRIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxjb21wbGV0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlEKE1N0YXJ0QnVsa0pvYlJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSEwoLY29udGFjdF9pZHMYAyADKAkiPQoUU3RhcnRCdWxrSm9iUmVzcG9uc2USJQoDam9iGAEgASgLMhguc3ZjLmNvbnRhY3RzLnYxLkJ1bGtKb2IiNwoRR2V0QnVsa0pvYlJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiOwoSR2V0QnVsa0pvYlJlc3BvbnNlEiUKA2pvYhgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5CdWxrSm9iInkKFERlZmluZVNlZ21lbnRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCRIOCgZzdGF0aWMYAyABKAgSKQoJY29uZGl0aW9uGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIhcKFURlZmluZVNlZ21lbnRSZXNwb25zZSI+ChRGb3JnZXRTZWdtZW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkiFwoVRm9yZ2V0U2VnbWVudFJlc3BvbnNlIncKGFNldFNlZ21lbnRNZW1iZXJzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkSFwoPYWRkX2NvbnRhY3RfaWRzGAMgAygJEhoKEnJlbW92ZV9jb250YWN0X2lkcxgEIAMoCSI7ChlTZXRTZWdtZW50TWVtYmVyc1Jlc3BvbnNlEg0KBWFkZGVkGAEgASgFEg8KB3JlbW92ZWQYAiABKAUiUwoUTWF0Y2hTZWdtZW50c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhMKC3NlZ21lbnRfaWRzGAMgAygJIiwKFU1hdGNoU2VnbWVudHNSZXNwb25zZRITCgtzZWdtZW50X2lkcxgBIAMoCTLhEgoPQ29udGFjdHNTZXJ2aWNlElsKDExpc3RDb250YWN0cxIkLnN2Yy5jb250YWN0cy52MS5MaXN0Q29udGFjdHNSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLkxpc3RDb250YWN0c1Jlc3BvbnNlEl4KDVVwc2VydENvbnRhY3QSJS5zdmMuY29udGFjdHMudjEuVXBzZXJ0Q29udGFjdFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuVXBzZXJ0Q29udGFjdFJlc3BvbnNlEmEKDlVwc2VydENvbnRhY3RzEiYuc3ZjLmNvbnRhY3RzLnYxLlVwc2VydENvbnRhY3RzUmVxdWVzdBonLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0c1Jlc3BvbnNlElUKCkdldENvbnRhY3QSIi5zdmMuY29udGFjdHMudjEuR2V0Q29udGFjdFJlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuR2V0Q29udGFjdFJlc3BvbnNlEl4KDVVwZGF0ZUNvbnRhY3QSJS5zdmMuY29udGFjdHMudjEuVXBkYXRlQ29udGFjdFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuVXBkYXRlQ29udGFjdFJlc3BvbnNlEl4KDURlbGV0ZUNvbnRhY3QSJS5zdmMuY29udGFjdHMudjEuRGVsZXRlQ29udGFjdFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuRGVsZXRlQ29udGFjdFJlc3BvbnNlEmEKDkxvb2t1cENvbnRhY3RzEiYuc3ZjLmNvbnRhY3RzLnYxLkxvb2t1cENvbnRhY3RzUmVxdWVzdBonLnN2Yy5jb250YWN0cy52MS5Mb29rdXBDb250YWN0c1Jlc3BvbnNlElUKCkxpc3RGaWVsZHMSIi5zdmMuY29udGFjdHMudjEuTGlzdEZpZWxkc1JlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuTGlzdEZpZWxkc1Jlc3BvbnNlEmQKD0xpc3RGaWVsZFZhbHVlcxInLnN2Yy5jb250YWN0cy52MS5MaXN0RmllbGRWYWx1ZXNSZXF1ZXN0Giguc3ZjLmNvbnRhY3RzLnYxLkxpc3RGaWVsZFZhbHVlc1Jlc3BvbnNlElgKC0RlbGV0ZUZpZWxkEiMuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUZpZWxkUmVxdWVzdBokLnN2Yy5jb250YWN0cy52MS5EZWxldGVGaWVsZFJlc3BvbnNlElUKClRyYWNrRXZlbnQSIi5zdmMuY29udGFjdHMudjEuVHJhY2tFdmVudFJlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuVHJhY2tFdmVudFJlc3BvbnNlElUKCkxpc3RFdmVudHMSIi5zdmMuY29udGFjdHMudjEuTGlzdEV2ZW50c1JlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuTGlzdEV2ZW50c1Jlc3BvbnNlEl4KDUdldEV2ZW50U3RhdHMSJS5zdmMuY29udGFjdHMudjEuR2V0RXZlbnRTdGF0c1JlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuR2V0RXZlbnRTdGF0c1Jlc3BvbnNlEmEKDkxpc3RFdmVudE5hbWVzEiYuc3ZjLmNvbnRhY3RzLnYxLkxpc3RFdmVudE5hbWVzUmVxdWVzdBonLnN2Yy5jb250YWN0cy52MS5MaXN0RXZlbnROYW1lc1Jlc3BvbnNlElsKDERlbGV0ZUV2ZW50cxIkLnN2Yy5jb250YWN0cy52MS5EZWxldGVFdmVudHNSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUV2ZW50c1Jlc3BvbnNlEkYKBUNvdW50Eh0uc3ZjLmNvbnRhY3RzLnYxLkNvdW50UmVxdWVzdBoeLnN2Yy5jb250YWN0cy52MS5Db3VudFJlc3BvbnNlEkMKBFBhZ2USHC5zdmMuY29udGFjdHMudjEuUGFnZVJlcXVlc3QaHS5zdmMuY29udGFjdHMudjEuUGFnZVJlc3BvbnNlEksKBlN0cmVhbRIeLnN2Yy5jb250YWN0cy52MS5TdHJlYW1SZXF1ZXN0Gh8uc3ZjLmNvbnRhY3RzLnYxLlN0cmVhbVJlc3BvbnNlMAESWAoLU3RhcnRJbXBvcnQSIy5zdmMuY29udGFjdHMudjEuU3RhcnRJbXBvcnRSZXF1ZXN0GiQuc3ZjLmNvbnRhY3RzLnYxLlN0YXJ0SW1wb3J0UmVzcG9uc2USWwoMR2V0SW1wb3J0Sm9iEiQuc3ZjLmNvbnRhY3RzLnYxLkdldEltcG9ydEpvYlJlcXVlc3QaJS5zdmMuY29udGFjdHMudjEuR2V0SW1wb3J0Sm9iUmVzcG9uc2USWwoMU3RhcnRCdWxrSm9iEiQuc3ZjLmNvbnRhY3RzLnYxLlN0YXJ0QnVsa0pvYlJlcXVlc3QaJS5zdmMuY29udGFjdHMudjEuU3RhcnRCdWxrSm9iUmVzcG9uc2USVQoKR2V0QnVsa0pvYhIiLnN2Yy5jb250YWN0cy52MS5HZXRCdWxrSm9iUmVxdWVzdBojLnN2Yy5jb250YWN0cy52MS5HZXRCdWxrSm9iUmVzcG9uc2USXgoNRGVmaW5lU2VnbWVudBIlLnN2Yy5jb250YWN0cy52MS5EZWZpbmVTZWdtZW50UmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5EZWZpbmVTZWdtZW50UmVzcG9uc2USXgoNRm9yZ2V0U2VnbWVudBIlLnN2Yy5jb250YWN0cy52MS5Gb3JnZXRTZWdtZW50UmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5Gb3JnZXRTZWdtZW50UmVzcG9uc2USagoRU2V0U2VnbWVudE1lbWJlcnMSKS5zdmMuY29udGFjdHMudjEuU2V0U2VnbWVudE1lbWJlcnNSZXF1ZXN0Giouc3ZjLmNvbnRhY3RzLnYxLlNldFNlZ21lbnRNZW1iZXJzUmVzcG9uc2USXgoNTWF0Y2hTZWdtZW50cxIlLnN2Yy5jb250YWN0cy52MS5NYXRjaFNlZ21lbnRzUmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5NYXRjaFNlZ21lbnRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_svc_common_v1_error]);
+  fileDesc("Ch5zdmMvY29udGFjdHMvdjEvY29udGFjdHMucHJvdG8SD3N2Yy5jb250YWN0cy52MSLyAQoHQ29udGFjdBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRISCgpzdWJzY3JpYmVkGAMgASgIEjEKDXNub296ZWRfdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChNMaXN0Q29udGFjdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJEg4KBnNlYXJjaBgEIAEoCRIXCgpzdWJzY3JpYmVkGAUgASgISACIAQESDAoEc29ydBgGIAEoCRILCgNkaXIYByABKAlCDQoLX3N1YnNjcmliZWQicwoUTGlzdENvbnRhY3RzUmVzcG9uc2USKgoIY29udGFjdHMYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBIOCgZjdXJzb3IYAiABKAkSEAoIaGFzX21vcmUYAyABKAgSDQoFdG90YWwYBCABKAMiowEKFFVwc2VydENvbnRhY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFwoKc3Vic2NyaWJlZBgDIAEoCEgAiAEBEhoKEmRlZmF1bHRfc3Vic2NyaWJlZBgEIAEoCBIkCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg0KC19zdWJzY3JpYmVkIo8BChVVcHNlcnRDb250YWN0UmVzcG9uc2USKQoHY29udGFjdBgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5Db250YWN0Eg4KBmlzX25ldxgCIAEoCBIRCglpc191cGRhdGUYAyABKAgSKAoHb25lX29mZhgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiiQEKDUNvbnRhY3RVcHNlcnQSDQoFZW1haWwYASABKAkSFwoKc3Vic2NyaWJlZBgCIAEoCEgAiAEBEhoKEmRlZmF1bHRfc3Vic2NyaWJlZBgDIAEoCBIlCgRkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEINCgtfc3Vic2NyaWJlZCJaChVVcHNlcnRDb250YWN0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRItCgVpdGVtcxgCIAMoCzIeLnN2Yy5jb250YWN0cy52MS5Db250YWN0VXBzZXJ0IocBChRVcHNlcnRDb250YWN0c1Jlc3VsdBI6Cgh1cHNlcnRlZBgBIAEoCzImLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0UmVzcG9uc2VIABIpCgVlcnJvchgCIAEoCzIYLnN2Yy5jb21tb24udjEuRXJyb3JJbmZvSABCCAoGcmVzdWx0IlAKFlVwc2VydENvbnRhY3RzUmVzcG9uc2USNgoHcmVzdWx0cxgBIAMoCzIlLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0c1Jlc3VsdCIzChFHZXRDb250YWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIj8KEkdldENvbnRhY3RSZXNwb25zZRIpCgdjb250YWN0GAEgASgLMhguc3ZjLmNvbnRhY3RzLnYxLkNvbnRhY3QiogEKFFVwZGF0ZUNvbnRhY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSCgoCaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIXCgpzdWJzY3JpYmVkGAQgASgISAGIAQESJAoEZGF0YRgFIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIICgZfZW1haWxCDQoLX3N1YnNjcmliZWQiQgoVVXBkYXRlQ29udGFjdFJlc3BvbnNlEikKB2NvbnRhY3QYASABKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdCI2ChREZWxldGVDb250YWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIhcKFURlbGV0ZUNvbnRhY3RSZXNwb25zZSI7ChVMb29rdXBDb250YWN0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZlbWFpbHMYAiADKAkiUgoWTG9va3VwQ29udGFjdHNSZXNwb25zZRInCgVmb3VuZBgBIAMoCzIYLnN2Yy5jb250YWN0cy52MS5Db250YWN0Eg8KB21pc3NpbmcYAiADKAkiSQoFRmllbGQSDQoFZmllbGQYASABKAkSDAoEdHlwZRgCIAEoCRIRCglpc19jdXN0b20YAyABKAgSEAoIY292ZXJhZ2UYBCABKAEiJwoRTGlzdEZpZWxkc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSI8ChJMaXN0RmllbGRzUmVzcG9uc2USJgoGZmllbGRzGAEgAygLMhYuc3ZjLmNvbnRhY3RzLnYxLkZpZWxkIkoKFkxpc3RGaWVsZFZhbHVlc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRINCgVmaWVsZBgCIAEoCRINCgVsaW1pdBgDIAEoBSJCCgpGaWVsZFZhbHVlEiUKBXZhbHVlGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEg0KBWNvdW50GAIgASgDIkYKF0xpc3RGaWVsZFZhbHVlc1Jlc3BvbnNlEisKBnZhbHVlcxgBIAMoCzIbLnN2Yy5jb250YWN0cy52MS5GaWVsZFZhbHVlIjcKEkRlbGV0ZUZpZWxkUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWZpZWxkGAIgASgJIi8KE0RlbGV0ZUZpZWxkUmVzcG9uc2USGAoQY29udGFjdHNfdXBkYXRlZBgBIAEoAyKjAQoFRXZlbnQSCgoCaWQYASABKAkSEgoKY29udGFjdF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEiUKBGRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWNvbnRhY3RfZW1haWwYBiABKAkikwEKEVRyYWNrRXZlbnRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDQoFZXZlbnQYAyABKAkSFwoKc3Vic2NyaWJlZBgEIAEoCEgAiAEBEiQKBGRhdGEYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCDQoLX3N1YnNjcmliZWQiaQoSVHJhY2tFdmVudFJlc3BvbnNlEhIKCmNvbnRhY3RfaWQYASABKAkSEAoIZXZlbnRfaWQYAiABKAkSLQoJdGltZXN0YW1wGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJoChFMaXN0RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCRIMCgRuYW1lGAQgASgJEhIKCmNvbnRhY3RfaWQYBSABKAkiXgoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLnN2Yy5jb250YWN0cy52MS5FdmVudBIOCgZjdXJzb3IYAiABKAkSEAoIaGFzX21vcmUYAyABKAgiOAoUR2V0RXZlbnRTdGF0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIMCgRkYXlzGAIgASgFIm4KDkV2ZW50TmFtZVN0YXRzEgwKBG5hbWUYASABKAkSDQoFY291bnQYAiABKAMSEAoIY29udGFjdHMYAyABKAMSLQoJbGFzdF9zZWVuGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJoChVHZXRFdmVudFN0YXRzUmVzcG9uc2USDQoFdG90YWwYASABKAMSEAoIbGFzdF8yNGgYAiABKAMSLgoFbmFtZXMYAyADKAsyHy5zdmMuY29udGFjdHMudjEuRXZlbnROYW1lU3RhdHMiRgoTR2V0VG9wRXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUSDQoFbGltaXQYAyABKAUiRgoUR2V0VG9wRXZlbnRzUmVzcG9uc2USLgoFbmFtZXMYASADKAsyHy5zdmMuY29udGFjdHMudjEuRXZlbnROYW1lU3RhdHMiKwoVTGlzdEV2ZW50TmFtZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiJwoWTGlzdEV2ZW50TmFtZXNSZXNwb25zZRINCgVuYW1lcxgBIAMoCSI3ChNEZWxldGVFdmVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDAoEbmFtZRgCIAEoCSInChREZWxldGVFdmVudHNSZXNwb25zZRIPCgdkZWxldGVkGAEgASgDIk0KDENvdW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEikKCWNvbmRpdGlvbhgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSIeCg1Db3VudFJlc3BvbnNlEg0KBWNvdW50GAEgASgDImsKC1BhZ2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSKQoJY29uZGl0aW9uGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBSJJCgxQYWdlUmVzcG9uc2USKgoIY29udGFjdHMYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBINCgV0b3RhbBgCIAEoAyKQAQoNU3RyZWFtUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEikKCWNvbmRpdGlvbhgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIXCg9zdWJzY3JpYmVkX29ubHkYAyABKAgSEAoIYWZ0ZXJfaWQYBCABKAkSFQoNd2l0aF9jb250YWN0cxgFIAEoCCJhCg5TdHJlYW1SZXNwb25zZRITCgtjb250YWN0X2lkcxgBIAMoCRIOCgZlbWFpbHMYAiADKAkSKgoIY29udGFjdHMYAyADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdCI5CgtJbXBvcnRFcnJvchILCgNyb3cYASABKAUSDQoFZW1haWwYAiABKAkSDgoGcmVhc29uGAMgASgJIqcCCglJbXBvcnRKb2ISDgoGam9iX2lkGAEgASgJEg4KBnN0YXR1cxgCIAEoCRISCgp0b3RhbF9yb3dzGAMgASgFEhEKCXByb2Nlc3NlZBgEIAEoBRIQCghpbXBvcnRlZBgFIAEoBRIPCgd1cGRhdGVkGAYgASgFEg8KB3NraXBwZWQYByABKAUSLAoGZXJyb3JzGAggAygLMhwuc3ZjLmNvbnRhY3RzLnYxLkltcG9ydEVycm9yEg8KB2ZhaWx1cmUYCSABKAkSLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMY29tcGxldGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJHChJTdGFydEltcG9ydFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRILCgNjc3YYAiABKAwSEAoIZmlsZW5hbWUYAyABKAkiPgoTU3RhcnRJbXBvcnRSZXNwb25zZRInCgNqb2IYASABKAsyGi5zdmMuY29udGFjdHMudjEuSW1wb3J0Sm9iIjkKE0dldEltcG9ydEpvYlJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiPwoUR2V0SW1wb3J0Sm9iUmVzcG9uc2USJwoDam9iGAEgASgLMhouc3ZjLmNvbnRhY3RzLnYxLkltcG9ydEpvYiLmAQoHQnVsa0pvYhIOCgZqb2JfaWQYASABKAkSEQoJb3BlcmF0aW9uGAIgASgJEg4KBnN0YXR1cxgDIAEoCRINCgV0b3RhbBgEIAEoBRIRCglwcm9jZXNzZWQYBSABKAUSEQoJc3VjY2VlZGVkGAYgASgFEhEKCW5vdF9mb3VuZBgHIAMoCRIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxjb21wbGV0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlEKE1N0YXJ0QnVsa0pvYlJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSEwoLY29udGFjdF9pZHMYAyADKAkiPQoUU3RhcnRCdWxrSm9iUmVzcG9uc2USJQoDam9iGAEgASgLMhguc3ZjLmNvbnRhY3RzLnYxLkJ1bGtKb2IiNwoRR2V0QnVsa0pvYlJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiOwoSR2V0QnVsa0pvYlJlc3BvbnNlEiUKA2pvYhgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5CdWxrSm9iInkKFERlZmluZVNlZ21lbnRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCRIOCgZzdGF0aWMYAyABKAgSKQoJY29uZGl0aW9uGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIhcKFURlZmluZVNlZ21lbnRSZXNwb25zZSI+ChRGb3JnZXRTZWdtZW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkiFwoVRm9yZ2V0U2VnbWVudFJlc3BvbnNlIncKGFNldFNlZ21lbnRNZW1iZXJzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkSFwoPYWRkX2NvbnRhY3RfaWRzGAMgAygJEhoKEnJlbW92ZV9jb250YWN0X2lkcxgEIAMoCSI7ChlTZXRTZWdtZW50TWVtYmVyc1Jlc3BvbnNlEg0KBWFkZGVkGAEgASgFEg8KB3JlbW92ZWQYAiABKAUiUwoUTWF0Y2hTZWdtZW50c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhMKC3NlZ21lbnRfaWRzGAMgAygJIiwKFU1hdGNoU2VnbWVudHNSZXNwb25zZRITCgtzZWdtZW50X2lkcxgBIAMoCTK+EwoPQ29udGFjdHNTZXJ2aWNlElsKDExpc3RDb250YWN0cxIkLnN2Yy5jb250YWN0cy52MS5MaXN0Q29udGFjdHNSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLkxpc3RDb250YWN0c1Jlc3BvbnNlEl4KDVVwc2VydENvbnRhY3QSJS5zdmMuY29udGFjdHMudjEuVXBzZXJ0Q29udGFjdFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuVXBzZXJ0Q29udGFjdFJlc3BvbnNlEmEKDlVwc2VydENvbnRhY3RzEiYuc3ZjLmNvbnRhY3RzLnYxLlVwc2VydENvbnRhY3RzUmVxdWVzdBonLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0c1Jlc3BvbnNlElUKCkdldENvbnRhY3QSIi5zdmMuY29udGFjdHMudjEuR2V0Q29udGFjdFJlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuR2V0Q29udGFjdFJlc3BvbnNlEl4KDVVwZGF0ZUNvbnRhY3QSJS5zdmMuY29udGFjdHMudjEuVXBkYXRlQ29udGFjdFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuVXBkYXRlQ29udGFjdFJlc3BvbnNlEl4KDURlbGV0ZUNvbnRhY3QSJS5zdmMuY29udGFjdHMudjEuRGVsZXRlQ29udGFjdFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuRGVsZXRlQ29udGFjdFJlc3BvbnNlEmEKDkxvb2t1cENvbnRhY3RzEiYuc3ZjLmNvbnRhY3RzLnYxLkxvb2t1cENvbnRhY3RzUmVxdWVzdBonLnN2Yy5jb250YWN0cy52MS5Mb29rdXBDb250YWN0c1Jlc3BvbnNlElUKCkxpc3RGaWVsZHMSIi5zdmMuY29udGFjdHMudjEuTGlzdEZpZWxkc1JlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuTGlzdEZpZWxkc1Jlc3BvbnNlEmQKD0xpc3RGaWVsZFZhbHVlcxInLnN2Yy5jb250YWN0cy52MS5MaXN0RmllbGRWYWx1ZXNSZXF1ZXN0Giguc3ZjLmNvbnRhY3RzLnYxLkxpc3RGaWVsZFZhbHVlc1Jlc3BvbnNlElgKC0RlbGV0ZUZpZWxkEiMuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUZpZWxkUmVxdWVzdBokLnN2Yy5jb250YWN0cy52MS5EZWxldGVGaWVsZFJlc3BvbnNlElUKClRyYWNrRXZlbnQSIi5zdmMuY29udGFjdHMudjEuVHJhY2tFdmVudFJlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuVHJhY2tFdmVudFJlc3BvbnNlElUKCkxpc3RFdmVudHMSIi5zdmMuY29udGFjdHMudjEuTGlzdEV2ZW50c1JlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuTGlzdEV2ZW50c1Jlc3BvbnNlEl4KDUdldEV2ZW50U3RhdHMSJS5zdmMuY29udGFjdHMudjEuR2V0RXZlbnRTdGF0c1JlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuR2V0RXZlbnRTdGF0c1Jlc3BvbnNlElsKDEdldFRvcEV2ZW50cxIkLnN2Yy5jb250YWN0cy52MS5HZXRUb3BFdmVudHNSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLkdldFRvcEV2ZW50c1Jlc3BvbnNlEmEKDkxpc3RFdmVudE5hbWVzEiYuc3ZjLmNvbnRhY3RzLnYxLkxpc3RFdmVudE5hbWVzUmVxdWVzdBonLnN2Yy5jb250YWN0cy52MS5MaXN0RXZlbnROYW1lc1Jlc3BvbnNlElsKDERlbGV0ZUV2ZW50cxIkLnN2Yy5jb250YWN0cy52MS5EZWxldGVFdmVudHNSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUV2ZW50c1Jlc3BvbnNlEkYKBUNvdW50Eh0uc3ZjLmNvbnRhY3RzLnYxLkNvdW50UmVxdWVzdBoeLnN2Yy5jb250YWN0cy52MS5Db3VudFJlc3BvbnNlEkMKBFBhZ2USHC5zdmMuY29udGFjdHMudjEuUGFnZVJlcXVlc3QaHS5zdmMuY29udGFjdHMudjEuUGFnZVJlc3BvbnNlEksKBlN0cmVhbRIeLnN2Yy5jb250YWN0cy52MS5TdHJlYW1SZXF1ZXN0Gh8uc3ZjLmNvbnRhY3RzLnYxLlN0cmVhbVJlc3BvbnNlMAESWAoLU3RhcnRJbXBvcnQSIy5zdmMuY29udGFjdHMudjEuU3RhcnRJbXBvcnRSZXF1ZXN0GiQuc3ZjLmNvbnRhY3RzLnYxLlN0YXJ0SW1wb3J0UmVzcG9uc2USWwoMR2V0SW1wb3J0Sm9iEiQuc3ZjLmNvbnRhY3RzLnYxLkdldEltcG9ydEpvYlJlcXVlc3QaJS5zdmMuY29udGFjdHMudjEuR2V0SW1wb3J0Sm9iUmVzcG9uc2USWwoMU3RhcnRCdWxrSm9iEiQuc3ZjLmNvbnRhY3RzLnYxLlN0YXJ0QnVsa0pvYlJlcXVlc3QaJS5zdmMuY29udGFjdHMudjEuU3RhcnRCdWxrSm9iUmVzcG9uc2USVQoKR2V0QnVsa0pvYhIiLnN2Yy5jb250YWN0cy52MS5HZXRCdWxrSm9iUmVxdWVzdBojLnN2Yy5jb250YWN0cy52MS5HZXRCdWxrSm9iUmVzcG9uc2USXgoNRGVmaW5lU2VnbWVudBIlLnN2Yy5jb250YWN0cy52MS5EZWZpbmVTZWdtZW50UmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5EZWZpbmVTZWdtZW50UmVzcG9uc2USXgoNRm9yZ2V0U2VnbWVudBIlLnN2Yy5jb250YWN0cy52MS5Gb3JnZXRTZWdtZW50UmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5Gb3JnZXRTZWdtZW50UmVzcG9uc2USagoRU2V0U2VnbWVudE1lbWJlcnMSKS5zdmMuY29udGFjdHMudjEuU2V0U2VnbWVudE1lbWJlcnNSZXF1ZXN0Giouc3ZjLmNvbnRhY3RzLnYxLlNldFNlZ21lbnRNZW1iZXJzUmVzcG9uc2USXgoNTWF0Y2hTZWdtZW50cxIlLnN2Yy5jb250YWN0cy52MS5NYXRjaFNlZ21lbnRzUmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5NYXRjaFNlZ21lbnRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_svc_common_v1_error]);
 
 /**
  * @generated from message svc.contacts.v1.Contact
@@ -925,6 +925,56 @@ export const GetEventStatsResponseSchema: GenMessage<GetEventStatsResponse> = /*
   messageDesc(file_svc_contacts_v1_contacts, 32);
 
 /**
+ * @generated from message svc.contacts.v1.GetTopEventsRequest
+ */
+export type GetTopEventsRequest = Message<"svc.contacts.v1.GetTopEventsRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * Events of the last `days` days (1 to 3650; 0: 30).
+   *
+   * @generated from field: int32 days = 2;
+   */
+  days: number;
+
+  /**
+   * Names answered (1 to 100; 0: 10).
+   *
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message svc.contacts.v1.GetTopEventsRequest.
+ * Use `create(GetTopEventsRequestSchema)` to create a new message.
+ */
+export const GetTopEventsRequestSchema: GenMessage<GetTopEventsRequest> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_contacts, 33);
+
+/**
+ * @generated from message svc.contacts.v1.GetTopEventsResponse
+ */
+export type GetTopEventsResponse = Message<"svc.contacts.v1.GetTopEventsResponse"> & {
+  /**
+   * Most frequent first (ties by name); email.*, contact.(un)subscribed and segment.*.entry/exit are not counted.
+   *
+   * @generated from field: repeated svc.contacts.v1.EventNameStats names = 1;
+   */
+  names: EventNameStats[];
+};
+
+/**
+ * Describes the message svc.contacts.v1.GetTopEventsResponse.
+ * Use `create(GetTopEventsResponseSchema)` to create a new message.
+ */
+export const GetTopEventsResponseSchema: GenMessage<GetTopEventsResponse> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_contacts, 34);
+
+/**
  * @generated from message svc.contacts.v1.ListEventNamesRequest
  */
 export type ListEventNamesRequest = Message<"svc.contacts.v1.ListEventNamesRequest"> & {
@@ -939,7 +989,7 @@ export type ListEventNamesRequest = Message<"svc.contacts.v1.ListEventNamesReque
  * Use `create(ListEventNamesRequestSchema)` to create a new message.
  */
 export const ListEventNamesRequestSchema: GenMessage<ListEventNamesRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 33);
+  messageDesc(file_svc_contacts_v1_contacts, 35);
 
 /**
  * @generated from message svc.contacts.v1.ListEventNamesResponse
@@ -956,7 +1006,7 @@ export type ListEventNamesResponse = Message<"svc.contacts.v1.ListEventNamesResp
  * Use `create(ListEventNamesResponseSchema)` to create a new message.
  */
 export const ListEventNamesResponseSchema: GenMessage<ListEventNamesResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 34);
+  messageDesc(file_svc_contacts_v1_contacts, 36);
 
 /**
  * @generated from message svc.contacts.v1.DeleteEventsRequest
@@ -978,7 +1028,7 @@ export type DeleteEventsRequest = Message<"svc.contacts.v1.DeleteEventsRequest">
  * Use `create(DeleteEventsRequestSchema)` to create a new message.
  */
 export const DeleteEventsRequestSchema: GenMessage<DeleteEventsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 35);
+  messageDesc(file_svc_contacts_v1_contacts, 37);
 
 /**
  * @generated from message svc.contacts.v1.DeleteEventsResponse
@@ -995,7 +1045,7 @@ export type DeleteEventsResponse = Message<"svc.contacts.v1.DeleteEventsResponse
  * Use `create(DeleteEventsResponseSchema)` to create a new message.
  */
 export const DeleteEventsResponseSchema: GenMessage<DeleteEventsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 36);
+  messageDesc(file_svc_contacts_v1_contacts, 38);
 
 /**
  * A filter tree (SPEC.md) as JSON; invalid trees are 422 with field paths.
@@ -1019,7 +1069,7 @@ export type CountRequest = Message<"svc.contacts.v1.CountRequest"> & {
  * Use `create(CountRequestSchema)` to create a new message.
  */
 export const CountRequestSchema: GenMessage<CountRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 37);
+  messageDesc(file_svc_contacts_v1_contacts, 39);
 
 /**
  * @generated from message svc.contacts.v1.CountResponse
@@ -1036,7 +1086,7 @@ export type CountResponse = Message<"svc.contacts.v1.CountResponse"> & {
  * Use `create(CountResponseSchema)` to create a new message.
  */
 export const CountResponseSchema: GenMessage<CountResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 38);
+  messageDesc(file_svc_contacts_v1_contacts, 40);
 
 /**
  * @generated from message svc.contacts.v1.PageRequest
@@ -1068,7 +1118,7 @@ export type PageRequest = Message<"svc.contacts.v1.PageRequest"> & {
  * Use `create(PageRequestSchema)` to create a new message.
  */
 export const PageRequestSchema: GenMessage<PageRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 39);
+  messageDesc(file_svc_contacts_v1_contacts, 41);
 
 /**
  * @generated from message svc.contacts.v1.PageResponse
@@ -1090,7 +1140,7 @@ export type PageResponse = Message<"svc.contacts.v1.PageResponse"> & {
  * Use `create(PageResponseSchema)` to create a new message.
  */
 export const PageResponseSchema: GenMessage<PageResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 40);
+  messageDesc(file_svc_contacts_v1_contacts, 42);
 
 /**
  * @generated from message svc.contacts.v1.StreamRequest
@@ -1131,7 +1181,7 @@ export type StreamRequest = Message<"svc.contacts.v1.StreamRequest"> & {
  * Use `create(StreamRequestSchema)` to create a new message.
  */
 export const StreamRequestSchema: GenMessage<StreamRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 41);
+  messageDesc(file_svc_contacts_v1_contacts, 43);
 
 /**
  * @generated from message svc.contacts.v1.StreamResponse
@@ -1160,7 +1210,7 @@ export type StreamResponse = Message<"svc.contacts.v1.StreamResponse"> & {
  * Use `create(StreamResponseSchema)` to create a new message.
  */
 export const StreamResponseSchema: GenMessage<StreamResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 42);
+  messageDesc(file_svc_contacts_v1_contacts, 44);
 
 /**
  * @generated from message svc.contacts.v1.ImportError
@@ -1187,7 +1237,7 @@ export type ImportError = Message<"svc.contacts.v1.ImportError"> & {
  * Use `create(ImportErrorSchema)` to create a new message.
  */
 export const ImportErrorSchema: GenMessage<ImportError> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 43);
+  messageDesc(file_svc_contacts_v1_contacts, 45);
 
 /**
  * @generated from message svc.contacts.v1.ImportJob
@@ -1254,7 +1304,7 @@ export type ImportJob = Message<"svc.contacts.v1.ImportJob"> & {
  * Use `create(ImportJobSchema)` to create a new message.
  */
 export const ImportJobSchema: GenMessage<ImportJob> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 44);
+  messageDesc(file_svc_contacts_v1_contacts, 46);
 
 /**
  * @generated from message svc.contacts.v1.StartImportRequest
@@ -1281,7 +1331,7 @@ export type StartImportRequest = Message<"svc.contacts.v1.StartImportRequest"> &
  * Use `create(StartImportRequestSchema)` to create a new message.
  */
 export const StartImportRequestSchema: GenMessage<StartImportRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 45);
+  messageDesc(file_svc_contacts_v1_contacts, 47);
 
 /**
  * @generated from message svc.contacts.v1.StartImportResponse
@@ -1298,7 +1348,7 @@ export type StartImportResponse = Message<"svc.contacts.v1.StartImportResponse">
  * Use `create(StartImportResponseSchema)` to create a new message.
  */
 export const StartImportResponseSchema: GenMessage<StartImportResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 46);
+  messageDesc(file_svc_contacts_v1_contacts, 48);
 
 /**
  * @generated from message svc.contacts.v1.GetImportJobRequest
@@ -1320,7 +1370,7 @@ export type GetImportJobRequest = Message<"svc.contacts.v1.GetImportJobRequest">
  * Use `create(GetImportJobRequestSchema)` to create a new message.
  */
 export const GetImportJobRequestSchema: GenMessage<GetImportJobRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 47);
+  messageDesc(file_svc_contacts_v1_contacts, 49);
 
 /**
  * @generated from message svc.contacts.v1.GetImportJobResponse
@@ -1337,7 +1387,7 @@ export type GetImportJobResponse = Message<"svc.contacts.v1.GetImportJobResponse
  * Use `create(GetImportJobResponseSchema)` to create a new message.
  */
 export const GetImportJobResponseSchema: GenMessage<GetImportJobResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 48);
+  messageDesc(file_svc_contacts_v1_contacts, 50);
 
 /**
  * @generated from message svc.contacts.v1.BulkJob
@@ -1394,7 +1444,7 @@ export type BulkJob = Message<"svc.contacts.v1.BulkJob"> & {
  * Use `create(BulkJobSchema)` to create a new message.
  */
 export const BulkJobSchema: GenMessage<BulkJob> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 49);
+  messageDesc(file_svc_contacts_v1_contacts, 51);
 
 /**
  * @generated from message svc.contacts.v1.StartBulkJobRequest
@@ -1423,7 +1473,7 @@ export type StartBulkJobRequest = Message<"svc.contacts.v1.StartBulkJobRequest">
  * Use `create(StartBulkJobRequestSchema)` to create a new message.
  */
 export const StartBulkJobRequestSchema: GenMessage<StartBulkJobRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 50);
+  messageDesc(file_svc_contacts_v1_contacts, 52);
 
 /**
  * @generated from message svc.contacts.v1.StartBulkJobResponse
@@ -1440,7 +1490,7 @@ export type StartBulkJobResponse = Message<"svc.contacts.v1.StartBulkJobResponse
  * Use `create(StartBulkJobResponseSchema)` to create a new message.
  */
 export const StartBulkJobResponseSchema: GenMessage<StartBulkJobResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 51);
+  messageDesc(file_svc_contacts_v1_contacts, 53);
 
 /**
  * @generated from message svc.contacts.v1.GetBulkJobRequest
@@ -1462,7 +1512,7 @@ export type GetBulkJobRequest = Message<"svc.contacts.v1.GetBulkJobRequest"> & {
  * Use `create(GetBulkJobRequestSchema)` to create a new message.
  */
 export const GetBulkJobRequestSchema: GenMessage<GetBulkJobRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 52);
+  messageDesc(file_svc_contacts_v1_contacts, 54);
 
 /**
  * @generated from message svc.contacts.v1.GetBulkJobResponse
@@ -1479,7 +1529,7 @@ export type GetBulkJobResponse = Message<"svc.contacts.v1.GetBulkJobResponse"> &
  * Use `create(GetBulkJobResponseSchema)` to create a new message.
  */
 export const GetBulkJobResponseSchema: GenMessage<GetBulkJobResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 53);
+  messageDesc(file_svc_contacts_v1_contacts, 55);
 
 /**
  * A segment as filters see it: a DYNAMIC one by its condition (validated here: 422 with field
@@ -1514,7 +1564,7 @@ export type DefineSegmentRequest = Message<"svc.contacts.v1.DefineSegmentRequest
  * Use `create(DefineSegmentRequestSchema)` to create a new message.
  */
 export const DefineSegmentRequestSchema: GenMessage<DefineSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 54);
+  messageDesc(file_svc_contacts_v1_contacts, 56);
 
 /**
  * @generated from message svc.contacts.v1.DefineSegmentResponse
@@ -1527,7 +1577,7 @@ export type DefineSegmentResponse = Message<"svc.contacts.v1.DefineSegmentRespon
  * Use `create(DefineSegmentResponseSchema)` to create a new message.
  */
 export const DefineSegmentResponseSchema: GenMessage<DefineSegmentResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 55);
+  messageDesc(file_svc_contacts_v1_contacts, 57);
 
 /**
  * @generated from message svc.contacts.v1.ForgetSegmentRequest
@@ -1549,7 +1599,7 @@ export type ForgetSegmentRequest = Message<"svc.contacts.v1.ForgetSegmentRequest
  * Use `create(ForgetSegmentRequestSchema)` to create a new message.
  */
 export const ForgetSegmentRequestSchema: GenMessage<ForgetSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 56);
+  messageDesc(file_svc_contacts_v1_contacts, 58);
 
 /**
  * @generated from message svc.contacts.v1.ForgetSegmentResponse
@@ -1562,7 +1612,7 @@ export type ForgetSegmentResponse = Message<"svc.contacts.v1.ForgetSegmentRespon
  * Use `create(ForgetSegmentResponseSchema)` to create a new message.
  */
 export const ForgetSegmentResponseSchema: GenMessage<ForgetSegmentResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 57);
+  messageDesc(file_svc_contacts_v1_contacts, 59);
 
 /**
  * Static members: ids of contacts of the project (others are ignored).
@@ -1596,7 +1646,7 @@ export type SetSegmentMembersRequest = Message<"svc.contacts.v1.SetSegmentMember
  * Use `create(SetSegmentMembersRequestSchema)` to create a new message.
  */
 export const SetSegmentMembersRequestSchema: GenMessage<SetSegmentMembersRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 58);
+  messageDesc(file_svc_contacts_v1_contacts, 60);
 
 /**
  * @generated from message svc.contacts.v1.SetSegmentMembersResponse
@@ -1618,7 +1668,7 @@ export type SetSegmentMembersResponse = Message<"svc.contacts.v1.SetSegmentMembe
  * Use `create(SetSegmentMembersResponseSchema)` to create a new message.
  */
 export const SetSegmentMembersResponseSchema: GenMessage<SetSegmentMembersResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 59);
+  messageDesc(file_svc_contacts_v1_contacts, 61);
 
 /**
  * Which of these segments' conditions one contact matches now (incremental membership).
@@ -1647,7 +1697,7 @@ export type MatchSegmentsRequest = Message<"svc.contacts.v1.MatchSegmentsRequest
  * Use `create(MatchSegmentsRequestSchema)` to create a new message.
  */
 export const MatchSegmentsRequestSchema: GenMessage<MatchSegmentsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 60);
+  messageDesc(file_svc_contacts_v1_contacts, 62);
 
 /**
  * @generated from message svc.contacts.v1.MatchSegmentsResponse
@@ -1664,7 +1714,7 @@ export type MatchSegmentsResponse = Message<"svc.contacts.v1.MatchSegmentsRespon
  * Use `create(MatchSegmentsResponseSchema)` to create a new message.
  */
 export const MatchSegmentsResponseSchema: GenMessage<MatchSegmentsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 61);
+  messageDesc(file_svc_contacts_v1_contacts, 63);
 
 /**
  * Contacts, their custom data and fields, tracked events, filter evaluation, CSV import
@@ -1778,6 +1828,16 @@ export const ContactsService: GenService<{
     methodKind: "unary";
     input: typeof GetEventStatsRequestSchema;
     output: typeof GetEventStatsResponseSchema;
+  },
+  /**
+   * GET /analytics/top-events: the most frequent client-tracked names (platform events left out).
+   *
+   * @generated from rpc svc.contacts.v1.ContactsService.GetTopEvents
+   */
+  getTopEvents: {
+    methodKind: "unary";
+    input: typeof GetTopEventsRequestSchema;
+    output: typeof GetTopEventsResponseSchema;
   },
   /**
    * @generated from rpc svc.contacts.v1.ContactsService.ListEventNames
