@@ -15,13 +15,31 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- (.Files.Get "services.json" | fromJson).services | toJson -}}
 {{- end -}}
 
-{{- /* Settings of one service (dict "root" $ "svc" name): values.yaml's services.<name> over serviceDefaults. */ -}}
+{{- /* Settings of one service (dict "root" $ "svc" name): values.yaml's services.<name> over serviceDefaults.
+Maps merge key by key; the service's own scalars always win, zero included (merge alone would turn
+replicas: 0 back into the default). */ -}}
 {{- define "platform.serviceValues" -}}
-{{- merge (deepCopy (index .root.Values.services .svc | default dict)) (deepCopy .root.Values.serviceDefaults) | toJson -}}
+{{- $own := index (.root.Values.services | default dict) .svc | default dict -}}
+{{- $cfg := mergeOverwrite (deepCopy (.root.Values.serviceDefaults | default dict)) (deepCopy $own) -}}
+{{- range $k, $v := $own -}}
+{{- if not (kindIs "map" $v) }}{{ $_ := set $cfg $k $v }}{{ end -}}
+{{- end -}}
+{{- $cfg | toJson -}}
 {{- end -}}
 
 {{- /* A service's port (dict "root" $ "svc" name): services.<name>.port if set, else the registry's default. */ -}}
 {{- define "platform.port" -}}
 {{- $defaults := include "platform.services" .root | fromJson -}}
-{{- (index .root.Values.services .svc | default dict).port | default (index $defaults .svc) | int -}}
+{{- $own := index (.root.Values.services | default dict) .svc | default dict -}}
+{{- $port := ternary $own.port (index $defaults .svc) (hasKey $own "port") | int -}}
+{{- if or (lt $port 1) (gt $port 65535) -}}
+{{- fail (printf "services.%s.port must be a port number (1-65535), got %d" .svc $port) -}}
+{{- end -}}
+{{- $port -}}
+{{- end -}}
+
+{{- /* The image every container runs: image.repository (required) at image.tag, default the chart's appVersion. */ -}}
+{{- define "platform.image" -}}
+{{- $repository := required "image.repository is required" .Values.image.repository -}}
+{{- printf "%s:%s" $repository (toString (.Values.image.tag | default .Chart.AppVersion)) -}}
 {{- end -}}
