@@ -11,6 +11,7 @@ import { MemoryBus } from '@svc/lib/bus-memory';
 import { NatsBus } from '@svc/lib/bus-nats';
 import { installCrashPolicy } from '@svc/lib/crash-policy';
 import { loadConfig, orExitOnConfigError, parseEnv, type Config } from '@svc/lib/config';
+import { StartupError } from '@svc/lib/listen';
 import { createLogger, type Logger } from '@svc/lib/logger';
 import type { Runtime } from '@svc/lib/runtime';
 import { serviceTokenProblem } from '@svc/lib/service-auth';
@@ -134,6 +135,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  process.stderr.write(`failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
+  const text = err instanceof StartupError ? err.message : err instanceof Error ? err.stack : String(err);
+  process.stderr.write(`failed to start: ${text}\n`);
   process.exit(1);
 });

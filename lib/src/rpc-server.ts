@@ -1,3 +1,4 @@
+import { listen } from './listen.js';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { create } from '@bufbuild/protobuf';
@@ -82,10 +83,7 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer>
     sessions.add(s);
     s.on('close', () => sessions.delete(s));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => resolve());
-  });
+  await listen(server, opts.port, opts.host, `${opts.name} rpc`);
   const port = (server.address() as AddressInfo).port;
   opts.logger.info({ service: opts.name, port }, 'rpc server listening');
   return {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { listen } from '@svc/lib/listen';
 import { MemoryIdempotencyStore, RedisIdempotencyStore } from '@svc/lib/idempotency-store';
 import { FailOpenRateLimiter, MemoryRateLimiter, RedisRateLimiter } from '@svc/lib/rate-limit';
 import { RedisLink } from '@svc/lib/redis';
@@ -49,11 +50,9 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
       ...(redis ? { redis: () => redis.run((r) => r.ping()).then(() => true) } : {}),
     },
   });
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.port, config.bindHost, () => resolve(s));
-    s.once('error', reject);
-    s.on('clientError', answerClientError);
-  });
+  const server: Server = http.createServer(app);
+  server.on('clientError', answerClientError);
+  await listen(server, config.port, config.bindHost, 'gateway');
   const port = (server.address() as AddressInfo).port;
   logger.info({ port }, 'gateway listening');
   return {
