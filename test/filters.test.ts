@@ -153,6 +153,37 @@ describe('filter trees over contacts, events and email activity', () => {
     expect(streamed).toEqual(['a@example.com']);
   });
 
+  test('Stream resumes after an id and answers the full contacts with with_contacts', async () => {
+    const url = `http://127.0.0.1:${platform.env.CONTACTS_PORT}`;
+    const client = createRpcClient(ContactsService, url, { serviceToken: platform.env.SERVICE_TOKEN });
+    const all: string[] = [];
+    for await (const batch of client.stream({ projectId: t.projectId })) all.push(...batch.contactIds);
+    expect(all).toHaveLength(3);
+    expect([...all].sort()).toEqual(all);
+    const rest: Array<{ id: string; email: string; subscribed: boolean; plan: unknown }> = [];
+    for await (const batch of client.stream({ projectId: t.projectId, afterId: all[0], withContacts: true })) {
+      expect(batch.contacts.map((c) => c.id)).toEqual(batch.contactIds);
+      for (const c of batch.contacts)
+        rest.push({ id: c.id, email: c.email, subscribed: c.subscribed, plan: c.data?.plan });
+    }
+    expect(rest.map((c) => c.id)).toEqual(all.slice(1));
+    const expected: Record<string, object> = {
+      'a@example.com': { subscribed: true, plan: 'pro' },
+      'b@example.com': { subscribed: true, plan: 'free' },
+      'c@example.com': { subscribed: false, plan: 'pro' },
+    };
+    for (const r of rest) expect(r).toMatchObject(expected[r.email]);
+    const seen = [];
+    for await (const batch of client.stream({ projectId: t.projectId, afterId: all[2] }))
+      seen.push(...batch.contactIds);
+    expect(seen).toEqual([]);
+    await expect(
+      (async () => {
+        for await (const _ of client.stream({ projectId: t.projectId, afterId: 'nope' })) void _;
+      })(),
+    ).rejects.toMatchObject({ status: 422, errors: [expect.objectContaining({ field: 'afterId' })] });
+  });
+
   test('invalid trees are 422 with field paths', async () => {
     const res = await filter(t, tree({ field: 'data.plan', operator: 'bogus', value: 1 }));
     expectEnvelope(res, 422, 'VALIDATION_ERROR');

@@ -1,7 +1,7 @@
 import { create, fromJson, toJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 import { timestampFromDate, ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter } from '@connectrpc/connect';
-import { errorInfo } from '@svc/lib/rpc-errors';
+import { errorInfo, toConnectError } from '@svc/lib/rpc-errors';
 import {
   BulkJobSchema,
   ContactSchema,
@@ -194,6 +194,17 @@ export function contactsRoutes(d: ContactsDomain) {
           })),
         };
       },
+      async getTopEvents(req) {
+        const names = await d.events.topEvents(req.projectId, req.days || 30, req.limit || 10);
+        return {
+          names: names.map((n) => ({
+            name: n.name,
+            count: BigInt(n.count),
+            contacts: BigInt(n.contacts),
+            lastSeen: timestampFromDate(n.last_seen),
+          })),
+        };
+      },
       async listEventNames(req) {
         return { names: await d.events.names(req.projectId) };
       },
@@ -208,8 +219,24 @@ export function contactsRoutes(d: ContactsDomain) {
         return { contacts: r.contacts.map(contactPb), total: BigInt(r.total) };
       },
       async *stream(req) {
-        for await (const batch of d.audiences.stream(req.projectId, json(req.condition), req.subscribedOnly)) {
-          yield { contactIds: batch.map((b) => b.id), emails: batch.map((b) => b.email) };
+        // A stream's errors bypass the unary error interceptor: convert them here (422 on a bad tree or after_id).
+        try {
+          const condition = json(req.condition);
+          if (req.withContacts) {
+            const rows = d.audiences.streamContacts(req.projectId, condition, req.subscribedOnly, req.afterId);
+            for await (const batch of rows)
+              yield {
+                contactIds: batch.map((r) => r.id),
+                emails: batch.map((r) => r.email),
+                contacts: batch.map(contactPb),
+              };
+            return;
+          }
+          for await (const batch of d.audiences.stream(req.projectId, condition, req.subscribedOnly, req.afterId)) {
+            yield { contactIds: batch.map((b) => b.id), emails: batch.map((b) => b.email) };
+          }
+        } catch (err) {
+          throw toConnectError(err);
         }
       },
       async startImport(req) {

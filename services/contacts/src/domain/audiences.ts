@@ -1,3 +1,5 @@
+import { validationError } from '@svc/lib/errors';
+import { isUuid } from '@svc/lib/ids';
 import type { ContactsStore } from '../store/contacts-store.js';
 import { compileFilter, SqlParams } from './filter-sql.js';
 import { parseFilterTree } from './filter-tree.js';
@@ -31,8 +33,26 @@ export class Audiences {
     return { contacts, total };
   }
 
-  async *stream(projectId: string, condition: unknown, subscribedOnly: boolean) {
+  /** Ids and emails of the matching contacts in id order, after `afterId` (exclusive) when given. */
+  async *stream(projectId: string, condition: unknown, subscribedOnly: boolean, afterId?: string) {
     const { sql, params } = await this.compile(projectId, condition);
-    yield* this.store.idsMatching(sql, params, subscribedOnly);
+    yield* this.store.idsMatching(sql, params, subscribedOnly, 1000, checkAfterId(afterId));
   }
+
+  /** As stream, with the full contacts. */
+  async *streamContacts(projectId: string, condition: unknown, subscribedOnly: boolean, afterId?: string) {
+    const { sql, params } = await this.compile(projectId, condition);
+    yield* this.store.rowsMatching(sql, params, subscribedOnly, 1000, checkAfterId(afterId));
+  }
+}
+
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+function checkAfterId(afterId: string | undefined): string {
+  if (!afterId) return NIL_UUID;
+  if (!isUuid(afterId))
+    throw validationError([
+      { field: 'afterId', message: 'afterId must be a contact id', code: 'invalid_string', received: afterId },
+    ]);
+  return afterId;
 }

@@ -164,19 +164,52 @@ export class ContactsStore {
     return rows;
   }
 
-  /** Matching contacts in id order, `batch` at a time (keyset, so it never holds a cursor open). */
+  /**
+   * Matching contacts in id order after `after` (exclusive), `batch` at a time: one query per batch
+   * (keyset, so it never holds a cursor open).
+   */
   async *idsMatching(
     condition: string,
     params: unknown[],
     subscribedOnly: boolean,
     batch = 1000,
+    after = '00000000-0000-0000-0000-000000000000',
   ): AsyncGenerator<Array<{ id: string; email: string }>> {
-    let after = '00000000-0000-0000-0000-000000000000';
+    yield* this.matching<{ id: string; email: string }>(
+      'c.id, c.email',
+      condition,
+      params,
+      subscribedOnly,
+      batch,
+      after,
+    );
+  }
+
+  /** As idsMatching, with the full rows (data, subscription). */
+  async *rowsMatching(
+    condition: string,
+    params: unknown[],
+    subscribedOnly: boolean,
+    batch = 1000,
+    after = '00000000-0000-0000-0000-000000000000',
+  ): AsyncGenerator<ContactRow[]> {
+    yield* this.matching<ContactRow>('c.*', condition, params, subscribedOnly, batch, after);
+  }
+
+  private async *matching<R extends { id: string }>(
+    columns: string,
+    condition: string,
+    params: unknown[],
+    subscribedOnly: boolean,
+    batch: number,
+    after: string,
+  ): AsyncGenerator<R[]> {
     for (;;) {
       const p = [...params, after, batch];
-      const { rows } = await this.pool.query<{ id: string; email: string }>(
-        `SELECT c.id, c.email FROM contacts c WHERE c.project_id = $1 AND ${condition}
-         ${subscribedOnly ? 'AND c.subscribed' : ''} AND c.id > $${p.length - 1}::uuid ORDER BY c.id LIMIT $${p.length}`,
+      const { rows } = await this.pool.query<R>(
+        `SELECT ${columns} FROM contacts c WHERE c.project_id = $1 AND ${condition}
+         ${subscribedOnly ? 'AND c.subscribed' : ''} AND c.id > $${p.length - 1}::uuid
+         ORDER BY c.id LIMIT $${p.length}`,
         p,
       );
       if (rows.length) yield rows;
