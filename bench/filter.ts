@@ -66,13 +66,18 @@ const TREES: Array<{ name: string; tree: unknown }> = [
  * the date part first (safe: a valid ISO 8601 value at or after the cutoff never has a date part
  * more than one day before the cutoff's UTC date, whatever its offset) lets most rows skip it.
  */
-const WITHIN_SQL =
-  /\(\(CASE WHEN \(c\.data #>> (\$\d+)::text\[\]\) ~ '[^']*' THEN \(c\.data #>> \1::text\[\]\)::timestamptz END\) >= (\(now\(\) - make_interval\(secs => \$\d+::double precision\)\))\)/g;
+const WITHIN_SQL = new RegExp(
+  String.raw`\(\(CASE WHEN \(c\.data #>> (\$\d+)::text\[\]\) ~ '[^']*' ` +
+    String.raw`THEN \(c\.data #>> \1::text\[\]\)::timestamptz END\)` +
+    String.raw` >= (\(now\(\) - make_interval\(secs => \$\d+::double precision\)\))\)`,
+  'g',
+);
 function withDatePrefilter(sql: string): string {
   return sql.replace(
     WITHIN_SQL,
     (clause, path: string, cutoff: string) =>
-      `(left(c.data #>> ${path}::text[], 10) >= to_char((${cutoff} - interval '1 day') AT TIME ZONE 'UTC', 'YYYY-MM-DD') AND ${clause})`,
+      `(left(c.data #>> ${path}::text[], 10) >= ` +
+      `to_char((${cutoff} - interval '1 day') AT TIME ZONE 'UTC', 'YYYY-MM-DD') AND ${clause})`,
   );
 }
 
@@ -172,9 +177,8 @@ async function explain(pool: Pool, text: string, values: unknown[]): Promise<str
   const keep = lines.filter(
     (l, i) =>
       i === 0 ||
-      /Index|Bitmap|Seq Scan|Parallel|Workers|Rows Removed|Buffers: shared|Sort Method|Execution Time|Planning Time|JIT|Timing:/.test(
-        l,
-      ),
+      /Index|Bitmap|Seq Scan|Parallel|Workers|Rows Removed|Buffers: shared|Sort Method/.test(l) ||
+      /Execution Time|Planning Time|JIT|Timing:/.test(l),
   );
   // Buffers lines repeat under every node: keep the first (top node, whole query) only.
   let buffers = 0;
@@ -278,15 +282,17 @@ run(
       projectId = randomUUID();
       console.log(`database ${dbName}: contacts migrations applied; seeding project ${projectId}`);
       await seed(pool, projectId);
-      console.log(
-        `  seeded in ${secs(t0)}${process.env.BENCH_KEEP_DB === '1' ? ` (kept: BENCH_FILTER_DB=${dbName} reuses it)` : ''}`,
-      );
+      const kept = process.env.BENCH_KEEP_DB === '1' ? ` (kept: BENCH_FILTER_DB=${dbName} reuses it)` : '';
+      console.log(`  seeded in ${secs(t0)}${kept}`);
     }
     const { rows: size } = await pool.query<{ contacts: string; events: string }>(
-      "SELECT pg_size_pretty(pg_total_relation_size('contacts')) AS contacts, pg_size_pretty(pg_total_relation_size('events')) AS events",
+      "SELECT pg_size_pretty(pg_total_relation_size('contacts')) AS contacts, " +
+        "pg_size_pretty(pg_total_relation_size('events')) AS events",
     );
     const { rows: settings } = await pool.query<{ s: string }>(
-      "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name) AS s FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'jit', 'max_parallel_workers_per_gather', 'random_page_cost', 'server_version')",
+      "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name) AS s FROM pg_settings " +
+        "WHERE name IN ('shared_buffers', 'work_mem', 'jit', 'max_parallel_workers_per_gather', " +
+        "'random_page_cost', 'server_version')",
     );
     console.log(
       `sizes with indexes: contacts ${size[0].contacts}, events ${size[0].events}; PostgreSQL ${settings[0].s}`,
@@ -299,10 +305,8 @@ run(
       let tried: Measure | undefined;
       if (process.env.BENCH_TRY === '1') {
         tried = await measure(pool, projectId, tree, withDatePrefilter);
-        print(
-          `${name}, with the proposed date pre-filter (BENCH_TRY=1)${tried.count === m.count ? ', same count' : `, COUNT DIFFERS (${m.count})`}`,
-          tried,
-        );
+        const same = tried.count === m.count ? ', same count' : `, COUNT DIFFERS (${m.count})`;
+        print(`${name}, with the proposed date pre-filter (BENCH_TRY=1)${same}`, tried);
       }
       results.push({ name, m, tried });
     }
@@ -310,7 +314,8 @@ run(
     console.log('');
     for (const { name, m, tried } of results) {
       console.log(
-        `RESULT ${name} over ${fmt(CONTACTS)} contacts (${fmt(m.count)} matches): count ${fmt(m.countMs, 1)} ms (target < 500: ${m.countMs < 500 ? 'met' : 'NOT met'}), ` +
+        `RESULT ${name} over ${fmt(CONTACTS)} contacts (${fmt(m.count)} matches): ` +
+          `count ${fmt(m.countMs, 1)} ms (target < 500: ${m.countMs < 500 ? 'met' : 'NOT met'}), ` +
           `page ${fmt(m.pageMs, 1)} ms (target < 50: ${m.pageMs < 50 ? 'met' : 'NOT met'})` +
           (tried ? `; with date pre-filter: count ${fmt(tried.countMs, 1)} ms, page ${fmt(tried.pageMs, 1)} ms` : ''),
       );

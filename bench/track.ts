@@ -135,7 +135,8 @@ function summary(name: string, r: autocannon.Result, expected: 200 | 422 = 200, 
     .join(' ');
   const ratio = empty ? `  (${(rps / empty.rps).toFixed(2)}x empty)` : '';
   console.log(
-    `${name.padEnd(30)} ${fmt(rps).padStart(7)} req/s   p50 ${fmt(r.latency.p50, 1).padStart(6)} ms   p99 ${fmt(r.latency.p99, 1).padStart(7)} ms` +
+    `${name.padEnd(30)} ${fmt(rps).padStart(7)} req/s   ` +
+      `p50 ${fmt(r.latency.p50, 1).padStart(6)} ms   p99 ${fmt(r.latency.p99, 1).padStart(7)} ms` +
       `   [${statuses}${other ? `; unexpected/errors ${other}` : ''}]${ratio}`,
   );
   return { rps, p50: r.latency.p50, p99: r.latency.p99 };
@@ -157,13 +158,15 @@ run(
         .join(' ')}`,
     );
     console.log(
-      `load: ${CONNECTIONS} connections, ${DURATION} s per run (+${WARMUP} s warm-up), ${fmt(EMAILS)} distinct emails cycling`,
+      `load: ${CONNECTIONS} connections, ${DURATION} s per run (+${WARMUP} s warm-up), ` +
+        `${fmt(EMAILS)} distinct emails cycling`,
     );
     const prefix = runPrefix('track');
     const t0 = Date.now();
     const platform = await startPlatform(prefix, SERVICES);
     console.log(
-      `platform (${[...SERVICES, 'gateway'].join(', ')}; one process each) ready in ${((Date.now() - t0) / 1000).toFixed(1)} s, prefix ${prefix}`,
+      `platform (${[...SERVICES, 'gateway'].join(', ')}; one process each) ` +
+        `ready in ${((Date.now() - t0) / 1000).toFixed(1)} s, prefix ${prefix}`,
     );
     const tenant = await newTenant(platform.gatewayUrl);
 
@@ -193,7 +196,8 @@ run(
     const r = await load(platform.gatewayUrl, tenant.publicKey, DURATION);
     const t = summary('POST /v1/track', r, 200, e);
     console.log(
-      `  CPU during that run (100% = one core of ${os.cpus().length}): ${cpuReport(platform, cpuBefore, selfBefore, r.duration)}`,
+      `  CPU during that run (100% = one core of ${os.cpus().length}): ` +
+        cpuReport(platform, cpuBefore, selfBefore, r.duration),
     );
 
     // Events written by one group commit share its transaction's now(): distinct created_at = commits.
@@ -205,7 +209,8 @@ run(
     );
     await db.end();
     console.log(
-      `  group commit: ${fmt(rows[0].events)} events in ${fmt(rows[0].txs)} transactions (${(rows[0].events / rows[0].txs).toFixed(1)} events per commit)`,
+      `  group commit: ${fmt(rows[0].events)} events in ${fmt(rows[0].txs)} transactions ` +
+        `(${(rows[0].events / rows[0].txs).toFixed(1)} events per commit)`,
     );
 
     if (process.env.BENCH_BREAKDOWN !== '0') {
@@ -224,7 +229,8 @@ run(
 
     console.log(
       `\nRESULT /v1/track ${fmt(t.rps)} events/s, p50 ${fmt(t.p50, 1)} ms, p99 ${fmt(t.p99, 1)} ms; ` +
-        `empty handler ${fmt(e.rps)} req/s; ratio track/empty ${(t.rps / e.rps).toFixed(2)} (target >= 0.60: ${t.rps / e.rps >= 0.6 ? 'met' : 'NOT met'})`,
+        `empty handler ${fmt(e.rps)} req/s; ratio track/empty ${(t.rps / e.rps).toFixed(2)} ` +
+        `(target >= 0.60: ${t.rps / e.rps >= 0.6 ? 'met' : 'NOT met'})`,
     );
   },
   import.meta.url,
