@@ -16,7 +16,8 @@ export async function migrate(pool: Pool, migrations: Migration[]): Promise<stri
   try {
     await client.query("SELECT pg_advisory_lock(hashtext('schema_migrations'))");
     await client.query(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+      'CREATE TABLE IF NOT EXISTS schema_migrations ' +
+        '(id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
     );
     const { rows } = await client.query<{ id: string }>('SELECT id FROM schema_migrations');
     const done = new Set(rows.map((r) => r.id));
