@@ -9,8 +9,8 @@ function expectTooManyFields(res: Answer): void {
 }
 
 describe('custom fields per project', () => {
-  test(`${CAP} fields fill the cap and are listed; a write adding one more is a 422 on every path, changing nothing`, async () => {
-    const custom = (fields: Answer) => fields.body.filter((f: { isCustom: boolean }) => f.isCustom);
+  test(`${CAP} fields fill the cap (listed); one more is a 422 on every write path, changing nothing`, async () => {
+    const custom = (fields: Answer) => fields.body.fields.filter((f: { isCustom: boolean }) => f.isCustom);
     const t = await newTenant();
     const key = { key: t.secretKey };
     const data = Object.fromEntries(Array.from({ length: CAP }, (_, i) => [`f${i}`, i]));
@@ -20,7 +20,7 @@ describe('custom fields per project', () => {
     const fields = await call('GET', '/contacts/fields', undefined, key);
     expect(fields.status).toBe(200);
     expect(custom(fields)).toHaveLength(CAP);
-    expect(fields.body).toContainEqual({ field: 'data.f499', type: 'number', isCustom: true, coverage: 1 });
+    expect(fields.body.fields).toContainEqual({ field: 'data.f499', type: 'number', isCustom: true, coverage: 1 });
 
     expectTooManyFields(await call('POST', '/contacts', { email: 'new@example.com', data: { extra: 1 } }, key));
     expectTooManyFields(await call('PATCH', `/contacts/${first.body.id}`, { data: { extra: 1, f0: 'changed' } }, key));

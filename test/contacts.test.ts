@@ -38,7 +38,7 @@ describe('contacts', () => {
     expectEnvelope(await post(t, { email: 'x@example.com', subscribed: 'yes' }), 422, 'VALIDATION_ERROR');
   });
 
-  test('custom data rules: patch, null deletes, empty string ignored, one-off not stored, reserved keys dropped, nesting', async () => {
+  test('custom data: patch, null deletes, "" ignored, one-off not stored, reserved keys dropped, nesting', async () => {
     const c = await post(t, {
       email: 'rules@example.com',
       data: { a: 1, b: 'keep', nested: { x: 1, y: 2 }, locale: 'fr' },
@@ -116,7 +116,7 @@ describe('contacts', () => {
     );
   });
 
-  test('subscription flips through PATCH are recorded as contact.subscribed / contact.unsubscribed events', async () => {
+  test('subscription flips through PATCH are recorded as contact.subscribed/contact.unsubscribed events', async () => {
     const c = await post(t, { email: 'flip@example.com' });
     await call('PATCH', `/contacts/${c.body.id}`, { subscribed: false }, { key: t.secretKey });
     await call('PATCH', `/contacts/${c.body.id}`, { subscribed: false }, { key: t.secretKey });
@@ -215,7 +215,7 @@ describe('contact lists', () => {
     );
   });
 
-  test('search is a case-insensitive email substring; subscribed filters; sort by email asc walks every page', async () => {
+  test('search: case-insensitive email substring; subscribed filters; sort by email asc walks every page', async () => {
     const odd = await call('GET', '/contacts?search=ODD.example&limit=100', undefined, { key: t.secretKey });
     expect(odd.body.data).toHaveLength(12);
     expect(odd.body.total).toBe(12);
@@ -242,7 +242,7 @@ describe('contact lists', () => {
 });
 
 describe('fields and type inference', () => {
-  test('types are fixed at the first non-null value; coverage counts nested keys; delete removes a key everywhere', async () => {
+  test('first non-null value fixes the type; coverage counts nested keys; delete drops a key everywhere', async () => {
     const t = await newTenant();
     await post(t, {
       email: 'f1@example.com',
@@ -256,10 +256,10 @@ describe('fields and type inference', () => {
       },
     });
     await post(t, { email: 'f2@example.com', data: { age: 'thirty', profile: { tier: 'silver' } } });
-    await post(t, { email: 'f3@example.com', data: { code: '007' } });
+    const f3 = await post(t, { email: 'f3@example.com', data: { code: '007', gone: 1 } });
     await post(t, { email: 'f4@example.com' });
     const fields = await call('GET', '/contacts/fields', undefined, { key: t.secretKey });
-    const byName = Object.fromEntries(fields.body.map((f: { field: string }) => [f.field, f]));
+    const byName = Object.fromEntries(fields.body.fields.map((f: { field: string }) => [f.field, f]));
     expect(byName.email).toMatchObject({ type: 'string', isCustom: false, coverage: 1 });
     expect(byName['data.age']).toMatchObject({ type: 'number', isCustom: true, coverage: 0.5 });
     expect(byName['data.vip']).toMatchObject({ type: 'boolean', coverage: 0.25 });
@@ -268,6 +268,13 @@ describe('fields and type inference', () => {
     expect(byName['data.profile.tier']).toMatchObject({ type: 'string', coverage: 0.5 });
     expect(byName['data.code'].type).toBe('string');
     expect(byName['data.note']).toBeUndefined();
+
+    // A field whose every value is removed leaves the list.
+    expect(byName['data.gone']).toMatchObject({ coverage: 0.25 });
+    const patched = await call('PATCH', `/contacts/${f3.body.id}`, { data: { gone: null } }, { key: t.secretKey });
+    expect(patched.status).toBe(200);
+    const listed = await call('GET', '/contacts/fields', undefined, { key: t.secretKey });
+    expect(listed.body.fields.map((f: { field: string }) => f.field)).not.toContain('data.gone');
 
     const values = await call('GET', '/contacts/fields/data.profile.tier/values', undefined, { key: t.secretKey });
     expect(values.body.map((v: { value: unknown }) => v.value).sort()).toEqual(['gold', 'silver']);
@@ -280,7 +287,7 @@ describe('fields and type inference', () => {
     const del = await call('DELETE', '/contacts/fields/data.profile', undefined, { key: t.secretKey });
     expect(del.body.contactsUpdated).toBe(2);
     const after = await call('GET', '/contacts/fields', undefined, { key: t.secretKey });
-    expect(after.body.map((f: { field: string }) => f.field)).not.toContain('data.profile.tier');
+    expect(after.body.fields.map((f: { field: string }) => f.field)).not.toContain('data.profile.tier');
     expectEnvelope(
       await call('DELETE', '/contacts/fields/email', undefined, { key: t.secretKey }),
       422,

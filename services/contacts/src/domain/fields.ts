@@ -70,12 +70,10 @@ export class Fields {
     );
     return [
       ...STANDARD.map((s) => ({ field: s.field, type: s.type, isCustom: false, coverage: total ? 1 : 0 })),
-      ...types.map((t, i) => ({
-        field: `data.${t.path}`,
-        type: t.type,
-        isCustom: true,
-        coverage: total ? counts[i] / total : 0,
-      })),
+      // A field no contact holds any more (every value removed) is not listed.
+      ...types.flatMap((t, i) =>
+        counts[i] > 0 ? [{ field: `data.${t.path}`, type: t.type, isCustom: true, coverage: counts[i] / total }] : [],
+      ),
     ];
   }
 

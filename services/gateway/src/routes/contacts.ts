@@ -91,14 +91,10 @@ export function contactsRouter(contacts: Client<typeof ContactsService>, guards:
   });
 
   r.get('/contacts/fields', secret, async (req, res) => {
-    res.json(
-      (await contacts.listFields({ projectId: req.projectId })).fields.map((f) => ({
-        field: f.field,
-        type: f.type,
-        isCustom: f.isCustom,
-        coverage: f.coverage,
-      })),
-    );
+    const { fields } = await contacts.listFields({ projectId: req.projectId });
+    res.json({
+      fields: fields.map((f) => ({ field: f.field, type: f.type, isCustom: f.isCustom, coverage: f.coverage })),
+    });
   });
 
   r.get('/contacts/fields/:field/values', secret, async (req, res) => {
