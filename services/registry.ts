@@ -1,9 +1,11 @@
 import { DEFAULT_PORT } from '@svc/lib/config';
 import { defineRegistry, type ServiceDefinition } from '@svc/lib/services';
+import { CampaignsService } from '@svc/proto/svc/campaigns/v1/campaigns_pb';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import { SegmentsService } from '@svc/proto/svc/segments/v1/segments_pb';
+import { WorkflowsService } from '@svc/proto/svc/workflows/v1/workflows_pb';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
@@ -34,15 +36,23 @@ export const REGISTRY = defineRegistry({
     topics: MESSAGING_TOPICS,
     load: () => import('@svc/messaging').then((m) => m.service),
   },
-  // Empty packages so far: registered for their ports; starting one fails with a clear message.
-  campaigns: { defaultPort: 50054 },
+  // Publishes nothing on the bus: it reads messaging's lifecycle messages for its counters.
+  campaigns: {
+    defaultPort: 50054,
+    client: CampaignsService,
+    load: () => import('@svc/campaigns').then((m) => m.service),
+  },
   segments: {
     defaultPort: 50055,
     client: SegmentsService,
     topics: SEGMENTS_TOPICS,
     load: () => import('@svc/segments').then((m) => m.service),
   },
-  workflows: { defaultPort: 50056 },
+  workflows: {
+    defaultPort: 50056,
+    client: WorkflowsService,
+    load: () => import('@svc/workflows').then((m) => m.service),
+  },
   gateway: { defaultPort: DEFAULT_PORT, edge: true, load: () => import('@svc/gateway').then((m) => m.service) },
 });
 

@@ -14,13 +14,17 @@ import { methodNotAllowed } from './http/method-not-allowed.js';
 import type { KeyCache } from './http/key-cache.js';
 import { readyz, type ReadinessCheck } from './http/readiness.js';
 import { requestId } from './http/request-id.js';
+import { analyticsRouter } from './routes/analytics.js';
+import { campaignsRouter } from './routes/campaigns.js';
 import { contactJobsRouter } from './routes/contact-jobs.js';
 import { contactsRouter } from './routes/contacts.js';
 import { eventsRouter } from './routes/events.js';
 import { devMailRouter } from './routes/dev-mail.js';
 import { messagingRouter } from './routes/messaging.js';
 import { segmentsRouter } from './routes/segments.js';
+import { workflowsRouter } from './routes/workflows.js';
 import { trackingRouter, webhooksRouter } from './routes/tracking.js';
+import { usageRouter } from './routes/usage.js';
 import { identityRouter } from './routes/identity.js';
 
 export interface GatewayDeps {
@@ -70,6 +74,10 @@ export function createApp(deps: GatewayDeps) {
   app.use(eventsRouter(clients.contacts, guards));
   app.use(messagingRouter(clients.messaging, guards));
   app.use(segmentsRouter(clients.segments, guards));
+  app.use(usageRouter(clients, guards));
+  app.use(analyticsRouter(clients.messaging, clients.contacts, guards));
+  app.use(campaignsRouter(clients.campaigns, guards));
+  app.use(workflowsRouter(clients.workflows, guards));
   app.use(trackingRouter(clients.messaging));
   app.use(webhooksRouter(clients.messaging, config.webhookSecret));
   if (deps.embedded) app.use(devMailRouter(clients, auth));

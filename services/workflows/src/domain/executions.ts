@@ -1,0 +1,138 @@
+import { withTransaction } from '@svc/lib/db';
+import { conflict, notFound } from '@svc/lib/errors';
+import { isUuid } from '@svc/lib/ids';
+import type { Logger } from '@svc/lib/logger';
+import type { ExecutionRow, ExecutionsStore, HistoryRow } from '../store/executions-store.js';
+import type { WorkflowRow, WorkflowsStore } from '../store/workflows-store.js';
+import { assertRunnable } from './graph.js';
+import type { ContactsPort } from './ports.js';
+import { graphSteps, graphTransitions } from './workflows.js';
+import { EXECUTION_STATUSES, parseStart } from './workflow-input.js';
+import { validationError } from '@svc/lib/errors';
+
+/** Scalar data fields of an event, for GET /workflows/fields. */
+function dataFields(data: Record<string, unknown>, prefix = ''): { field: string; type: string }[] {
+  return Object.entries(data).flatMap(([k, v]) => {
+    if (v && typeof v === 'object' && !Array.isArray(v) && prefix.split('.').length < 5) {
+      return dataFields(v as Record<string, unknown>, `${prefix}${k}.`);
+    }
+    const type = typeof v === 'number' ? 'number' : typeof v === 'boolean' ? 'boolean' : 'string';
+    return v === null || v === undefined ? [] : [{ field: `${prefix}${k}`, type }];
+  });
+}
+
+/** Executions: enrolment (events and manual starts, with the re-entry rules), listing and cancelling. */
+export class Executions {
+  constructor(
+    private readonly workflows: WorkflowsStore,
+    private readonly store: ExecutionsStore,
+    private readonly contacts: ContactsPort,
+    private readonly logger: Logger,
+  ) {}
+
+  private async workflow(projectId: string, id: string): Promise<WorkflowRow> {
+    const w = isUuid(id) ? await this.workflows.get(this.workflows.pool, projectId, id) : null;
+    if (!w) throw notFound('Workflow', id, 'WORKFLOW_NOT_FOUND');
+    return w;
+  }
+
+  /**
+   * A tracked event: resumes this contact's executions waiting for it, then starts the enabled
+   * workflows it triggers, once per event id (redelivery finds the execution already there).
+   */
+  async eventTracked(m: {
+    projectId: string;
+    contactId: string;
+    eventId: string;
+    name: string;
+    data: Record<string, unknown>;
+    at: Date;
+  }): Promise<void> {
+    await this.store.resumeWaiting(m.projectId, m.contactId, m.name, m.at, m.data);
+    const triggered = await this.workflows.triggeredBy(m.projectId, m.name);
+    if (!triggered.length) return;
+    await this.workflows.recordEventFields(m.projectId, m.name, dataFields(m.data).slice(0, 100));
+    for (const w of triggered) {
+      await withTransaction(this.store.pool, (db) =>
+        this.store.enrol(
+          db,
+          {
+            projectId: m.projectId,
+            workflowId: w.id,
+            contactId: m.contactId,
+            context: { event: { id: m.eventId, name: m.name, data: m.data } },
+            triggerKey: m.eventId,
+          },
+          w.allow_reentry,
+        ),
+      );
+    }
+  }
+
+  /** POST /workflows/{id}/executions: a manual start (any trigger type, enabled or not, if the graph can run). */
+  async start(projectId: string, workflowId: string, body: unknown): Promise<ExecutionRow> {
+    const b = parseStart(body);
+    const w = await this.workflow(projectId, workflowId);
+    const [steps, transitions] = await Promise.all([
+      this.workflows.steps(this.workflows.pool, w.id),
+      this.workflows.transitions(this.workflows.pool, w.id),
+    ]);
+    assertRunnable(graphSteps(steps), graphTransitions(transitions));
+    const contact = b.contactId
+      ? await this.contacts.get(projectId, b.contactId)
+      : await this.contacts.byEmail(projectId, b.email!);
+    if (!contact) throw notFound('Contact', b.contactId ?? b.email!, 'CONTACT_NOT_FOUND');
+    const r = await withTransaction(this.store.pool, (db) =>
+      this.store.enrol(
+        db,
+        { projectId, workflowId: w.id, contactId: contact.id, context: b.context, triggerKey: null },
+        w.allow_reentry,
+      ),
+    );
+    if (!r.row) {
+      throw conflict(
+        r.refusal === 'active'
+          ? 'The contact already has an active execution of this workflow'
+          : 'The contact was already enrolled in this workflow, which does not allow re-entry',
+        { contactId: contact.id },
+      );
+    }
+    return r.row;
+  }
+
+  async list(projectId: string, workflowId: string, status: string, page: number, pageSize: number) {
+    const s = status.toUpperCase();
+    if (s && !(EXECUTION_STATUSES as readonly string[]).includes(s)) {
+      throw validationError([
+        {
+          field: 'status',
+          message: `status must be one of ${EXECUTION_STATUSES.join(', ')}`,
+          code: 'invalid_enum_value',
+        },
+      ]);
+    }
+    const w = await this.workflow(projectId, workflowId);
+    return this.store.list(w.id, s || null, pageSize, (page - 1) * pageSize);
+  }
+
+  async get(projectId: string, workflowId: string, id: string): Promise<{ row: ExecutionRow; steps: HistoryRow[] }> {
+    const w = await this.workflow(projectId, workflowId);
+    const row = isUuid(id) ? await this.store.get(this.store.pool, w.id, id) : null;
+    if (!row) throw notFound('Execution', id);
+    return { row, steps: await this.store.steps(row.id) };
+  }
+
+  async cancel(projectId: string, workflowId: string, id: string): Promise<ExecutionRow> {
+    const { row } = await this.get(projectId, workflowId, id);
+    const [cancelled] = await withTransaction(this.store.pool, (db) => this.store.cancel(db, row.workflow_id, row.id));
+    if (!cancelled) throw conflict(`Execution is ${row.status}: only RUNNING or WAITING executions can be cancelled`);
+    return cancelled;
+  }
+
+  async cancelAll(projectId: string, workflowId: string): Promise<number> {
+    const w = await this.workflow(projectId, workflowId);
+    const rows = await withTransaction(this.store.pool, (db) => this.store.cancel(db, w.id, null));
+    this.logger.info({ workflowId: w.id, cancelled: rows.length }, 'executions cancelled');
+    return rows.length;
+  }
+}

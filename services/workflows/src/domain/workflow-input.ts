@@ -1,0 +1,182 @@
+import { z } from 'zod';
+import { parseOrThrow } from '@svc/lib/zod-errors';
+import { conditionSchema } from './condition.js';
+
+// Request bodies of the workflow API (names from DESIGN.md "Workflow bodies"), validated once
+// here: the gateway passes the JSON through.
+
+export const STEP_TYPES = [
+  'TRIGGER',
+  'SEND_EMAIL',
+  'DELAY',
+  'WAIT_FOR_EVENT',
+  'CONDITION',
+  'WEBHOOK',
+  'UPDATE_CONTACT',
+  'EXIT',
+] as const;
+export type StepType = (typeof STEP_TYPES)[number];
+
+const MAX_NAME = 200;
+const MAX_DESCRIPTION = 1000;
+const eventName = z.string().trim().min(1).max(255);
+const name = z.string().trim().min(1).max(MAX_NAME);
+
+const UNIT_SECONDS = { seconds: 1, minutes: 60, hours: 3600, days: 86400 } as const;
+const MAX_WAIT_SECONDS = 366 * 86400;
+const duration = z
+  .object({ amount: z.number().int().positive(), unit: z.enum(['seconds', 'minutes', 'hours', 'days']) })
+  .strict()
+  .refine((d) => d.amount * UNIT_SECONDS[d.unit] <= MAX_WAIT_SECONDS, { message: 'At most 366 days' });
+export type Duration = z.infer<typeof duration>;
+export const durationMs = (d: Duration) => d.amount * UNIT_SECONDS[d.unit] * 1000;
+
+const mailbox = z.union([
+  z.string().email(),
+  z.object({ name: z.string().max(200).optional(), email: z.string().email() }).strict(),
+]);
+
+const sendEmail = z
+  .object({
+    templateId: z.string().uuid().optional(),
+    subject: z.string().min(1).max(998).optional(),
+    body: z.string().min(1).max(1_000_000).optional(),
+    from: mailbox.optional(),
+    fromName: z.string().max(200).optional(),
+    replyTo: z.string().email().optional(),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.templateId) return;
+    for (const key of ['subject', 'body', 'from'] as const) {
+      if (c[key] === undefined)
+        ctx.addIssue({ code: 'custom', path: [key], message: `${key} is required without templateId` });
+    }
+  });
+
+const webhook = z
+  .object({
+    url: z
+      .string()
+      .url()
+      .max(2048)
+      .refine((u) => /^https?:\/\//i.test(u), { message: 'Only http and https URLs' }),
+    method: z.enum(['POST', 'PUT', 'PATCH']).default('POST'),
+    headers: z.record(z.string().max(8192)).default({}),
+    body: z.unknown().optional(),
+  })
+  .strict();
+
+const updateContact = z
+  .object({
+    data: z.record(z.unknown()).optional(),
+    subscribed: z.boolean().optional(),
+  })
+  .strict()
+  .refine((c) => c.data !== undefined || c.subscribed !== undefined, { message: 'Set data or subscribed' });
+
+export const STEP_CONFIGS = {
+  SEND_EMAIL: sendEmail,
+  DELAY: duration,
+  WAIT_FOR_EVENT: z.object({ eventName, timeout: duration }).strict(),
+  CONDITION: z.object({ condition: conditionSchema }).strict(),
+  WEBHOOK: webhook,
+  UPDATE_CONTACT: updateContact,
+  EXIT: z.object({}).strict(),
+} as const;
+export type CreatableStepType = keyof typeof STEP_CONFIGS;
+
+export type SendEmailConfig = z.infer<typeof sendEmail>;
+export type WebhookConfig = z.infer<typeof webhook>;
+export type UpdateContactConfig = z.infer<typeof updateContact>;
+export type WaitConfig = z.infer<(typeof STEP_CONFIGS)['WAIT_FOR_EVENT']>;
+export type ConditionConfig = z.infer<(typeof STEP_CONFIGS)['CONDITION']>;
+
+const creatable = Object.keys(STEP_CONFIGS) as [CreatableStepType, ...CreatableStepType[]];
+
+/** A step's config, checked against its type (422 with paths under `config`). */
+export function parseStepConfig(type: CreatableStepType, config: unknown): Record<string, unknown> {
+  const out = parseOrThrow(z.object({ config: STEP_CONFIGS[type] }), { config: config ?? {} });
+  return out.config as Record<string, unknown>;
+}
+
+export function parseNewStep(body: unknown) {
+  const b = parseOrThrow(
+    z.object({ type: z.enum(creatable), name: name.optional(), config: z.unknown().optional() }).strict(),
+    body,
+  );
+  return { type: b.type, name: b.name, config: parseStepConfig(b.type, b.config) };
+}
+
+export function parseStepPatch(body: unknown) {
+  return parseOrThrow(z.object({ name: name.optional(), config: z.unknown().optional() }).strict(), body);
+}
+
+export function parseNewWorkflow(body: unknown) {
+  return parseOrThrow(
+    z
+      .object({
+        name,
+        description: z.string().max(MAX_DESCRIPTION).optional(),
+        eventName,
+        allowReentry: z.boolean().default(false),
+      })
+      .strict(),
+    body,
+  );
+}
+
+export function parseWorkflowPatch(body: unknown) {
+  return parseOrThrow(
+    z
+      .object({
+        name: name.optional(),
+        description: z.string().max(MAX_DESCRIPTION).nullable().optional(),
+        triggerType: z.enum(['EVENT', 'MANUAL']).optional(),
+        triggerConfig: z.object({ eventName: eventName.optional() }).strict().optional(),
+        eventName: eventName.optional(),
+        enabled: z.boolean().optional(),
+        allowReentry: z.boolean().optional(),
+      })
+      .strict(),
+    body,
+  );
+}
+
+const branch = z.enum(['yes', 'no']);
+export function parseNewTransition(body: unknown) {
+  const b = parseOrThrow(
+    z
+      .object({
+        fromStepId: z.string().uuid(),
+        toStepId: z.string().uuid(),
+        branch: branch.optional(),
+        condition: z.object({ branch }).strict().optional(),
+        waitOutcome: z.enum(['EVENT', 'TIMEOUT']).optional(),
+      })
+      .strict(),
+    body,
+  );
+  return {
+    fromStepId: b.fromStepId,
+    toStepId: b.toStepId,
+    branch: b.branch ?? b.condition?.branch ?? null,
+    waitOutcome: b.waitOutcome ?? null,
+  };
+}
+
+export function parseStart(body: unknown) {
+  return parseOrThrow(
+    z
+      .object({
+        contactId: z.string().uuid().optional(),
+        email: z.string().email().optional(),
+        context: z.record(z.unknown()).default({}),
+      })
+      .strict()
+      .refine((b) => !!b.contactId !== !!b.email, { message: 'Send contactId or email', path: ['contactId'] }),
+    body,
+  );
+}
+
+export const EXECUTION_STATUSES = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const;

@@ -1,0 +1,72 @@
+import { DueWorkLoop } from '@svc/lib/due-work';
+import { createRpcClient } from '@svc/lib/rpc-client';
+import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
+import { serviceModule } from '@svc/lib/services';
+import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
+import { type WorkflowsEnv, workflowsEnv } from './config.js';
+import { contactsPort } from './contacts-rpc.js';
+import { subscribeWorkflowsConsumers } from './consumers.js';
+import { Engine, LEASE_MS } from './domain/engine.js';
+import { Executions } from './domain/executions.js';
+import { Workflows } from './domain/workflows.js';
+import { mailPort } from './messaging-rpc.js';
+import { workflowsRoutes } from './rpc.js';
+import { DUE_CHANNEL, type ExecutionRow, ExecutionsStore } from './store/executions-store.js';
+import { migrations } from './store/migrations.js';
+import { WorkflowsStore } from './store/workflows-store.js';
+
+export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<RunningService> {
+  const { config } = rt;
+  const logger = rt.logger.child({ service: 'workflows' });
+  const db = await openServiceDatabase('workflows', rt, migrations);
+  const contactsClient = createRpcClient(ContactsService, config.rpcUrls.contacts, config);
+  const contacts = contactsPort(contactsClient);
+  const mail = mailPort(createRpcClient(MessagingService, config.rpcUrls.messaging, config));
+  const store = new WorkflowsStore(db.pool);
+  const executionsStore = new ExecutionsStore(db.pool);
+  const fields = {
+    async fields(projectId: string) {
+      return (await contactsClient.listFields({ projectId })).fields.map((f) => ({ field: f.field, type: f.type }));
+    },
+  };
+  const workflows = new Workflows(store, executionsStore, fields);
+  const executions = new Executions(store, executionsStore, contacts, logger);
+  const engine = new Engine(
+    store,
+    executionsStore,
+    contacts,
+    mail,
+    {
+      allowPrivate: config.webhookAllowPrivate,
+      timeoutMs: config.webhookTimeoutMs,
+      maxAttempts: config.webhookMaxAttempts,
+      retryBaseMs: config.webhookRetryBaseMs,
+    },
+    logger.child({ part: 'engine' }),
+  );
+  const worker = new DueWorkLoop<ExecutionRow>({
+    name: 'workflow-executions',
+    logger,
+    claim: (limit) => executionsStore.claim(limit, LEASE_MS),
+    run: (rows) => engine.runClaimed(rows),
+    batchSize: 50,
+    lanes: 4,
+    pollMs: config.workflowPollMs,
+    notify: { pool: db.pool, channel: DUE_CHANNEL },
+  });
+  await worker.start();
+  await subscribeWorkflowsConsumers(rt.bus, executions, store, logger.child({ part: 'bus' }));
+  const server = await serveRpc(rt, 'workflows', workflowsRoutes(workflows, executions), db);
+  return {
+    name: 'workflows',
+    async stop() {
+      await server.close();
+      await worker.stop();
+      await db.close();
+    },
+  };
+}
+
+/** The registry loads this (services/registry.ts) with the variables in config.ts validated. */
+export const service = serviceModule({ config: workflowsEnv, start: startWorkflows });

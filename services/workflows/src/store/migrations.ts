@@ -1,0 +1,109 @@
+import type { Migration } from '@svc/lib/migrate';
+
+export const migrations: Migration[] = [
+  {
+    id: '001_workflows',
+    sql: `
+      CREATE TABLE workflows (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        name text NOT NULL,
+        description text,
+        trigger_type text NOT NULL CHECK (trigger_type IN ('EVENT', 'MANUAL')),
+        trigger_config jsonb NOT NULL DEFAULT '{}',
+        enabled boolean NOT NULL DEFAULT false,
+        allow_reentry boolean NOT NULL DEFAULT false,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX workflows_project_created ON workflows (project_id, created_at DESC, id DESC);
+      -- Each events.tracked message looks up the enabled workflows its event name triggers.
+      CREATE INDEX workflows_trigger ON workflows (project_id, (trigger_config->>'eventName'))
+        WHERE enabled AND trigger_type = 'EVENT';
+
+      CREATE TABLE workflow_steps (
+        id uuid PRIMARY KEY,
+        workflow_id uuid NOT NULL REFERENCES workflows (id) ON DELETE CASCADE,
+        type text NOT NULL,
+        name text NOT NULL,
+        config jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX workflow_steps_workflow ON workflow_steps (workflow_id, created_at);
+
+      CREATE TABLE workflow_transitions (
+        id uuid PRIMARY KEY,
+        workflow_id uuid NOT NULL REFERENCES workflows (id) ON DELETE CASCADE,
+        from_step_id uuid NOT NULL REFERENCES workflow_steps (id) ON DELETE CASCADE,
+        to_step_id uuid NOT NULL REFERENCES workflow_steps (id) ON DELETE CASCADE,
+        branch text CHECK (branch IN ('yes', 'no')),
+        wait_outcome text CHECK (wait_outcome IN ('EVENT', 'TIMEOUT')),
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX workflow_transitions_workflow ON workflow_transitions (workflow_id, created_at);
+
+      -- One row per enrolment: its status, where it is, and (due_at) when a worker must look at it
+      -- next. due_at doubles as the lease of a claimed row: a worker that dies leaves it due again.
+      CREATE TABLE executions (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        workflow_id uuid NOT NULL REFERENCES workflows (id) ON DELETE CASCADE,
+        contact_id uuid NOT NULL,
+        status text NOT NULL CHECK (status IN ('RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED')),
+        context jsonb NOT NULL DEFAULT '{}',
+        -- The triggering message (tracked event id): one execution per message per workflow.
+        trigger_key text,
+        current_step_id uuid,
+        current_history_id uuid,
+        -- Set by a matching event while the execution waits in a WAIT_FOR_EVENT step.
+        resume text,
+        wait_event text,
+        waiting_since timestamptz,
+        due_at timestamptz,
+        lease_token uuid,
+        error text,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        finished_at timestamptz,
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE UNIQUE INDEX executions_trigger ON executions (workflow_id, trigger_key) WHERE trigger_key IS NOT NULL;
+      -- Workers claim by due time: only unfinished executions carry one, so the index holds just those.
+      CREATE INDEX executions_due ON executions (due_at) WHERE due_at IS NOT NULL;
+      -- A tracked event finds the executions of its contact waiting for it.
+      CREATE INDEX executions_waiting ON executions (project_id, contact_id, wait_event) WHERE wait_event IS NOT NULL;
+      CREATE INDEX executions_workflow ON executions (workflow_id, started_at DESC, id DESC);
+      CREATE INDEX executions_contact ON executions (workflow_id, contact_id, status);
+
+      CREATE TABLE execution_steps (
+        id uuid PRIMARY KEY,
+        execution_id uuid NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
+        step_id uuid NOT NULL,
+        step_type text NOT NULL,
+        -- How many times this execution has reached this step (loops through a DELAY).
+        visit int NOT NULL DEFAULT 1,
+        status text NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        finished_at timestamptz,
+        output jsonb,
+        error text
+      );
+      CREATE INDEX execution_steps_execution ON execution_steps (execution_id, started_at, id);
+
+      -- Signs WEBHOOK step requests (HMAC-SHA256), created on first use.
+      CREATE TABLE project_secrets (
+        project_id uuid PRIMARY KEY,
+        webhook_secret text NOT NULL
+      );
+
+      -- Data fields seen on the trigger events of workflows, for GET /workflows/fields.
+      CREATE TABLE event_fields (
+        project_id uuid NOT NULL,
+        event_name text NOT NULL,
+        field text NOT NULL,
+        type text NOT NULL,
+        PRIMARY KEY (project_id, event_name, field)
+      );
+    `,
+  },
+];
