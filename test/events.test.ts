@@ -85,7 +85,7 @@ describe('/v1/track', () => {
     expect(await contactByEmail(t, 'nothing@example.com')).toBeUndefined();
   });
 
-  test('concurrent tracks share commits yet each records its event, one email makes one contact, and a flip is recorded once', async () => {
+  test('parallel tracks share commits, each event recorded; one contact per email; a flip recorded once', async () => {
     await call(
       'POST',
       '/contacts',

@@ -109,7 +109,7 @@ afterAll(async () => {
   }
 });
 
-test('PostgreSQL stopped: 503 with Retry-After at once, the process stays up, and recovers when it is back', async () => {
+test('PostgreSQL stopped: 503 with Retry-After at once, the process stays up, recovers when it is back', async () => {
   // Every registered service with code runs in this process, and the gateway asks each one.
   const checks = { ...Object.fromEntries(RPC_SERVICES.map((name) => [name, 'ok'])), bus: 'ok' };
   expect((await readyz()).body).toEqual({ status: 'ok', checks });

@@ -113,7 +113,7 @@ describe('filter trees over contacts, events and email activity', () => {
     ).toEqual([]);
   });
 
-  test('email activity from the messaging lifecycle on the bus feeds email.<activity> filters and email.* events', async () => {
+  test('messaging lifecycle messages on the bus feed email.<activity> filters and email.* events', async () => {
     const a = (await call('POST', '/contacts/lookup', { emails: ['a@example.com'] }, { key: t.secretKey })).body
       .found[0];
     const nc = await connect({ servers: platform.env.NATS_URL });

@@ -324,7 +324,9 @@ const isEnvelope = (body: any, status: number) =>
 
 /** One request; a description of what went wrong, or null. */
 async function probe(route: Route, t: Tenant, s: Sample): Promise<string | null> {
-  const what = `${route.method} ${s.url.slice(0, 200)} ${JSON.stringify(s.headers)} body=${(s.body ?? '').slice(0, 200)}`;
+  const what =
+    `${route.method} ${s.url.slice(0, 200)} ${JSON.stringify(s.headers)} ` +
+    `body=${(s.body ?? '').slice(0, 200)}`;
   let res: Response;
   try {
     res = await fetch(`${platform.gatewayUrl}${s.url}`, {

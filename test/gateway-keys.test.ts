@@ -155,7 +155,7 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
     ).toBe(200);
   });
 
-  test('each route family has its own per-project budget; 429 with Retry-After (a gateway with low limits)', async () => {
+  test('each route family has its own per-project budget; 429 with Retry-After (gateway with low limits)', async () => {
     const port = await freePort();
     const budgets = { RATE_LIMIT_PER_MINUTE: '5', RATE_LIMIT_TRACK_PER_MINUTE: '3', RATE_LIMIT_SEND_PER_MINUTE: '4' };
     const env = { ...platform.env, PORT: String(port), ...budgets };

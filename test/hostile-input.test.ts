@@ -32,7 +32,7 @@ describe('hostile input', () => {
     t = await newTenant();
   });
 
-  test('U+0000 in a JSON body (key or value) is a 422 naming the field, before any RPC, and stores nothing', async () => {
+  test('U+0000 in a JSON body (key or value) is a 422 naming the field, before any RPC, storing nothing', async () => {
     const before = await contactCount();
     const value = await call('POST', '/contacts', { email: uniqueEmail(), data: { note: `a${NUL}b` } }, key());
     expectEnvelope(value, 422, 'VALIDATION_ERROR');

@@ -2,7 +2,7 @@ import { call, expectEnvelope, newTenant } from './support/client.js';
 import { publishDns, uniqueDomain, verifiedDomain } from './support/messaging.js';
 
 describe('sender domains', () => {
-  test('POST /domains returns verification, DKIM and SPF records; GET verify checks them through DNS_SERVERS', async () => {
+  test('POST /domains returns verification, DKIM and SPF records; GET verify checks them via DNS_SERVERS', async () => {
     const t = await newTenant();
     const domain = uniqueDomain();
     const created = await call(

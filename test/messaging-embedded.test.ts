@@ -92,7 +92,7 @@ describe('GET /dev/mail', () => {
     const devMail = async (cookie: string) =>
       (await call<DevMailAnswer>('GET', '/dev/mail', undefined, { baseUrl, cookie })).body;
 
-    test('the local sink keeps sent mail, and each signed-in user sees only the mail of their own projects', async () => {
+    test('the local sink keeps sent mail; each signed-in user sees only the mail of their own projects', async () => {
       const [ann, bob] = await Promise.all([sender('ann'), sender('bob')]);
       const toAnn = uniqueEmail('ann-customer');
       const toBob = uniqueEmail('bob-customer');
@@ -139,7 +139,7 @@ describe('GET /dev/mail', () => {
       expect((await devMail(nobody)).data).toEqual([]);
     });
 
-    test("the services' RPC ports listen on loopback only, whatever BIND_HOST says; the gateway keeps BIND_HOST", () => {
+    test("the services' RPC ports listen on loopback only whatever BIND_HOST says; the gateway keeps BIND_HOST", () => {
       for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING']) {
         expect(listeningAddresses(Number(env[`${s}_PORT`]))).toEqual([IPV4_LOOPBACK]);
       }

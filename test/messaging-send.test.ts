@@ -29,14 +29,16 @@ function hrefs(html: string): string[] {
 }
 
 describe('POST /v1/send', () => {
-  test('inline send: the received message has To, From with name, Reply-To, subject, rendered HTML, text part and custom headers', async () => {
+  test('inline send: To, named From, Reply-To, subject, rendered HTML, text part, custom headers arrive', async () => {
     const to = recipient();
     const res = await send({
       to: { name: 'Ann Lee', email: to },
       from: { name: 'Acme News', email: `news@${domain}` },
       reply: `support@${domain}`,
       subject: 'Hello {{firstName}}',
-      body: '<h1>Hi {{firstName}}</h1><p>Your code is {{code}}. <a href="https://example.com/docs?a=1&amp;b=2">Docs</a></p>',
+      body:
+        '<h1>Hi {{firstName}}</h1><p>Your code is {{code}}. ' +
+        '<a href="https://example.com/docs?a=1&amp;b=2">Docs</a></p>',
       data: { firstName: 'Ann', code: { value: 'X-42', persistent: false } },
       headers: { 'X-Campaign-Tag': 'spring' },
     });
@@ -69,7 +71,7 @@ describe('POST /v1/send', () => {
     expect(contact.body.data.code).toBeUndefined();
   });
 
-  test('template send: overrides apply, MARKETING mail carries List-Unsubscribe one-click, and the DKIM signature verifies', async () => {
+  test('template send: overrides apply; MARKETING has one-click List-Unsubscribe; DKIM verifies', async () => {
     const template = await call(
       'POST',
       '/templates',
@@ -186,7 +188,7 @@ describe('POST /v1/send', () => {
     ).toBe(404);
   });
 
-  test('one-click unsubscribe flips the contact; GET only shows a confirmation; unsubscribed contacts get no marketing mail', async () => {
+  test('one-click unsubscribe flips the contact; GET only confirms; no marketing mail once unsubscribed', async () => {
     const template = await call(
       'POST',
       '/templates',
@@ -442,7 +444,7 @@ describe('POST /v1/send validation', () => {
     expect(await receivedMail('victim@example.com')).toEqual([]);
   });
 
-  test('an unknown or foreign template is 404; an unverified sender domain is 403; a template without from needs one', async () => {
+  test('unknown/foreign template: 404; unverified sender domain: 403; a template without from needs one', async () => {
     expectEnvelope(
       await send({ to: 'a@example.com', template: '00000000-0000-4000-8000-000000000000' }),
       404,

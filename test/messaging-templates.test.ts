@@ -66,7 +66,7 @@ describe('templates', () => {
     }
   });
 
-  test('an unverified sender domain is a 403 with code INTERNAL_SERVER_ERROR and a "not verified" message', async () => {
+  test('unverified sender domain: a 403 with code INTERNAL_SERVER_ERROR and a "not verified" message', async () => {
     const res = await create({ name: 'x', subject: 's', body: 'b', from: `a@${uniqueDomain()}` });
     expectEnvelope(res, 403, 'INTERNAL_SERVER_ERROR');
     expect(res.body.error.message).toMatch(/not verified/);
@@ -133,7 +133,8 @@ describe('templates', () => {
 
     const first = await list('?pageSize=2');
     expect(first.body).toMatchObject({ total: 5, page: 1, pageSize: 2, totalPages: 3 });
-    expect(first.body.data.map((x: { name: string }) => x.name)).toEqual(['Echo', 'Delta']); // createdAt desc by default
+    // createdAt desc by default
+    expect(first.body.data.map((x: { name: string }) => x.name)).toEqual(['Echo', 'Delta']);
     expect((await list('?pageSize=2&page=3')).body.data.map((x: { name: string }) => x.name)).toEqual(['Alpha']);
     expect((await list('?sort=name&dir=asc')).body.data.map((x: { name: string }) => x.name)).toEqual(names);
     expect((await list('?sort=bogus&dir=bogus')).body.data[0].name).toBe('Echo');

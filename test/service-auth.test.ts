@@ -27,7 +27,7 @@ async function codeOf(p: Promise<unknown>): Promise<Code | 'ok'> {
 }
 
 describe('service credentials on the internal RPC ports (distributed mode)', () => {
-  test('ListContacts without the service token, or with a wrong one, is UNAUTHENTICATED; with it, it answers', async () => {
+  test('ListContacts with no service token or a wrong one is UNAUTHENTICATED; with the token, it answers', async () => {
     const t = await newTenant();
     expect((await call('POST', '/contacts', { email: 'secret@example.com' }, { key: t.secretKey })).status).toBe(201);
     const port = platform.env.CONTACTS_PORT;
