@@ -462,6 +462,8 @@ describe('POST /v1/send validation', () => {
     const unverified = await send({ to: 'a@example.com', from: `a@${uniqueDomain()}`, subject: 's', body: 'b' });
     expectEnvelope(unverified, 403, 'INTERNAL_SERVER_ERROR');
     expect(unverified.body.error.message).toMatch(/not verified/);
+    expect(unverified.body.error.details).toMatchObject({ reason: 'domain_not_verified' });
+    expect(unverified.body.error.suggestion).toMatch(/POST \/domains/);
     expectEnvelope(
       await send({ to: 'a@example.com', from: `a@${otherDomain}`, subject: 's', body: 'b' }),
       403,
