@@ -36,7 +36,8 @@ function fromExpressError(err: ExpressError): AppError | null {
       message: 'Request body does not match its Content-Encoding',
     });
   }
-  // Other client errors of body-parser (an aborted body) and the router (a URIError: a path that does not percent-decode).
+  // Other client errors of body-parser (an aborted body) and the router (a URIError: a path that
+  // does not percent-decode).
   if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) {
     const message = err.expose || err.name === 'URIError' ? (err.message ?? 'Bad request') : 'Bad request';
     return new AppError({ code: 'BAD_REQUEST', status: err.status, message });

@@ -7,7 +7,10 @@ import { idempotency } from './idempotency.js';
 import { jsonBody } from './input-guard.js';
 import { routeBudgets } from './rate-limit.js';
 
-/** The middleware chains API-key routes use: authenticate, count against the project's budget, honour Idempotency-Key. */
+/**
+ * The middleware chains API-key routes use: authenticate, count against the project's budget,
+ * honour Idempotency-Key.
+ */
 export interface KeyGuards {
   secret: RequestHandler;
   public: RequestHandler;

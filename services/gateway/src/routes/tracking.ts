@@ -19,8 +19,10 @@ function page(res: Response, status: number, title: string, body: string): void 
     .set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
     .type('html')
     .send(
-      `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title>` +
-        `<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}button{font-size:1rem;padding:.5rem 1rem}</style>` +
+      `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
+        `<title>${escapeHtml(title)}</title>` +
+        '<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}' +
+        'button{font-size:1rem;padding:.5rem 1rem}</style>' +
         `</head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`,
     );
 }
