@@ -1,10 +1,11 @@
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
+import { CampaignsService } from '@svc/proto/svc/campaigns/v1/campaigns_pb';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { campaignUsage } from './campaigns-rpc.js';
 import { contactsPort } from './contacts-rpc.js';
 import { subscribeSegmentsConsumers } from './consumers.js';
-import { noCampaigns } from './domain/campaign-usage.js';
 import { Segments } from './domain/segments.js';
 import { Tracking } from './domain/tracking.js';
 import { segmentsRoutes } from './rpc.js';
@@ -16,12 +17,13 @@ export async function startSegments(rt: Runtime): Promise<RunningService> {
   const db = await openServiceDatabase('segments', rt, migrations);
   const store = new SegmentsStore(db.pool);
   const contacts = contactsPort(createRpcClient(ContactsService, rt.config.rpcUrls.contacts, rt.config));
+  const campaigns = createRpcClient(CampaignsService, rt.config.rpcUrls.campaigns, rt.config);
   const tracking = new Tracking(db.pool, store, new MembershipsStore(), contacts);
   await subscribeSegmentsConsumers(rt.bus, tracking, store, rt.logger.child({ service: 'segments', part: 'bus' }));
   const server = await serveRpc(
     rt,
     'segments',
-    segmentsRoutes(new Segments(store, contacts, tracking, noCampaigns)),
+    segmentsRoutes(new Segments(store, contacts, tracking, campaignUsage(campaigns))),
     db,
   );
   return {

@@ -1,0 +1,300 @@
+import { AppError, badRequest, notFound, validationError } from '@svc/lib/errors';
+import { isUuid, uuidv7 } from '@svc/lib/ids';
+import type { CampaignContent, CampaignRow, CampaignStatus } from '../store/campaign-row.js';
+import type { CampaignsStore } from '../store/campaigns-store.js';
+import type { RecipientsStore } from '../store/recipients-store.js';
+import { audienceTree, references, referencesField } from './audience.js';
+import { validateCreate, validateReplace, validateTestEmail, type CampaignInput } from './campaign-input.js';
+import { campaignStats, type CampaignStatsView } from './stats.js';
+import { allowed, notAllowed } from './states.js';
+import type { ContactsPort, EmailContent, MessagingPort, SegmentsPort } from './ports.js';
+import { intParam, offsetPage, totalPages } from './pagination.js';
+
+export const STATUSES: readonly CampaignStatus[] = ['DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED'];
+const SORTS: Record<string, 'name' | 'created_at' | 'updated_at'> = {
+  name: 'name',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+};
+/** GET /analytics/top-campaigns metrics and the counter each orders by. */
+export const TOP_METRICS: Record<string, string> = {
+  opened: 'opened_count',
+  clicked: 'clicked_count',
+  sent: 'sent_count',
+  delivered: 'delivered_count',
+  bounced: 'bounced_count',
+};
+/** A test message to an address that is no contact of the project is sent for this (nil) contact id. */
+export const NO_CONTACT = '00000000-0000-0000-0000-000000000000';
+
+export interface ListQuery {
+  page?: string;
+  pageSize?: string;
+  status?: string;
+  search?: string;
+  sort?: string;
+  dir?: string;
+}
+
+/** SPEC.md's 403 for an unverified sender domain (code INTERNAL_SERVER_ERROR, as messaging answers it). */
+export function unverifiedDomain(from: string): AppError {
+  const domain = from.slice(from.lastIndexOf('@') + 1).toLowerCase();
+  return new AppError({
+    code: 'INTERNAL_SERVER_ERROR',
+    status: 403,
+    message:
+      `The domain ${domain} is not verified. ` +
+      'Add it under domains and publish its DNS records before sending from it.',
+    details: { reason: 'domain_not_verified', domain },
+    suggestion:
+      `Add ${domain} with POST /domains, publish the DNS records it answers, then check them with ` +
+      'GET /domains/{id}/verify (a background check also runs every 5 minutes).',
+  });
+}
+
+/** The contacts service names a bad tree's fields `condition...`; the client sent `audienceCondition`. */
+function asAudienceError(err: unknown): unknown {
+  if (!(err instanceof AppError) || !err.errors?.length) return err;
+  const errors = err.errors.map((e) => ({
+    ...e,
+    field:
+      e.field === 'condition' || e.field.startsWith('condition.')
+        ? `audience${e.field[0].toUpperCase()}${e.field.slice(1)}`
+        : e.field,
+  }));
+  return new AppError({ ...err.toJSON(), errors });
+}
+
+export const emailContent = (c: CampaignRow): EmailContent => ({
+  subject: c.subject,
+  body: c.body,
+  from: c.from_email,
+  fromName: c.from_name,
+  replyTo: c.reply_to,
+  type: c.type,
+});
+
+const contentOf = (c: CampaignRow): CampaignContent => ({
+  name: c.name,
+  description: c.description,
+  subject: c.subject,
+  body: c.body,
+  from_email: c.from_email,
+  from_name: c.from_name,
+  reply_to: c.reply_to,
+  type: c.type,
+  audience_type: c.audience_type,
+  segment_id: c.segment_id,
+  audience_condition: c.audience_condition,
+});
+
+/** Campaigns of a project: SPEC.md's rules and the state table (states.ts); the fan-out is fan-out.ts. */
+export class Campaigns {
+  constructor(
+    private readonly store: CampaignsStore,
+    private readonly recipients: RecipientsStore,
+    private readonly contacts: ContactsPort,
+    private readonly segments: SegmentsPort,
+    private readonly messaging: MessagingPort,
+  ) {}
+
+  async list(projectId: string, q: ListQuery) {
+    const { page, pageSize, offset } = offsetPage(q.page, q.pageSize);
+    let status: CampaignStatus | undefined;
+    if (q.status) {
+      status = STATUSES.find((s) => s === q.status!.toUpperCase());
+      if (!status)
+        throw badRequest(`status must be one of ${STATUSES.join(', ')}`, { parameter: 'status', received: q.status });
+    }
+    const { rows, total } = await this.store.page(projectId, {
+      status,
+      search: q.search?.trim() || undefined,
+      sort: SORTS[q.sort ?? ''] ?? 'created_at',
+      dir: q.dir?.toLowerCase() === 'asc' ? 'asc' : 'desc',
+      limit: pageSize,
+      offset,
+    });
+    return { rows, total, page, pageSize, totalPages: totalPages(total, pageSize) };
+  }
+
+  async get(projectId: string, id: string): Promise<CampaignRow> {
+    const row = isUuid(id) ? await this.store.get(this.store.pool, projectId, id) : null;
+    if (!row) throw notFound('Campaign', id, 'CAMPAIGN_NOT_FOUND');
+    return row;
+  }
+
+  /** Validation (422), then the audience (422 naming segmentId or audienceCondition), then the sender (403). */
+  async create(projectId: string, input: CampaignInput): Promise<CampaignRow> {
+    const content = validateCreate(input);
+    await this.checkAudience(projectId, content);
+    await this.checkSender(projectId, content.from_email);
+    return this.store.insert(uuidv7(), projectId, content);
+  }
+
+  async replace(projectId: string, id: string, input: CampaignInput): Promise<CampaignRow> {
+    const current = await this.get(projectId, id);
+    if (!allowed('update', current.status)) throw notAllowed('update', current.status);
+    const content = validateReplace(input, contentOf(current));
+    const audienceChanged =
+      content.audience_type !== current.audience_type ||
+      content.segment_id !== current.segment_id ||
+      JSON.stringify(content.audience_condition) !== JSON.stringify(current.audience_condition);
+    if (audienceChanged) await this.checkAudience(projectId, content);
+    if (content.from_email.toLowerCase() !== current.from_email.toLowerCase())
+      await this.checkSender(projectId, content.from_email);
+    const row = await this.store.replaceDraft(projectId, id, content);
+    if (!row) throw notAllowed('update', (await this.get(projectId, id)).status);
+    return row;
+  }
+
+  async remove(projectId: string, id: string): Promise<void> {
+    const current = await this.get(projectId, id);
+    if (!allowed('delete', current.status)) throw notAllowed('delete', current.status);
+    if (!(await this.store.removeUnlessSending(projectId, id))) {
+      throw notAllowed('delete', (await this.get(projectId, id)).status);
+    }
+  }
+
+  /** A new DRAFT with the same content and audience, nothing of the original's sending. */
+  async duplicate(projectId: string, id: string): Promise<CampaignRow> {
+    const c = await this.get(projectId, id);
+    const name = `${c.name} (copy)`.slice(0, 200);
+    return this.store.insert(uuidv7(), projectId, { ...contentOf(c), name });
+  }
+
+  /**
+   * DRAFT -> SCHEDULED (a parseable `scheduledFor` in the future) or DRAFT -> SENDING (none, or a
+   * time already past). The sender and the audience are checked again: either may have changed
+   * since the draft was written.
+   */
+  async send(projectId: string, id: string, scheduledFor?: string): Promise<{ row: CampaignRow; message: string }> {
+    const current = await this.get(projectId, id);
+    if (!allowed('send', current.status)) throw notAllowed('send', current.status);
+    let at: Date | undefined;
+    if (scheduledFor !== undefined && scheduledFor.trim() !== '') {
+      at = new Date(scheduledFor);
+      if (Number.isNaN(at.getTime()))
+        throw badRequest('scheduledFor is not a parseable date', { field: 'scheduledFor', received: scheduledFor });
+    }
+    await this.checkAudience(projectId, contentOf(current));
+    await this.checkSender(projectId, current.from_email);
+    const later = at && at.getTime() > Date.now();
+    const row = later ? await this.store.schedule(projectId, id, at!) : await this.store.sendNow(projectId, id);
+    if (!row) throw notAllowed('send', (await this.get(projectId, id)).status);
+    if (!later) await this.store.notifyDue();
+    const message = later ? `Campaign scheduled for ${at!.toISOString()}` : 'Campaign is being sent';
+    return { row, message };
+  }
+
+  /** SCHEDULED -> DRAFT (scheduledFor cleared) or SENDING -> CANCELLED. */
+  async cancel(projectId: string, id: string): Promise<{ row: CampaignRow; message: string }> {
+    const current = await this.get(projectId, id);
+    if (!allowed('cancel', current.status)) throw notAllowed('cancel', current.status);
+    const row = await this.store.cancel(projectId, id);
+    if (!row) throw notAllowed('cancel', (await this.get(projectId, id)).status);
+    const message =
+      row.status === 'DRAFT'
+        ? 'Scheduled send cancelled; the campaign is a draft again'
+        : 'Campaign cancelled; recipients not yet handed over get nothing';
+    return { row, message };
+  }
+
+  /**
+   * One real message to `email`, marked as a test (no statistics count it), personalised with the
+   * contact's data when the address is a contact of the project. It is sent at transactional
+   * priority and whatever the contact's subscription: someone asked for it.
+   */
+  async sendTest(projectId: string, id: string, email: string) {
+    const c = await this.get(projectId, id);
+    const address = validateTestEmail(email);
+    await this.checkSender(projectId, c.from_email);
+    const contact = await this.contacts.lookup(projectId, address);
+    const [r] = await this.messaging.queue(
+      projectId,
+      emailContent(c),
+      [
+        {
+          contactId: contact?.id ?? NO_CONTACT,
+          email: contact?.email ?? address,
+          subscribed: true,
+          variables: contact?.data ?? {},
+        },
+      ],
+      { campaignId: c.id, test: true },
+    );
+    return { email: contact?.email ?? address, emailId: r.emailId, status: r.status, error: r.error };
+  }
+
+  async stats(projectId: string, id: string): Promise<CampaignStatsView> {
+    const c = await this.get(projectId, id);
+    const counts = await this.recipients.counts([c.id]);
+    return campaignStats(c, counts.get(c.id));
+  }
+
+  /** Campaigns whose audience uses a segment (SEGMENT audience or a segment.<id> filter), a field or an event. */
+  async using(
+    projectId: string,
+    q: { segmentId?: string; field?: string; eventName?: string; activeOnly: boolean },
+  ): Promise<CampaignRow[]> {
+    const rows = await this.store.withAudience(projectId, q.activeOnly);
+    return rows.filter((c) => {
+      const refs = references(c.audience_condition);
+      if (q.segmentId) {
+        const id = q.segmentId.toLowerCase();
+        return c.segment_id === id || refs.segments.has(id);
+      }
+      if (q.field) return referencesField(refs, q.field);
+      if (q.eventName) return refs.events.has(q.eventName);
+      return false;
+    });
+  }
+
+  upcoming(projectId: string, limit: number): Promise<CampaignRow[]> {
+    return this.store.upcoming(projectId, Math.min(Math.max(limit || 20, 1), 100));
+  }
+
+  async top(projectId: string, metric: string | undefined, limit: string | undefined) {
+    const name = (metric || 'opened').toLowerCase();
+    const column = TOP_METRICS[name];
+    if (!column) {
+      const known = Object.keys(TOP_METRICS).join(', ');
+      throw badRequest(`metric must be one of ${known}`, { parameter: 'metric', received: metric });
+    }
+    const n = intParam(limit, 'limit', { min: 1, def: 10, max: 100 });
+    const rows = await this.store.top(projectId, column, n);
+    return { metric: name, campaigns: await this.withStats(rows) };
+  }
+
+  async statsPage(projectId: string, page?: string, pageSize?: string) {
+    const p = offsetPage(page, pageSize);
+    const { rows, total } = await this.store.sentPage(projectId, p.pageSize, p.offset);
+    return {
+      campaigns: await this.withStats(rows),
+      total,
+      page: p.page,
+      pageSize: p.pageSize,
+      totalPages: totalPages(total, p.pageSize),
+    };
+  }
+
+  private async withStats(rows: CampaignRow[]): Promise<CampaignStatsView[]> {
+    const counts = await this.recipients.counts(rows.map((r) => r.id));
+    return rows.map((r) => campaignStats(r, counts.get(r.id)));
+  }
+
+  /** SEGMENT: the project's own segment (422 otherwise); FILTERED: a tree the contacts service accepts. */
+  private async checkAudience(projectId: string, c: CampaignContent): Promise<void> {
+    if (c.audience_type === 'SEGMENT' && c.segment_id && !(await this.segments.exists(projectId, c.segment_id))) {
+      throw validationError([
+        { field: 'segmentId', message: 'Segment not found in this project', code: 'not_found', received: c.segment_id },
+      ]);
+    }
+    if (c.audience_type === 'FILTERED') {
+      await this.contacts.count(projectId, audienceTree(c)).catch((err) => Promise.reject(asAudienceError(err)));
+    }
+  }
+
+  private async checkSender(projectId: string, from: string): Promise<void> {
+    if (!(await this.messaging.senderVerified(projectId, from))) throw unverifiedDomain(from);
+  }
+}
