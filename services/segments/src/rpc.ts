@@ -37,6 +37,9 @@ const memberPb = (m: MemberView) =>
 export function segmentsRoutes(segments: Segments) {
   return (router: ConnectRouter) =>
     router.service(SegmentsService, {
+      async findSegmentsUsing(req) {
+        return { segments: await segments.findUsing(req.projectId, { field: req.field, eventName: req.eventName }) };
+      },
       async listSegments(req) {
         return { segments: (await segments.list(req.projectId)).map(segmentPb) };
       },

@@ -102,6 +102,16 @@ export class Events {
     return this.store.stats(projectId, days);
   }
 
+  /** GET /analytics/top-events: `days` 1 to 3650 (default 30), `limit` clamped to 1..100 (default 10). */
+  topEvents(projectId: string, days = 30, limit = 10) {
+    if (!Number.isInteger(days) || days < 1 || days > 3650) {
+      throw validationError([
+        { field: 'days', message: 'days must be an integer from 1 to 3650', code: 'invalid_type', received: days },
+      ]);
+    }
+    return this.store.topCustom(projectId, days, Math.min(100, Math.max(1, Math.trunc(limit) || 10)));
+  }
+
   names(projectId: string) {
     return this.store.names(projectId);
   }

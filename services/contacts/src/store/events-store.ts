@@ -88,6 +88,27 @@ export class EventsStore {
     return { ...totals.rows[0], names: names.rows };
   }
 
+  /**
+   * The most frequent client-tracked names of the window (events_project_time). The platform's own names are
+   * left out as isReservedEventName (domain/event-names.ts) defines them: email.*, contact.(un)subscribed,
+   * segment.<slug>.entry/exit.
+   */
+  async topCustom(
+    projectId: string,
+    days: number,
+    limit: number,
+  ): Promise<Array<{ name: string; count: number; contacts: number; last_seen: Date }>> {
+    const { rows } = await this.pool.query<{ name: string; count: number; contacts: number; last_seen: Date }>(
+      `SELECT name, count(*) AS count, count(DISTINCT contact_id) AS contacts, max(created_at) AS last_seen
+       FROM events WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
+         AND name NOT LIKE 'email.%' AND name NOT IN ('contact.subscribed', 'contact.unsubscribed')
+         AND name !~ '^segment\\.[^.]+\\.(entry|exit)$'
+       GROUP BY name ORDER BY count(*) DESC, name LIMIT $3`,
+      [projectId, days, limit],
+    );
+    return rows;
+  }
+
   async names(projectId: string): Promise<string[]> {
     const { rows } = await this.pool.query<{ name: string }>(
       'SELECT DISTINCT name FROM events WHERE project_id = $1 ORDER BY name',

@@ -4,6 +4,3 @@ import { ValueSchema } from '@bufbuild/protobuf/wkt';
 /** Raw `data` for the contacts service, which applies the custom-data rules (and rejects non-objects). */
 export const dataValue = (body: Record<string, unknown>) =>
   body.data === undefined ? undefined : fromJson(ValueSchema, body.data as JsonValue);
-
-/** Segments, campaigns and workflows report their references once those services exist. */
-export const NO_USAGE = { segments: [], campaigns: [], workflows: [] };

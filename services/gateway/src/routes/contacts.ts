@@ -6,7 +6,7 @@ import type { KeyGuards } from '../http/guards.js';
 import { boolField, objectBody, stringField } from '../http/body.js';
 import { boolParam, limitParam, stringParam } from '../http/query.js';
 import { contactJson, fieldValueJson } from './contacts-json.js';
-import { dataValue, NO_USAGE } from './contact-data.js';
+import { dataValue } from './contact-data.js';
 
 /** Offset of POST /contacts/filter: past this, a preview page is better reached by narrowing the filter. */
 const MAX_FILTER_OFFSET = 1_000_000;
@@ -104,11 +104,6 @@ export function contactsRouter(contacts: Client<typeof ContactsService>, guards:
       limit: limitParam(req.query, 50, 500),
     });
     res.json(out.values.map(fieldValueJson));
-  });
-
-  r.get('/contacts/fields/:field/usage', secret, async (req, res) => {
-    // Segments, campaigns and workflows report their references once those services exist.
-    res.json({ field: String(req.params.field), ...NO_USAGE });
   });
 
   r.delete('/contacts/fields/:field', secret, async (req, res) => {

@@ -7,7 +7,7 @@ import { boolField, objectBody, stringField } from '../http/body.js';
 import { wrapped } from '../http/envelope.js';
 import { limitParam, rangeParam, stringParam } from '../http/query.js';
 import { eventJson } from './contacts-json.js';
-import { dataValue, NO_USAGE } from './contact-data.js';
+import { dataValue } from './contact-data.js';
 
 /** The window of GET /events/stats (the contacts service applies the same range). */
 const EVENT_STATS_DAYS = { def: 30, min: 1, max: 3650 };
@@ -86,10 +86,6 @@ export function eventsRouter(contacts: Client<typeof ContactsService>, guards: K
       cursor: stringParam(req.query, 'cursor') ?? '',
     });
     res.json({ data: out.events.map(eventJson), cursor: out.cursor, hasMore: out.hasMore });
-  });
-
-  r.get('/events/:eventName/usage', secret, async (req, res) => {
-    res.json({ event: String(req.params.eventName), ...NO_USAGE });
   });
 
   r.delete('/events/:eventName', secret, async (req, res) => {

@@ -5,6 +5,7 @@ import type { SegmentRow } from '../store/segment-row.js';
 import type { SegmentsStore } from '../store/segments-store.js';
 import type { CampaignUsage } from './campaign-usage.js';
 import { membersOf, type ContactsPort } from './contacts-port.js';
+import { filterReference } from './references.js';
 import { validateCreate, validatePatch, type CreateInput, type PatchInput } from './segment-input.js';
 import { freeSlug, slugify } from './slug.js';
 import type { Tracking } from './tracking.js';
@@ -24,6 +25,11 @@ export class Segments {
 
   list(projectId: string): Promise<SegmentRow[]> {
     return this.store.list(projectId);
+  }
+
+  /** The segments whose condition references the field or the event name (usage endpoints). */
+  findUsing(projectId: string, ref: { field?: string; eventName?: string }): Promise<{ id: string; name: string }[]> {
+    return this.store.referencing(projectId, filterReference(ref));
   }
 
   async get(projectId: string, id: string): Promise<SegmentRow> {

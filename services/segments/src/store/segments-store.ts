@@ -115,6 +115,25 @@ export class SegmentsStore {
     await this.pool.query('DELETE FROM segments WHERE project_id = $1', [projectId]);
   }
 
+  /**
+   * Segments whose condition has a filter whose `field` is one of `exact` or starts with `prefix` (a jsonpath over
+   * the stored tree, nested groups included), newest first. A project has few segments: its index bounds the scan.
+   */
+  async referencing(
+    projectId: string,
+    ref: { exact: string[]; prefix: string | null },
+  ): Promise<{ id: string; name: string }[]> {
+    const { rows } = await this.pool.query<{ id: string; name: string }>(
+      `SELECT id, name FROM segments
+       WHERE project_id = $1 AND condition IS NOT NULL
+         AND jsonb_path_exists(condition, '$.**.filters[*].field ? (@ == $exact || @ starts with $prefix)',
+                               jsonb_build_object('exact', $2::text[], 'prefix', $3::text))
+       ORDER BY created_at DESC, id DESC`,
+      [projectId, ref.exact, ref.prefix],
+    );
+    return rows;
+  }
+
   /** Tracked DYNAMIC segments of a project, locked in id order (one order for every writer: no deadlock). */
   async trackedForUpdate(db: Queryable, projectId: string): Promise<SegmentRow[]> {
     const { rows } = await db.query<SegmentRow>(

@@ -1,0 +1,56 @@
+import type { Client } from '@connectrpc/connect';
+import { Router } from 'express';
+import type { SegmentsService } from '@svc/proto/svc/segments/v1/segments_pb';
+import type { KeyGuards } from '../http/guards.js';
+
+/** The services whose stored conditions can reference a contact field or an event name. */
+export interface UsageSources {
+  segments: Client<typeof SegmentsService>;
+}
+
+/** Standard contact fields, named as GET /contacts/fields names them; any other name is read as `data.<name>`. */
+const STANDARD_FIELDS = new Set(['email', 'subscribed', 'createdAt', 'updatedAt']);
+
+/** `plan` and `data.plan` are the same custom field; `email` is the standard one. */
+export const fieldName = (raw: string) => (STANDARD_FIELDS.has(raw) || raw.startsWith('data.') ? raw : `data.${raw}`);
+
+interface Ref {
+  id: string;
+  name: string;
+}
+
+/**
+ * Who references a field or an event, asked of each source in parallel (one failing source is a 503, as any
+ * dependency). Segments answer now; campaigns (audienceCondition) and workflows (trigger, CONDITION and
+ * WAIT_FOR_EVENT steps) add their lookups here, each as one more source filling its own list.
+ */
+async function references(
+  sources: UsageSources,
+  projectId: string,
+  ref: { field: string } | { eventName: string },
+): Promise<{ segments: Ref[]; campaigns: Ref[]; workflows: Ref[] }> {
+  const [segments] = await Promise.all([sources.segments.findSegmentsUsing({ projectId, ...ref })]);
+  return {
+    segments: segments.segments.map((s) => ({ id: s.id, name: s.name })),
+    campaigns: [],
+    workflows: [],
+  };
+}
+
+/** GET /contacts/fields/{field}/usage and GET /events/{eventName}/usage (GET /templates/{id}/usage is messaging's). */
+export function usageRouter(sources: UsageSources, guards: KeyGuards): Router {
+  const r = Router();
+  const secret = guards.secret;
+
+  r.get('/contacts/fields/:field/usage', secret, async (req, res) => {
+    const field = fieldName(String(req.params.field));
+    res.json({ field, ...(await references(sources, req.projectId, { field })) });
+  });
+
+  r.get('/events/:eventName/usage', secret, async (req, res) => {
+    const event = String(req.params.eventName);
+    res.json({ event, ...(await references(sources, req.projectId, { eventName: event })) });
+  });
+
+  return r;
+}
