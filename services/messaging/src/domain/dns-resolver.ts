@@ -37,26 +37,34 @@ export function createDnsResolver(options: DnsResolverOptions = {}): DnsResolver
     });
     return Promise.race([lookup, timeout]).finally(() => clearTimeout(timer));
   };
-  const hasAddress = (lookup: Promise<string[]>) =>
-    bounded(lookup).then(
-      (a) => a.length > 0,
-      () => false,
-    );
+  // No such name or record is an empty answer; a timeout or a failing server is thrown, so that
+  // callers can tell "does not exist" from "could not ask".
+  const orEmpty = async <T>(lookup: Promise<T[]>): Promise<T[]> => {
+    try {
+      return await bounded(lookup);
+    } catch (err) {
+      if (NO_RECORDS.has((err as NodeJS.ErrnoException).code ?? '')) return [];
+      throw err;
+    }
+  };
 
   return {
     async resolveMx(domain) {
-      const records = await bounded(resolver.resolveMx(domain)).catch(() => []);
+      const records = await orEmpty(resolver.resolveMx(domain));
       return records.sort((a, b) => a.priority - b.priority).map((r) => r.exchange);
     },
     async resolveAny(domain) {
-      const [v4, v6] = await Promise.all([
-        hasAddress(resolver.resolve4(domain)),
-        hasAddress(resolver.resolve6(domain)),
+      const [v4, v6] = await Promise.allSettled([
+        orEmpty(resolver.resolve4(domain)),
+        orEmpty(resolver.resolve6(domain)),
       ]);
-      return v4 || v6;
+      const found = [v4, v6].some((r) => r.status === 'fulfilled' && r.value.length > 0);
+      const failed = [v4, v6].find((r) => r.status === 'rejected');
+      if (!found && failed) throw failed.reason;
+      return found;
     },
     async resolveNs(domain) {
-      return bounded(resolver.resolveNs(domain)).catch(() => []);
+      return orEmpty(resolver.resolveNs(domain));
     },
     async resolveTxt(name) {
       try {

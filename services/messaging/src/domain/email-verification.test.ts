@@ -175,7 +175,7 @@ describe('email verification (/v1/verify) against a loopback DNS server', () => 
     });
   });
 
-  test('DNS timeouts and failures are answers, never errors', async () => {
+  test('DNS timeouts and failures are a dns_error answer, never an error, and never domain_not_found', async () => {
     const started = Date.now();
     for (const domain of ['slow.test', 'broken.test']) {
       expect(await verifyEmail(`ann@${domain}`, dns)).toMatchObject({
@@ -183,6 +183,7 @@ describe('email verification (/v1/verify) against a loopback DNS server', () => 
         domainExists: false,
         hasMxRecords: false,
         hasWebsite: false,
+        reasons: ['dns_error', 'no_website'],
       });
     }
     expect(Date.now() - started).toBeLessThan(3000);
@@ -192,7 +193,10 @@ describe('email verification (/v1/verify) against a loopback DNS server', () => 
         throw new Error('boom');
       },
     };
-    expect(await verifyEmail('ann@example.test', failing)).toMatchObject({ valid: false, domainExists: false });
+    const unreachable = await verifyEmail('ann@example.test', failing);
+    expect(unreachable).toMatchObject({ valid: false, domainExists: false });
+    expect(unreachable.reasons).toContain('dns_error');
+    expect(unreachable.reasons).not.toContain('domain_not_found');
   });
 
   test('the address is echoed back trimmed', async () => {

@@ -32,7 +32,7 @@ export interface EmailVerification {
   suggestion?: string;
 }
 
-/** The DNS answers verification needs; implementations answer failures and timeouts with "nothing". */
+/** The DNS answers verification needs: an absent name is an empty answer, a failed lookup (timeout, SERVFAIL) throws. */
 export interface DnsLookup {
   resolveMx(domain: string): Promise<string[]>;
   /** Whether the name has an A or AAAA record. */
@@ -183,14 +183,6 @@ function typoTarget(domain: string): string | undefined {
   return best?.target;
 }
 
-// A lookup that fails is an answer ("nothing found"), never an error of the verification.
-const safely = <T>(lookup: (() => Promise<T>) | undefined, nothing: T): Promise<T> =>
-  lookup
-    ? Promise.resolve()
-        .then(lookup)
-        .catch(() => nothing)
-    : Promise.resolve(nothing);
-
 /**
  * Verifies one address. `valid` = syntax ok && not disposable && domain exists && has MX
  * && not a likely typo. Role accounts, plus-addressing, personal providers and a missing
@@ -216,11 +208,23 @@ export async function verifyEmail(input: string, dns: DnsLookup): Promise<EmailV
   const at = email.lastIndexOf('@');
   const local = email.slice(0, at);
   const domain = email.slice(at + 1).toLowerCase();
+  // "No such domain" is an answer; a lookup that times out or fails is not, and makes the
+  // result `dns_error` instead of `domain_not_found` (results are never cached, so asking again helps).
+  let unreachable = false;
+  const ask = <T>(lookup: (() => Promise<T>) | undefined, nothing: T, counts = true): Promise<T> =>
+    lookup
+      ? Promise.resolve()
+          .then(lookup)
+          .catch(() => {
+            if (counts) unreachable = true;
+            return nothing;
+          })
+      : Promise.resolve(nothing);
   const [mx, hasAddress, wwwHasAddress, ns] = await Promise.all([
-    safely(() => dns.resolveMx(domain), []),
-    safely(() => dns.resolveAny(domain), false),
-    safely(() => dns.resolveAny(`www.${domain}`), false),
-    safely(dns.resolveNs && (() => dns.resolveNs!(domain)), []),
+    ask(() => dns.resolveMx(domain), []),
+    ask(() => dns.resolveAny(domain), false),
+    ask(() => dns.resolveAny(`www.${domain}`), false, false),
+    ask(dns.resolveNs && (() => dns.resolveNs!(domain)), []),
   ]);
   // RFC 7505 null MX ("." or empty exchange) says the domain takes no mail, but it does exist.
   const mailHosts = mx.filter((host) => host !== '' && host !== '.');
@@ -237,12 +241,14 @@ export async function verifyEmail(input: string, dns: DnsLookup): Promise<EmailV
   result.hasWebsite = hasAddress || wwwHasAddress;
   result.valid = !result.isDisposable && result.domainExists && result.hasMxRecords && !result.isTypo;
 
+  const dnsError = unreachable && !result.hasMxRecords;
   const checks: [boolean, string][] = [
     [result.isDisposable, 'disposable_domain'],
     [result.isTypo, 'possible_typo'],
     [result.isAlias, 'role_account'],
-    [!result.domainExists, 'domain_not_found'],
-    [!result.hasMxRecords, 'no_mx_records'],
+    [dnsError, 'dns_error'],
+    [!dnsError && !result.domainExists, 'domain_not_found'],
+    [!dnsError && !result.hasMxRecords, 'no_mx_records'],
     [!result.hasWebsite, 'no_website'],
   ];
   result.reasons = checks.filter(([failed]) => failed).map(([, reason]) => reason);
