@@ -17,7 +17,10 @@ interface ConsumerDeps {
   logger: Logger;
 }
 
-/** What the contacts service hears on the bus: email lifecycle (for filters), segment entry/exit and project deletion. */
+/**
+ * What the contacts service hears on the bus: email lifecycle (for filters), segment entry/exit
+ * and project deletion.
+ */
 export async function subscribeContactsConsumers(bus: Bus, d: ConsumerDeps): Promise<void> {
   await subscribeTopics(
     bus,

@@ -16,7 +16,7 @@ const contact: ContactRow = {
 };
 
 describe('contacts bus messages (README "Messages on the bus")', () => {
-  test('contacts.created / contacts.updated: {projectId, contact: {id, email, subscribed, data, createdAt, updatedAt}}', () => {
+  test('contacts.created/updated: {projectId, contact: {id, email, subscribed, data, createdAt, updatedAt}}', () => {
     const payload = {
       projectId,
       contact: {

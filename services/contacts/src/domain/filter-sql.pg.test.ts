@@ -9,14 +9,19 @@ const SERVER_URL = 'postgres://postgres@127.0.0.1:5432';
 const DB_NAME = `contacts_filter_sql_${randomBytes(6).toString('hex')}`;
 
 const SCHEMA = `
-CREATE TABLE contacts (id uuid PRIMARY KEY, project_id uuid NOT NULL, email text NOT NULL, subscribed boolean NOT NULL, snoozed_until timestamptz, data jsonb NOT NULL DEFAULT '{}', created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL);
+CREATE TABLE contacts (id uuid PRIMARY KEY, project_id uuid NOT NULL, email text NOT NULL, subscribed boolean NOT NULL,
+  snoozed_until timestamptz, data jsonb NOT NULL DEFAULT '{}', created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL);
 CREATE UNIQUE INDEX contacts_project_email ON contacts (project_id, lower(email));
 CREATE INDEX contacts_data_gin ON contacts USING gin (data jsonb_path_ops);
-CREATE TABLE events (id uuid PRIMARY KEY, project_id uuid NOT NULL, contact_id uuid NOT NULL, name text NOT NULL, data jsonb NOT NULL DEFAULT '{}', created_at timestamptz NOT NULL);
+CREATE TABLE events (id uuid PRIMARY KEY, project_id uuid NOT NULL, contact_id uuid NOT NULL, name text NOT NULL,
+  data jsonb NOT NULL DEFAULT '{}', created_at timestamptz NOT NULL);
 CREATE INDEX events_contact_name_time ON events (contact_id, name, created_at);
-CREATE TABLE email_activity (id bigserial PRIMARY KEY, project_id uuid NOT NULL, contact_id uuid NOT NULL, email_id text NOT NULL, type text NOT NULL, created_at timestamptz NOT NULL);
+CREATE TABLE email_activity (id bigserial PRIMARY KEY, project_id uuid NOT NULL, contact_id uuid NOT NULL,
+  email_id text NOT NULL, type text NOT NULL, created_at timestamptz NOT NULL);
 CREATE INDEX email_activity_contact_type_time ON email_activity (contact_id, type, created_at);
-CREATE TABLE segment_members (project_id uuid NOT NULL, segment_id uuid NOT NULL, contact_id uuid NOT NULL, PRIMARY KEY (segment_id, contact_id));
+CREATE TABLE segment_members (project_id uuid NOT NULL, segment_id uuid NOT NULL, contact_id uuid NOT NULL,
+  PRIMARY KEY (segment_id, contact_id));
 `;
 
 const PROJECT = randomUUID();
@@ -43,14 +48,16 @@ async function contact(id: string, project: string, email: string, subscribed: b
 
 async function event(project: string, contactId: string, eventName: string, ageMs: number) {
   await db.query(
-    'INSERT INTO events (id, project_id, contact_id, name, created_at) VALUES ($1, $2, $3, $4, now() - make_interval(secs => $5))',
+    `INSERT INTO events (id, project_id, contact_id, name, created_at)
+     VALUES ($1, $2, $3, $4, now() - make_interval(secs => $5))`,
     [randomUUID(), project, contactId, eventName, ageMs / 1000],
   );
 }
 
 async function activity(project: string, contactId: string, type: string, ageMs: number) {
   await db.query(
-    "INSERT INTO email_activity (project_id, contact_id, email_id, type, created_at) VALUES ($1, $2, 'em_1', $3, now() - make_interval(secs => $4))",
+    `INSERT INTO email_activity (project_id, contact_id, email_id, type, created_at)
+     VALUES ($1, $2, 'em_1', $3, now() - make_interval(secs => $4))`,
     [project, contactId, type, ageMs / 1000],
   );
 }

@@ -30,10 +30,13 @@ const UNIT_SECONDS: Record<TimeUnit, number> = { minutes: 60, hours: 3600, days:
 // makes the ::timestamptz cast throw; the same text is valid for JavaScript and PostgreSQL regexes.
 const LEAP_YEAR = '(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)';
 const CALENDAR_DATE =
-  '(?!0000)(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))' +
+  '(?!0000)(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])' +
+  '|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))' +
   `|${LEAP_YEAR}-02-29)`;
 /** Full ISO 8601 date-time with a zone, the only form `within`/`olderThan` read (SPEC.md "Type inference"). */
-const ISO_DATE_TIME_PATTERN = `^${CALENDAR_DATE}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:[.][0-9]{1,9})?(?:Z|[+-](?:0[0-9]|1[0-4]):[0-5][0-9])$`;
+const ISO_DATE_TIME_PATTERN =
+  `^${CALENDAR_DATE}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:[.][0-9]{1,9})?` +
+  '(?:Z|[+-](?:0[0-9]|1[0-4]):[0-5][0-9])$';
 /** A bare date: comparisons read it as midnight UTC. */
 const ISO_DATE_PATTERN = `^${CALENDAR_DATE}$`;
 
@@ -84,7 +87,10 @@ function compileOne(filter: Filter, params: SqlParams, c: string): string {
         const match = compileTree(dynamic, params, c);
         return filter.operator === 'notMemberOfSegment' ? negate(match) : match;
       }
-      const member = `EXISTS (SELECT 1 FROM segment_members f_sm WHERE f_sm.segment_id = ${params.add(field.segmentId)}::uuid AND f_sm.contact_id = ${c}.id AND f_sm.project_id = ${c}.project_id)`;
+      const segment = params.add(field.segmentId);
+      const member =
+        `EXISTS (SELECT 1 FROM segment_members f_sm WHERE f_sm.segment_id = ${segment}::uuid ` +
+        `AND f_sm.contact_id = ${c}.id AND f_sm.project_id = ${c}.project_id)`;
       return filter.operator === 'notMemberOfSegment' ? `(NOT ${member})` : `(${member})`;
     }
   }
@@ -131,14 +137,19 @@ function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): 
   const comparison = comparisonOperator(filter);
   if (comparison && typeof value === 'number') {
     // CASE, not AND: PostgreSQL may evaluate AND operands in any order and the cast would throw.
-    return `(CASE WHEN jsonb_typeof(${json}) = 'number' THEN ${json}::numeric END ${comparison} ${params.add(value)}::numeric)`;
+    const number = params.add(value);
+    return `(CASE WHEN jsonb_typeof(${json}) = 'number' THEN ${json}::numeric END ${comparison} ${number}::numeric)`;
   }
   if (comparison) return `(${storedDate(text, true)} ${comparison} ${params.add(dateValue(value))}::timestamptz)`;
   switch (operator) {
     case 'contains':
     case 'notContains': {
       // Strings match by substring (case-insensitive); arrays match when they hold the value.
-      const match = `((jsonb_typeof(${json}) = 'string' AND ${text} ILIKE ${params.add(likePattern(value))}) OR (jsonb_typeof(${json}) = 'array' AND ${json} @> ${params.add(JSON.stringify([value]))}::jsonb))`;
+      const like = params.add(likePattern(value));
+      const element = params.add(JSON.stringify([value]));
+      const match =
+        `((jsonb_typeof(${json}) = 'string' AND ${text} ILIKE ${like}) OR ` +
+        `(jsonb_typeof(${json}) = 'array' AND ${json} @> ${element}::jsonb))`;
       return operator === 'contains' ? match : negate(match);
     }
     case 'exists':

@@ -71,8 +71,7 @@ describe('parseFilterTree: shape', () => {
     expect(() => parseFilterTree(nest(5))).not.toThrow();
     expect(fieldErrorsOf(nest(6))).toEqual([
       expect.objectContaining({
-        field:
-          'condition.groups.0.conditions.groups.0.conditions.groups.0.conditions.groups.0.conditions.groups.0.conditions',
+        field: 'condition' + '.groups.0.conditions'.repeat(5),
         code: 'too_big',
       }),
     ]);

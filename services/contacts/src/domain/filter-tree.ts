@@ -162,7 +162,9 @@ const filterSchema = rawFilter.transform((raw, ctx): Filter => {
 
   const field = parseFilterField(raw.field);
   if (!field) {
-    const hint = `data.<key> (at most ${MAX_DATA_PATH_KEYS} keys of ${MAX_NAME_LENGTH} characters), event.<name>, email.<activity> or segment.<id>`;
+    const hint =
+      `data.<key> (at most ${MAX_DATA_PATH_KEYS} keys of ${MAX_NAME_LENGTH} characters), ` +
+      'event.<name>, email.<activity> or segment.<id>';
     return fail(
       'field',
       'invalid_field',
@@ -264,7 +266,9 @@ export function parseFilterTree(input: unknown, fieldPrefix = 'condition'): Filt
   // Counted on the raw input too, so the schema never walks a tree of a million empty groups.
   const { groups, filters } = countNodes(input);
   if (filters > MAX_FILTERS || groups > MAX_GROUPS) {
-    const message = `A filter tree holds at most ${MAX_FILTERS} filters and ${MAX_GROUPS} groups (got ${filters} and ${groups})`;
+    const message =
+      `A filter tree holds at most ${MAX_FILTERS} filters and ${MAX_GROUPS} groups ` +
+      `(got ${filters} and ${groups})`;
     throw validationError([{ field: at(''), message, code: 'too_big' }]);
   }
   const result = treeSchema.safeParse(input);
