@@ -1,13 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import type { DescService } from '@bufbuild/protobuf';
 import { createClient, type Interceptor } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
+import { connect } from 'nats';
 import pg from 'pg';
 import { serviceDatabaseUrl } from '@svc/lib/db';
 import { fromConnectError } from '@svc/lib/rpc-errors';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { MessagingService, SendSource } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import { contactsDirectory } from '../services/messaging/src/contacts-rpc.js';
-import { call, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
+import { call, eventually, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
 import { verifiedDomain, waitForMail } from './support/messaging.js';
 
 // The batch paths: /v1/send upserts its recipients with one contacts call, QueueEmails queues a
@@ -154,5 +156,124 @@ describe('attachments and QueueEmails', () => {
       .then(() => undefined, fromConnectError);
     expect(refused).toMatchObject({ status: 422, code: 'VALIDATION_ERROR' });
     expect(refused?.errors?.map((e) => e.field).sort()).toEqual(['content.body', 'content.subject', 'recipients']);
+  });
+});
+
+describe('QueueEmails: dedupe keys, per-recipient failures, test messages', () => {
+  const messaging = () => serviceClient(MessagingService, platform.env.MESSAGING_PORT);
+  const people = async (n: number) =>
+    (
+      await contactsDirectory(serviceClient(ContactsService, platform.env.CONTACTS_PORT)).upsertMany(
+        t.projectId,
+        Array.from({ length: n }, () => uniqueEmail('dd')),
+        { subscribed: true },
+      )
+    ).map(({ contact }) => contact);
+  const recipient = (c: { id: string; email: string }, extra: object = {}) => ({
+    contactId: c.id,
+    email: c.email,
+    subscribed: true,
+    ...extra,
+  });
+  // A function: `from` is set in beforeAll.
+  const content = () => ({ subject: 'Hi', body: '<p>Hi</p>', from: { email: from } });
+  const rowsWithKey = (key: string) =>
+    query<{ id: string }>('messaging', 'SELECT id FROM emails WHERE project_id = $1 AND dedupe_key = $2', [
+      t.projectId,
+      key,
+    ]);
+
+  test('a repeated dedupe_key answers "duplicate" with the first email id and queues nothing new', async () => {
+    const [a, b] = await people(2);
+    const key = `campaign:${randomUUID()}:${a.id}`;
+    const first = await messaging().queueEmails({
+      projectId: t.projectId,
+      content: content(),
+      recipients: [recipient(a, { dedupeKey: key }), recipient(a, { dedupeKey: key })],
+      source: SendSource.CAMPAIGN,
+    });
+    // Within one batch the second occurrence is the duplicate.
+    expect(first.emails.map((e) => e.status)).toEqual(['queued', 'duplicate']);
+    expect(first.emails[1].emailId).toBe(first.emails[0].emailId);
+    const again = await messaging().queueEmails({
+      projectId: t.projectId,
+      content: content(),
+      recipients: [recipient(a, { dedupeKey: key }), recipient(b, { dedupeKey: `campaign:x:${b.id}` })],
+      source: SendSource.CAMPAIGN,
+    });
+    expect(again.emails.map((e) => [e.status, e.emailId === first.emails[0].emailId])).toEqual([
+      ['duplicate', true],
+      ['queued', false],
+    ]);
+    expect(await rowsWithKey(key)).toEqual([{ id: first.emails[0].emailId }]);
+    expect(await waitForMail(a.email)).toHaveLength(1);
+
+    // Concurrent calls with one key: one email, both answer its id (the unique index is the final guard).
+    const raced = `workflow:${randomUUID()}:step-1`;
+    const calls = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        messaging().queueEmails({
+          projectId: t.projectId,
+          content: content(),
+          recipients: [recipient(b, { dedupeKey: raced })],
+          source: SendSource.WORKFLOW,
+        }),
+      ),
+    );
+    const answers = calls.map((c) => c.emails[0]);
+    expect(answers.filter((e) => e.status === 'queued')).toHaveLength(1);
+    expect(new Set(answers.map((e) => e.emailId)).size).toBe(1);
+    expect(await rowsWithKey(raced)).toHaveLength(1);
+  });
+
+  test('a recipient whose body fails to render is "failed" with an error; the others are queued', async () => {
+    const [ok, bad, ok2] = await people(3);
+    const out = await messaging().queueEmails({
+      projectId: t.projectId,
+      // The range is allocated at render time: liquidjs' memory limit stops the huge one.
+      content: { ...content(), body: '<p>{% for i in (1..n) %}x{% endfor %}</p>' },
+      recipients: [
+        recipient(ok, { variables: { n: 3 } }),
+        recipient(bad, { variables: { n: 1_000_000_000 } }),
+        recipient(ok2, { variables: { n: 2 } }),
+      ],
+      source: SendSource.CAMPAIGN,
+    });
+    expect(out.emails.map((e) => e.status)).toEqual(['queued', 'failed', 'queued']);
+    expect(out.emails[1]).toMatchObject({ emailId: '', error: expect.stringMatching(/^body: /) });
+    const rows = await query<{ contact_id: string }>('messaging', 'SELECT contact_id FROM emails WHERE send_id = $1', [
+      out.sendId,
+    ]);
+    expect(rows.map((r) => r.contact_id).sort()).toEqual([ok.id, ok2.id].sort());
+    expect((await waitForMail(ok2.email))[0].parsed.html).toContain('xx');
+  });
+
+  test('test messages and campaign ids are on the row and on every emails.<type> lifecycle message', async () => {
+    const [c] = await people(1);
+    const campaignId = randomUUID();
+    const nc = await connect({ servers: platform.env.NATS_URL });
+    const sub = nc.subscribe(`${platform.runId}.emails.sent`);
+    const seen: Array<Record<string, unknown>> = [];
+    void (async () => {
+      for await (const m of sub) seen.push(JSON.parse(new TextDecoder().decode(m.data)));
+    })();
+    try {
+      const out = await messaging().queueEmails({
+        projectId: t.projectId,
+        content: content(),
+        recipients: [recipient(c)],
+        source: SendSource.CAMPAIGN,
+        campaignId,
+        test: true,
+      });
+      const emailId = out.emails[0].emailId;
+      expect(await query('messaging', 'SELECT test, campaign_id FROM emails WHERE id = $1', [emailId])).toEqual([
+        { test: true, campaign_id: campaignId },
+      ]);
+      const sent = await eventually(async () => seen.find((m) => m.emailId === emailId));
+      expect(sent).toMatchObject({ type: 'sent', campaignId, test: true });
+    } finally {
+      await nc.drain();
+    }
   });
 });

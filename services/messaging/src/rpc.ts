@@ -16,6 +16,7 @@ import {
 import type { ActivityFeed } from './domain/activity-feed.js';
 import type { AddressInput } from './domain/address.js';
 import type { DevMail } from './domain/dev-mail.js';
+import type { EmailTimeseries } from './domain/email-timeseries.js';
 import { parseVerifyRequest, verifyEmail, type DnsLookup } from './domain/email-verification.js';
 import type { SendSource as Source } from './domain/priority.js';
 import type { ProviderWebhooks } from './domain/provider-webhooks.js';
@@ -36,6 +37,7 @@ export interface MessagingParts {
   tracking: Tracking;
   webhooks: ProviderWebhooks;
   activity: ActivityFeed;
+  timeseries: EmailTimeseries;
   dns: DnsLookup;
   /** Embedded mode only: the local sink's mail, per project. */
   devMail?: DevMail;
@@ -114,6 +116,7 @@ function queueInput(req: QueueEmailsRequest): QueueInput {
     source: SOURCES[req.source] ?? 'transactional',
     campaignId: req.campaignId,
     workflowId: req.workflowId,
+    test: req.test,
   };
 }
 
@@ -236,7 +239,12 @@ export function messagingRoutes(parts: MessagingParts) {
       async queueEmails(req) {
         const r = await parts.sending.queue(req.projectId, queueInput(req));
         return {
-          emails: r.emails.map((e) => ({ contactId: e.contactId, emailId: e.emailId, status: e.status })),
+          emails: r.emails.map((e) => ({
+            contactId: e.contactId,
+            emailId: e.emailId,
+            status: e.status,
+            error: e.error ?? '',
+          })),
           sendId: r.sendId,
         };
       },
@@ -294,6 +302,26 @@ export function messagingRoutes(parts: MessagingParts) {
         const items = await parts.activity.upcoming(req.projectId);
         return {
           items: items.map((i) => ({ kind: i.kind, id: i.id, name: i.name, dueAt: timestampFromDate(i.dueAt) })),
+        };
+      },
+      async getEmailTimeseries(req) {
+        const t = await parts.timeseries.get(req.projectId, {
+          from: req.from || undefined,
+          to: req.to || undefined,
+          interval: req.interval || undefined,
+        });
+        return {
+          interval: t.interval,
+          from: timestampFromDate(t.from),
+          to: timestampFromDate(t.to),
+          buckets: t.data.map(({ bucket, sent, delivered, opened, clicked, bounced }) => ({
+            start: timestampFromDate(bucket),
+            sent: BigInt(sent),
+            delivered: BigInt(delivered),
+            opened: BigInt(opened),
+            clicked: BigInt(clicked),
+            bounced: BigInt(bounced),
+          })),
         };
       },
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { validationError } from '@svc/lib/errors';
+import { AppError, validationError } from '@svc/lib/errors';
 import { GroupCommit } from '@svc/lib/group-commit';
 import type { EmailsStore, NewEmail } from '../store/emails-store.js';
 import type { SendAttachmentsStore } from '../store/send-attachments-store.js';
@@ -53,19 +53,40 @@ export interface BatchRecipient {
   subscribed: boolean;
   /** Contact data and one-off values; email, id and the subscription URLs are added per email. */
   variables: Record<string, unknown>;
+  /** Unique per project: a key already queued (earlier, concurrently or in this batch) is not queued again. */
+  dedupeKey?: string;
 }
 
 export interface BatchOrigin {
   source: SendSource;
   campaignId?: string;
   workflowId?: string;
+  /** Test messages: marked on the rows and their lifecycle messages. */
+  test?: boolean;
 }
+
+export interface QueueOptions {
+  /** Idempotency-Key of /v1/send, recorded in the same transaction (KeyAlreadyRecorded when taken). */
+  idempotency?: SendIdempotency;
+  /**
+   * QueueEmails: a recipient whose email does not render (template error, render budget, over 40 MB)
+   * answers "failed" and the others are queued. Otherwise (/v1/send) the whole batch is a 422.
+   */
+  perRecipientFailures?: boolean;
+}
+
+/**
+ * queued or suppressed: this call's email. duplicate: the recipient's dedupe key was already queued,
+ * emailId is that email. failed: nothing queued for the recipient (emailId empty), see `error`.
+ */
+export type QueuedStatus = 'queued' | 'suppressed' | 'duplicate' | 'failed';
 
 export interface QueuedEmail {
   contactId: string;
   contactEmail: string;
   emailId: string;
-  status: 'queued' | 'suppressed';
+  status: QueuedStatus;
+  error?: string;
 }
 
 export interface QueuedBatch {
@@ -86,6 +107,13 @@ export interface EmailBatchDeps {
   records: SendRecords;
 }
 
+/** Why a render failed, for QueuedEmail.error: "field: message" of each field error. */
+const renderFailure = (err: AppError) =>
+  (err.errors?.length ? err.errors.map((e) => `${e.field}: ${e.message}`).join('; ') : err.message).slice(0, 1000);
+
+/** A recipient's own render failure (Liquid error, render budget, size): a 422 from rendering. */
+const isRenderFailure = (err: unknown): err is AppError => err instanceof AppError && err.status === 422;
+
 interface PendingBatch {
   projectId: string;
   sendId: string;
@@ -104,15 +132,17 @@ const encodedBytes = (a: Attachment) => Math.ceil(a.content.byteLength / 3) * 4;
  */
 export class EmailBatches {
   /** Concurrent batches share the commit that queues their emails. */
-  private readonly commits: GroupCommit<PendingBatch, void>;
+  private readonly commits: GroupCommit<PendingBatch, Set<string>>;
 
   constructor(private readonly d: EmailBatchDeps) {
+    // Answers the ids inserted: an email missing from it lost its dedupe key to another email.
     this.commits = new GroupCommit(
       () => d.emails.pool.connect(),
       async (tx, b) => {
         if (b.idempotency) await d.records.record(tx, b.projectId, b.idempotency, b.answer);
+        if (!b.emails.length) return new Set<string>();
         await d.attachments.insert(tx, b.sendId, b.attachments);
-        await d.emails.insertMany(tx, b.emails);
+        return d.emails.insertMany(tx, b.emails);
       },
     );
   }
@@ -145,37 +175,60 @@ export class EmailBatches {
   }
 
   /**
-   * Renders every recipient's email within one render budget, then queues all of them or none.
-   * With `idempotency`, the key is recorded in the same transaction (KeyAlreadyRecorded when taken).
+   * Renders every recipient's email within one render budget, then queues them in one transaction
+   * (shared with concurrent batches). A recipient whose dedupe key is already queued answers "duplicate";
+   * with `perRecipientFailures` one that does not render answers "failed", otherwise the batch is a 422.
    */
   async queue(
     projectId: string,
     content: BatchContent,
     recipients: BatchRecipient[],
     origin: BatchOrigin,
-    idempotency?: SendIdempotency,
+    opts: QueueOptions = {},
   ): Promise<QueuedBatch> {
     const sendId = randomUUID();
     const budget = this.d.renderer.budget();
     const attachmentBytes = content.attachments.reduce((n, a) => n + encodedBytes(a), 0);
-    const suppressed = await this.d.emails.suppressed(
-      projectId,
-      recipients.map((r) => r.email),
-    );
+    const keys = [...new Set(recipients.flatMap((r) => (r.dedupeKey ? [r.dedupeKey] : [])))];
+    const [suppressed, known] = await Promise.all([
+      this.d.emails.suppressed(
+        projectId,
+        recipients.map((r) => r.email),
+      ),
+      // Keys queued earlier (or earlier in this batch, added below) answer their first email.
+      this.d.emails.byDedupeKeys(projectId, keys),
+    ]);
     const emails: NewEmail[] = [];
     const queued: QueuedEmail[] = [];
     for (const r of recipients) {
+      const first = r.dedupeKey ? known.get(r.dedupeKey) : undefined;
+      if (first) {
+        queued.push({ contactId: r.contactId, contactEmail: r.email, emailId: first, status: 'duplicate' });
+        continue;
+      }
       const emailId = randomUUID();
       const subToken = this.d.tokens.sign('subscription', { projectId, contactId: r.contactId, emailId });
       const urls = subscriptionUrls(this.d.publicUrl, subToken);
       const vars = { ...r.variables, email: r.email, id: r.contactId, ...urls };
 
-      // A variable may hold a line break; a header never does (nodemailer encodes the rest).
-      const subject = (await content.subject.render(vars, budget)).replace(/[\r\n]+/g, ' ').slice(0, 998);
-      const html = await content.body.render(vars, budget);
-      const text = htmlToPlainText(html);
-      if (Buffer.byteLength(html) + Buffer.byteLength(text) + attachmentBytes > MAX_MESSAGE_BYTES) {
-        throw validationError([{ field: 'body', code: 'too_big', message: 'The message would be larger than 40 MB' }]);
+      let subject: string;
+      let html: string;
+      let text: string;
+      try {
+        // A variable may hold a line break; a header never does (nodemailer encodes the rest).
+        subject = (await content.subject.render(vars, budget)).replace(/[\r\n]+/g, ' ').slice(0, 998);
+        html = await content.body.render(vars, budget);
+        text = htmlToPlainText(html);
+        if (Buffer.byteLength(html) + Buffer.byteLength(text) + attachmentBytes > MAX_MESSAGE_BYTES) {
+          throw validationError([
+            { field: 'body', code: 'too_big', message: 'The message would be larger than 40 MB' },
+          ]);
+        }
+      } catch (err) {
+        if (!opts.perRecipientFailures || !isRenderFailure(err)) throw err;
+        const error = renderFailure(err);
+        queued.push({ contactId: r.contactId, contactEmail: r.email, emailId: '', status: 'failed', error });
+        continue;
       }
       const trackedHtml = addTracking(html, {
         pixelUrl: `${this.d.publicUrl}/t/o/${this.d.tokens.sign('open', { emailId })}`,
@@ -217,6 +270,8 @@ export class EmailBatches {
         send_id: sendId,
         campaign_id: origin.campaignId ?? null,
         workflow_id: origin.workflowId ?? null,
+        dedupe_key: r.dedupeKey ?? null,
+        test: origin.test ?? false,
         status: blockedBy ? 'suppressed' : 'queued',
         ...(blockedBy ? { bounce_reason: blockedBy } : {}),
       });
@@ -226,9 +281,44 @@ export class EmailBatches {
         emailId,
         status: blockedBy ? 'suppressed' : 'queued',
       });
+      if (r.dedupeKey) known.set(r.dedupeKey, emailId);
     }
     const answer: QueuedBatch = { sendId, emails: queued, timestamp: new Date() };
-    await this.commits.submit({ projectId, sendId, emails, attachments: content.attachments, idempotency, answer });
+    const { idempotency } = opts;
+    const inserted = await this.commits.submit({
+      projectId,
+      sendId,
+      emails,
+      attachments: content.attachments,
+      idempotency,
+      answer,
+    });
+    const lost = emails.filter((e) => !inserted.has(e.id));
+    if (lost.length) await this.answerLostKeys(projectId, queued, lost);
     return answer;
+  }
+
+  /**
+   * Emails skipped at insert: a concurrent batch (or an earlier one in the same transaction) queued
+   * their dedupe key first. Their recipients answer "duplicate" with the winner's id, read after commit.
+   */
+  private async answerLostKeys(projectId: string, queued: QueuedEmail[], lost: NewEmail[]): Promise<void> {
+    const winners = await this.d.emails.byDedupeKeys(
+      projectId,
+      lost.map((e) => e.dedupe_key!),
+    );
+    const byId = new Map(lost.map((e) => [e.id, e.dedupe_key!]));
+    for (const q of queued) {
+      const key = byId.get(q.emailId);
+      if (key === undefined) continue;
+      const winner = winners.get(key);
+      // The winner is committed (a conflict waits for it); missing only if deleted meanwhile.
+      Object.assign(
+        q,
+        winner
+          ? { emailId: winner, status: 'duplicate' }
+          : { emailId: '', status: 'failed', error: 'dedupeKey: taken by an email that no longer exists' },
+      );
+    }
   }
 }

@@ -10,7 +10,7 @@ const email = {
 };
 
 describe('email lifecycle messages (README "Messages on the bus")', () => {
-  test('emails.<type>: {projectId, contactId, emailId, type, occurredAt, data}', () => {
+  test('emails.<type>: {projectId, contactId, emailId, type, occurredAt, data, campaignId, workflowId, test}', () => {
     const at = new Date('2026-01-02T03:04:05.678Z');
     expect(lifecycleMessage(email, 'click', { url: 'https://x.test/a', isFirstClick: true }, at)).toEqual({
       subject: 'emails.click',
@@ -21,6 +21,9 @@ describe('email lifecycle messages (README "Messages on the bus")', () => {
         type: 'click',
         occurredAt: '2026-01-02T03:04:05.678Z',
         data: { email: 'ann@example.com', subject: 'Hello', url: 'https://x.test/a', isFirstClick: true },
+        campaignId: '',
+        workflowId: '',
+        test: false,
       },
     });
   });
@@ -35,5 +38,10 @@ describe('email lifecycle messages (README "Messages on the bus")', () => {
       messageId: null,
     });
     expect(typeof (m.payload as { occurredAt: unknown }).occurredAt).toBe('string');
+  });
+
+  test('the campaign, workflow and test flag of the row are on every message', () => {
+    const row = { ...email, campaign_id: 'c1', workflow_id: 'w1', test: true };
+    expect(lifecycleMessage(row, 'open').payload).toMatchObject({ campaignId: 'c1', workflowId: 'w1', test: true });
   });
 });

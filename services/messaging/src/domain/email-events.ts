@@ -17,7 +17,8 @@ function defined(data: LifecycleData): JsonObject {
 }
 
 export function lifecycleMessage(
-  email: Pick<EmailRow, 'id' | 'project_id' | 'contact_id' | 'to_email' | 'subject' | 'template_id'>,
+  email: Pick<EmailRow, 'id' | 'project_id' | 'contact_id' | 'to_email' | 'subject' | 'template_id'> &
+    Partial<Pick<EmailRow, 'campaign_id' | 'workflow_id' | 'test'>>,
   type: LifecycleType,
   data: LifecycleData = {},
   occurredAt = new Date(),
@@ -36,6 +37,10 @@ export function lifecycleMessage(
       type,
       occurredAt: timestampFromDate(occurredAt),
       data: defined({ ...about, ...data }),
+      // From the row: empty when the email has no campaign or workflow.
+      campaignId: email.campaign_id ?? '',
+      workflowId: email.workflow_id ?? '',
+      test: email.test ?? false,
     },
     emailLifecycleSubject(type),
   );

@@ -22,6 +22,9 @@ import { TEMPLATE_TYPES } from './templates.js';
 /** Recipients of one call: enough for a campaign batch, small enough for one transaction. */
 export const MAX_QUEUE_RECIPIENTS = 1000;
 
+/** QueueRecipient.dedupe_key: room for `workflow:<uuid>:<step id>`. */
+export const MAX_DEDUPE_KEY = 300;
+
 /** The QueueEmailsRequest message as the service receives it. */
 export interface QueueInput {
   content: {
@@ -38,6 +41,7 @@ export interface QueueInput {
   source: SendSource;
   campaignId?: string;
   workflowId?: string;
+  test?: boolean;
 }
 
 export interface QueueRequest {
@@ -57,6 +61,12 @@ const recipientSchema = z.object({
     .refine((s) => !/[\r\n]/.test(s), { message: 'Name must not contain line breaks' }),
   subscribed: z.boolean(),
   variables: z.record(z.string(), z.unknown()),
+  // Empty: none (proto3 default).
+  dedupeKey: z
+    .string()
+    .max(MAX_DEDUPE_KEY)
+    .optional()
+    .transform((k) => k || undefined),
 });
 
 const queueSchema = (maxAttachmentBytes: number) =>
@@ -75,6 +85,7 @@ const queueSchema = (maxAttachmentBytes: number) =>
     source: z.enum(['transactional', 'workflow', 'campaign']),
     campaignId: z.string().uuid().optional(),
     workflowId: z.string().uuid().optional(),
+    test: z.boolean().optional(),
   });
 
 /** Validates a QueueEmails request; throws 422 VALIDATION_ERROR listing every problem. */
@@ -85,11 +96,11 @@ export function parseQueueRequest(input: QueueInput, limits: SendLimits = {}): Q
   if (!result.success || missing.length) {
     throw validationError([...(result.success ? [] : fieldErrors(result.error)), ...missing]);
   }
-  const { content, recipients, source, campaignId, workflowId } = result.data;
+  const { content, recipients, source, campaignId, workflowId, test } = result.data;
   const { templateId, ...rest } = content;
   return {
     content: { ...rest, ...(templateId ? { templateId } : {}) },
     recipients,
-    origin: { source, campaignId, workflowId },
+    origin: { source, campaignId, workflowId, test },
   };
 }

@@ -55,7 +55,7 @@ export class Sending {
     }));
     try {
       return sendResult(
-        await this.d.batches.queue(projectId, content, recipients, { source: 'transactional' }, idempotency),
+        await this.d.batches.queue(projectId, content, recipients, { source: 'transactional' }, { idempotency }),
       );
     } catch (err) {
       // A concurrent duplicate committed first: its answer stands, this one's emails were rolled back.
@@ -69,7 +69,8 @@ export class Sending {
   async queue(projectId: string, input: QueueInput): Promise<QueuedBatch> {
     const req = parseQueueRequest(input, this.d.limits);
     const content = await this.d.batches.prepare(projectId, req.content);
-    return this.d.batches.queue(projectId, content, req.recipients, req.origin);
+    // A recipient that does not render answers "failed"; the others are queued.
+    return this.d.batches.queue(projectId, content, req.recipients, req.origin, { perRecipientFailures: true });
   }
 }
 

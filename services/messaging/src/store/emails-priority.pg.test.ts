@@ -106,3 +106,29 @@ test('a lease that expires puts the message back in the queue', async () => {
   expect(again.id).toBe(claimed.id);
   expect(again.attempts).toBe(2);
 });
+
+test('a dedupe key is inserted once per project: repeats (same call, later call) are skipped, not errors', async () => {
+  const keyed = (n: number, key: string) => ({ ...email('campaign', n), dedupe_key: key });
+  const first = keyed(1, 'campaign:c1:contact-1');
+  const other = keyed(3, 'campaign:c1:contact-2');
+  const plain = email('transactional', 4);
+  expect(await store.insertMany(pool, [first, keyed(2, 'campaign:c1:contact-1'), other, plain])).toEqual(
+    new Set([first.id, other.id, plain.id]),
+  );
+  expect(await store.insertMany(pool, [keyed(5, 'campaign:c1:contact-1'), email('transactional', 6)])).toHaveProperty(
+    'size',
+    1,
+  );
+  // Another project may use the same key.
+  expect(
+    (await store.insertMany(pool, [{ ...keyed(7, 'campaign:c1:contact-1'), project_id: randomUUID() }])).size,
+  ).toBe(1);
+  expect(await store.byDedupeKeys(PROJECT, ['campaign:c1:contact-1', 'campaign:c1:contact-2', 'nope'])).toEqual(
+    new Map([
+      ['campaign:c1:contact-1', first.id],
+      ['campaign:c1:contact-2', other.id],
+    ]),
+  );
+  const { rows } = await pool.query('SELECT test FROM emails WHERE id = $1', [first.id]);
+  expect(rows).toEqual([{ test: false }]);
+});

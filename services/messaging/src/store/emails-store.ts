@@ -43,6 +43,10 @@ export interface EmailRow {
   send_id: string | null;
   campaign_id: string | null;
   workflow_id: string | null;
+  /** The caller's key (QueueRecipient.dedupe_key), unique per project: a repeat is answered "duplicate". */
+  dedupe_key: string | null;
+  /** A test message: no campaign or workflow statistics or analytics count it. */
+  test: boolean;
   status: EmailStatus;
   attempts: number;
   last_error: string | null;
@@ -70,8 +74,10 @@ export type NewEmail = Omit<
   | 'send_id'
   | 'campaign_id'
   | 'workflow_id'
+  | 'dedupe_key'
+  | 'test'
 > &
-  Partial<Pick<EmailRow, 'send_id' | 'campaign_id' | 'workflow_id'>> & {
+  Partial<Pick<EmailRow, 'send_id' | 'campaign_id' | 'workflow_id' | 'dedupe_key' | 'test'>> & {
     /** Ignored: attachments are stored once per send (SendAttachmentsStore). */
     attachments?: never[];
   };
@@ -98,6 +104,8 @@ const INSERT_COLUMNS = [
   'send_id',
   'campaign_id',
   'workflow_id',
+  'dedupe_key',
+  'test',
 ] as const;
 
 /** Columns the delivery worker reads (no large fields it does not need twice). */
@@ -127,14 +135,31 @@ export interface EmailCountsRow {
 export class EmailsStore {
   constructor(readonly pool: Pool) {}
 
-  async insertMany(tx: Queryable, emails: (NewEmail & { bounce_reason?: string | null })[]): Promise<void> {
-    if (!emails.length) return;
+  /**
+   * Inserts the emails and answers the ids actually inserted: an email whose dedupe_key the project
+   * already has (committed, or earlier in this transaction) is skipped, not an error.
+   */
+  async insertMany(tx: Queryable, emails: (NewEmail & { bounce_reason?: string | null })[]): Promise<Set<string>> {
+    if (!emails.length) return new Set();
     const cols = INSERT_COLUMNS.join(', ');
-    await tx.query(
-      `INSERT INTO emails (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::emails, $1::jsonb)`,
-      [JSON.stringify(emails.map(({ attachments: _, ...e }) => ({ bounce_reason: null, ...e })))],
+    const defaults = { bounce_reason: null, dedupe_key: null, test: false };
+    const { rows } = await tx.query<{ id: string }>(
+      `INSERT INTO emails (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::emails, $1::jsonb)
+       ON CONFLICT (project_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id`,
+      [JSON.stringify(emails.map(({ attachments: _, ...e }) => ({ ...defaults, ...e })))],
     );
-    await tx.query('NOTIFY emails_queued');
+    if (rows.length) await tx.query('NOTIFY emails_queued');
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /** The email ids the project already queued under these dedupe keys (key -> id). */
+  async byDedupeKeys(projectId: string, keys: string[]): Promise<Map<string, string>> {
+    if (!keys.length) return new Map();
+    const { rows } = await this.pool.query<{ dedupe_key: string; id: string }>(
+      'SELECT dedupe_key, id FROM emails WHERE project_id = $1 AND dedupe_key = ANY($2::text[])',
+      [projectId, keys],
+    );
+    return new Map(rows.map((r) => [r.dedupe_key, r.id]));
   }
 
   /** Lower-cased addresses among `emails` that the project must not mail. */
@@ -294,7 +319,7 @@ export class EmailsStore {
               count(*) FILTER (WHERE status = 'failed') AS failed,
               coalesce(sum(open_count), 0) AS opens,
               coalesce(sum(click_count), 0) AS clicks
-       FROM emails WHERE project_id = $1 AND created_at >= $2`,
+       FROM emails WHERE project_id = $1 AND created_at >= $2 AND NOT test`,
       [projectId, since],
     );
     return rows[0];

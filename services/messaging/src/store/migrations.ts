@@ -157,4 +157,30 @@ export const migrations: Migration[] = [
       CREATE INDEX emails_workflow ON emails (workflow_id) WHERE workflow_id IS NOT NULL;
     `,
   },
+  {
+    id: '005_email_dedupe_test',
+    sql: `
+      -- dedupe_key: the caller's key for one recipient's email (campaign:<id>:<contact>, workflow:<execution>:<step>);
+      -- a project queues at most one email per key, so a retried or resumed batch never mails twice.
+      -- test: a test message, left out of campaign and workflow statistics and analytics.
+      ALTER TABLE emails ADD COLUMN dedupe_key text, ADD COLUMN test boolean NOT NULL DEFAULT false;
+      CREATE UNIQUE INDEX emails_dedupe ON emails (project_id, dedupe_key) WHERE dedupe_key IS NOT NULL;
+    `,
+  },
+  {
+    id: '006_email_timeseries',
+    sql: `
+      -- GET /analytics/timeseries reads each lifecycle step of a project's emails by the time it happened, one
+      -- range scan per step. Partial: rows enter an index only once the step happened, so queueing costs nothing
+      -- more, and test messages (counted nowhere) never enter.
+      CREATE INDEX emails_project_sent ON emails (project_id, sent_at) WHERE sent_at IS NOT NULL AND NOT test;
+      CREATE INDEX emails_project_delivered ON emails (project_id, delivered_at)
+        WHERE delivered_at IS NOT NULL AND NOT test;
+      CREATE INDEX emails_project_opened ON emails (project_id, first_opened_at)
+        WHERE first_opened_at IS NOT NULL AND NOT test;
+      CREATE INDEX emails_project_clicked ON emails (project_id, first_clicked_at)
+        WHERE first_clicked_at IS NOT NULL AND NOT test;
+      CREATE INDEX emails_project_bounced ON emails (project_id, bounced_at) WHERE bounced_at IS NOT NULL AND NOT test;
+    `,
+  },
 ];
