@@ -266,7 +266,8 @@ export class ContactBatches {
     if (!rows.length) return [];
     const { rows: inserted } = await tx.query<ContactRow>(
       `INSERT INTO contacts (id, project_id, email, subscribed, data)
-       SELECT x.id, $1, x.email, x.subscribed, x.data FROM unnest($2::uuid[], $3::text[], $4::boolean[], $5::jsonb[]) AS x(id, email, subscribed, data)
+       SELECT x.id, $1, x.email, x.subscribed, x.data
+       FROM unnest($2::uuid[], $3::text[], $4::boolean[], $5::jsonb[]) AS x(id, email, subscribed, data)
        ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING *`,
       [
         projectId,
@@ -287,7 +288,8 @@ export class ContactBatches {
     if (!rows.length) return [];
     const { rows: updated } = await tx.query<ContactRow>(
       `UPDATE contacts c SET subscribed = x.subscribed, data = x.data, updated_at = now()
-       FROM unnest($2::uuid[], $3::boolean[], $4::jsonb[]) AS x(id, subscribed, data) WHERE c.project_id = $1 AND c.id = x.id RETURNING c.*`,
+       FROM unnest($2::uuid[], $3::boolean[], $4::jsonb[]) AS x(id, subscribed, data)
+       WHERE c.project_id = $1 AND c.id = x.id RETURNING c.*`,
       [projectId, rows.map((r) => r.id), rows.map((r) => r.subscribed), rows.map((r) => JSON.stringify(r.data))],
     );
     return updated;

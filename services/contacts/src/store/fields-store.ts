@@ -93,7 +93,8 @@ export class FieldsStore {
     limit: number,
   ): Promise<Array<{ value: unknown; count: number }>> {
     const { rows } = await this.pool.query<{ value: unknown; count: number }>(
-      `SELECT ${column} AS value, count(*) AS count FROM contacts WHERE project_id = $1 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $2`,
+      `SELECT ${column} AS value, count(*) AS count FROM contacts WHERE project_id = $1
+       GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $2`,
       [projectId, limit],
     );
     return rows;
@@ -102,7 +103,8 @@ export class FieldsStore {
   /** Removes the key (and everything under it) from every contact of the project. */
   async deleteField(projectId: string, path: string[]): Promise<number> {
     const { rowCount } = await this.pool.query(
-      `UPDATE contacts SET data = data #- $2::text[], updated_at = now() WHERE project_id = $1 AND data #> $2::text[] IS NOT NULL`,
+      `UPDATE contacts SET data = data #- $2::text[], updated_at = now()
+       WHERE project_id = $1 AND data #> $2::text[] IS NOT NULL`,
       [projectId, path],
     );
     const dotted = path.join('.');

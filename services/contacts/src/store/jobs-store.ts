@@ -35,7 +35,8 @@ export interface BulkJobRow {
 }
 
 const IMPORT_COLUMNS =
-  'id, project_id, status, filename, total_rows, processed, imported, updated, skipped, errors, failure, created_at, completed_at';
+  'id, project_id, status, filename, total_rows, processed, imported, updated, skipped, errors, failure, ' +
+  'created_at, completed_at';
 
 export class JobsStore {
   constructor(private readonly pool: Pool) {}
@@ -45,7 +46,8 @@ export class JobsStore {
 
   async createImport(j: { id: string; projectId: string; filename: string; csv: Buffer }): Promise<ImportJobRow> {
     const { rows } = await this.pool.query<ImportJobRow>(
-      `INSERT INTO import_jobs (id, project_id, status, filename, csv) VALUES ($1, $2, 'queued', $3, $4) RETURNING ${IMPORT_COLUMNS}`,
+      `INSERT INTO import_jobs (id, project_id, status, filename, csv) VALUES ($1, $2, 'queued', $3, $4)
+       RETURNING ${IMPORT_COLUMNS}`,
       [j.id, j.projectId, j.filename, j.csv],
     );
     await this.pool.query(JobsStore.NOTIFY);
@@ -117,7 +119,8 @@ export class JobsStore {
 
   async createBulk(j: { id: string; projectId: string; operation: string; ids: string[] }): Promise<BulkJobRow> {
     const { rows } = await this.pool.query<BulkJobRow>(
-      `INSERT INTO bulk_jobs (id, project_id, operation, status, contact_ids) VALUES ($1, $2, $3, 'queued', $4::uuid[]) RETURNING *`,
+      `INSERT INTO bulk_jobs (id, project_id, operation, status, contact_ids)
+       VALUES ($1, $2, $3, 'queued', $4::uuid[]) RETURNING *`,
       [j.id, j.projectId, j.operation, j.ids],
     );
     await this.pool.query(JobsStore.NOTIFY);
@@ -147,7 +150,8 @@ export class JobsStore {
     r: { status: 'completed' | 'failed'; processed: number; succeeded: number; notFound: string[] },
   ): Promise<void> {
     await this.pool.query(
-      `UPDATE bulk_jobs SET status = $2, processed = $3, succeeded = $4, not_found = $5, completed_at = now() WHERE id = $1`,
+      `UPDATE bulk_jobs SET status = $2, processed = $3, succeeded = $4, not_found = $5, completed_at = now()
+       WHERE id = $1`,
       [id, r.status, r.processed, r.succeeded, JSON.stringify(r.notFound)],
     );
   }
