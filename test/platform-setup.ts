@@ -43,6 +43,10 @@ export default async function setup(): Promise<void> {
   env.WEBHOOK_SECRET = 'test-webhook-secret-0123456789';
   env.SEND_RETRY_BASE_MS = '300';
   env.SEND_MAX_ATTEMPTS = '4';
+  // Workflow WEBHOOK steps call a receiver on loopback in the tests; quick retries.
+  env.WEBHOOK_ALLOW_PRIVATE = 'true';
+  env.WEBHOOK_RETRY_BASE_MS = '100';
+  env.WEBHOOK_TIMEOUT_MS = '3000';
 
   const started = (process.env.TEST_SERVICES ?? RPC_SERVICES.join(',')).split(',');
   const children: ChildProcess[] = [];

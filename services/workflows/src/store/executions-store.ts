@@ -216,13 +216,15 @@ export class ExecutionsStore {
 
   /**
    * A tracked event resumes the executions of its contact waiting for it (only events that happened
-   * after the wait began): the event data goes into the context and the row is due now. Clearing
+   * after the wait began): its data is merged into the context (and kept whole under `waitEvent`)
+   * and the row is due now. Clearing
    * the lease token stops a worker that is handling the timeout at this moment from writing.
    */
   async resumeWaiting(projectId: string, contactId: string, name: string, at: Date, data: object): Promise<number> {
     const { rowCount } = await this.pool.query(
       `UPDATE executions SET resume = 'EVENT', wait_event = NULL, due_at = now(), lease_token = NULL,
-         context = context || jsonb_build_object('waitEvent', jsonb_build_object('name', $3::text, 'data', $5::jsonb)),
+         context = context || ($5::jsonb - 'event' - 'waitEvent')
+           || jsonb_build_object('waitEvent', jsonb_build_object('name', $3::text, 'data', $5::jsonb)),
          updated_at = now()
        WHERE project_id = $1 AND contact_id = $2 AND wait_event = $3 AND status = 'WAITING' AND waiting_since <= $4`,
       [projectId, contactId, name, at, JSON.stringify(data)],

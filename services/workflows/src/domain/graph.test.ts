@@ -1,0 +1,56 @@
+import { isAppError } from '@svc/lib/errors';
+import { assertRunnable, type GraphStep, type GraphTransition } from './graph.js';
+
+const step = (id: string, type: GraphStep['type']): GraphStep => ({ id, type, name: id });
+let n = 0;
+const edge = (from: string, to: string, label: Partial<GraphTransition> = {}): GraphTransition => ({
+  id: `t${++n}`,
+  fromStepId: from,
+  toStepId: to,
+  branch: null,
+  waitOutcome: null,
+  ...label,
+});
+
+function refusal(steps: GraphStep[], ts: GraphTransition[]) {
+  try {
+    assertRunnable(steps, ts);
+  } catch (err) {
+    if (isAppError(err)) return { status: err.status, step: err.details?.stepId, message: err.message };
+    throw err;
+  }
+  return null;
+}
+
+describe('assertRunnable', () => {
+  const trigger = step('trigger', 'TRIGGER');
+
+  test('a chain trigger -> condition (yes/no) -> send / exit runs', () => {
+    const steps = [trigger, step('c', 'CONDITION'), step('s', 'SEND_EMAIL'), step('x', 'EXIT')];
+    const ts = [edge('trigger', 'c'), edge('c', 's', { branch: 'yes' }), edge('c', 'x', { branch: 'no' })];
+    expect(refusal(steps, ts)).toBeNull();
+  });
+
+  test('an unreachable step is named', () => {
+    const steps = [trigger, step('s', 'SEND_EMAIL'), step('lost', 'EXIT')];
+    expect(refusal(steps, [edge('trigger', 's')])).toMatchObject({ status: 422, step: 'lost' });
+  });
+
+  test('a CONDITION without both branches is named', () => {
+    const steps = [trigger, step('c', 'CONDITION'), step('s', 'SEND_EMAIL')];
+    expect(refusal(steps, [edge('trigger', 'c'), edge('c', 's', { branch: 'yes' })])).toMatchObject({ step: 'c' });
+  });
+
+  test('a cycle without a wait is refused; through a DELAY it is allowed', () => {
+    const busy = [trigger, step('a', 'SEND_EMAIL'), step('b', 'WEBHOOK')];
+    expect(refusal(busy, [edge('trigger', 'a'), edge('a', 'b'), edge('b', 'a')])?.message).toContain('cycle');
+    const paced = [trigger, step('a', 'SEND_EMAIL'), step('d', 'DELAY')];
+    expect(refusal(paced, [edge('trigger', 'a'), edge('a', 'd'), edge('d', 'a')])).toBeNull();
+  });
+
+  test('a trigger with no next step, and a dangling transition, are refused', () => {
+    expect(refusal([trigger], [])).toMatchObject({ step: 'trigger' });
+    const steps = [trigger, step('s', 'SEND_EMAIL')];
+    expect(refusal(steps, [edge('trigger', 's'), edge('s', 'gone')])).toMatchObject({ status: 422 });
+  });
+});

@@ -1,0 +1,449 @@
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { call, eventually, expectEnvelope, newTenant, uniqueEmail, type Tenant } from './support/client.js';
+import { verifiedDomain, waitForMail } from './support/messaging.js';
+
+let t: Tenant;
+let domain: string;
+
+beforeAll(async () => {
+  t = await newTenant();
+  domain = (await verifiedDomain(t)).domain;
+});
+
+const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: t.secretKey });
+const track = (email: string, event: string, data?: Record<string, unknown>) =>
+  call('POST', '/v1/track', { email, event, data }, { key: t.publicKey });
+const uniqueEvent = (tag: string) => `${tag}-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6)}`;
+
+interface Built {
+  id: string;
+  trigger: string;
+  steps: Record<string, string>;
+}
+
+/**
+ * Creates a workflow for `eventName` with `steps` (name -> {type, config}) and `edges`
+ * ([from, to, label?]; 'trigger' is the entry step), then enables it.
+ */
+async function build(
+  eventName: string,
+  steps: Record<string, { type: string; config?: unknown }>,
+  edges: [string, string, Record<string, string>?][],
+  opts: { enable?: boolean; allowReentry?: boolean } = {},
+): Promise<Built> {
+  const w = await api('POST', '/workflows', { name: `wf ${eventName}`, eventName, allowReentry: opts.allowReentry });
+  expect(w.status).toBe(201);
+  const ids: Record<string, string> = { trigger: w.body.steps[0].id };
+  for (const [name, s] of Object.entries(steps)) {
+    const r = await api('POST', `/workflows/${w.body.id}/steps`, { type: s.type, name, config: s.config ?? {} });
+    expect([r.status, r.body]).toEqual([201, expect.anything()]);
+    ids[name] = r.body.id;
+  }
+  for (const [from, to, label] of edges) {
+    const r = await api('POST', `/workflows/${w.body.id}/transitions`, {
+      fromStepId: ids[from],
+      toStepId: ids[to],
+      ...label,
+    });
+    expect([r.status, r.body]).toEqual([201, expect.anything()]);
+  }
+  if (opts.enable !== false) {
+    const e = await api('PATCH', `/workflows/${w.body.id}`, { enabled: true });
+    expect([e.status, e.body.enabled]).toEqual([200, true]);
+  }
+  return { id: w.body.id, trigger: ids.trigger, steps: ids };
+}
+
+const send = (subject: string) => ({
+  type: 'SEND_EMAIL',
+  config: { subject, body: `<p>${subject} {{plan ?? "none"}}</p>`, from: `flows@${domain}` },
+});
+
+async function executions(workflowId: string, status?: string) {
+  const r = await api('GET', `/workflows/${workflowId}/executions${status ? `?status=${status}` : ''}`);
+  expect(r.status).toBe(200);
+  return r.body.data as { id: string; status: string; contactId: string; error?: string }[];
+}
+
+/** The only execution of a workflow once it has reached one of `statuses`. */
+async function settled(workflowId: string, statuses = ['COMPLETED', 'EXITED', 'FAILED'], timeoutMs = 15_000) {
+  return eventually(
+    async () => {
+      const list = await executions(workflowId);
+      return list.length === 1 && statuses.includes(list[0].status) ? list[0] : undefined;
+    },
+    timeoutMs,
+    `execution in ${statuses.join('|')}`,
+  );
+}
+
+const stepStatuses = async (workflowId: string, executionId: string) => {
+  const r = await api('GET', `/workflows/${workflowId}/executions/${executionId}`);
+  expect(r.status).toBe(200);
+  return r.body.steps as { stepId: string; stepType: string; status: string; output?: any; error?: string }[];
+};
+
+describe('workflows API', () => {
+  test('create answers triggerType EVENT, disabled, with its TRIGGER step; list and get show it', async () => {
+    const name = uniqueEvent('signup');
+    const w = await api('POST', '/workflows', { name: 'Welcome', description: 'd', eventName: name });
+    expect(w.status).toBe(201);
+    expect(w.body).toMatchObject({
+      name: 'Welcome',
+      description: 'd',
+      triggerType: 'EVENT',
+      triggerConfig: { eventName: name },
+      enabled: false,
+      allowReentry: false,
+      steps: [{ type: 'TRIGGER' }],
+      transitions: [],
+    });
+    const got = await api('GET', `/workflows/${w.body.id}`);
+    expect(got.body.id).toBe(w.body.id);
+    const list = await api('GET', '/workflows?pageSize=100');
+    expect(list.body.data.map((x: { id: string }) => x.id)).toContain(w.body.id);
+    expect(list.body).toMatchObject({ page: 1, pageSize: 100 });
+  });
+
+  test('bad input is 4xx and changes nothing: body, step config, transition labels, unknown ids', async () => {
+    expectEnvelope(await api('POST', '/workflows', { name: 'x' }), 422, 'VALIDATION_ERROR');
+    expectEnvelope(await api('POST', '/workflows', { name: 'x', eventName: 'e', bogus: 1 }), 422, 'VALIDATION_ERROR');
+    const w = await build(uniqueEvent('bad'), { wait: { type: 'DELAY', config: { amount: 1, unit: 'seconds' } } }, [], {
+      enable: false,
+    });
+    const bad = await api('POST', `/workflows/${w.id}/steps`, { type: 'DELAY', config: { amount: -1, unit: 'weeks' } });
+    expectEnvelope(bad, 422, 'VALIDATION_ERROR');
+    expect(bad.body.error.errors.map((e: { field: string }) => e.field)).toEqual(
+      expect.arrayContaining(['config.amount', 'config.unit']),
+    );
+    expectEnvelope(
+      await api('POST', `/workflows/${w.id}/steps`, { type: 'TRIGGER', config: {} }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(
+      await api('POST', `/workflows/${w.id}/steps`, { type: 'SEND_EMAIL', config: { subject: 'only' } }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(
+      await api('POST', `/workflows/${w.id}/steps`, {
+        type: 'CONDITION',
+        config: { condition: { logic: 'AND', groups: [{ filters: [{ field: 'data.x', operator: 'sounds' }] }] } },
+      }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    const cond = await api('POST', `/workflows/${w.id}/steps`, {
+      type: 'CONDITION',
+      config: { condition: { groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] }] } },
+    });
+    expect(cond.status).toBe(201);
+    const noBranch = await api('POST', `/workflows/${w.id}/transitions`, {
+      fromStepId: cond.body.id,
+      toStepId: w.steps.wait,
+    });
+    expectEnvelope(noBranch, 422, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await api('POST', `/workflows/${w.id}/transitions`, { fromStepId: w.trigger, toStepId: w.trigger }),
+      422,
+      'VALIDATION_ERROR',
+    );
+    expectEnvelope(await api('GET', '/workflows/00000000-0000-4000-8000-000000000000'), 404, 'WORKFLOW_NOT_FOUND');
+    expectEnvelope(await api('GET', '/workflows/not-a-uuid'), 404, 'WORKFLOW_NOT_FOUND');
+    const after = await api('GET', `/workflows/${w.id}`);
+    expect(after.body.steps).toHaveLength(3);
+    expect(after.body.transitions).toHaveLength(0);
+    // Another project cannot see it.
+    const other = await newTenant();
+    expect((await call('GET', `/workflows/${w.id}`, undefined, { key: other.secretKey })).status).toBe(404);
+  });
+
+  test('enabling refuses graphs that cannot run, with a 422 naming the step', async () => {
+    const unreachable = await build(uniqueEvent('g1'), { a: send('a'), lost: { type: 'EXIT' } }, [['trigger', 'a']], {
+      enable: false,
+    });
+    let r = await api('PATCH', `/workflows/${unreachable.id}`, { enabled: true });
+    expectEnvelope(r, 422, 'VALIDATION_ERROR');
+    expect(r.body.error.message).toContain('"lost"');
+    expect(r.body.error.message).toContain('not reachable');
+
+    const cond = {
+      type: 'CONDITION',
+      config: { condition: { groups: [{ filters: [{ field: 'subscribed', operator: 'equals', value: true }] }] } },
+    };
+    const oneBranch = await build(
+      uniqueEvent('g2'),
+      { check: cond, a: send('a') },
+      [
+        ['trigger', 'check'],
+        ['check', 'a', { branch: 'yes' }],
+      ],
+      { enable: false },
+    );
+    r = await api('PATCH', `/workflows/${oneBranch.id}`, { enabled: true });
+    expectEnvelope(r, 422, 'VALIDATION_ERROR');
+    expect(r.body.error.message).toContain('"check"');
+
+    const loop = await build(
+      uniqueEvent('g3'),
+      { a: send('a'), b: send('b') },
+      [
+        ['trigger', 'a'],
+        ['a', 'b'],
+        ['b', 'a'],
+      ],
+      { enable: false },
+    );
+    r = await api('PATCH', `/workflows/${loop.id}`, { enabled: true });
+    expectEnvelope(r, 422, 'VALIDATION_ERROR');
+    expect(r.body.error.message).toContain('cycle');
+    expect((await api('GET', `/workflows/${loop.id}`)).body.enabled).toBe(false);
+
+    const empty = await build(uniqueEvent('g4'), {}, [], { enable: false });
+    expectEnvelope(await api('PATCH', `/workflows/${empty.id}`, { enabled: true }), 422, 'VALIDATION_ERROR');
+  });
+});
+
+describe('workflow engine', () => {
+  test('a tracked event starts the workflow once and the SEND_EMAIL step delivers the mail', async () => {
+    const ev = uniqueEvent('purchase');
+    const w = await build(ev, { mail: send('Thanks'), done: { type: 'EXIT' } }, [
+      ['trigger', 'mail'],
+      ['mail', 'done'],
+    ]);
+    const to = uniqueEmail('wf');
+    expect((await track(to, ev, { plan: 'gold' })).status).toBe(200);
+    const [mail] = await waitForMail(to);
+    expect(mail.parsed.subject).toBe('Thanks');
+    expect(mail.parsed.html).toContain('Thanks gold');
+    const e = await settled(w.id, ['EXITED']);
+    const steps = await stepStatuses(w.id, e.id);
+    expect(steps.map((s) => [s.stepType, s.status])).toEqual([
+      ['TRIGGER', 'COMPLETED'],
+      ['SEND_EMAIL', 'COMPLETED'],
+      ['EXIT', 'COMPLETED'],
+    ]);
+    expect(steps[1].output).toMatchObject({ status: 'queued', emailId: expect.any(String) });
+  });
+
+  test('CONDITION routes yes and no by contact data and by event data', async () => {
+    const ev = uniqueEvent('cond');
+    const condition = {
+      logic: 'OR',
+      groups: [
+        { filters: [{ field: 'data.tier', operator: 'equals', value: 'vip' }] },
+        { filters: [{ field: 'event.data.amount', operator: 'greaterThan', value: 100 }] },
+      ],
+    };
+    const w = await build(
+      ev,
+      { check: { type: 'CONDITION', config: { condition } }, yes: send('YES'), no: send('NO') },
+      [
+        ['trigger', 'check'],
+        ['check', 'yes', { branch: 'yes' }],
+        ['check', 'no', { condition: { branch: 'no' } } as never],
+      ],
+      { allowReentry: true },
+    );
+    const vip = uniqueEmail('vip');
+    const big = uniqueEmail('big');
+    const small = uniqueEmail('small');
+    await track(vip, ev, { tier: 'vip', amount: 1 });
+    await track(big, ev, { amount: 500 });
+    await track(small, ev, { amount: 5 });
+    expect((await waitForMail(vip))[0].parsed.subject).toBe('YES');
+    expect((await waitForMail(big))[0].parsed.subject).toBe('YES');
+    expect((await waitForMail(small))[0].parsed.subject).toBe('NO');
+    void w;
+  });
+
+  test('DELAY waits its time, then the next step runs', async () => {
+    const ev = uniqueEvent('delay');
+    const w = await build(
+      ev,
+      { wait: { type: 'DELAY', config: { amount: 2, unit: 'seconds' } }, mail: send('Later') },
+      [
+        ['trigger', 'wait'],
+        ['wait', 'mail'],
+      ],
+    );
+    const to = uniqueEmail('delay');
+    const started = Date.now();
+    await track(to, ev);
+    const waiting = await settled(w.id, ['WAITING']);
+    expect(waiting).toMatchObject({ status: 'WAITING' });
+    await waitForMail(to);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    await settled(w.id, ['COMPLETED']);
+  });
+
+  test('WAIT_FOR_EVENT resumes on the awaited event of that contact, or follows TIMEOUT', async () => {
+    const ev = uniqueEvent('cart');
+    const paid = uniqueEvent('paid');
+    const w = await build(
+      ev,
+      {
+        wait: { type: 'WAIT_FOR_EVENT', config: { eventName: paid, timeout: { amount: 3, unit: 'seconds' } } },
+        thanks: send('Paid {{context.ref}}'),
+        nudge: send('Reminder'),
+      },
+      [
+        ['trigger', 'wait'],
+        ['wait', 'thanks', { waitOutcome: 'EVENT' }],
+        ['wait', 'nudge', { waitOutcome: 'TIMEOUT' }],
+      ],
+      { allowReentry: true },
+    );
+    const payer = uniqueEmail('payer');
+    const idle = uniqueEmail('idle');
+    await track(payer, ev);
+    await track(idle, ev);
+    await eventually(async () => ((await executions(w.id, 'WAITING')).length === 2 ? true : undefined));
+    await track(uniqueEmail('someone-else'), paid); // another contact's event resumes nothing
+    await track(payer, paid, { ref: 'R1' });
+    expect((await waitForMail(payer))[0].parsed.subject).toBe('Paid R1');
+    expect((await waitForMail(idle))[0].parsed.subject).toBe('Reminder');
+    const list = await executions(w.id);
+    const done = await eventually(async () => {
+      const l = await executions(w.id);
+      return l.filter((e) => e.status === 'COMPLETED').length === 2 ? l : undefined;
+    });
+    expect(done).toHaveLength(2);
+    void list;
+  });
+
+  test('UPDATE_CONTACT patches data and unsubscribes', async () => {
+    const ev = uniqueEvent('upd');
+    const w = await build(
+      ev,
+      { upd: { type: 'UPDATE_CONTACT', config: { data: { stage: 'onboarded' }, subscribed: false } } },
+      [['trigger', 'upd']],
+    );
+    const to = uniqueEmail('upd');
+    const tracked = await track(to, ev, { keep: 'me' });
+    await settled(w.id, ['COMPLETED']);
+    const c = await api('GET', `/contacts/${tracked.body.data?.contact ?? ''}`);
+    const contact =
+      c.status === 200 ? c.body : (await api('GET', `/contacts?search=${encodeURIComponent(to)}`)).body.data?.[0];
+    const byId = await api('GET', `/contacts/${contact.id}`);
+    expect(byId.body).toMatchObject({ subscribed: false, data: { stage: 'onboarded', keep: 'me' } });
+  });
+
+  test('manual start, re-entry rules, cancel one and cancel-all; structural edits refused while active', async () => {
+    const w = await build(uniqueEvent('manual'), { wait: { type: 'DELAY', config: { amount: 1, unit: 'hours' } } }, [
+      ['trigger', 'wait'],
+    ]);
+    const a = uniqueEmail('ma');
+    const b = uniqueEmail('mb');
+    for (const email of [a, b]) await call('POST', '/contacts', { email }, { key: t.secretKey });
+    const first = await api('POST', `/workflows/${w.id}/executions`, { email: a, context: { source: 'test' } });
+    expect(first.status).toBe(201);
+    expect(first.body.context).toEqual({ source: 'test' });
+    expectEnvelope(await api('POST', `/workflows/${w.id}/executions`, { email: a }), 409, 'CONFLICT');
+    expectEnvelope(
+      await api('POST', `/workflows/${w.id}/executions`, { email: 'nobody-here@example.com' }),
+      404,
+      'CONTACT_NOT_FOUND',
+    );
+    expectEnvelope(await api('POST', `/workflows/${w.id}/executions`, {}), 422, 'VALIDATION_ERROR');
+    await api('POST', `/workflows/${w.id}/executions`, { email: b });
+    await eventually(async () => ((await executions(w.id, 'WAITING')).length === 2 ? true : undefined));
+    const waiting = await api('GET', `/workflows/${w.id}/executions/${first.body.id}`);
+    expect(new Date(waiting.body.dueAt).getTime()).toBeGreaterThan(Date.now() + 3_000_000);
+
+    expectEnvelope(await api('POST', `/workflows/${w.id}/steps`, { type: 'EXIT', config: {} }), 409, 'CONFLICT');
+    expectEnvelope(await api('DELETE', `/workflows/${w.id}`), 409, 'CONFLICT');
+
+    const cancelled = await api('DELETE', `/workflows/${w.id}/executions/${first.body.id}`);
+    expect([cancelled.status, cancelled.body.status]).toEqual([200, 'CANCELLED']);
+    expectEnvelope(await api('DELETE', `/workflows/${w.id}/executions/${first.body.id}`), 409, 'CONFLICT');
+    // Without allowReentry a contact that ever had an execution is not enrolled again.
+    expectEnvelope(await api('POST', `/workflows/${w.id}/executions`, { email: a }), 409, 'CONFLICT');
+    const all = await api('POST', `/workflows/${w.id}/executions/cancel-all`);
+    expect(all.body).toEqual({ cancelled: 1 });
+    expect((await executions(w.id, 'CANCELLED')).length).toBe(2);
+    const exit = await api('POST', `/workflows/${w.id}/steps`, { type: 'EXIT', config: {} });
+    expect(exit.status).toBe(201);
+    await api('POST', `/workflows/${w.id}/transitions`, { fromStepId: w.steps.wait, toStepId: exit.body.id });
+
+    // With allowReentry: again once nothing is active.
+    await api('PATCH', `/workflows/${w.id}`, { allowReentry: true });
+    expect((await api('POST', `/workflows/${w.id}/executions`, { email: a })).status).toBe(201);
+    expectEnvelope(await api('POST', `/workflows/${w.id}/executions`, { email: a }), 409, 'CONFLICT');
+    await api('POST', `/workflows/${w.id}/executions/cancel-all`);
+    expect((await api('DELETE', `/workflows/${w.id}`)).status).toBe(204);
+  });
+});
+
+describe('WEBHOOK step', () => {
+  let server: Server;
+  let url: string;
+  const received: { headers: IncomingMessage['headers']; body: string; path: string }[] = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        received.push({ headers: req.headers, body, path: req.url ?? '' });
+        res.statusCode = req.url?.startsWith('/fail') ? 500 : 200;
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  test('posts the documented payload signed with the project secret (HMAC-SHA256 over timestamp.body)', async () => {
+    const ev = uniqueEvent('hook');
+    const w = await build(
+      ev,
+      {
+        hook: {
+          type: 'WEBHOOK',
+          config: {
+            url: `${url}/ok`,
+            headers: { 'X-Team': 'growth' },
+            body: { greeting: 'Hi {{contact.email}}', plan: '{{event.data.plan}}' },
+          },
+        },
+      },
+      [['trigger', 'hook']],
+    );
+    const to = uniqueEmail('hook');
+    await track(to, ev, { plan: 'pro' });
+    const e = await settled(w.id, ['COMPLETED']);
+    const got = received.find((r) => r.path === '/ok' && r.body.includes(e.id))!;
+    expect(got).toBeDefined();
+    const secret = (await api('GET', '/workflows/webhook-secret')).body.secret;
+    const ts = String(got.headers['x-webhook-timestamp']);
+    const expected = `v1=${createHmac('sha256', secret).update(`${ts}.${got.body}`).digest('hex')}`;
+    expect(got.headers['x-webhook-signature']).toBe(expected);
+    expect(got.headers['x-team']).toBe('growth');
+    const payload = JSON.parse(got.body);
+    expect(payload).toMatchObject({
+      type: 'workflow.webhook',
+      workflow: { id: w.id },
+      execution: { id: e.id },
+      step: { id: w.steps.hook, name: 'hook' },
+      contact: { email: to },
+      event: { name: ev, data: { plan: 'pro' } },
+      data: { greeting: `Hi ${to}`, plan: 'pro' },
+    });
+  });
+
+  test('a receiver that keeps failing fails the step and the execution after the retries', async () => {
+    const ev = uniqueEvent('hookfail');
+    const w = await build(ev, { hook: { type: 'WEBHOOK', config: { url: `${url}/fail` } } }, [['trigger', 'hook']]);
+    await track(uniqueEmail('hookfail'), ev);
+    const e = await settled(w.id, ['FAILED']);
+    expect(e.error).toContain('500');
+    const steps = await stepStatuses(w.id, e.id);
+    expect(steps[1]).toMatchObject({ stepType: 'WEBHOOK', status: 'FAILED', output: { attempts: 3, status: 500 } });
+    expect(received.filter((r) => r.path === '/fail' && r.body.includes(e.id))).toHaveLength(3);
+  });
+});
