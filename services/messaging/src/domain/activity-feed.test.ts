@@ -11,7 +11,7 @@ const contactId = '11111111-1111-4111-8111-111111111111';
 const emailId = '22222222-2222-4222-8222-222222222222';
 
 describe('activity read model', () => {
-  test('a lifecycle message as the delivery path publishes it becomes an email.<type> row keyed by the bus message id', () => {
+  test("a lifecycle message as delivery publishes it: an email.<type> row keyed by the bus message's id", () => {
     const at = new Date('2026-01-02T03:04:05.000Z');
     const email = {
       id: emailId,

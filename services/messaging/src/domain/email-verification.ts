@@ -32,7 +32,10 @@ export interface EmailVerification {
   suggestion?: string;
 }
 
-/** The DNS answers verification needs: an absent name is an empty answer, a failed lookup (timeout, SERVFAIL) throws. */
+/**
+ * The DNS answers verification needs: an absent name is an empty answer, a failed lookup
+ * (timeout, SERVFAIL) throws.
+ */
 export interface DnsLookup {
   resolveMx(domain: string): Promise<string[]>;
   /** Whether the name has an A or AAAA record. */

@@ -14,13 +14,15 @@ describe('plain-text alternative', () => {
 
   test('images and the tracking pixel are skipped', () => {
     const html =
-      '<p>Hi<img src="https://ex.com/logo.png" alt="Logo"></p><img src="https://t.ex.com/o/1.gif" width="1" height="1" alt="">';
+      '<p>Hi<img src="https://ex.com/logo.png" alt="Logo"></p>' +
+      '<img src="https://t.ex.com/o/1.gif" width="1" height="1" alt="">';
     expect(htmlToPlainText(html)).toBe('Hi');
   });
 
   test('head, style and script content never leak into the text', () => {
     const html =
-      '<html><head><title>T</title><style>p{color:red}</style></head><body><script>x()</script><p>Body</p></body></html>';
+      '<html><head><title>T</title><style>p{color:red}</style></head>' +
+      '<body><script>x()</script><p>Body</p></body></html>';
     expect(htmlToPlainText(html)).toBe('Body');
   });
 

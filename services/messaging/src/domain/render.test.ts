@@ -75,7 +75,8 @@ describe('template language', () => {
       ],
     };
     const template =
-      '{% if vip %}VIP {% endif %}{% for i in items %}{{ i.name | upcase }}x{{ i.qty | times: 2 }}{% unless forloop.last %}, {% endunless %}{% endfor %}';
+      '{% if vip %}VIP {% endif %}{% for i in items %}{{ i.name | upcase }}x{{ i.qty | times: 2 }}' +
+      '{% unless forloop.last %}, {% endunless %}{% endfor %}';
     expect(await text(template, vars)).toBe('VIP Ax4, Bx6');
     expect(await text('{{ "2024-01-02" | date: "%Y" }} {{ list | join: "+" }}', { list: [1, 2] })).toBe('2024 1+2');
   });

@@ -80,7 +80,9 @@ export function unverifiedDomain(domain: string): AppError {
   return new AppError({
     code: 'INTERNAL_SERVER_ERROR',
     status: 403,
-    message: `The domain ${domain} is not verified. Add it under domains and publish its DNS records before sending from it.`,
+    message:
+      `The domain ${domain} is not verified. ` +
+      'Add it under domains and publish its DNS records before sending from it.',
     details: { reason: 'domain_not_verified', domain },
     suggestion:
       `Add ${domain} with POST /domains, publish the DNS records it answers, then check them with ` +

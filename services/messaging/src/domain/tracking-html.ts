@@ -27,7 +27,9 @@ export function addTracking(html: string, t: TrackingRewrite): string {
     const tracked = t.clickUrl(url);
     return tracked ? `${prefix}${quote}${escapeAttr(tracked)}${quote}` : whole;
   });
-  const pixel = `<img src="${escapeAttr(t.pixelUrl)}" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0" />`;
+  const pixel =
+    `<img src="${escapeAttr(t.pixelUrl)}" width="1" height="1" alt="" ` +
+    'style="display:block;width:1px;height:1px;border:0" />';
   const bodyEnd = rewritten.search(/<\/body\s*>/i);
   return bodyEnd >= 0 ? `${rewritten.slice(0, bodyEnd)}${pixel}${rewritten.slice(bodyEnd)}` : `${rewritten}${pixel}`;
 }

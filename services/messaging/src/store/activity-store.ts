@@ -90,7 +90,8 @@ export class ActivityStore {
 
   async countsByType(projectId: string, since: Date): Promise<{ type: string; count: number }[]> {
     const { rows } = await this.pool.query<{ type: string; count: number }>(
-      `SELECT type, count(*) FROM activity WHERE project_id = $1 AND occurred_at >= $2 GROUP BY type ORDER BY count(*) DESC, type`,
+      `SELECT type, count(*) FROM activity WHERE project_id = $1 AND occurred_at >= $2
+       GROUP BY type ORDER BY count(*) DESC, type`,
       [projectId, since],
     );
     return rows;

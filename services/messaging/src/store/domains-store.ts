@@ -26,7 +26,8 @@ export class DomainsStore {
   /** Null when the project already has this domain. */
   async insert(d: NewDomain): Promise<DomainRow | null> {
     const { rows } = await this.pool.query<DomainRow>(
-      `INSERT INTO domains (id, project_id, domain, verification_token, dkim_selector, dkim_private_key, dkim_public_key)
+      `INSERT INTO domains
+         (id, project_id, domain, verification_token, dkim_selector, dkim_private_key, dkim_public_key)
        VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (project_id, domain) DO NOTHING RETURNING *`,
       [d.id, d.project_id, d.domain, d.verification_token, d.dkim_selector, d.dkim_private_key, d.dkim_public_key],
     );

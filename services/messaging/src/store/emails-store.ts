@@ -173,7 +173,8 @@ export class EmailsStore {
 
   async suppress(tx: Queryable, projectId: string, email: string, reason: string, emailId: string): Promise<void> {
     await tx.query(
-      `INSERT INTO suppressions (project_id, email, reason, email_id) VALUES ($1, lower($2), $3, $4) ON CONFLICT DO NOTHING`,
+      `INSERT INTO suppressions (project_id, email, reason, email_id) VALUES ($1, lower($2), $3, $4)
+       ON CONFLICT DO NOTHING`,
       [projectId, email, reason, emailId],
     );
   }
@@ -233,7 +234,8 @@ export class EmailsStore {
     }
     if (o.bounced.length) {
       await tx.query(
-        `UPDATE emails e SET status = 'bounced', bounced_at = now(), locked_until = NULL, bounce_reason = d.reason, last_error = d.reason
+        `UPDATE emails e SET status = 'bounced', bounced_at = now(), locked_until = NULL,
+           bounce_reason = d.reason, last_error = d.reason
          FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND e.status = 'sending'`,
         [o.bounced.map((r) => r.id), o.bounced.map((r) => r.reason)],
       );
@@ -300,7 +302,8 @@ export class EmailsStore {
 
   async markComplained(tx: Queryable, id: string): Promise<boolean> {
     const { rowCount } = await tx.query(
-      `UPDATE emails SET status = 'complained', complained_at = coalesce(complained_at, now()) WHERE id = $1 AND status <> 'complained'`,
+      `UPDATE emails SET status = 'complained', complained_at = coalesce(complained_at, now())
+       WHERE id = $1 AND status <> 'complained'`,
       [id],
     );
     return rowCount === 1;
@@ -325,7 +328,10 @@ export class EmailsStore {
     return rows[0];
   }
 
-  /** Which of these email ids belong to one of these projects (GET /dev/mail shows a user only their projects' mail). */
+  /**
+   * Which of these email ids belong to one of these projects (GET /dev/mail shows a user only
+   * their projects' mail).
+   */
   async ownedBy(ids: string[], projectIds: string[]): Promise<Set<string>> {
     if (!ids.length || !projectIds.length) return new Set();
     const { rows } = await this.pool.query<{ id: string }>(

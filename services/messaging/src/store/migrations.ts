@@ -62,7 +62,8 @@ export const migrations: Migration[] = [
         template_id uuid,
         type text NOT NULL,
         message_id text NOT NULL,
-        status text NOT NULL CHECK (status IN ('queued', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'suppressed', 'failed')),
+        status text NOT NULL CHECK (status IN (
+          'queued', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'suppressed', 'failed')),
         attempts int NOT NULL DEFAULT 0,
         next_attempt_at timestamptz NOT NULL DEFAULT now(),
         locked_until timestamptz,

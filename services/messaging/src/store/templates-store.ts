@@ -38,7 +38,8 @@ export class TemplatesStore {
 
   async insert(id: string, projectId: string, t: TemplateFields): Promise<TemplateRow> {
     const { rows } = await this.pool.query<TemplateRow>(
-      `INSERT INTO templates (id, project_id, ${FIELDS.join(', ')}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
+      `INSERT INTO templates (id, project_id, ${FIELDS.join(', ')})
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
       [id, projectId, ...FIELDS.map((f) => t[f])],
     );
     return rows[0];
@@ -56,7 +57,8 @@ export class TemplatesStore {
     const keys = FIELDS.filter((f) => patch[f] !== undefined);
     const sets = keys.map((k, i) => `${k} = $${i + 3}`);
     const { rows } = await this.pool.query<TemplateRow>(
-      `UPDATE templates SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE project_id = $1 AND id = $2 RETURNING *`,
+      `UPDATE templates SET ${[...sets, 'updated_at = now()'].join(', ')}
+       WHERE project_id = $1 AND id = $2 RETURNING *`,
       [projectId, id, ...keys.map((k) => patch[k])],
     );
     return rows[0] ?? null;
