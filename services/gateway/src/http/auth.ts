@@ -19,7 +19,7 @@ export type KeyKind = 'secret' | 'public';
 
 const WRONG_KIND: Record<KeyKind, string> = {
   secret: 'This endpoint requires a secret key (sk_*). Public keys (pk_*) are only accepted by /v1/track.',
-  public: 'This endpoint requires a public key (pk_*). Secret keys (sk_*) must not be used here.',
+  public: 'This endpoint requires a public (pk_*) or secret (sk_*) key.',
 };
 
 function bearer(req: Request): string | null {
@@ -49,8 +49,13 @@ export class Authenticator {
     return found;
   }
 
-  /** API-key routes: the project comes from the key, and the key type must match the route. */
+  /**
+   * API-key routes: the project comes from the key, and the key type must match the route.
+   * `public` routes (/v1/track) take the secret key too (DESIGN.md): server-side clients such as
+   * Plunk's Node library hold only the secret key; a public key never opens a secret route.
+   */
   key(kind: KeyKind): RequestHandler {
+    const accepts = (k: KeyKind) => k === kind || (kind === 'public' && k === 'secret');
     return async (req, _res, next) => {
       const key = bearer(req);
       if (key === null)
@@ -61,9 +66,9 @@ export class Authenticator {
           'Malformed Authorization header. Send "Authorization: Bearer <API_KEY>".',
         );
       const keyKind = key.startsWith('sk_') ? 'secret' : key.startsWith('pk_') ? 'public' : null;
-      if (keyKind && keyKind !== kind) throw unauthorized('INVALID_API_KEY', WRONG_KIND[kind]);
+      if (keyKind && !accepts(keyKind)) throw unauthorized('INVALID_API_KEY', WRONG_KIND[kind]);
       const found = await this.resolve(key);
-      if (found.kind !== kind) throw unauthorized('INVALID_API_KEY', WRONG_KIND[kind]);
+      if (!accepts(found.kind)) throw unauthorized('INVALID_API_KEY', WRONG_KIND[kind]);
       if (found.disabled) throw forbidden('This project is disabled', 'PROJECT_DISABLED');
       req.projectId = found.projectId;
       next();
