@@ -11,9 +11,9 @@ export interface FilterReference {
 }
 
 /**
- * A contact field (`email`, ..., `data.<path>`) is referenced by filters on it or on a path below it; an event
- * name by `event.<name>` filters, and an `email.<activity>` name also by the `email.<activity>` filters that read
- * the same lifecycle. Exactly one of the two must be given (400 otherwise).
+ * A contact field (`email`, ..., `data.<path>`) is referenced by filters on it, a data path also by filters on paths
+ * below it; an event name by `event.<name>` filters, and an `email.<activity>` name also by the `email.<activity>`
+ * filters that read the same lifecycle. Exactly one of the two must be given (400 otherwise).
  */
 export function filterReference(ref: { field?: string; eventName?: string }): FilterReference {
   const given = [ref.field, ref.eventName].filter((v) => v !== undefined);
@@ -21,6 +21,7 @@ export function filterReference(ref: { field?: string; eventName?: string }): Fi
   const value = given[0] as string;
   if (value.trim() === '' || value.length > MAX_REFERENCE_LENGTH)
     throw badRequest(`A field or event name is 1 to ${MAX_REFERENCE_LENGTH} characters`);
-  if (ref.field !== undefined) return { exact: [value], prefix: `${value}.` };
+  // Only custom data nests: `email.open` is an email activity, not a path below the standard field `email`.
+  if (ref.field !== undefined) return { exact: [value], prefix: value.startsWith('data.') ? `${value}.` : null };
   return { exact: value.startsWith('email.') ? [`event.${value}`, value] : [`event.${value}`], prefix: null };
 }
