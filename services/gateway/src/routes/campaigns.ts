@@ -1,9 +1,10 @@
-import { toJson } from '@bufbuild/protobuf';
+import { fromJson, type JsonValue, toJson } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
 import { badRequest } from '@svc/lib/errors';
 import {
   type Campaign,
+  type CampaignFields,
   CampaignFieldsSchema,
   type CampaignsService,
   type CampaignStats,
@@ -12,7 +13,7 @@ import { Router, type Request } from 'express';
 import { objectBody, stringField } from '../http/body.js';
 import { wrapped } from '../http/envelope.js';
 import type { KeyGuards } from '../http/guards.js';
-import { messageFromJson } from '../http/json-message.js';
+import { isJsonObject, messageFromJson } from '../http/json-message.js';
 import { stringParam } from '../http/query.js';
 import { iso } from './identity-json.js';
 
@@ -69,17 +70,19 @@ export const campaignStatsJson = (s: CampaignStats) => ({
 /** What send and cancel answer about the campaign (SPEC.md: id, name, status, scheduledFor). */
 const moveJson = (c: Campaign) => ({ id: c.id, name: c.name, status: c.status, scheduledFor: iso(c.scheduledFor) });
 
-/** JSON null clears a text field or leaves an audience field unset; the service applies the audience rule. */
-const campaignFields = (body: unknown) =>
-  messageFromJson(CampaignFieldsSchema, body, {
-    nulls: {
-      description: 'empty',
-      fromName: 'empty',
-      replyTo: 'empty',
-      segmentId: 'absent',
-      audienceCondition: 'absent',
-    },
+/**
+ * JSON null clears a text field or leaves an audience field unset; the service applies the audience
+ * rule. The filter tree travels as a google.protobuf.Value built from the JSON as sent.
+ */
+function campaignFields(body: unknown): CampaignFields {
+  const { audienceCondition, ...rest } = isJsonObject(body) ? body : {};
+  const fields = messageFromJson(CampaignFieldsSchema, rest, {
+    nulls: { description: 'empty', fromName: 'empty', replyTo: 'empty', segmentId: 'absent' },
   });
+  if (audienceCondition !== undefined && audienceCondition !== null)
+    fields.audienceCondition = fromJson(ValueSchema, audienceCondition as JsonValue);
+  return fields;
+}
 
 /** `scheduledFor`: a date string (the service parses it), an epoch in milliseconds, or null/absent for now. */
 function scheduledFor(body: Record<string, unknown>): string | undefined {
