@@ -324,9 +324,8 @@ const isEnvelope = (body: any, status: number) =>
 
 /** One request; a description of what went wrong, or null. */
 async function probe(route: Route, t: Tenant, s: Sample): Promise<string | null> {
-  const what =
-    `${route.method} ${s.url.slice(0, 200)} ${JSON.stringify(s.headers)} ` +
-    `body=${(s.body ?? '').slice(0, 200)}`;
+  const sent = (s.body ?? '').slice(0, 200);
+  const what = `${route.method} ${s.url.slice(0, 200)} ${JSON.stringify(s.headers)} body=${sent}`;
   let res: Response;
   try {
     res = await fetch(`${platform.gatewayUrl}${s.url}`, {

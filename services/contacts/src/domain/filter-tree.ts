@@ -266,9 +266,8 @@ export function parseFilterTree(input: unknown, fieldPrefix = 'condition'): Filt
   // Counted on the raw input too, so the schema never walks a tree of a million empty groups.
   const { groups, filters } = countNodes(input);
   if (filters > MAX_FILTERS || groups > MAX_GROUPS) {
-    const message =
-      `A filter tree holds at most ${MAX_FILTERS} filters and ${MAX_GROUPS} groups ` +
-      `(got ${filters} and ${groups})`;
+    const limits = `at most ${MAX_FILTERS} filters and ${MAX_GROUPS} groups`;
+    const message = `A filter tree holds ${limits} (got ${filters} and ${groups})`;
     throw validationError([{ field: at(''), message, code: 'too_big' }]);
   }
   const result = treeSchema.safeParse(input);
