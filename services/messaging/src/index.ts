@@ -10,6 +10,7 @@ import { createSmtpTransport } from './delivery/smtp-transport.js';
 import { ActivityFeed } from './domain/activity-feed.js';
 import { DevMail } from './domain/dev-mail.js';
 import { EmailBatches } from './domain/email-batch.js';
+import { EmailTimeseries } from './domain/email-timeseries.js';
 import { createDnsResolver } from './domain/dns-resolver.js';
 import { ProviderWebhooks } from './domain/provider-webhooks.js';
 import { createRenderer } from './domain/render.js';
@@ -29,6 +30,7 @@ import { SendAttachmentsStore } from './store/send-attachments-store.js';
 import { SendRecordsStore } from './store/send-records-store.js';
 import { settingOnce } from './store/settings-store.js';
 import { TemplatesStore } from './store/templates-store.js';
+import { TimeseriesStore } from './store/timeseries-store.js';
 import { DeliveryWorker } from './workers/delivery-worker.js';
 import { startDomainChecker } from './workers/domain-checker.js';
 import { startSendRecordsCleanup } from './workers/send-records-cleanup.js';
@@ -98,6 +100,7 @@ export async function startMessaging(
       tracking: new Tracking(db.pool, emailsStore, tokens, contacts),
       webhooks: new ProviderWebhooks(db.pool, emailsStore),
       activity,
+      timeseries: new EmailTimeseries(new TimeseriesStore(db.pool)),
       dns,
       devMail: opts.embedded && devSink ? new DevMail(devSink, emailsStore) : undefined,
     }),
