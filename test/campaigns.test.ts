@@ -297,7 +297,7 @@ describe('sending', () => {
     expect(again.body.error.message).toContain('DRAFT');
   });
 
-  test('a SENT campaign cannot be edited, sent or cancelled (409 naming SENT); it can be duplicated and deleted', async () => {
+  test('a SENT campaign cannot be edited, sent or cancelled (409 naming SENT); duplicate and delete work', async () => {
     const { id } = await sendAndWait({ audienceType: 'FILTERED', audienceCondition: planIs('nobody') });
     for (const [method, path, body] of [
       ['PUT', '', { name: 'x' }],
