@@ -26,6 +26,7 @@ import { workflowsRouter } from './routes/workflows.js';
 import { trackingRouter, webhooksRouter } from './routes/tracking.js';
 import { usageRouter } from './routes/usage.js';
 import { identityRouter } from './routes/identity.js';
+import { landingRouter } from './routes/landing.js';
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -57,6 +58,7 @@ export function createApp(deps: GatewayDeps) {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', readyz(deps.readiness));
+  app.use(landingRouter(deps.embedded));
   app.get('/config', (_req, res) => {
     res.json({
       signupEnabled: !config.signupDisabled,

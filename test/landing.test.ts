@@ -1,0 +1,24 @@
+import { readFileSync } from 'node:fs';
+import { platform } from './support/client.js';
+
+const version = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+
+describe('GET / and GET /healthz', () => {
+  test('a browser gets a small page naming the version; an API client gets JSON', async () => {
+    const page = await fetch(`${platform.gatewayUrl}/`, { headers: { accept: 'text/html' } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    const html = await page.text();
+    expect(html).toContain(`Email engagement platform ${version}`);
+    expect(html).toContain('/healthz');
+
+    const api = await fetch(`${platform.gatewayUrl}/`, { headers: { accept: 'application/json' } });
+    expect(await api.json()).toMatchObject({ version, api: { send: 'POST /v1/send' }, links: { health: '/healthz' } });
+  });
+
+  test('/healthz answers ok without a key', async () => {
+    const res = await fetch(`${platform.gatewayUrl}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+});
