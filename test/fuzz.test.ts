@@ -105,6 +105,9 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/activity/recent-count', auth: 'secret', query: ['minutes'] },
   { method: 'GET', path: '/activity/types', auth: 'secret' },
   { method: 'GET', path: '/activity/upcoming', auth: 'secret' },
+  // analytics
+  { method: 'GET', path: '/analytics/timeseries', auth: 'secret', query: ['from', 'to', 'interval'] },
+  { method: 'GET', path: '/analytics/top-events', auth: 'secret', query: ['limit', 'days'] },
   // mail links and provider webhooks
   { method: 'GET', path: '/t/o/:p', auth: 'none', html: true },
   { method: 'GET', path: '/t/c/:p', auth: 'none', html: true },
