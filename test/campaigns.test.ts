@@ -1,4 +1,4 @@
-import { call, eventually, expectEnvelope, newTenant, uniqueEmail, type Tenant } from './support/client.js';
+import { call, eventually, expectEnvelope, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
 import { receivedMail, verifiedDomain, waitForMail } from './support/messaging.js';
 
 // Campaigns through the gateway, delivered to the tests' SMTP sink: audiences, states, counters.
@@ -334,6 +334,54 @@ describe('sending', () => {
     expect((await c('GET', `/campaigns/${x.id}/stats`)).body).toMatchObject({ sent: 0, queued: 0 });
   });
 
+  test('counters: opens and clicks unique per recipient, bounces, deliveries; rates in stats', async () => {
+    const plan = `counters${Date.now().toString(36)}`;
+    const [one, two, gone] = [uniqueEmail('one'), uniqueEmail('two'), uniqueEmail('bounce')];
+    for (const e of [one, two, gone]) await contact(e, { plan });
+    const { id } = await sendAndWait({
+      audienceType: 'FILTERED',
+      audienceCondition: planIs(plan),
+      body: '<p>Hi</p><a href="https://example.org/offer">Offer</a>',
+    });
+    const [m1] = await waitForMail(one);
+    const [m2] = await waitForMail(two);
+    const links = (html: string) => ({
+      pixel: /<img src="([^"]+\/t\/o\/[^"]+)"/.exec(html)![1],
+      click: [...html.matchAll(/href="([^"]+\/t\/c\/[^"]+)"/g)][0][1].replace(/&amp;/g, '&'),
+    });
+    const l1 = links(String(m1.parsed.html));
+    const l2 = links(String(m2.parsed.html));
+    for (const url of [l1.pixel, l1.pixel, l2.pixel, l1.click, l1.click]) {
+      expect((await fetch(url, { redirect: 'manual' })).status).toBeLessThan(400);
+    }
+    const hook = await call(
+      'POST',
+      '/webhooks/generic',
+      { type: 'delivery', messageId: m1.parsed.messageId },
+      { headers: { 'x-webhook-secret': platform.env.WEBHOOK_SECRET } },
+    );
+    expect(hook.body.processed).toBe(1);
+    const stats = await eventually(
+      async () => {
+        const s = (await c('GET', `/campaigns/${id}/stats`)).body;
+        return s.sent === 2 && s.opened === 2 && s.clicked === 1 && s.bounced === 1 && s.delivered === 1
+          ? s
+          : undefined;
+      },
+      20_000,
+      'counters',
+    );
+    expect(stats).toMatchObject({ totalRecipients: 3, openRate: 100, clickRate: 50, deliveryRate: 50 });
+    expect(stats.bounceRate).toBeCloseTo(33.33, 2);
+    expect((await c('GET', `/campaigns/${id}`)).body).toMatchObject({
+      sentCount: 2,
+      deliveredCount: 1,
+      openedCount: 2,
+      clickedCount: 1,
+      bouncedCount: 1,
+    });
+  });
+
   test('analytics: top campaigns by a metric, per-campaign stats with rates', async () => {
     const top = await c('GET', '/analytics/top-campaigns?metric=sent&limit=3');
     expect(top.status).toBe(200);
@@ -345,8 +393,11 @@ describe('sending', () => {
     expectEnvelope(await c('GET', '/analytics/top-campaigns?metric=revenue'), 400, 'BAD_REQUEST');
     const stats = await c('GET', '/analytics/campaign-stats?pageSize=50');
     expect(stats.body).toMatchObject({ page: 1, pageSize: 50 });
-    const row = stats.body.data.find((s: { sent: number }) => s.sent > 0);
-    expect(row).toMatchObject({ openRate: 0, clickRate: 0, status: 'SENT' });
+    // Newest send first: the counters test's campaign, with its rates.
+    expect(stats.body.data[0]).toMatchObject({ opened: 2, clicked: 1, openRate: 100, clickRate: 50, status: 'SENT' });
+    const opened = await c('GET', '/analytics/top-campaigns');
+    expect(opened.body.metric).toBe('opened');
+    expect(opened.body.data[0].campaignId).toBe(stats.body.data[0].campaignId);
     expect(stats.body.data.every((s: { sentAt: string | null }) => s.sentAt !== null)).toBe(true);
   });
 });
