@@ -82,9 +82,36 @@ async function startEmbeddedPostgres(config: Config, logger: Logger): Promise<{ 
   return { url: `postgres://postgres:postgres@127.0.0.1:${config.embeddedPgPort}/platform`, stop: () => pg.stop() };
 }
 
+/** `scheme://host:port/path` of a URL, without user or password. */
+function withoutCredentials(url: string | undefined): string {
+  if (!url) return 'not set';
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return 'set (not a URL)';
+  }
+}
+
+/** What a newcomer needs after `npm start`: where the API is, where mail goes, where data lives. */
+function banner(gatewayUrl: string, config: Config, embedded: boolean, bus: Bus): string {
+  const lines = [`Platform ready (${embedded ? 'embedded' : 'distributed'} mode): ${gatewayUrl}`];
+  if (embedded) {
+    lines.push(`  Mail viewer:  ${gatewayUrl}/dev/mail`, `  Data folder:  ${path.resolve(config.dataDir)}`);
+  } else {
+    lines.push(
+      `  PostgreSQL:   ${withoutCredentials(config.databaseUrl)}`,
+      `  NATS:         ${withoutCredentials(config.natsUrl)} (${bus.connected() ? 'connected' : 'not reached yet; retrying'})`,
+      `  Redis:        ${withoutCredentials(config.redisUrl)}`,
+    );
+  }
+  lines.push('  Stop with Ctrl-C.');
+  return `\n${lines.join('\n')}\n\n`;
+}
+
 async function main(): Promise<void> {
   const config = loadConfig(process.env, SERVICES);
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, {}, config.logFormat);
   installCrashPolicy(logger);
   const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));
   const services = await loadServices(chooseServices(requested));
@@ -123,14 +150,14 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'shutting down');
     for (const stop of stops.reverse()) await stop().catch((err) => logger.error({ err }, 'stop failed'));
+    logger.info({ signal }, 'stopped');
+    logger.flush();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
-  if (gatewayUrl) {
-    process.stdout.write(`\nPlatform ready (${embedded ? 'embedded' : 'distributed'} mode): ${gatewayUrl}\n\n`);
-  }
+  if (gatewayUrl) process.stdout.write(banner(gatewayUrl, config, embedded, bus));
   logger.info({ services: names, embedded }, 'started');
 }
 

@@ -23,6 +23,9 @@ interface LogLine {
   traceId?: string;
   procedure?: string;
   subject?: string;
+  route?: string;
+  projectId?: string;
+  ms?: number;
 }
 
 const logName = (service: string) => `request-context-${service}`;
@@ -118,8 +121,15 @@ test('a /v1/track request id and trace id reach the contacts RPC log and the mes
   expect(consumed.traceId).toBe(traceId);
 
   // The gateway's own request line carries it too.
-  const gateway = await logged('gateway', 'the request line', (l) => l.msg === 'request' && l.requestId === requestId);
-  expect(gateway.traceId).toBe(traceId);
+  // The gateway's one info line per request: method, route, status, duration, request id, project.
+  const gateway = await logged(
+    'gateway',
+    'the request line',
+    (l) => l.route === '/v1/track' && l.requestId === requestId,
+  );
+  expect(gateway).toMatchObject({ level: 30, method: 'POST', status: 200, msg: 'POST /v1/track 200', traceId });
+  expect(gateway.projectId).toEqual(expect.any(String));
+  expect(gateway.ms).toEqual(expect.any(Number));
 });
 
 test('concurrent tracks committed together keep their own request ids on the bus', async () => {

@@ -34,6 +34,8 @@ const schema = z.object({
   NATS_URL: z.string().min(1).optional(),
   REDIS_URL: envUrl.optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // auto: human-readable lines when stdout is a terminal, JSON otherwise.
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
   // Read by the gateway (Idempotency-Key) and messaging (send records).
   IDEMPOTENCY_TTL_SECONDS: envPositiveInt.default(86400),
   // Read by identity (refuses signups) and the gateway (GET /config).
@@ -64,6 +66,7 @@ export interface Config {
   natsUrl?: string;
   redisUrl?: string;
   logLevel: Env['LOG_LEVEL'];
+  logFormat: Env['LOG_FORMAT'];
   idempotencyTtlSeconds: number;
   signupDisabled: boolean;
   busPrefix: string;
@@ -138,6 +141,7 @@ export function parseConfig(env: Record<string, string | undefined>, services: r
     natsUrl: e.NATS_URL,
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
     signupDisabled: e.SIGNUP_DISABLED,
     busPrefix: e.BUS_PREFIX,

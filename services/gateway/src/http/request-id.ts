@@ -23,9 +23,16 @@ export function requestId(logger: Logger): RequestHandler {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      runInContext(ctx, () =>
-        logger.debug({ method: req.method, path: req.path, status: res.statusCode, ms }, 'request'),
-      );
+      // One line per request; probes only at debug, so a cluster's health checks do not fill the log.
+      const probe = req.path === '/healthz' || req.path === '/readyz';
+      const line = {
+        method: req.method,
+        route: req.route?.path ?? req.path,
+        status: res.statusCode,
+        ms: Math.round(ms * 10) / 10,
+        ...(req.projectId ? { projectId: req.projectId } : {}),
+      };
+      runInContext(ctx, () => logger[probe ? 'debug' : 'info'](line, `${req.method} ${line.route} ${res.statusCode}`));
     });
     runInContext(ctx, next);
   };
