@@ -22,6 +22,7 @@ export interface CampaignStatsView {
   clickRate: number;
   deliveryRate: number;
   bounceRate: number;
+  lastError: string;
 }
 
 /** A percentage with two decimals; 0 when there is nothing to divide by. */
@@ -60,5 +61,6 @@ export function campaignStats(c: CampaignRow, counts?: RecipientCounts): Campaig
     clickRate: rate(clicked, sent),
     deliveryRate: rate(delivered, sent),
     bounceRate: rate(bounced, total),
+    lastError: c.last_error ?? '',
   };
 }

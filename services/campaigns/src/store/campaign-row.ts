@@ -18,12 +18,12 @@ export interface CampaignRow {
   segment_id: string | null;
   audience_condition: unknown | null;
   scheduled_for: Date | null;
-  total_recipients: string;
-  sent_count: string;
-  delivered_count: string;
-  opened_count: string;
-  clicked_count: string;
-  bounced_count: string;
+  total_recipients: number;
+  sent_count: number;
+  delivered_count: number;
+  opened_count: number;
+  clicked_count: number;
+  bounced_count: number;
   sent_at: Date | null;
   created_at: Date;
   updated_at: Date;

@@ -55,12 +55,12 @@ export class FanOutStore {
     return rows;
   }
 
-  /** Gives the campaign back to the scheduler, due again after `delayMs`. */
+  /** Gives the campaign back to the scheduler, due again after `delayMs`; `error` says why (none: the step worked). */
   async release(id: string, token: string, delayMs: number, error?: string): Promise<void> {
     await this.pool.query(
       `UPDATE campaigns SET lease_until = NULL, lease_token = NULL,
          run_at = now() + make_interval(secs => $3::double precision / 1000),
-         last_error = COALESCE($4, last_error)
+         last_error = $4
        WHERE id = $1 AND lease_token = $2 AND status = 'SENDING'`,
       [id, token, delayMs, error ?? null],
     );

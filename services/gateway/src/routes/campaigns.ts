@@ -65,6 +65,7 @@ export const campaignStatsJson = (s: CampaignStats) => ({
   clickRate: s.clickRate,
   deliveryRate: s.deliveryRate,
   bounceRate: s.bounceRate,
+  lastError: s.lastError || null,
 });
 
 /** What send and cancel answer about the campaign (SPEC.md: id, name, status, scheduledFor). */

@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import { createLogger } from '@svc/lib/logger';
+import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
+import { CampaignsStore } from '../store/campaigns-store.js';
+import { FanOutStore } from '../store/fan-out-store.js';
+import { migrations } from '../store/migrations.js';
+import { RecipientsStore } from '../store/recipients-store.js';
+import { FanOut } from './fan-out.js';
+import type { AudienceContact, ContactsPort, MessagingPort, QueueResult } from './ports.js';
+
+// The fan-out's crash safety on a real PostgreSQL with the service's own migrations. The contacts and
+// messaging services are stand-ins here that keep their contracts: contacts streams in id order after
+// `afterId`; messaging queues a dedupe key once and answers "duplicate" for it afterwards.
+
+const PROJECT = randomUUID();
+const logger = createLogger('silent');
+
+let db: TestDatabase;
+let campaigns: CampaignsStore;
+let fanOutStore: FanOutStore;
+let recipients: RecipientsStore;
+
+const people: AudienceContact[] = Array.from({ length: 25 }, (_, i) => ({
+  id: `00000000-0000-4000-8000-${String(i + 1).padStart(12, '0')}`,
+  email: `p${i}@example.com`,
+  subscribed: true,
+  data: { n: i },
+}));
+
+const contacts: ContactsPort = {
+  count: async () => people.length,
+  async *stream(_p, _c, _s, afterId) {
+    const rest = people.filter((p) => !afterId || p.id > afterId);
+    for (let i = 0; i < rest.length; i += 10) yield rest.slice(i, i + 10);
+  },
+  lookup: async () => null,
+};
+
+/** Messaging's QueueEmails contract; `crashAfterQueue` makes the next call fail after it queued (a lost answer). */
+class Messaging implements MessagingPort {
+  readonly queued = new Map<string, string>();
+  calls = 0;
+  crashAfterQueue = false;
+  senderVerified = async () => true;
+  async queue(_p: string, _c: unknown, rs: Parameters<MessagingPort['queue']>[2]): Promise<QueueResult[]> {
+    this.calls++;
+    const out = rs.map((r) => {
+      const first = this.queued.get(r.dedupeKey!);
+      if (first) return { contactId: r.contactId, emailId: first, status: 'duplicate', error: '' };
+      const emailId = randomUUID();
+      this.queued.set(r.dedupeKey!, emailId);
+      return { contactId: r.contactId, emailId, status: 'queued', error: '' };
+    });
+    if (this.crashAfterQueue) {
+      this.crashAfterQueue = false;
+      throw new Error('connection reset after the batch was queued');
+    }
+    return out;
+  }
+}
+
+async function newCampaign(): Promise<string> {
+  const id = randomUUID();
+  await campaigns.insert(id, PROJECT, {
+    name: 'c',
+    description: '',
+    subject: 's',
+    body: 'b',
+    from_email: 'a@x.test',
+    from_name: '',
+    reply_to: '',
+    type: 'MARKETING',
+    audience_type: 'ALL',
+    segment_id: null,
+    audience_condition: null,
+  });
+  await campaigns.sendNow(PROJECT, id);
+  return id;
+}
+
+const opts = { batchSize: 5, parallel: 1, window: 1000, sliceMs: 60_000 };
+const status = async (id: string) => (await campaigns.byId(id))!.status;
+/** Claims until `id` is leased (other tests' campaigns may be due too) and runs one slice. */
+async function slice(fanOut: FanOut, id: string, leaseSeconds = 30): Promise<void> {
+  for (const c of await fanOutStore.claim(10, leaseSeconds)) {
+    if (c.id === id) await fanOut.run(c);
+    else await fanOutStore.release(c.id, c.lease_token!, 0);
+  }
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('campaigns_fanout', migrations);
+  campaigns = new CampaignsStore(db.pool);
+  fanOutStore = new FanOutStore(db.pool);
+  recipients = new RecipientsStore(db.pool);
+});
+
+afterAll(async () => {
+  await db.drop();
+});
+
+describe('campaign fan-out', () => {
+  test('a batch whose answer is lost is handed over again without queueing anyone twice', async () => {
+    const id = await newCampaign();
+    const messaging = new Messaging();
+    const fanOut = new FanOut(fanOutStore, contacts, messaging, opts, logger);
+    messaging.crashAfterQueue = true;
+    await slice(fanOut, id); // snapshot, then the first batch fails after messaging queued it
+    expect(messaging.queued.size).toBe(5);
+    expect(await status(id)).toBe('SENDING');
+    await db.pool.query('UPDATE campaigns SET run_at = now() WHERE id = $1', [id]);
+    await slice(fanOut, id);
+    expect(await status(id)).toBe('SENT');
+    expect(messaging.queued.size).toBe(people.length);
+    const counts = (await recipients.counts([id])).get(id)!;
+    expect(counts).toMatchObject({ total: people.length, pending: 0, queued: people.length, failed: 0 });
+    expect((await campaigns.byId(id))!.total_recipients).toBe(people.length);
+  });
+
+  test('replicas never hold one campaign at once; a dead holder is taken over when its lease expires', async () => {
+    const id = await newCampaign();
+    const [a, b] = await Promise.all([fanOutStore.claim(10, 1), fanOutStore.claim(10, 1)]);
+    const holders = [a, b].filter((claimed) => claimed.some((c) => c.id === id));
+    expect(holders).toHaveLength(1);
+    const dead = holders[0].find((c) => c.id === id)!;
+    expect((await fanOutStore.claim(10, 1)).some((c) => c.id === id)).toBe(false);
+    await new Promise((r) => setTimeout(r, 1100)); // the lease (1 s) runs out: the holder is gone
+    const taken = (await fanOutStore.claim(10, 30)).find((c) => c.id === id)!;
+    expect(taken.lease_token).not.toBe(dead.lease_token);
+    // The old holder's writes are fenced off; the new holder's go through.
+    expect(await fanOutStore.addSnapshotBatch(id, dead.lease_token!, [], null, false)).toBe(false);
+    const messaging = new Messaging();
+    await new FanOut(fanOutStore, contacts, messaging, opts, logger).run(taken);
+    expect(await status(id)).toBe('SENT');
+    expect(messaging.queued.size).toBe(people.length);
+  });
+
+  test('a cancel stops the hand-over before the next batch; the pending recipients stay unsent', async () => {
+    const id = await newCampaign();
+    const messaging = new Messaging();
+    const fanOut = new FanOut(fanOutStore, contacts, messaging, { ...opts, window: 5 }, logger);
+    await slice(fanOut, id); // snapshot and one batch: the window (5) is then full
+    expect(messaging.queued.size).toBe(5);
+    expect((await campaigns.cancel(PROJECT, id))!.status).toBe('CANCELLED');
+    await db.pool.query(`UPDATE campaign_recipients SET sent_at = now() WHERE campaign_id = $1`, [id]);
+    expect(await fanOutStore.claim(10, 30)).not.toContainEqual(expect.objectContaining({ id }));
+    expect((await recipients.counts([id])).get(id)).toMatchObject({ queued: 5, pending: people.length - 5 });
+  });
+
+  test('a lifecycle step counts once per recipient however often it arrives', async () => {
+    const id = await newCampaign();
+    await slice(new FanOut(fanOutStore, contacts, new Messaging(), opts, logger), id);
+    const who = people[3].id;
+    expect(await recipients.mark(id, who, 'open', new Date())).toBe(true);
+    expect(await recipients.mark(id, who, 'open', new Date())).toBe(false);
+    await Promise.all([1, 2, 3].map(() => recipients.mark(id, who, 'click', new Date())));
+    await recipients.mark(id, randomUUID(), 'open', new Date()); // no such recipient: nothing
+    const row = (await campaigns.byId(id))!;
+    expect({ opened: row.opened_count, clicked: row.clicked_count }).toEqual({ opened: 1, clicked: 1 });
+  });
+});
