@@ -145,6 +145,9 @@ describe('campaign CRUD', () => {
       'body',
       'from',
     ]);
+    expectEnvelope(await c('POST', '/campaigns', [draft()]), 422, 'VALIDATION_ERROR');
+    expectEnvelope(await c('POST', '/campaigns', draft({ name: null })), 422, 'VALIDATION_ERROR');
+    expectEnvelope(await c('POST', '/campaigns', draft({ segmentId: 7 })), 422, 'VALIDATION_ERROR');
     expect(await total()).toBe(before);
 
     const x = await create();
@@ -162,6 +165,10 @@ describe('campaign CRUD', () => {
       expectEnvelope(await c('POST', `/campaigns/${id}/send`), 404, 'CAMPAIGN_NOT_FOUND');
       expectEnvelope(await c('POST', `/campaigns/${id}/cancel`), 404, 'CAMPAIGN_NOT_FOUND');
     }
+    for (const scheduledFor of [{}, true, [1], 'soon']) {
+      expectEnvelope(await c('POST', `/campaigns/${x.id}/send`, { scheduledFor }), 400, 'BAD_REQUEST');
+    }
+    expect(await status(x.id)).toBe('DRAFT');
     // Another project's campaign is no campaign of this one.
     const theirs = await call('GET', `/campaigns/${x.id}`, undefined, { key: other.secretKey });
     expectEnvelope(theirs, 404, 'CAMPAIGN_NOT_FOUND');
