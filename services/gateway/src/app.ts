@@ -82,7 +82,7 @@ export function createApp(deps: GatewayDeps) {
   app.use(workflowsRouter(clients.workflows, guards));
   app.use(trackingRouter(clients.messaging));
   app.use(webhooksRouter(clients.messaging, config.webhookSecret));
-  if (deps.embedded) app.use(devMailRouter(clients, auth));
+  if (deps.embedded) app.use(devMailRouter(clients, auth, deps.limiter, config));
 
   app.use(methodNotAllowed(app));
   app.use(routeNotFound);

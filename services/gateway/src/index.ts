@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { listen } from '@svc/lib/listen';
 import { MemoryIdempotencyStore, RedisIdempotencyStore } from '@svc/lib/idempotency-store';
 import { FailOpenRateLimiter, MemoryRateLimiter, RedisRateLimiter } from '@svc/lib/rate-limit';
@@ -13,6 +15,21 @@ import { type GatewayEnv, gatewayEnv } from './config.js';
 import { answerClientError } from './http/client-error.js';
 import { KeyCache } from './http/key-cache.js';
 import { serviceHealthCheck } from './http/readiness.js';
+
+/** DATA_DIR/session-secret, created (mode 0600) on the first embedded start. */
+export function embeddedSessionSecret(dataDir: string): string {
+  const file = path.resolve(dataDir, 'session-secret');
+  try {
+    const kept = readFileSync(file, 'utf8').trim();
+    if (kept.length >= 16) return kept;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const secret = randomBytes(32).toString('hex');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
+}
 
 export interface RunningGateway extends RunningService {
   url: string;
@@ -30,8 +47,11 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
   // Keys are prefixed per deployment (BUS_PREFIX), so deployments can share one Redis.
   const prefix = config.busPrefix;
   let sessionSecret = config.sessionSecret;
-  if (!sessionSecret) {
-    // Sessions then last as long as this process: fine for one embedded instance, not for replicas.
+  if (!sessionSecret && opts.embedded) {
+    // Embedded mode keeps a generated secret in its data folder: sessions (and the mail viewer) survive restarts.
+    sessionSecret = embeddedSessionSecret(config.dataDir);
+  } else if (!sessionSecret) {
+    // Sessions then last as long as this process: not for replicas.
     logger.warn('SESSION_SECRET is not set; using a random one for this process');
     sessionSecret = randomBytes(32).toString('hex');
   }

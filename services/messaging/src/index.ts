@@ -5,10 +5,13 @@ import { serviceModule } from '@svc/lib/services';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { type MessagingEnv, messagingEnv } from './config.js';
 import { contactsDirectory } from './contacts-rpc.js';
-import { startSmtpSink, type SmtpSink } from './delivery/smtp-sink.js';
+import { startSmtpSink, type SmtpSink, type SmtpSinkOptions } from './delivery/smtp-sink.js';
 import { createSmtpTransport } from './delivery/smtp-transport.js';
 import { ActivityFeed } from './domain/activity-feed.js';
 import { DevMail } from './domain/dev-mail.js';
+import { withDevMailRoutes } from './dev-mail-rpc.js';
+import { loadSandboxSender, SANDBOX_SENDER } from './domain/sandbox-sender.js';
+import { DevMailStore } from './store/dev-mail-store.js';
 import { EmailBatches } from './domain/email-batch.js';
 import { EmailTimeseries } from './domain/email-timeseries.js';
 import { createDnsResolver } from './domain/dns-resolver.js';
@@ -36,12 +39,12 @@ import { startDomainChecker } from './workers/domain-checker.js';
 import { startSendRecordsCleanup } from './workers/send-records-cleanup.js';
 
 /** With no SMTP_URL, mail goes to a sink on loopback that keeps it for GET /dev/mail. */
-async function localSink(port: number): Promise<SmtpSink> {
+async function localSink(port: number, onMessage?: SmtpSinkOptions['onMessage']): Promise<SmtpSink> {
   try {
-    return await startSmtpSink({ port });
+    return await startSmtpSink({ port, onMessage });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-    return startSmtpSink({ port: 0 });
+    return startSmtpSink({ port: 0, onMessage });
   }
 }
 
@@ -53,14 +56,20 @@ export async function startMessaging(
   const logger = rt.logger.child({ service: 'messaging' });
   const db = await openServiceDatabase('messaging', rt, migrations);
 
+  // Embedded mode with the local sink: the sink keeps its mail in the database for GET /dev/mail, and
+  // the sandbox sender exists. Never with SMTP_URL or in distributed mode (no real mail can leave from it).
+  const sinkMode = !!opts.embedded && !config.smtpUrl;
+  const devMail = sinkMode ? new DevMail(new DevMailStore(db.pool)) : undefined;
+  const sandbox = sinkMode ? await loadSandboxSender(db.pool) : undefined;
   let devSink: SmtpSink | undefined;
   let smtpUrl = config.smtpUrl;
   if (!smtpUrl) {
-    devSink = await localSink(config.embeddedSmtpPort);
+    devSink = await localSink(config.embeddedSmtpPort, devMail && ((m) => devMail.record(m)));
     smtpUrl = devSink.url;
     if (!opts.embedded)
       logger.warn({ port: devSink.port }, 'SMTP_URL is not set: mail goes to a local sink and is not delivered');
-    else logger.info({ port: devSink.port }, 'local SMTP sink started; see GET /dev/mail');
+    else
+      logger.info({ port: devSink.port, sandboxSender: SANDBOX_SENDER }, 'local SMTP sink started; see GET /dev/mail');
   }
 
   const dns = createDnsResolver({ servers: config.dnsServers, timeoutMs: 2000 });
@@ -72,6 +81,7 @@ export async function startMessaging(
   const domains = new SenderDomains(domainsStore, dns, {
     spfInclude: `_spf.${new URL(config.publicUrl).hostname}`,
     logger,
+    sandbox,
   });
   const templates = new Templates(new TemplatesStore(db.pool), domains, renderer);
   const activity = new ActivityFeed(new ActivityStore(db.pool), emailsStore);
@@ -80,30 +90,33 @@ export async function startMessaging(
   const server = await serveRpc(
     rt,
     'messaging',
-    messagingRoutes({
-      domains,
-      templates,
-      sending: new Sending({
-        batches: new EmailBatches({
-          emails: emailsStore,
-          attachments: new SendAttachmentsStore(db.pool),
-          templates,
-          domains,
-          renderer,
-          tokens,
-          publicUrl: config.publicUrl,
+    withDevMailRoutes(
+      devMail,
+      messagingRoutes({
+        domains,
+        templates,
+        sending: new Sending({
+          batches: new EmailBatches({
+            emails: emailsStore,
+            attachments: new SendAttachmentsStore(db.pool),
+            templates,
+            domains,
+            renderer,
+            tokens,
+            publicUrl: config.publicUrl,
+            records: sendRecords,
+          }),
+          contacts,
           records: sendRecords,
         }),
-        contacts,
-        records: sendRecords,
+        tracking: new Tracking(db.pool, emailsStore, tokens, contacts),
+        webhooks: new ProviderWebhooks(db.pool, emailsStore),
+        activity,
+        timeseries: new EmailTimeseries(new TimeseriesStore(db.pool)),
+        dns,
+        devMail,
       }),
-      tracking: new Tracking(db.pool, emailsStore, tokens, contacts),
-      webhooks: new ProviderWebhooks(db.pool, emailsStore),
-      activity,
-      timeseries: new EmailTimeseries(new TimeseriesStore(db.pool)),
-      dns,
-      devMail: opts.embedded && devSink ? new DevMail(devSink, emailsStore) : undefined,
-    }),
+    ),
     db,
   );
 
@@ -114,6 +127,7 @@ export async function startMessaging(
   const worker = new DeliveryWorker(db.pool, emailsStore, domainsStore, transport, throttle.throttle, logger, {
     maxAttempts: config.sendMaxAttempts,
     retryBaseMs: config.sendRetryBaseMs,
+    sandbox,
   });
   await worker.start();
   const checker = await startDomainChecker(domains, config.domainCheckIntervalSeconds, logger);

@@ -329,7 +329,18 @@ export function messagingRoutes(parts: MessagingParts) {
         if (!parts.devMail) return { messages: [], enabled: false };
         const limit = Math.min(Math.max(req.limit || 50, 1), 200);
         const mail = await parts.devMail.list(req.projectIds, limit);
-        return { messages: mail.map((m) => ({ ...m, receivedAt: timestampFromDate(m.receivedAt) })), enabled: true };
+        const messages = mail.map((m) => ({
+          id: m.id,
+          from: m.from,
+          to: m.to,
+          subject: m.subject,
+          text: m.text,
+          html: m.html,
+          headers: Object.fromEntries(m.headers.map((h) => [h.name.toLowerCase(), h.value])),
+          receivedAt: timestampFromDate(m.receivedAt),
+          size: m.size,
+        }));
+        return { messages, enabled: true };
       },
     });
 }

@@ -75,7 +75,8 @@ export function checkJsonBody(body: unknown): void {
 }
 
 /** Routes that take HTML form posts (the subscription pages, RFC 8058 one-click unsubscribe). */
-const FORM_ROUTES = /^\/(unsubscribe|subscribe|manage)\//;
+// The subscription pages and the mail viewer's sign-in form (embedded mode).
+const FORM_ROUTES = /^\/((unsubscribe|subscribe|manage)\/|dev\/mail\/sign-in$)/;
 
 /**
  * A body that is not JSON (or a multipart upload, or a form post to the subscription pages) is

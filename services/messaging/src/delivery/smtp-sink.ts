@@ -20,7 +20,8 @@ export interface SmtpSinkOptions {
   keep?: number;
   /** Return an SMTP error (with responseCode) to refuse a recipient. */
   onRecipient?: (address: string) => { code: number; message: string } | undefined;
-  onMessage?: (m: SinkMessage) => void;
+  /** Called before the sink answers; a promise is awaited, and its rejection answers 451 (the sender retries). */
+  onMessage?: (m: SinkMessage) => void | Promise<void>;
 }
 
 export interface SmtpSink {
@@ -56,10 +57,16 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
           raw: Buffer.concat(chunks),
           receivedAt: new Date(),
         };
-        stored.push(message);
-        if (stored.length > keep) stored = stored.slice(-keep);
-        opts.onMessage?.(message);
-        callback();
+        Promise.resolve()
+          .then(() => opts.onMessage?.(message))
+          .then(
+            () => {
+              stored.push(message);
+              if (stored.length > keep) stored = stored.slice(-keep);
+              callback();
+            },
+            () => callback(Object.assign(new Error('Message not stored; try again later'), { responseCode: 451 })),
+          );
       });
     },
   });

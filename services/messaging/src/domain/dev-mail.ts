@@ -1,27 +1,47 @@
-import type { JsonObject } from '@bufbuild/protobuf';
 import { isUuid } from '@svc/lib/ids';
-import { simpleParser } from 'mailparser';
+import { type AddressObject, simpleParser } from 'mailparser';
 import type { SinkMessage } from '../delivery/smtp-sink.js';
+import type { DevMailRow, DevMailStore } from '../store/dev-mail-store.js';
 
-// Embedded mode's local sink holds every tenant's mail; a signed-in user sees only the mail of
-// the projects they are a member of. A message is attributed by the X-Email-Id the platform
-// puts on it and the email row that id names; mail that cannot be attributed is shown to no one.
+// Embedded mode's local sink holds every tenant's mail, kept in messaging's database (dev_mail),
+// so the viewer survives restarts. A signed-in user sees only the mail of the projects they are a
+// member of. A message is attributed by the X-Email-Id the platform puts on it and the email row
+// that id names; mail that cannot be attributed is shown to no one.
 
-export interface DevMailItem {
+export interface DevMailHeader {
+  name: string;
+  value: string;
+}
+
+export interface DevMailAttachment {
+  filename: string;
+  contentType: string;
+  size: number;
+  contentId: string;
+  disposition: string;
+  content: Buffer;
+}
+
+export interface DevMailSummary {
   id: string;
+  emailId: string;
+  projectId: string;
+  mailFrom: string;
+  rcptTo: string[];
   from: string;
   to: string[];
   subject: string;
-  text: string;
-  html: string;
-  headers: JsonObject;
   receivedAt: Date;
   size: number;
+  attachmentCount: number;
 }
 
-/** The narrow edge this needs from the emails store. */
-export interface EmailOwners {
-  ownedBy(emailIds: string[], projectIds: string[]): Promise<Set<string>>;
+export interface DevMailMessage extends DevMailSummary {
+  text: string;
+  html: string;
+  headers: DevMailHeader[];
+  attachments: DevMailAttachment[];
+  raw: Buffer;
 }
 
 /** The message's X-Email-Id when its header section has exactly one well-formed one. */
@@ -32,37 +52,83 @@ export function emailIdOf(raw: Buffer): string | undefined {
   return found.length === 1 && isUuid(found[0]) ? found[0].toLowerCase() : undefined;
 }
 
-async function parsed(m: SinkMessage): Promise<DevMailItem> {
-  const mail = await simpleParser(m.raw);
-  const headers: JsonObject = {};
-  for (const [k, v] of mail.headers) if (typeof v === 'string') headers[k] = v;
+/** Every header line of the header section, in order, unfolded (RFC 5322 2.2.3), as sent (not decoded). */
+export function headerLines(raw: Buffer): DevMailHeader[] {
+  const crlf = raw.indexOf('\r\n\r\n');
+  const lf = raw.indexOf('\n\n');
+  const end = crlf >= 0 && (lf < 0 || crlf < lf) ? crlf : lf;
+  const head = raw.subarray(0, end < 0 ? raw.length : end).toString('utf8');
+  const out: DevMailHeader[] = [];
+  for (const line of head.split(/\r?\n/)) {
+    if (/^[ \t]/.test(line) && out.length) {
+      out[out.length - 1].value += ` ${line.trim()}`;
+      continue;
+    }
+    const colon = line.indexOf(':');
+    if (colon > 0) out.push({ name: line.slice(0, colon).trim(), value: line.slice(colon + 1).trim() });
+  }
+  return out;
+}
+
+const addresses = (a: AddressObject | AddressObject[] | undefined): string[] =>
+  (Array.isArray(a) ? a : a ? [a] : []).flatMap((o) => o.value.map((v) => v.address ?? '').filter(Boolean));
+
+async function parse(row: DevMailRow): Promise<DevMailMessage> {
+  const mail = await simpleParser(row.raw);
+  const attachments = mail.attachments.map((a) => ({
+    filename: a.filename ?? '',
+    contentType: a.contentType,
+    size: a.size,
+    contentId: (a.contentId ?? '').replace(/^<|>$/g, ''),
+    disposition: a.contentDisposition ?? 'attachment',
+    content: a.content,
+  }));
   return {
-    id: m.id,
-    from: mail.from?.text ?? m.from,
-    to: m.to,
+    id: row.id,
+    emailId: row.email_id ?? '',
+    projectId: row.project_id ?? '',
+    mailFrom: row.mail_from,
+    rcptTo: row.rcpt_to,
+    from: mail.from?.text ?? row.mail_from,
+    to: addresses(mail.to),
     subject: mail.subject ?? '',
+    receivedAt: row.received_at,
+    size: row.raw.length,
+    attachmentCount: attachments.length,
     text: mail.text ?? '',
     html: typeof mail.html === 'string' ? mail.html : '',
-    headers,
-    receivedAt: m.receivedAt,
-    size: m.raw.length,
+    headers: headerLines(row.raw),
+    attachments,
+    raw: row.raw,
   };
 }
 
 export class DevMail {
-  constructor(
-    private readonly sink: { messages(): SinkMessage[] },
-    private readonly owners: EmailOwners,
-  ) {}
+  constructor(private readonly store: DevMailStore) {}
+
+  /** The sink's onMessage: kept before the sink answers 250, so an accepted message is never lost. */
+  record(m: SinkMessage): Promise<void> {
+    return this.store.insert({
+      id: m.id,
+      email_id: emailIdOf(m.raw) ?? null,
+      mail_from: m.from,
+      rcpt_to: m.to,
+      raw: m.raw,
+    });
+  }
 
   /** Newest first, at most `limit`, only mail sent for one of `projectIds`. */
-  async list(projectIds: string[], limit: number): Promise<DevMailItem[]> {
+  async list(projectIds: string[], limit: number): Promise<DevMailMessage[]> {
     const projects = projectIds.filter(isUuid);
     if (!projects.length) return [];
-    const newest = this.sink.messages().reverse();
-    const ids = newest.map((m) => emailIdOf(m.raw));
-    const owned = await this.owners.ownedBy([...new Set(ids.filter(isUuid))], projects);
-    const mine = newest.filter((_, i) => owned.has(ids[i] ?? '')).slice(0, limit);
-    return Promise.all(mine.map(parsed));
+    return Promise.all((await this.store.list(projects, limit)).map(parse));
+  }
+
+  /** One message of one of `projectIds`, or null. */
+  async get(id: string, projectIds: string[]): Promise<DevMailMessage | null> {
+    const projects = projectIds.filter(isUuid);
+    if (!isUuid(id) || !projects.length) return null;
+    const row = await this.store.get(id, projects);
+    return row ? parse(row) : null;
   }
 }

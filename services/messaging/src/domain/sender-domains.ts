@@ -6,6 +6,13 @@ import type { Logger } from '@svc/lib/logger';
 import type { DomainRow, DomainsStore } from '../store/domains-store.js';
 import { domainOf } from './address.js';
 import type { DnsResolver } from './dns-resolver.js';
+import {
+  isSandboxAddress,
+  SANDBOX_DOMAIN,
+  SANDBOX_SENDER,
+  type SandboxSender,
+  sandboxUnavailable,
+} from './sandbox-sender.js';
 
 const generateRsa = promisify(generateKeyPair);
 
@@ -76,7 +83,7 @@ export function evaluateRecords(
 }
 
 /** SPEC.md: sending from an unverified domain is a 403 with code INTERNAL_SERVER_ERROR. */
-export function unverifiedDomain(domain: string): AppError {
+export function unverifiedDomain(domain: string, sandbox = false): AppError {
   return new AppError({
     code: 'INTERNAL_SERVER_ERROR',
     status: 403,
@@ -86,13 +93,16 @@ export function unverifiedDomain(domain: string): AppError {
     details: { reason: 'domain_not_verified', domain },
     suggestion:
       `Add ${domain} with POST /domains, publish the DNS records it answers, then check them with ` +
-      'GET /domains/{id}/verify (a background check also runs every 5 minutes).',
+      'GET /domains/{id}/verify (a background check also runs every 5 minutes).' +
+      (sandbox ? ` Or try it first from ${SANDBOX_SENDER}: delivered to the local sink, see GET /dev/mail.` : ''),
   });
 }
 
 export interface SenderDomainsOptions {
   spfInclude: string;
   logger: Logger;
+  /** Embedded mode with the local SMTP sink only: the pre-verified sandbox sender. */
+  sandbox?: SandboxSender;
 }
 
 /** Sender domains: DKIM keys, the records to publish, and their verification through DNS. */
@@ -109,6 +119,11 @@ export class SenderDomains {
 
   async create(projectId: string, input: unknown): Promise<DomainRow> {
     const domain = normalizeDomain(input);
+    if (domain === SANDBOX_DOMAIN || domain.endsWith(`.${SANDBOX_DOMAIN}`)) {
+      throw validationError([
+        { field: 'domain', code: 'reserved', message: `${domain} is reserved for the sandbox sender`, received: input },
+      ]);
+    }
     const { privateKey, publicKey } = await generateRsa('rsa', {
       modulusLength: 2048,
       publicKeyEncoding: { type: 'spki', format: 'der' },
@@ -190,9 +205,30 @@ export class SenderDomains {
 
   /** The verified domain that covers this sender address (the domain itself or a parent), or 403. */
   async requireVerifiedSender(projectId: string, email: string): Promise<DomainRow> {
+    if (isSandboxAddress(email)) return this.sandboxRow(projectId);
     const domain = domainOf(email);
     const row = await this.store.verifiedCovering(projectId, domain);
-    if (!row) throw unverifiedDomain(domain);
+    if (!row) throw unverifiedDomain(domain, !!this.opts.sandbox);
     return row;
+  }
+
+  /** The sandbox sender as a verified domain of every project, or 403 where there is no sandbox. */
+  private sandboxRow(projectId: string): DomainRow {
+    const s = this.opts.sandbox;
+    if (!s) throw sandboxUnavailable();
+    return {
+      id: '00000000-0000-0000-0000-000000000000',
+      project_id: projectId,
+      domain: s.domain,
+      status: 'verified',
+      verification_token: '',
+      dkim_selector: s.selector,
+      dkim_private_key: s.privateKey,
+      dkim_public_key: s.publicKey,
+      record_status: { verification: true, dkim: true },
+      created_at: new Date(0),
+      verified_at: new Date(0),
+      last_checked_at: null,
+    };
   }
 }

@@ -184,4 +184,22 @@ export const migrations: Migration[] = [
       CREATE INDEX emails_project_bounced ON emails (project_id, bounced_at) WHERE bounced_at IS NOT NULL AND NOT test;
     `,
   },
+  {
+    id: '007_dev_mail',
+    sql: `
+      -- Embedded mode's local SMTP sink keeps what it receives here (GET /dev/mail), so the mail viewer
+      -- survives restarts. project_id comes from the email row the message's X-Email-Id names; mail that
+      -- names none has no project and is shown to no one.
+      CREATE TABLE dev_mail (
+        id uuid PRIMARY KEY,
+        email_id uuid,
+        project_id uuid,
+        mail_from text NOT NULL,
+        rcpt_to text[] NOT NULL,
+        raw bytea NOT NULL,
+        received_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX dev_mail_project ON dev_mail (project_id, received_at DESC);
+    `,
+  },
 ];

@@ -6,6 +6,7 @@ import { enqueueMany } from '@svc/lib/outbox';
 import { domainOf } from '../domain/address.js';
 import { classifyFailure, type SmtpFailure } from '../domain/delivery-outcome.js';
 import { lifecycleMessage } from '../domain/email-events.js';
+import { SANDBOX_DOMAIN, SandboxRefused, type SandboxSender } from '../domain/sandbox-sender.js';
 import type { SendThrottle } from '../domain/throttle.js';
 import type { MailMessage, MailTransport } from '../delivery/smtp-transport.js';
 import type { DomainsStore } from '../store/domains-store.js';
@@ -20,6 +21,8 @@ export interface DeliveryWorkerOptions {
   lanes?: number;
   pollMs?: number;
   leaseSeconds?: number;
+  /** Embedded mode with the local sink only; without it, sandbox mail is failed, never relayed. */
+  sandbox?: SandboxSender;
 }
 
 interface DkimKey {
@@ -103,6 +106,11 @@ export class DeliveryWorker {
           outcomes.sent.push(row.id);
           messages.push(lifecycleMessage(row, 'sent', { messageId: row.message_id }));
         } catch (err) {
+          if (err instanceof SandboxRefused) {
+            outcomes.failed.push({ id: row.id, reason: err.message });
+            messages.push(lifecycleMessage(row, 'bounce', { reason: err.message, bounceType: 'soft' }));
+            return;
+          }
           const outcome = classifyFailure(err as SmtpFailure, row.attempts, this.opts);
           if (outcome.kind === 'retry') {
             outcomes.retry.push({ id: row.id, delayMs: outcome.delayMs, error: outcome.reason });
@@ -154,6 +162,11 @@ export class DeliveryWorker {
 
   /** The DKIM key of the domain that covers the sender (cached for a minute). */
   private async dkimKey(projectId: string, domain: string): Promise<DkimKey | null> {
+    if (domain === SANDBOX_DOMAIN) {
+      const s = this.opts.sandbox;
+      if (!s) throw new SandboxRefused();
+      return { domainName: s.domain, keySelector: s.selector, privateKey: s.privateKey };
+    }
     const cacheKey = `${projectId}:${domain}`;
     const hit = this.dkimCache.get(cacheKey);
     if (hit && Date.now() - hit.at < DKIM_CACHE_MS) return hit.key;
