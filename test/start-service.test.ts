@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -45,6 +46,18 @@ describe('starting services by name (the registry)', () => {
     } finally {
       blocker.close();
     }
+  });
+
+  test('as root, a data folder the postgres user cannot enter stops embedded mode with one line saying what to do', async () => {
+    if (process.getuid?.() !== 0) return; // only root runs PostgreSQL as another user
+    const closed = mkdtempSync(path.join(tmpdir(), 'closed-')); // mode 700
+    const { DATABASE_URL: _db, ...env } = platform.env;
+    const { code, output } = await runToExit([], { ...env, DATA_DIR: path.join(closed, 'data') }, 'start-closed');
+    expect(code).toBe(1);
+    expect(output.trim()).toBe(
+      `failed to start: embedded PostgreSQL runs as the postgres user, which cannot enter ${closed}: ` +
+        `run \`chmod o+x ${closed}\`, or clone the project outside it (e.g. under /srv), or set DATABASE_URL`,
+    );
   });
 
   test('an unknown name exits non-zero and lists the registered services', async () => {

@@ -20,6 +20,7 @@ import { contactJobsRouter } from './routes/contact-jobs.js';
 import { contactsRouter } from './routes/contacts.js';
 import { eventsRouter } from './routes/events.js';
 import { devMailRouter } from './routes/dev-mail.js';
+import { emailsRouter } from './routes/emails.js';
 import { messagingRouter } from './routes/messaging.js';
 import { segmentsRouter } from './routes/segments.js';
 import { workflowsRouter } from './routes/workflows.js';
@@ -75,6 +76,7 @@ export function createApp(deps: GatewayDeps) {
   app.use(contactsRouter(clients.contacts, guards));
   app.use(eventsRouter(clients.contacts, guards));
   app.use(messagingRouter(clients.messaging, guards));
+  app.use(emailsRouter(clients.messaging, guards));
   app.use(segmentsRouter(clients.segments, guards));
   app.use(usageRouter(clients, guards));
   app.use(analyticsRouter(clients.messaging, clients.contacts, guards));

@@ -13,6 +13,7 @@ import { withDevMailRoutes } from './dev-mail-rpc.js';
 import { loadSandboxSender, SANDBOX_SENDER } from './domain/sandbox-sender.js';
 import { DevMailStore } from './store/dev-mail-store.js';
 import { EmailBatches } from './domain/email-batch.js';
+import { EmailHistory } from './domain/email-history.js';
 import { EmailTimeseries } from './domain/email-timeseries.js';
 import { createDnsResolver } from './domain/dns-resolver.js';
 import { ProviderWebhooks } from './domain/provider-webhooks.js';
@@ -84,7 +85,8 @@ export async function startMessaging(
     sandbox,
   });
   const templates = new Templates(new TemplatesStore(db.pool), domains, renderer);
-  const activity = new ActivityFeed(new ActivityStore(db.pool), emailsStore);
+  const activityStore = new ActivityStore(db.pool);
+  const activity = new ActivityFeed(activityStore, emailsStore);
   const sendRecords = new SendRecords(new SendRecordsStore(db.pool, config.idempotencyTtlSeconds));
 
   const server = await serveRpc(
@@ -105,6 +107,7 @@ export async function startMessaging(
             tokens,
             publicUrl: config.publicUrl,
             records: sendRecords,
+            activity: activityStore,
           }),
           contacts,
           records: sendRecords,
@@ -113,6 +116,7 @@ export async function startMessaging(
         webhooks: new ProviderWebhooks(db.pool, emailsStore),
         activity,
         timeseries: new EmailTimeseries(new TimeseriesStore(db.pool)),
+        history: new EmailHistory(emailsStore),
         dns,
         devMail,
       }),

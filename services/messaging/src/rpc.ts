@@ -4,6 +4,7 @@ import type { ConnectRouter } from '@connectrpc/connect';
 import {
   ActivitySchema,
   DomainSchema,
+  EmailSummarySchema,
   MessagingService,
   SendSource,
   TemplateSchema,
@@ -16,6 +17,7 @@ import {
 import type { ActivityFeed } from './domain/activity-feed.js';
 import type { AddressInput } from './domain/address.js';
 import type { DevMail } from './domain/dev-mail.js';
+import type { EmailHistory } from './domain/email-history.js';
 import type { EmailTimeseries } from './domain/email-timeseries.js';
 import { parseVerifyRequest, verifyEmail, type DnsLookup } from './domain/email-verification.js';
 import type { SendSource as Source } from './domain/priority.js';
@@ -28,6 +30,7 @@ import type { TemplateInput, Templates } from './domain/templates.js';
 import type { Tracking } from './domain/tracking.js';
 import type { ActivityRow } from './store/activity-store.js';
 import type { DomainRow } from './store/domains-store.js';
+import type { EmailSummaryRow } from './store/emails-store.js';
 import type { TemplateRow } from './store/templates-store.js';
 
 export interface MessagingParts {
@@ -38,6 +41,8 @@ export interface MessagingParts {
   webhooks: ProviderWebhooks;
   activity: ActivityFeed;
   timeseries: EmailTimeseries;
+  /** GET /emails and /emails/{id}. */
+  history: EmailHistory;
   dns: DnsLookup;
   /** Embedded mode only: the local sink's mail, per project. */
   devMail?: DevMail;
@@ -162,6 +167,29 @@ const activity = (a: ActivityRow) =>
     occurredAt: ts(a.occurred_at),
   });
 
+const emailSummary = (e: EmailSummaryRow, reason: string | null) =>
+  create(EmailSummarySchema, {
+    id: e.id,
+    contactId: e.contact_id,
+    to: e.to_email,
+    from: e.from_email,
+    subject: e.subject,
+    status: e.status,
+    reason: reason ?? '',
+    type: e.type,
+    templateId: e.template_id ?? '',
+    campaignId: e.campaign_id ?? '',
+    workflowId: e.workflow_id ?? '',
+    attempts: e.attempts,
+    openCount: e.open_count,
+    clickCount: e.click_count,
+    test: e.test,
+    createdAt: ts(e.created_at),
+    sentAt: ts(e.sent_at),
+    lastError: e.last_error ?? '',
+    messageId: e.message_id,
+  });
+
 export function messagingRoutes(parts: MessagingParts) {
   return (router: ConnectRouter) =>
     router.service(MessagingService, {
@@ -231,7 +259,13 @@ export function messagingRoutes(parts: MessagingParts) {
           : undefined;
         const r = await parts.sending.send(req.projectId, sendInput(req), idem);
         return {
-          emails: r.emails.map((e) => ({ contactId: e.contactId, contactEmail: e.contactEmail, emailId: e.emailId })),
+          emails: r.emails.map((e) => ({
+            contactId: e.contactId,
+            contactEmail: e.contactEmail,
+            emailId: e.emailId,
+            status: e.status ?? 'queued',
+            reason: e.reason ?? '',
+          })),
           timestamp: timestampFromDate(r.timestamp),
           replayed: r.replayed ?? false,
         };
@@ -244,6 +278,7 @@ export function messagingRoutes(parts: MessagingParts) {
             emailId: e.emailId,
             status: e.status,
             error: e.error ?? '',
+            reason: e.reason ?? '',
           })),
           sendId: r.sendId,
         };
@@ -322,6 +357,39 @@ export function messagingRoutes(parts: MessagingParts) {
             clicked: BigInt(clicked),
             bounced: BigInt(bounced),
           })),
+        };
+      },
+
+      async getEmail(req) {
+        const d = await parts.history.get(req.projectId, req.id);
+        return {
+          email: emailSummary(d.email, d.reason),
+          attempts: d.attempts.map((a) => ({
+            attempt: a.attempt,
+            outcome: a.outcome,
+            smtpCode: a.smtp_code ?? 0,
+            smtpResponse: a.smtp_response,
+            at: timestampFromDate(a.at),
+          })),
+          timeline: d.timeline.map((t) => ({ type: t.type, at: timestampFromDate(t.at), detail: t.detail })),
+        };
+      },
+      async listEmails(req) {
+        const page = await parts.history.list(req.projectId, {
+          limit: req.limit || undefined,
+          cursor: req.cursor || undefined,
+          status: req.status || undefined,
+          contactId: req.contactId || undefined,
+          templateId: req.templateId || undefined,
+          campaignId: req.campaignId || undefined,
+          from: req.from || undefined,
+          to: req.to || undefined,
+        });
+        return {
+          emails: page.items.map((i) => emailSummary(i.email, i.reason)),
+          cursor: page.cursor,
+          hasMore: page.hasMore,
+          total: BigInt(page.total),
         };
       },
 

@@ -129,7 +129,13 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
     if (out.replayed) res.setHeader('Idempotent-Replayed', 'true');
     res.json(
       wrapped({
-        emails: out.emails.map((e) => ({ contact: { id: e.contactId, email: e.contactEmail }, email: e.emailId })),
+        // status queued or suppressed; a withheld email says why (unsubscribed, bounced, complained).
+        emails: out.emails.map((e) => ({
+          contact: { id: e.contactId, email: e.contactEmail },
+          email: e.emailId,
+          status: e.status || 'queued',
+          ...(e.reason ? { reason: e.reason } : {}),
+        })),
         timestamp: iso(out.timestamp),
       }),
     );

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, validationError } from '@svc/lib/errors';
 import { GroupCommit } from '@svc/lib/group-commit';
+import { uuidv7 } from '@svc/lib/ids';
+import type { ActivityRow, ActivityStore } from '../store/activity-store.js';
 import type { EmailsStore, NewEmail } from '../store/emails-store.js';
 import type { SendAttachmentsStore } from '../store/send-attachments-store.js';
 import type { TemplateType } from '../store/templates-store.js';
@@ -81,11 +83,33 @@ export interface QueueOptions {
  */
 export type QueuedStatus = 'queued' | 'suppressed' | 'duplicate' | 'failed';
 
+/**
+ * Why an email was withheld: MARKETING mail to an unsubscribed (or new) contact, or an address that
+ * bounced or complained earlier.
+ */
+export type SuppressionReason = 'unsubscribed' | 'bounced' | 'complained';
+
+/** The suppressions table's reason (bounce, complaint) as the API names it. */
+export const suppressionReason = (stored: string): SuppressionReason =>
+  stored === 'complaint' ? 'complained' : 'bounced';
+
+/** Bounced or complained addresses get nothing; unsubscribed contacts get no marketing mail. */
+export function withheldBecause(
+  type: TemplateType,
+  subscribed: boolean,
+  suppressedAs: string | undefined,
+): SuppressionReason | null {
+  if (suppressedAs !== undefined) return suppressionReason(suppressedAs);
+  return type === 'MARKETING' && !subscribed ? 'unsubscribed' : null;
+}
+
 export interface QueuedEmail {
   contactId: string;
   contactEmail: string;
   emailId: string;
   status: QueuedStatus;
+  /** Suppressed only. */
+  reason?: SuppressionReason;
   error?: string;
 }
 
@@ -105,6 +129,8 @@ export interface EmailBatchDeps {
   publicUrl: string;
   /** Idempotency-Key records kept with the queued emails. */
   records: SendRecords;
+  /** The feed's `email.suppressed` rows, written with the withheld emails. */
+  activity: ActivityStore;
 }
 
 /** Why a render failed, for QueuedEmail.error: "field: message" of each field error. */
@@ -118,6 +144,8 @@ interface PendingBatch {
   projectId: string;
   sendId: string;
   emails: NewEmail[];
+  /** The withheld emails' reasons (email id -> reason), for their feed rows. */
+  withheld: Map<string, SuppressionReason>;
   attachments: Attachment[];
   idempotency?: SendIdempotency;
   answer: QueuedBatch;
@@ -142,7 +170,14 @@ export class EmailBatches {
         if (b.idempotency) await d.records.record(tx, b.projectId, b.idempotency, b.answer);
         if (!b.emails.length) return new Set<string>();
         await d.attachments.insert(tx, b.sendId, b.attachments);
-        return d.emails.insertMany(tx, b.emails);
+        const inserted = await d.emails.insertMany(tx, b.emails);
+        // A withheld email is in the feed as soon as it exists (no bus message: it never leaves the service).
+        const withheld = b.emails.filter((e) => inserted.has(e.id) && b.withheld.has(e.id));
+        await d.activity.insertMany(
+          tx,
+          withheld.map((e) => suppressedActivity(e, b.withheld.get(e.id)!)),
+        );
+        return inserted;
       },
     );
   }
@@ -199,6 +234,7 @@ export class EmailBatches {
       this.d.emails.byDedupeKeys(projectId, keys),
     ]);
     const emails: NewEmail[] = [];
+    const withheld = new Map<string, SuppressionReason>();
     const queued: QueuedEmail[] = [];
     for (const r of recipients) {
       const first = r.dedupeKey ? known.get(r.dedupeKey) : undefined;
@@ -238,12 +274,8 @@ export class EmailBatches {
             : `${this.d.publicUrl}/t/c/${this.d.tokens.sign('click', { emailId, url })}`,
       });
 
-      // Bounced or complained addresses get nothing; unsubscribed contacts get no marketing mail.
-      const blockedBy = suppressed.has(r.email.toLowerCase())
-        ? 'suppressed: earlier bounce or complaint'
-        : content.type === 'MARKETING' && !r.subscribed
-          ? 'contact is unsubscribed'
-          : null;
+      const blockedBy = withheldBecause(content.type, r.subscribed, suppressed.get(r.email.toLowerCase()));
+      if (blockedBy) withheld.set(emailId, blockedBy);
       emails.push({
         id: emailId,
         project_id: projectId,
@@ -279,7 +311,7 @@ export class EmailBatches {
         contactId: r.contactId,
         contactEmail: r.email,
         emailId,
-        status: blockedBy ? 'suppressed' : 'queued',
+        ...(blockedBy ? { status: 'suppressed', reason: blockedBy } : { status: 'queued' }),
       });
       if (r.dedupeKey) known.set(r.dedupeKey, emailId);
     }
@@ -289,6 +321,7 @@ export class EmailBatches {
       projectId,
       sendId,
       emails,
+      withheld,
       attachments: content.attachments,
       idempotency,
       answer,
@@ -316,9 +349,32 @@ export class EmailBatches {
       Object.assign(
         q,
         winner
-          ? { emailId: winner, status: 'duplicate' }
+          ? { emailId: winner, status: 'duplicate', reason: undefined }
           : { emailId: '', status: 'failed', error: 'dedupeKey: taken by an email that no longer exists' },
       );
     }
   }
+}
+
+/** The feed row of a withheld email: `email.suppressed` with the reason; its id makes it unique. */
+function suppressedActivity(e: NewEmail, reason: SuppressionReason): ActivityRow {
+  return {
+    id: uuidv7(),
+    source_id: `suppressed:${e.id}`,
+    project_id: e.project_id,
+    type: 'email.suppressed',
+    contact_id: e.contact_id,
+    email_id: e.id,
+    email: e.to_email,
+    name: null,
+    data: {
+      email: e.to_email,
+      subject: e.subject,
+      reason,
+      ...(e.template_id ? { templateId: e.template_id } : {}),
+      ...(e.campaign_id ? { campaignId: e.campaign_id } : {}),
+      ...(e.workflow_id ? { workflowId: e.workflow_id } : {}),
+    },
+    occurred_at: new Date(),
+  };
 }

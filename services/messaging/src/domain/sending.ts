@@ -1,11 +1,18 @@
 import type { ContactDirectory } from './contact-directory.js';
-import type { EmailBatches, QueuedBatch } from './email-batch.js';
+import type { EmailBatches, QueuedBatch, QueuedStatus, SuppressionReason } from './email-batch.js';
 import { parseQueueRequest, type QueueInput } from './queue-request.js';
 import { KeyAlreadyRecorded, type RecordedSend, type SendIdempotency, type SendRecords } from './send-records.js';
 import { parseSendRequest, type SendInput, type SendLimits } from './send-request.js';
 
 export interface SendResult {
-  emails: { contactId: string; contactEmail: string; emailId: string }[];
+  /** status: queued or suppressed (withheld, see reason); answers recorded before it existed have none. */
+  emails: {
+    contactId: string;
+    contactEmail: string;
+    emailId: string;
+    status?: QueuedStatus;
+    reason?: SuppressionReason;
+  }[];
   timestamp: Date;
 }
 
@@ -75,6 +82,13 @@ export class Sending {
 }
 
 const sendResult = (b: QueuedBatch): SendResult => ({
-  emails: b.emails.map((e) => ({ contactId: e.contactId, contactEmail: e.contactEmail, emailId: e.emailId })),
+  // /v1/send has no dedupe keys and fails whole on a render error: every email is queued or suppressed.
+  emails: b.emails.map((e) => ({
+    contactId: e.contactId,
+    contactEmail: e.contactEmail,
+    emailId: e.emailId,
+    status: e.status,
+    ...(e.reason ? { reason: e.reason } : {}),
+  })),
   timestamp: b.timestamp,
 });

@@ -1,4 +1,4 @@
-import type { Pool } from '@svc/lib/db';
+import type { Pool, Queryable } from '@svc/lib/db';
 
 export interface ActivityRow {
   id: string;
@@ -41,6 +41,17 @@ export class ActivityStore {
         JSON.stringify(row.data),
         row.occurred_at,
       ],
+    );
+  }
+
+  /** Rows written inside another transaction (a withheld email's `email.suppressed`); idempotent on source_id. */
+  async insertMany(tx: Queryable, rows: ActivityRow[]): Promise<void> {
+    if (!rows.length) return;
+    await tx.query(
+      `INSERT INTO activity (id, source_id, project_id, type, contact_id, email_id, email, name, data, occurred_at)
+       SELECT id, source_id, project_id, type, contact_id, email_id, email, name, data, occurred_at
+       FROM jsonb_populate_recordset(NULL::activity, $1::jsonb) ON CONFLICT (source_id) DO NOTHING`,
+      [JSON.stringify(rows)],
     );
   }
 

@@ -118,6 +118,37 @@ export interface DeliveryOutcomes {
   failed: { id: string; reason: string }[];
 }
 
+/** An email as GET /emails shows it: the lifecycle times too, without the body. */
+export type EmailSummaryRow = Omit<EmailRow, 'html' | 'text' | 'attachments'> & {
+  delivered_at: Date | null;
+  bounced_at: Date | null;
+  complained_at: Date | null;
+};
+
+export interface EmailAttemptRow {
+  attempt: number;
+  outcome: 'sent' | 'retry' | 'bounced' | 'failed';
+  smtp_code: number | null;
+  smtp_response: string;
+  at: Date;
+}
+
+/** GET /emails filters, already validated; `from` and `to` are inclusive. */
+export interface EmailListFilter {
+  statuses?: string[];
+  contactId?: string;
+  templateId?: string;
+  campaignId?: string;
+  from?: Date;
+  to?: Date;
+}
+
+/** Every column but the large ones (html, text, attachments), which GET /emails never shows. */
+const SUMMARY_COLUMNS = `id, project_id, contact_id, to_email, to_name, from_email, from_name, reply_to, subject,
+  headers, template_id, type, message_id, priority, send_id, campaign_id, workflow_id, dedupe_key, test, status,
+  attempts, last_error, sent_at, delivered_at, first_opened_at, first_clicked_at, open_count, click_count,
+  bounced_at, complained_at, bounce_reason, created_at`;
+
 export interface EmailCountsRow {
   queued: number;
   sent: number;
@@ -162,13 +193,13 @@ export class EmailsStore {
     return new Map(rows.map((r) => [r.dedupe_key, r.id]));
   }
 
-  /** Lower-cased addresses among `emails` that the project must not mail. */
-  async suppressed(projectId: string, emails: string[]): Promise<Set<string>> {
-    const { rows } = await this.pool.query<{ email: string }>(
-      'SELECT email FROM suppressions WHERE project_id = $1 AND email = ANY($2::text[])',
+  /** Lower-cased addresses among `emails` that the project must not mail, with why (bounce or complaint). */
+  async suppressed(projectId: string, emails: string[]): Promise<Map<string, string>> {
+    const { rows } = await this.pool.query<{ email: string; reason: string }>(
+      'SELECT email, reason FROM suppressions WHERE project_id = $1 AND email = ANY($2::text[])',
       [projectId, emails.map((e) => e.toLowerCase())],
     );
-    return new Set(rows.map((r) => r.email));
+    return new Map(rows.map((r) => [r.email, r.reason]));
   }
 
   async suppress(tx: Queryable, projectId: string, email: string, reason: string, emailId: string): Promise<void> {
@@ -215,38 +246,121 @@ export class EmailsStore {
     );
   }
 
+  /**
+   * Applies the outcomes of leased rows and writes each one's attempt (email_attempts) with the SMTP answer.
+   * Each statement inserts attempts only for the rows it updated: a row whose lease another worker took
+   * over records nothing here.
+   */
   async recordOutcomes(tx: Queryable, o: DeliveryOutcomes): Promise<void> {
+    // The reply code leads the SMTP answer ("451 4.7.1 ..."), after "gave up after N attempts: " when given up.
+    const attempt = (outcome: string) =>
+      `INSERT INTO email_attempts (email_id, attempt, outcome, smtp_code, smtp_response)
+       SELECT id, attempts, '${outcome}',
+         substring(answer FROM '^(?:gave up after \\d+ attempts: )?([2-5]\\d\\d)[ -]')::int, coalesce(answer, '')
+       FROM updated`;
     if (o.sent.length) {
       await tx.query(
-        `UPDATE emails SET status = 'sent', sent_at = now(), locked_until = NULL, last_error = NULL
-         WHERE id = ANY($1::uuid[]) AND status = 'sending'`,
+        `WITH updated AS (
+           UPDATE emails SET status = 'sent', sent_at = now(), locked_until = NULL, last_error = NULL
+           WHERE id = ANY($1::uuid[]) AND status = 'sending' RETURNING id, attempts, NULL::text AS answer)
+         ${attempt('sent')}`,
         [o.sent],
       );
     }
     if (o.retry.length) {
       await tx.query(
-        `UPDATE emails e SET status = 'queued', locked_until = NULL, last_error = d.err,
-           next_attempt_at = now() + make_interval(secs => d.ms::double precision / 1000)
-         FROM unnest($1::uuid[], $2::int[], $3::text[]) AS d(id, ms, err)
-         WHERE e.id = d.id AND e.status = 'sending'`,
+        `WITH updated AS (
+           UPDATE emails e SET status = 'queued', locked_until = NULL, last_error = d.err,
+             next_attempt_at = now() + make_interval(secs => d.ms::double precision / 1000)
+           FROM unnest($1::uuid[], $2::int[], $3::text[]) AS d(id, ms, err)
+           WHERE e.id = d.id AND e.status = 'sending' RETURNING e.id, e.attempts, d.err AS answer)
+         ${attempt('retry')}`,
         [o.retry.map((r) => r.id), o.retry.map((r) => r.delayMs), o.retry.map((r) => r.error)],
       );
     }
     if (o.bounced.length) {
       await tx.query(
-        `UPDATE emails e SET status = 'bounced', bounced_at = now(), locked_until = NULL,
-           bounce_reason = d.reason, last_error = d.reason
-         FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND e.status = 'sending'`,
+        `WITH updated AS (
+           UPDATE emails e SET status = 'bounced', bounced_at = now(), locked_until = NULL,
+             bounce_reason = d.reason, last_error = d.reason
+           FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND e.status = 'sending'
+           RETURNING e.id, e.attempts, d.reason AS answer)
+         ${attempt('bounced')}`,
         [o.bounced.map((r) => r.id), o.bounced.map((r) => r.reason)],
       );
     }
     if (o.failed.length) {
       await tx.query(
-        `UPDATE emails e SET status = 'failed', locked_until = NULL, last_error = d.reason
-         FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND e.status = 'sending'`,
+        `WITH updated AS (
+           UPDATE emails e SET status = 'failed', locked_until = NULL, last_error = d.reason
+           FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND e.status = 'sending'
+           RETURNING e.id, e.attempts, d.reason AS answer)
+         ${attempt('failed')}`,
         [o.failed.map((r) => r.id), o.failed.map((r) => r.reason)],
       );
     }
+  }
+
+  /** One email of the project (another project's id: null). */
+  async get(projectId: string, id: string): Promise<EmailSummaryRow | null> {
+    const { rows } = await this.pool.query<EmailSummaryRow>(
+      `SELECT ${SUMMARY_COLUMNS} FROM emails WHERE id = $1 AND project_id = $2`,
+      [id, projectId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** An email's delivery attempts, oldest first. */
+  async attempts(emailId: string): Promise<EmailAttemptRow[]> {
+    const { rows } = await this.pool.query<EmailAttemptRow>(
+      'SELECT attempt, outcome, smtp_code, smtp_response, at FROM email_attempts WHERE email_id = $1 ORDER BY id',
+      [emailId],
+    );
+    return rows;
+  }
+
+  private listFilter(projectId: string, f: EmailListFilter): { where: string[]; params: unknown[] } {
+    const where = ['project_id = $1'];
+    const params: unknown[] = [projectId];
+    const add = (sql: (n: string) => string, value: unknown) => {
+      params.push(value);
+      where.push(sql(`$${params.length}`));
+    };
+    if (f.statuses?.length) add((n) => `status = ANY(${n}::text[])`, f.statuses);
+    if (f.contactId) add((n) => `contact_id = ${n}`, f.contactId);
+    if (f.templateId) add((n) => `template_id = ${n}`, f.templateId);
+    if (f.campaignId) add((n) => `campaign_id = ${n}`, f.campaignId);
+    if (f.from) add((n) => `created_at >= ${n}`, f.from);
+    if (f.to) add((n) => `created_at <= ${n}`, f.to);
+    return { where, params };
+  }
+
+  /**
+   * A page of the project's emails, newest first. Keyset on (created_at, id): the project's index on
+   * (project_id, created_at DESC), or the contact or template one when that filter is set, is read in order.
+   */
+  async page(projectId: string, f: EmailListFilter & { after?: { createdAt: Date; id: string }; limit: number }) {
+    const { where, params } = this.listFilter(projectId, f);
+    if (f.after) {
+      params.push(f.after.createdAt, f.after.id);
+      where.push(`(created_at, id) < ($${params.length - 1}, $${params.length})`);
+    }
+    params.push(f.limit);
+    const { rows } = await this.pool.query<EmailSummaryRow>(
+      `SELECT ${SUMMARY_COLUMNS} FROM emails WHERE ${where.join(' AND ')}
+       ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+      params,
+    );
+    return rows;
+  }
+
+  async count(projectId: string, f: EmailListFilter): Promise<number> {
+    const { where, params } = this.listFilter(projectId, f);
+    const { rows } = await this.pool.query<{ count: number }>(
+      `SELECT count(*) FROM emails WHERE ${where.join(' AND ')}`,
+      params,
+    );
+    return rows[0].count;
   }
 
   /** Counts one open; `is_first` is true for the first one (the row lock serialises concurrent opens). */

@@ -202,4 +202,25 @@ export const migrations: Migration[] = [
       CREATE INDEX dev_mail_project ON dev_mail (project_id, received_at DESC);
     `,
   },
+  {
+    id: '008_email_attempts',
+    sql: `
+      -- One row per delivery attempt with the SMTP server's answer (GET /emails/{id}), written with the outcome.
+      CREATE TABLE email_attempts (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        email_id uuid NOT NULL,
+        attempt int NOT NULL,
+        outcome text NOT NULL CHECK (outcome IN ('sent', 'retry', 'bounced', 'failed')),
+        smtp_code int,
+        smtp_response text NOT NULL DEFAULT '',
+        at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX email_attempts_email ON email_attempts (email_id, id);
+      -- GET /emails: a project's messages newest first, filtered by contact, template or campaign (keyset on
+      -- (created_at, id)); emails_project_created covers the unfiltered list and the status and date filters.
+      CREATE INDEX emails_project_contact ON emails (project_id, contact_id, created_at DESC);
+      CREATE INDEX emails_project_template ON emails (project_id, template_id, created_at DESC)
+        WHERE template_id IS NOT NULL;
+    `,
+  },
 ];
