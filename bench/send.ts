@@ -6,12 +6,13 @@
  *   node --import tsx bench/send.ts            # BENCH_REQUESTS=10000 BENCH_CONNECTIONS=64
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startSmtpSink } from '@svc/messaging';
 import { startTestDnsServer, type TestZoneRecords } from '@svc/lib/test-dns-server';
 import { freePort, httpOk, stopProcess, waitFor } from '../test/support/processes.js';
+import { cpuDelta, descendants, formatCpu, LOG_DIR, peakRssMiB, treeCpu } from './support.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -62,7 +63,7 @@ async function main(): Promise<void> {
     SMTP_POOL_SIZE: process.env.SMTP_POOL_SIZE ?? '8',
     SEND_RATE_PER_SECOND: '1000000',
     RATE_LIMIT_PER_MINUTE: '100000000',
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
   };
   for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS'])
     env[`${s}_PORT`] = String(await freePort());
@@ -72,9 +73,12 @@ async function main(): Promise<void> {
     [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'bin/platform.ts'],
     {
       env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'inherit'],
+      stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
+  mkdirSync(LOG_DIR, { recursive: true });
+  const logFile = path.join(LOG_DIR, `send-${Date.now().toString(36)}.log`);
+  child.stdout!.pipe(createWriteStream(logFile));
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitFor('platform', () => httpOk(`${base}/healthz`), child, 120_000);
@@ -106,9 +110,14 @@ async function main(): Promise<void> {
           '<a href="https://example.com/read?i={{issue}}">Read</a></p>',
         data: { firstName: `Reader${i}`, issue: i, plan: i % 2 ? 'pro' : null },
       });
+    const load = () => os.loadavg()[0].toFixed(1);
+    const loadBefore = load();
+    const cpuBefore = treeCpu(child.pid!);
+    const benchCpuBefore = process.cpuUsage();
     let next = 0;
     let ok = 0;
     let failed = 0;
+    const failures = new Map<string, number>(); // status (or the fetch error) -> count
     const latencies: number[] = [];
     const started = performance.now();
     // CONNECTIONS clients, each sending its next request as soon as the previous is answered.
@@ -120,10 +129,17 @@ async function main(): Promise<void> {
             method: 'POST',
             headers: { 'content-type': 'application/json', ...auth },
             body: body(i),
-          }).catch(() => null);
+          }).catch((err: Error) => {
+            const why = `fetch error: ${(err.cause as Error | undefined)?.message ?? err.message}`;
+            failures.set(why, (failures.get(why) ?? 0) + 1);
+            return null;
+          });
           latencies.push(performance.now() - t0);
           if (res?.ok) ok++;
-          else failed++;
+          else {
+            failed++;
+            if (res) failures.set(`HTTP ${res.status}`, (failures.get(`HTTP ${res.status}`) ?? 0) + 1);
+          }
           await res?.arrayBuffer();
         }
       }),
@@ -143,18 +159,42 @@ async function main(): Promise<void> {
     });
     const totalSeconds = (lastDeliveryAt - started) / 1000;
     const windowSeconds = (lastDeliveryAt - firstDeliveryAt) / 1000;
+    const cpu = cpuDelta(treeCpu(child.pid!), cpuBefore);
+    const benchCpu = process.cpuUsage(benchCpuBefore);
+    cpu['bench (clients + SMTP sink)'] = (benchCpu.user + benchCpu.system) / 1e6;
+    const nodeCpu = cpu.self;
     process.stdout.write(
       [
-        `requests: ${REQUESTS} (${CONNECTIONS} concurrent clients), accepted (2xx): ${ok}, failed: ${failed}`,
+        `DKIM_WORKERS=${process.env.DKIM_WORKERS ?? '(default: one per CPU)'}, SMTP_POOL_SIZE=${env.SMTP_POOL_SIZE}`,
+        `requests: ${REQUESTS} (${CONNECTIONS} concurrent clients), accepted (2xx): ${ok}, failed: ${failed}` +
+          (failed ? ` (${[...failures].map(([k, n]) => `${k}: ${n}`).join(', ')})` : ''),
         `accepted: ${(ok / acceptedSeconds).toFixed(0)} requests/s (p50 ${pct(50)} ms, p99 ${pct(99)} ms)`,
         `delivered: ${delivered} messages in ${totalSeconds.toFixed(2)} s from the first request: ` +
           `${(delivered / totalSeconds).toFixed(0)} messages/s`,
         `delivery window (first to last message): ${windowSeconds.toFixed(2)} s: ` +
           `${(delivered / windowSeconds).toFixed(0)} messages/s`,
+        `CPU from the first request to the last message (100% is one core; self is the platform's Node process, ` +
+          `postgres the embedded server's processes): ${formatCpu(cpu, totalSeconds)}`,
+        `platform CPU per delivered message: ${((1000 * nodeCpu) / delivered).toFixed(2)} ms (Node process)`,
+        `platform Node process peak RSS: ${peakRssMiB(child.pid).toFixed(0)} MiB; ` +
+          `load average ${loadBefore} before, ${load()} after`,
       ].join('\n') + '\n',
     );
   } finally {
-    await stopProcess(child);
+    const stopping = performance.now();
+    // PostgreSQL of embedded mode: stopped by the platform on a clean exit, by us if the platform was killed.
+    const postgres = descendants(child.pid!).filter((d) => d.comm === 'postgres');
+    // The platform drains its in-process bus backlog before it exits (and before a profile is written).
+    await stopProcess(child, Number(process.env.BENCH_STOP_TIMEOUT_MS ?? 15_000));
+    const stopSeconds = (performance.now() - stopping) / 1000;
+    if (stopSeconds > 5) process.stderr.write(`platform took ${stopSeconds.toFixed(1)} s to stop; log: ${logFile}\n`);
+    for (const p of postgres) {
+      try {
+        process.kill(p.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
     await sink.close();
     await dns.close();
     rmSync(dataDir, { recursive: true, force: true });

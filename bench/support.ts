@@ -5,7 +5,7 @@
  * spawned, the databases and JetStream streams named with its prefix).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -214,4 +214,68 @@ export function cpuSeconds(pid: number | undefined): number {
 /** CPU seconds per started service, to tell which process saturates during a run. */
 export function cpuByService(platform: Platform): Record<string, number> {
   return Object.fromEntries(platform.children.map((c) => [c.spawnargs[c.spawnargs.length - 1], cpuSeconds(c.pid)]));
+}
+
+/** Peak resident set size of a process in MiB (`VmHWM` in /proc/<pid>/status, Linux); NaN elsewhere. */
+export function peakRssMiB(pid: number | undefined): number {
+  try {
+    const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmHWM:\s+(\d+) kB/m);
+    return m ? Number(m[1]) / 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** The pids below `pid` (children, grandchildren, ...) with their command names, from /proc (Linux). */
+export function descendants(pid: number): { pid: number; comm: string }[] {
+  const parent = new Map<number, { ppid: number; comm: string }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parent.set(Number(entry), { ppid, comm });
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  const out: { pid: number; comm: string }[] = [];
+  const walk = (p: number) => {
+    for (const [child, info] of parent) {
+      if (info.ppid === p) {
+        out.push({ pid: child, comm: info.comm });
+        walk(child);
+      }
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+/**
+ * CPU seconds of a process and of its descendants grouped by command name (`node`, `postgres`, ...).
+ * Descendants that ended before the call are not counted (their time goes to the parent's cutime).
+ */
+export function treeCpu(pid: number): Record<string, number> {
+  const out: Record<string, number> = { self: cpuSeconds(pid) };
+  for (const d of descendants(pid)) {
+    const s = cpuSeconds(d.pid);
+    if (Number.isFinite(s)) out[d.comm] = (out[d.comm] ?? 0) + s;
+  }
+  return out;
+}
+
+/** `a - b` per key (keys of `a`), for CPU used during a phase. */
+export function cpuDelta(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v - (b[k] ?? 0)]));
+}
+
+/** "self 1.2 s (60%), postgres 0.8 s (40%)" over `seconds` of wall time (100% is one core). */
+export function formatCpu(cpu: Record<string, number>, seconds: number): string {
+  return Object.entries(cpu)
+    .filter(([, v]) => v > 0.05)
+    .sort(([, a], [, b]) => b - a)
+    .map(([k, v]) => `${k} ${fmt(v, 1)} s (${fmt((100 * v) / seconds)}%)`)
+    .join(', ');
 }
