@@ -1,5 +1,7 @@
 import { type AppError, validationError, type FieldError } from '@svc/lib/errors';
-import { ListContactsRequestSchema } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { toJson } from '@bufbuild/protobuf';
+import { ValueSchema } from '@bufbuild/protobuf/wkt';
+import { CountRequestSchema, ListContactsRequestSchema } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { QueueEmailsRequestSchema, SendSource } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import { sendError, sendRequest, templateFields, webhookError, webhookRequest } from '../routes/messaging-json.js';
 import { messageFromJson, renameErrorFields } from './json-message.js';
@@ -99,6 +101,13 @@ describe('JSON body -> request message', () => {
     expect(hook).toMatchObject({ provider: 'generic', events: [{ type: 'bounce', emailId: 'e' }] });
     expect(webhookRequest({ events: [{ type: 'delivery' }] }, 'x').events).toHaveLength(1);
     expect(errorsOf(() => webhookRequest({ events: 'x' }, 'x')).map((e) => e.field)).toEqual(['events']);
+  });
+
+  test('a google.protobuf.Value field carries the JSON as a Value message, nested objects included', () => {
+    const condition = { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 1 }] }] };
+    const req = messageFromJson(CountRequestSchema, { condition }, {}, { projectId: 'p' });
+    expect(req.condition?.kind.case).toBe('structValue');
+    expect(toJson(ValueSchema, req.condition!)).toEqual(condition);
   });
 
   test('a map key named __proto__ stays a key', () => {

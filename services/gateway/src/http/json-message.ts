@@ -1,11 +1,14 @@
 import {
   create,
+  fromJson,
+  type JsonValue,
   ScalarType,
   type DescEnum,
   type DescField,
   type DescMessage,
   type MessageShape,
 } from '@bufbuild/protobuf';
+import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import { AppError, validationError, type FieldError } from '@svc/lib/errors';
 
 // REST JSON -> RPC request message. The gateway checks JSON types only (a string where a number is
@@ -186,7 +189,8 @@ class Walker implements JsonReader {
     if ('message' in kind) {
       const shape = this.mapping.shapes?.[kind.message.typeName];
       if (shape) return shape(value, path, this);
-      if (kind.message.typeName === VALUE) return value;
+      // A Value field holds a message, not JSON (Struct fields are plain JSON objects in protobuf-es).
+      if (kind.message.typeName === VALUE) return fromJson(ValueSchema, value as JsonValue);
       if (kind.message.typeName === STRUCT) return isJsonObject(value) ? value : this.expected(path, 'object', value);
       return this.message(kind.message, value, path);
     }
