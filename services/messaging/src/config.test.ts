@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { parseEnv } from '@svc/lib/config';
 import { messagingEnv } from './config.js';
 
@@ -6,6 +7,7 @@ describe("the messaging service's own environment variables", () => {
     expect(parseEnv(messagingEnv, {})).toEqual({
       smtpUrl: undefined,
       smtpPoolSize: 5,
+      dkimWorkers: availableParallelism(),
       embeddedSmtpPort: 2525,
       sendRatePerSecond: 100,
       sendMaxAttempts: 6,
@@ -25,6 +27,9 @@ describe("the messaging service's own environment variables", () => {
       /^invalid environment variable SMTP_POOL_SIZE: /,
     );
     expect(() => parseEnv(messagingEnv, { SMTP_URL: 'relay' })).toThrow(/^invalid environment variable SMTP_URL: /);
+    expect(() => parseEnv(messagingEnv, { DKIM_WORKERS: '-1' })).toThrow(
+      /^invalid environment variable DKIM_WORKERS: /,
+    );
     expect(() => parseEnv(messagingEnv, { DNS_SERVERS: 'a,,b' })).toThrow(
       /^invalid environment variable DNS_SERVERS: /,
     );

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { envPort, envPositiveInt, envUrl, type Config } from '@svc/lib/config';
 
@@ -7,6 +8,8 @@ export const messagingEnv = z
     /** SMTP relay of outgoing mail; unset: a local sink on EMBEDDED_SMTP_PORT. */
     SMTP_URL: envUrl.optional(),
     SMTP_POOL_SIZE: envPositiveInt.default(5),
+    /** Worker threads that build and DKIM-sign outgoing mail; 0 signs on the main thread. Default: one per CPU. */
+    DKIM_WORKERS: z.coerce.number().int().min(0).max(64).default(availableParallelism()),
     EMBEDDED_SMTP_PORT: envPort.default(2525),
     /** Per-project delivery throttle, messages per second. */
     SEND_RATE_PER_SECOND: envPositiveInt.default(100),
@@ -22,6 +25,7 @@ export const messagingEnv = z
   .transform((e) => ({
     smtpUrl: e.SMTP_URL,
     smtpPoolSize: e.SMTP_POOL_SIZE,
+    dkimWorkers: e.DKIM_WORKERS,
     embeddedSmtpPort: e.EMBEDDED_SMTP_PORT,
     sendRatePerSecond: e.SEND_RATE_PER_SECOND,
     sendMaxAttempts: e.SEND_MAX_ATTEMPTS,

@@ -132,6 +132,7 @@ export async function startMessaging(
     maxAttempts: config.sendMaxAttempts,
     retryBaseMs: config.sendRetryBaseMs,
     sandbox,
+    dkimWorkers: config.dkimWorkers,
   });
   await worker.start();
   const checker = await startDomainChecker(domains, config.domainCheckIntervalSeconds, logger);

@@ -1,10 +1,13 @@
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
+import type { BuiltMessage } from './mime-build.js';
 
 export type MailMessage = Mail.Options;
 
 export interface MailTransport {
   send(message: MailMessage): Promise<void>;
+  /** Sends MIME bytes built (and DKIM-signed) elsewhere, unchanged, to the envelope's recipients. */
+  sendRaw(message: BuiltMessage): Promise<void>;
   close(): void;
 }
 
@@ -33,6 +36,9 @@ export function createSmtpTransport(url: string, poolSize: number): MailTranspor
   return {
     async send(message) {
       await transporter.sendMail(message);
+    },
+    async sendRaw({ raw, envelope }) {
+      await transporter.sendMail({ envelope, raw });
     },
     close() {
       transporter.close();

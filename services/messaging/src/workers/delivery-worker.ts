@@ -12,6 +12,7 @@ import type { MailMessage, MailTransport } from '../delivery/smtp-transport.js';
 import type { DomainsStore } from '../store/domains-store.js';
 import type { ClaimedEmail, DeliveryOutcomes, EmailsStore } from '../store/emails-store.js';
 import { SendAttachmentsStore, type SendAttachment } from '../store/send-attachments-store.js';
+import { messageBuilder, type MessageBuilder } from './signing-pool.js';
 
 export interface DeliveryWorkerOptions {
   maxAttempts: number;
@@ -21,6 +22,8 @@ export interface DeliveryWorkerOptions {
   lanes?: number;
   pollMs?: number;
   leaseSeconds?: number;
+  /** Threads that build and DKIM-sign messages (signing-pool.ts); 0 builds on the main thread. */
+  dkimWorkers?: number;
   /** Embedded mode with the local sink only; without it, sandbox mail is failed, never relayed. */
   sandbox?: SandboxSender;
 }
@@ -42,6 +45,7 @@ export class DeliveryWorker {
   private readonly loop: DueWorkLoop<ClaimedEmail>;
   private readonly dkimCache = new Map<string, { key: DkimKey | null; at: number }>();
   private readonly attachments: SendAttachmentsStore;
+  private readonly builder: MessageBuilder;
 
   constructor(
     private readonly pool: Pool,
@@ -54,6 +58,7 @@ export class DeliveryWorker {
   ) {
     const leaseSeconds = opts.leaseSeconds ?? 120;
     this.attachments = new SendAttachmentsStore(pool);
+    this.builder = messageBuilder(opts.dkimWorkers ?? 0, logger);
     this.loop = new DueWorkLoop({
       name: 'delivery',
       logger,
@@ -75,8 +80,9 @@ export class DeliveryWorker {
     this.loop.kick();
   }
 
-  stop(): Promise<void> {
-    return this.loop.stop();
+  async stop(): Promise<void> {
+    await this.loop.stop();
+    await this.builder.close();
   }
 
   private async deliverBatch(rows: ClaimedEmail[]): Promise<void> {
@@ -102,7 +108,9 @@ export class DeliveryWorker {
     await Promise.all(
       ready.map(async (row) => {
         try {
-          await this.transport.send(await this.message(row, attachments.get(row.send_id ?? '') ?? []));
+          // Built and signed on the signing pool's threads; only the SMTP exchange stays on this one.
+          const built = await this.builder.build(await this.message(row, attachments.get(row.send_id ?? '') ?? []));
+          await this.transport.sendRaw(built);
           outcomes.sent.push(row.id);
           messages.push(lifecycleMessage(row, 'sent', { messageId: row.message_id }));
         } catch (err) {
