@@ -13,6 +13,8 @@ export const workflowsEnv = z
     WEBHOOK_RETRY_BASE_MS: envPositiveInt.default(500),
     /** Fallback poll of the execution worker (due DELAY timers and WAIT_FOR_EVENT timeouts). */
     WORKFLOW_POLL_MS: envPositiveInt.default(500),
+    /** How long a claimed execution stays with its worker; a worker that dies leaves it due again after this. */
+    WORKFLOW_LEASE_MS: envPositiveInt.default(120000),
   })
   .transform((e) => ({
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
@@ -20,6 +22,7 @@ export const workflowsEnv = z
     webhookMaxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
     webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
     workflowPollMs: e.WORKFLOW_POLL_MS,
+    workflowLeaseMs: e.WORKFLOW_LEASE_MS,
   }));
 
 export type WorkflowsEnv = z.output<typeof workflowsEnv>;

@@ -7,7 +7,7 @@ import { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import { type WorkflowsEnv, workflowsEnv } from './config.js';
 import { contactsPort } from './contacts-rpc.js';
 import { subscribeWorkflowsConsumers } from './consumers.js';
-import { Engine, LEASE_MS } from './domain/engine.js';
+import { Engine } from './domain/engine.js';
 import { Executions } from './domain/executions.js';
 import { Workflows } from './domain/workflows.js';
 import { mailPort } from './messaging-rpc.js';
@@ -44,11 +44,12 @@ export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<Running
       retryBaseMs: config.webhookRetryBaseMs,
     },
     logger.child({ part: 'engine' }),
+    config.workflowLeaseMs,
   );
   const worker = new DueWorkLoop<ExecutionRow>({
     name: 'workflow-executions',
     logger,
-    claim: (limit) => executionsStore.claim(limit, LEASE_MS),
+    claim: (limit) => executionsStore.claim(limit, config.workflowLeaseMs),
     run: (rows) => engine.runClaimed(rows),
     batchSize: 50,
     lanes: 4,
@@ -56,11 +57,17 @@ export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<Running
     notify: { pool: db.pool, channel: DUE_CHANNEL },
   });
   await worker.start();
+  // Awaited events are only looked back on from a wait's step start: a day is far more than needed.
+  const prune = setInterval(() => {
+    executionsStore.pruneAwaited(86_400_000).catch((err) => logger.warn({ err }, 'pruning awaited events failed'));
+  }, 600_000);
+  prune.unref();
   await subscribeWorkflowsConsumers(rt.bus, executions, store, logger.child({ part: 'bus' }));
-  const server = await serveRpc(rt, 'workflows', workflowsRoutes(workflows, executions), db);
+  const server = await serveRpc(rt, 'workflows', workflowsRoutes(workflows, executions, store), db);
   return {
     name: 'workflows',
     async stop() {
+      clearInterval(prune);
       await server.close();
       await worker.stop();
       await db.close();

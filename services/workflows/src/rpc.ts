@@ -12,7 +12,9 @@ import {
 import type { Executions } from './domain/executions.js';
 import type { WorkflowView, Workflows } from './domain/workflows.js';
 import type { ExecutionRow, HistoryRow } from './store/executions-store.js';
-import type { StepRow, TransitionRow, WorkflowRow } from './store/workflows-store.js';
+import type { StepRow, TransitionRow, WorkflowRow, WorkflowsStore } from './store/workflows-store.js';
+import { findWorkflowsUsing } from './domain/usage.js';
+import { isUuid } from '@svc/lib/ids';
 
 const MAX_PAGE_SIZE = 100;
 const body = (v?: Value): unknown => (v === undefined ? {} : toJson(ValueSchema, v));
@@ -86,7 +88,7 @@ const executionPb = (e: ExecutionRow, steps: HistoryRow[] = []) =>
     steps: steps.map(historyPb),
   });
 
-export function workflowsRoutes(workflows: Workflows, executions: Executions) {
+export function workflowsRoutes(workflows: Workflows, executions: Executions, store: WorkflowsStore) {
   return (router: ConnectRouter) =>
     router.service(WorkflowsService, {
       async listWorkflows(req) {
@@ -148,6 +150,32 @@ export function workflowsRoutes(workflows: Workflows, executions: Executions) {
       },
       async cancelAllExecutions(req) {
         return { cancelled: BigInt(await executions.cancelAll(req.projectId, req.workflowId)) };
+      },
+      async listUpcomingExecutions(req) {
+        if (!isUuid(req.projectId)) return { executions: [] };
+        const rows = await store.upcoming(req.projectId, Math.min(100, Math.max(1, req.limit || 20)));
+        return {
+          executions: rows.map((r) => ({
+            id: r.id,
+            workflowId: r.workflow_id,
+            workflowName: r.workflow_name,
+            contactId: r.contact_id,
+            stepId: r.step_id ?? '',
+            stepName: r.step_name ?? '',
+            stepType: r.step_type ?? '',
+            dueAt: ts(r.due_at),
+          })),
+        };
+      },
+      async findWorkflowsUsing(req) {
+        const ref = req.templateId
+          ? { templateId: req.templateId }
+          : req.eventName
+            ? { eventName: req.eventName }
+            : req.field
+              ? { field: req.field }
+              : null;
+        return { usages: ref ? await findWorkflowsUsing(store, req.projectId, ref) : [] };
       },
     });
 }

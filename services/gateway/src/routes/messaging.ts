@@ -2,6 +2,7 @@ import type { Client } from '@connectrpc/connect';
 import { Router, type Request } from 'express';
 import { notFound } from '@svc/lib/errors';
 import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
+import type { WorkflowsService } from '@svc/proto/svc/workflows/v1/workflows_pb';
 import type { KeyGuards } from '../http/guards.js';
 import { objectBody, stringField } from '../http/body.js';
 import { wrapped } from '../http/envelope.js';
@@ -24,7 +25,11 @@ function requireOwnProject(req: Request, projectId: unknown): void {
 }
 
 /** Sender domains, templates, /v1/send, /v1/verify and the activity feed (secret key). */
-export function messagingRouter(messaging: Client<typeof MessagingService>, guards: KeyGuards): Router {
+export function messagingRouter(
+  messaging: Client<typeof MessagingService>,
+  guards: KeyGuards,
+  workflows?: Client<typeof WorkflowsService>,
+): Router {
   const r = Router();
   const secret = guards.secret;
 
@@ -108,10 +113,22 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
   r.get('/templates/:id/usage', secret, async (req, res) => {
     const id = String(req.params.id);
     const out = await messaging.getTemplateUsage({ projectId: req.projectId, id });
+    // SEND_EMAIL steps live in the workflows service (asked once the template is known to exist).
+    const steps = workflows
+      ? (await workflows.findWorkflowsUsing({ projectId: req.projectId, templateId: id })).usages
+      : [];
     res.json({
       templateId: id,
       campaigns: out.campaigns.map((c) => ({ id: c.id, name: c.name })),
-      workflows: out.workflowSteps.map((s) => ({ workflowId: s.parentId, stepId: s.id, name: s.name })),
+      workflows: [
+        ...out.workflowSteps.map((s) => ({ workflowId: s.parentId, stepId: s.id, name: s.name })),
+        ...steps.map((s) => ({
+          workflowId: s.workflowId,
+          workflowName: s.workflowName,
+          stepId: s.stepId,
+          name: s.stepName,
+        })),
+      ],
     });
   });
 
@@ -195,8 +212,32 @@ export function messagingRouter(messaging: Client<typeof MessagingService>, guar
   });
 
   r.get('/activity/upcoming', secret, async (req, res) => {
-    const out = await messaging.listUpcoming({ projectId: req.projectId });
-    res.json({ data: out.items.map((i) => ({ kind: i.kind, id: i.id, name: i.name, dueAt: iso(i.dueAt) })) });
+    const [out, waiting] = await Promise.all([
+      messaging.listUpcoming({ projectId: req.projectId }),
+      workflows?.listUpcomingExecutions({ projectId: req.projectId, limit: 100 }),
+    ]);
+    const items: { kind: string; id: string; name: string; dueAt: string | null }[] = out.items.map((i) => ({
+      kind: i.kind,
+      id: i.id,
+      name: i.name,
+      dueAt: iso(i.dueAt),
+    }));
+    // Waiting executions: `name` is the workflow's, with the step it waits in and the contact.
+    for (const e of waiting?.executions ?? []) {
+      items.push({
+        kind: 'execution',
+        id: e.id,
+        name: e.workflowName,
+        dueAt: iso(e.dueAt),
+        ...{
+          workflowId: e.workflowId,
+          contactId: e.contactId,
+          step: { id: e.stepId, name: e.stepName, type: e.stepType },
+        },
+      });
+    }
+    items.sort((a, b) => (a.dueAt ?? '').localeCompare(b.dueAt ?? ''));
+    res.json({ data: items });
   });
 
   return r;

@@ -1,11 +1,24 @@
 import type { Client } from '@connectrpc/connect';
 import { Router } from 'express';
 import type { SegmentsService } from '@svc/proto/svc/segments/v1/segments_pb';
+import type { WorkflowsService, WorkflowUsage } from '@svc/proto/svc/workflows/v1/workflows_pb';
 import type { KeyGuards } from '../http/guards.js';
 
 /** The services whose stored conditions can reference a contact field or an event name. */
 export interface UsageSources {
   segments: Client<typeof SegmentsService>;
+  workflows: Client<typeof WorkflowsService>;
+}
+
+/** Workflow step references grouped by workflow: `{id, name, steps: [{id, name, type}]}`. */
+export function workflowRefs(usages: WorkflowUsage[]) {
+  const byId = new Map<string, { id: string; name: string; steps: { id: string; name: string; type: string }[] }>();
+  for (const u of usages) {
+    const w = byId.get(u.workflowId) ?? { id: u.workflowId, name: u.workflowName, steps: [] };
+    w.steps.push({ id: u.stepId, name: u.stepName, type: u.stepType });
+    byId.set(u.workflowId, w);
+  }
+  return [...byId.values()];
 }
 
 /** Standard contact fields, named as GET /contacts/fields names them; any other name is read as `data.<name>`. */
@@ -29,11 +42,14 @@ async function references(
   projectId: string,
   ref: { field: string } | { eventName: string },
 ): Promise<{ segments: Ref[]; campaigns: Ref[]; workflows: Ref[] }> {
-  const [segments] = await Promise.all([sources.segments.findSegmentsUsing({ projectId, ...ref })]);
+  const [segments, workflows] = await Promise.all([
+    sources.segments.findSegmentsUsing({ projectId, ...ref }),
+    sources.workflows.findWorkflowsUsing({ projectId, ...ref }),
+  ]);
   return {
     segments: segments.segments.map((s) => ({ id: s.id, name: s.name })),
     campaigns: [],
-    workflows: [],
+    workflows: workflowRefs(workflows.usages),
   };
 }
 

@@ -60,6 +60,7 @@ export class Engine {
     private readonly mail: MailPort,
     private readonly webhook: WebhookOptions,
     private readonly logger: Logger,
+    private readonly leaseMs = LEASE_MS,
   ) {}
 
   async runClaimed(rows: ExecutionRow[]): Promise<void> {
@@ -94,8 +95,12 @@ export class Engine {
         if (!history || history.finished_at) history = await this.executions.beginStep(row, step);
         if (!history) return; // the lease was lost (cancelled, or resumed by an event)
         const outcome = await this.step(graph, row, step, history);
-        if (outcome.execution.status === 'RUNNING') outcome.execution.dueAt = new Date(Date.now() + LEASE_MS);
+        if (outcome.execution.status === 'RUNNING') outcome.execution.dueAt = new Date(Date.now() + this.leaseMs);
         row = await this.executions.finishStep(row, outcome);
+        if (row?.status === 'WAITING' && row.wait_event) {
+          // The awaited event may have been tracked after the step began but before the wait was written.
+          await this.executions.resumeFromRecorded(row);
+        }
         if (row && row.status !== 'RUNNING') return;
       }
       // Still running after a long chain of steps: due again now, for whichever worker is free.

@@ -48,6 +48,7 @@ export class Executions {
     data: Record<string, unknown>;
     at: Date;
   }): Promise<void> {
+    await this.store.recordAwaited(m.projectId, m.contactId, m.name, m.at, m.data);
     await this.store.resumeWaiting(m.projectId, m.contactId, m.name, m.at, m.data);
     const triggered = await this.workflows.triggeredBy(m.projectId, m.name);
     if (!triggered.length) return;
@@ -62,6 +63,7 @@ export class Executions {
             contactId: m.contactId,
             context: { event: { id: m.eventId, name: m.name, data: m.data } },
             triggerKey: m.eventId,
+            since: m.at,
           },
           w.allow_reentry,
         ),
@@ -85,7 +87,7 @@ export class Executions {
     const r = await withTransaction(this.store.pool, (db) =>
       this.store.enrol(
         db,
-        { projectId, workflowId: w.id, contactId: contact.id, context: b.context, triggerKey: null },
+        { projectId, workflowId: w.id, contactId: contact.id, context: b.context, triggerKey: null, since: new Date() },
         w.allow_reentry,
       ),
     );

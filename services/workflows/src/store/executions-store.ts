@@ -18,6 +18,7 @@ export interface ExecutionRow {
   resume: 'EVENT' | null;
   wait_event: string | null;
   waiting_since: Date | null;
+  since: Date | null;
   due_at: Date | null;
   lease_token: string | null;
   error: string | null;
@@ -64,7 +65,14 @@ export class ExecutionsStore {
    */
   async enrol(
     db: PoolClient,
-    e: { projectId: string; workflowId: string; contactId: string; context: object; triggerKey: string | null },
+    e: {
+      projectId: string;
+      workflowId: string;
+      contactId: string;
+      context: object;
+      triggerKey: string | null;
+      since: Date;
+    },
     allowReentry: boolean,
   ): Promise<{ row: ExecutionRow | null; refusal?: 'active' | 'before' }> {
     // FOR SHARE: enrolments run side by side, but not beside a structural edit (which locks FOR UPDATE).
@@ -85,11 +93,20 @@ export class ExecutionsStore {
     }
     const { rows } = await db.query<ExecutionRow>(
       `INSERT INTO executions
-         (id, project_id, workflow_id, contact_id, status, context, trigger_key, current_step_id, due_at)
-       VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6, $7, now())
+         (id, project_id, workflow_id, contact_id, status, context, trigger_key, current_step_id, due_at, since)
+       VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6, $7, now(), $8)
        ON CONFLICT (workflow_id, trigger_key) WHERE trigger_key IS NOT NULL DO NOTHING
        RETURNING *`,
-      [uuidv7(), e.projectId, e.workflowId, e.contactId, JSON.stringify(e.context), e.triggerKey, trigger[0].id],
+      [
+        uuidv7(),
+        e.projectId,
+        e.workflowId,
+        e.contactId,
+        JSON.stringify(e.context),
+        e.triggerKey,
+        trigger[0].id,
+        e.since,
+      ],
     );
     if (rows[0]) await db.query(`SELECT pg_notify('${DUE_CHANNEL}', '')`);
     return { row: rows[0] ?? null };
@@ -167,7 +184,10 @@ export class ExecutionsStore {
            current_history_id = CASE WHEN $4 THEN NULL ELSE current_history_id END,
            due_at = $6,
            wait_event = $7,
-           waiting_since = CASE WHEN $7::text IS NULL THEN NULL ELSE now() END,
+           -- A wait for an event takes the events since the execution last set off (see resumeFromRecorded).
+           waiting_since = CASE WHEN $7::text IS NULL THEN NULL
+             WHEN status = 'WAITING' THEN now() ELSE COALESCE(since, now()) END,
+           since = CASE WHEN status = 'WAITING' AND $3 <> 'WAITING' THEN now() ELSE since END,
            resume = NULL,
            context = context || $8::jsonb,
            error = COALESCE($9, error),
@@ -231,6 +251,51 @@ export class ExecutionsStore {
     );
     if (rowCount) await this.pool.query(`SELECT pg_notify('${DUE_CHANNEL}', '')`);
     return rowCount ?? 0;
+  }
+
+  /**
+   * Keeps a tracked event when a WAIT_FOR_EVENT step of the project awaits its name (committed before
+   * resumeWaiting runs, so an execution entering the wait meanwhile finds it in resumeFromRecorded).
+   */
+  async recordAwaited(projectId: string, contactId: string, name: string, at: Date, data: object): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO awaited_events (project_id, contact_id, name, at, data)
+       SELECT $1, $2, $3, $4, $5
+       WHERE EXISTS (
+         SELECT 1 FROM workflow_steps s JOIN workflows w ON w.id = s.workflow_id
+         WHERE s.type = 'WAIT_FOR_EVENT' AND s.config->>'eventName' = $3 AND w.project_id = $1
+       )`,
+      [projectId, contactId, name, at, JSON.stringify(data)],
+    );
+  }
+
+  /**
+   * An execution that has just started waiting for an event: resumes it at once when the event was
+   * tracked since it set off towards the wait (waiting_since: its trigger event, or the end of its last
+   * DELAY or wait), e.g. while a step before the wait ran: before the wait row was committed,
+   * resumeWaiting could not see it. Run after that commit; the wait_event condition makes this and
+   * resumeWaiting exclusive.
+   */
+  async resumeFromRecorded(e: ExecutionRow): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE executions x SET resume = 'EVENT', wait_event = NULL, due_at = now(), lease_token = NULL,
+         context = x.context || (ev.data - 'event' - 'waitEvent')
+           || jsonb_build_object('waitEvent', jsonb_build_object('name', ev.name, 'data', ev.data)),
+         updated_at = now()
+       FROM (
+         SELECT name, data FROM awaited_events
+         WHERE project_id = $2 AND contact_id = $3 AND name = $4 AND at >= $5 ORDER BY at LIMIT 1
+       ) ev
+       WHERE x.id = $1 AND x.status = 'WAITING' AND x.wait_event = $4`,
+      [e.id, e.project_id, e.contact_id, e.wait_event, e.waiting_since],
+    );
+    if (rowCount) await this.pool.query(`SELECT pg_notify('${DUE_CHANNEL}', '')`);
+    return Boolean(rowCount);
+  }
+
+  /** Forgets awaited events older than `ms` (a wait only looks back to its step's start). */
+  async pruneAwaited(ms: number): Promise<void> {
+    await this.pool.query(`DELETE FROM awaited_events WHERE received_at < now() - $1 * interval '1 millisecond'`, [ms]);
   }
 
   /** Leaves a claimed execution for a later claim (a dependency was down), still under this worker's lease. */

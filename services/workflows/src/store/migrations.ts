@@ -106,4 +106,27 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    id: '002_awaited_events',
+    sql: `
+      -- Recent events of names some WAIT_FOR_EVENT step awaits: an execution entering the wait looks
+      -- here for one tracked since the step began (it may have come before the wait row was written).
+      CREATE TABLE awaited_events (
+        project_id uuid NOT NULL,
+        contact_id uuid NOT NULL,
+        name text NOT NULL,
+        at timestamptz NOT NULL,
+        data jsonb NOT NULL DEFAULT '{}',
+        received_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX awaited_events_contact ON awaited_events (project_id, contact_id, name, at);
+      CREATE INDEX awaited_events_received ON awaited_events (received_at);
+      -- When the execution last set off without waiting (its trigger event, a manual start, the end of a
+      -- DELAY or wait): a WAIT_FOR_EVENT reached from there takes the awaited events tracked since.
+      ALTER TABLE executions ADD COLUMN since timestamptz;
+      -- GET /activity/upcoming: a project's waiting executions by due time.
+      CREATE INDEX executions_upcoming ON executions (project_id, due_at) WHERE status = 'WAITING';
+      CREATE INDEX workflow_steps_awaits ON workflow_steps ((config->>'eventName')) WHERE type = 'WAIT_FOR_EVENT';
+    `,
+  },
 ];

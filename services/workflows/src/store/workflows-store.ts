@@ -31,6 +31,17 @@ export interface TransitionRow {
   wait_outcome: 'EVENT' | 'TIMEOUT' | null;
   created_at: Date;
 }
+export interface UpcomingRow {
+  id: string;
+  workflow_id: string;
+  workflow_name: string;
+  contact_id: string;
+  step_id: string | null;
+  step_name: string | null;
+  step_type: string | null;
+  due_at: Date;
+}
+
 export interface WorkflowPatch {
   name?: string;
   description?: string | null;
@@ -207,6 +218,41 @@ export class WorkflowsStore {
       [projectId, fresh],
     );
     return rows[0].webhook_secret;
+  }
+
+  /** Waiting executions of a project by due time (index executions_upcoming). */
+  async upcoming(projectId: string, limit: number): Promise<UpcomingRow[]> {
+    const { rows } = await this.pool.query<UpcomingRow>(
+      `SELECT e.id, e.workflow_id, w.name AS workflow_name, e.contact_id, e.current_step_id AS step_id,
+         s.name AS step_name, s.type AS step_type, e.due_at
+       FROM executions e JOIN workflows w ON w.id = e.workflow_id
+       LEFT JOIN workflow_steps s ON s.id = e.current_step_id
+       WHERE e.project_id = $1 AND e.status = 'WAITING' AND e.due_at IS NOT NULL
+       ORDER BY e.due_at, e.id LIMIT $2`,
+      [projectId, limit],
+    );
+    return rows;
+  }
+
+  /**
+   * Steps that may reference a template, an event name or a field: SEND_EMAIL with the template id,
+   * triggers and WAIT_FOR_EVENT steps with the event name, every CONDITION step (the caller reads its tree).
+   */
+  async referencingSteps(
+    projectId: string,
+    ref: { templateId?: string; eventName?: string; conditions?: boolean },
+  ): Promise<(StepRow & { workflow_name: string })[]> {
+    const { rows } = await this.pool.query<StepRow & { workflow_name: string }>(
+      `SELECT s.*, w.name AS workflow_name FROM workflow_steps s JOIN workflows w ON w.id = s.workflow_id
+       WHERE w.project_id = $1 AND (
+         (s.type = 'SEND_EMAIL' AND s.config->>'templateId' = $2)
+         OR (s.type = 'WAIT_FOR_EVENT' AND s.config->>'eventName' = $3)
+         OR (s.type = 'TRIGGER' AND w.trigger_type = 'EVENT' AND w.trigger_config->>'eventName' = $3)
+         OR (s.type = 'CONDITION' AND $4))
+       ORDER BY w.created_at, w.id, s.created_at, s.id`,
+      [projectId, ref.templateId ?? null, ref.eventName ?? null, ref.conditions ?? false],
+    );
+    return rows;
   }
 
   async removeProject(projectId: string): Promise<void> {

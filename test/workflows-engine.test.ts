@@ -1,0 +1,331 @@
+import type { ChildProcess } from 'node:child_process';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { call, eventually, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
+import { receivedMail, verifiedDomain, waitForMail } from './support/messaging.js';
+import { freePort, portOpen, startPlatform, waitFor } from './support/processes.js';
+
+// The workflow engine beyond the API: the WAIT_FOR_EVENT race, upcoming and usage listings, and
+// executions surviving a workflows process killed while they wait and as their delays fall due.
+
+let t: Tenant;
+let domain: string;
+
+beforeAll(async () => {
+  t = await newTenant();
+  domain = (await verifiedDomain(t)).domain;
+});
+
+const api = (method: string, url: string, body?: unknown, key = t.secretKey) => call(method, url, body, { key });
+const track = (email: string, event: string, data?: Record<string, unknown>) =>
+  call('POST', '/v1/track', { email, event, data }, { key: t.publicKey });
+const uniqueEvent = (tag: string) => `${tag}-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6)}`;
+
+/** Creates a workflow for `eventName` with `steps` and `edges` ('trigger' is the entry step); enables it. */
+async function build(
+  eventName: string,
+  steps: Record<string, { type: string; config?: unknown }>,
+  edges: [string, string, Record<string, string>?][],
+  opts: { enable?: boolean } = {},
+) {
+  const w = await api('POST', '/workflows', { name: `wf ${eventName}`, eventName });
+  expect(w.status).toBe(201);
+  const ids: Record<string, string> = { trigger: w.body.steps[0].id };
+  for (const [name, s] of Object.entries(steps)) {
+    const r = await api('POST', `/workflows/${w.body.id}/steps`, { type: s.type, name, config: s.config ?? {} });
+    expect([r.status, r.body]).toEqual([201, expect.anything()]);
+    ids[name] = r.body.id;
+  }
+  for (const [from, to, label] of edges) {
+    const r = await api('POST', `/workflows/${w.body.id}/transitions`, {
+      fromStepId: ids[from],
+      toStepId: ids[to],
+      ...label,
+    });
+    expect([r.status, r.body]).toEqual([201, expect.anything()]);
+  }
+  if (opts.enable !== false) {
+    const e = await api('PATCH', `/workflows/${w.body.id}`, { enabled: true });
+    expect([e.status, e.body.enabled]).toEqual([200, true]);
+  }
+  return { id: w.body.id as string, name: w.body.name as string, steps: ids };
+}
+
+const send = (subject: string) => ({
+  type: 'SEND_EMAIL',
+  config: { subject, body: `<p>${subject}</p>`, from: `flows@${domain}` },
+});
+
+async function executions(workflowId: string, status?: string) {
+  const r = await api('GET', `/workflows/${workflowId}/executions?pageSize=100${status ? `&status=${status}` : ''}`);
+  expect(r.status).toBe(200);
+  return r.body.data as { id: string; status: string; contactId: string; dueAt?: string }[];
+}
+
+const history = async (workflowId: string, executionId: string) => {
+  const r = await api('GET', `/workflows/${workflowId}/executions/${executionId}`);
+  expect(r.status).toBe(200);
+  return r.body.steps as { stepId: string; stepType: string; status: string; output?: any }[];
+};
+
+describe('WAIT_FOR_EVENT race', () => {
+  let server: Server;
+  let url: string;
+  const held: ServerResponse[] = [];
+  let released = false;
+  let requests = 0;
+
+  beforeAll(async () => {
+    // Holds every request until the test releases it: the step before the wait is still running.
+    server = createServer((req, res) => {
+      req.resume();
+      requests++;
+      if (released) res.writeHead(200).end('ok');
+      else held.push(res);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  });
+  afterAll(async () => {
+    for (const res of held) res.end();
+    await new Promise((r) => server.close(r));
+  });
+
+  test('an awaited event tracked while a step before the wait runs (no wait row yet) resumes it', async () => {
+    const start = uniqueEvent('start');
+    const paid = uniqueEvent('paid');
+    const w = await build(
+      start,
+      {
+        slow: { type: 'WEBHOOK', config: { url } },
+        wait: { type: 'WAIT_FOR_EVENT', config: { eventName: paid, timeout: { amount: 10, unit: 'minutes' } } },
+        thanks: send('Paid'),
+      },
+      [
+        ['trigger', 'slow'],
+        ['slow', 'wait'],
+        ['wait', 'thanks', { waitOutcome: 'EVENT' }],
+      ],
+    );
+    // A second workflow triggered by the awaited event: once it has an execution for the contact, the
+    // workflows service has handled that event (resuming waits comes first), while the wait was not written.
+    const sentinel = await build(paid, { done: { type: 'EXIT' } }, [['trigger', 'done']]);
+    const email = uniqueEmail('racer');
+    expect((await track(email, start)).status).toBe(200);
+    await eventually(async () => (requests ? true : undefined), 15_000, 'webhook request held');
+    expect((await track(email, paid, { ref: 'R9' })).status).toBe(200);
+    await eventually(async () => ((await executions(sentinel.id)).length === 1 ? true : undefined));
+    const [running] = await executions(w.id);
+    expect(running.status).toBe('RUNNING'); // still in the WEBHOOK step: no wait row yet
+    released = true;
+    for (const res of held.splice(0)) res.writeHead(200).end('ok');
+
+    const mail = await waitForMail(email, 1, 20_000);
+    expect(mail[0].parsed.subject).toBe('Paid');
+    const done = await eventually(async () => {
+      const [e] = await executions(w.id);
+      return e.status === 'COMPLETED' ? e : undefined;
+    });
+    const steps = await history(w.id, done.id);
+    expect(steps.find((s) => s.stepType === 'WAIT_FOR_EVENT')).toMatchObject({
+      status: 'COMPLETED',
+      output: { outcome: 'EVENT' },
+    });
+  });
+});
+
+describe('upcoming executions and usage', () => {
+  test('/activity/upcoming lists waiting executions with due times; usage endpoints name workflows', async () => {
+    const tpl = await api('POST', '/templates', {
+      name: 'wf template',
+      subject: 'Hello',
+      body: '<p>Hello</p>',
+      from: `flows@${domain}`,
+    });
+    expect(tpl.status).toBe(201);
+    const ev = uniqueEvent('later');
+    const paid = uniqueEvent('paid');
+    const delayed = await build(
+      ev,
+      {
+        pause: { type: 'DELAY', config: { amount: 1, unit: 'hours' } },
+        mail: { type: 'SEND_EMAIL', config: { templateId: tpl.body.id } },
+      },
+      [
+        ['trigger', 'pause'],
+        ['pause', 'mail'],
+      ],
+    );
+    const branching = await build(
+      uniqueEvent('branch'),
+      {
+        check: {
+          type: 'CONDITION',
+          config: {
+            condition: {
+              logic: 'OR',
+              groups: [
+                { filters: [{ field: 'data.plan.tier', operator: 'equals', value: 'pro' }] },
+                { filters: [{ field: 'event.data.amount', operator: 'gt', value: 1 }] },
+              ],
+            },
+          },
+        },
+        wait: { type: 'WAIT_FOR_EVENT', config: { eventName: paid, timeout: { amount: 1, unit: 'days' } } },
+      },
+      [
+        ['trigger', 'check'],
+        ['check', 'wait', { branch: 'yes' }],
+      ],
+      { enable: false },
+    );
+
+    const email = uniqueEmail('upcoming');
+    const before = Date.now();
+    await track(email, ev);
+    const [waiting] = await eventually(async () => {
+      const l = await executions(delayed.id, 'WAITING');
+      return l.length === 1 ? l : undefined;
+    });
+    const up = await api('GET', '/activity/upcoming');
+    expect(up.status).toBe(200);
+    const item = up.body.data.find((i: { id: string }) => i.id === waiting.id);
+    expect(item).toMatchObject({
+      kind: 'execution',
+      name: delayed.name,
+      workflowId: delayed.id,
+      contactId: waiting.contactId,
+      step: { id: delayed.steps.pause, name: 'pause', type: 'DELAY' },
+    });
+    const due = Date.parse(item.dueAt);
+    expect(due).toBeGreaterThan(before + 3_500_000);
+    expect(due).toBeLessThan(Date.now() + 3_700_000);
+    // Another project sees none of it.
+    const other = await newTenant();
+    const theirs = await call('GET', '/activity/upcoming', undefined, { key: other.secretKey });
+    expect(theirs.body.data.map((i: { id: string }) => i.id)).not.toContain(waiting.id);
+
+    const template = await api('GET', `/templates/${tpl.body.id}/usage`);
+    expect(template.status).toBe(200);
+    expect(template.body.workflows).toEqual([
+      { workflowId: delayed.id, workflowName: delayed.name, stepId: delayed.steps.mail, name: 'mail' },
+    ]);
+
+    const trigger = await api('GET', `/events/${encodeURIComponent(ev)}/usage`);
+    expect(trigger.body.workflows).toEqual([
+      {
+        id: delayed.id,
+        name: delayed.name,
+        steps: [{ id: delayed.steps.trigger, name: expect.any(String), type: 'TRIGGER' }],
+      },
+    ]);
+    const awaited = await api('GET', `/events/${encodeURIComponent(paid)}/usage`);
+    expect(awaited.body.workflows).toEqual([
+      {
+        id: branching.id,
+        name: branching.name,
+        steps: [{ id: branching.steps.wait, name: 'wait', type: 'WAIT_FOR_EVENT' }],
+      },
+    ]);
+    // A field and the data paths below it; `plan` is read as data.plan.
+    for (const field of ['plan', 'data.plan', 'data.plan.tier']) {
+      const f = await api('GET', `/contacts/fields/${field}/usage`);
+      expect([field, f.status]).toEqual([field, 200]);
+      expect(f.body.workflows).toEqual([
+        {
+          id: branching.id,
+          name: branching.name,
+          steps: [{ id: branching.steps.check, name: 'check', type: 'CONDITION' }],
+        },
+      ]);
+    }
+    for (const field of ['email', 'data.planner', 'data.amount']) {
+      const f = await api('GET', `/contacts/fields/${field}/usage`);
+      expect(f.body.workflows.map((w: { id: string }) => w.id)).not.toContain(branching.id);
+    }
+    const elsewhere = await call('GET', `/events/${encodeURIComponent(paid)}/usage`, undefined, {
+      key: other.secretKey,
+    });
+    expect(elsewhere.body.workflows).toEqual([]);
+
+    // Cancelled, it is no longer upcoming.
+    expect((await api('POST', `/workflows/${delayed.id}/executions/cancel-all`)).status).toBe(200);
+    const after = await api('GET', '/activity/upcoming');
+    expect(after.body.data.map((i: { id: string }) => i.id)).not.toContain(waiting.id);
+  });
+});
+
+describe('restart safety', () => {
+  /**
+   * A second workflows process on the shared database (its own RPC port, and a bus prefix of its own so
+   * it never holds the shared platform's messages): it competes for due executions with the platform's
+   * one. Its claims expire after 2 s (WORKFLOW_LEASE_MS), so work it dies holding is taken over quickly.
+   */
+  const env = async () => ({
+    ...platform.env,
+    WORKFLOWS_PORT: String(await freePort()),
+    BUS_PREFIX: `${platform.env.BUS_PREFIX}_wfrestart`,
+    WORKFLOW_LEASE_MS: '2000',
+    WORKFLOW_POLL_MS: '100',
+  });
+  const children: ChildProcess[] = [];
+  async function startSecond(n: number) {
+    const e = await env();
+    const child = startPlatform(['workflows'], e, `workflows-restart-${n}`);
+    children.push(child);
+    await waitFor('second workflows process', () => portOpen(Number(e.WORKFLOWS_PORT)), child);
+    return child;
+  }
+  const crash = async (child: ChildProcess) => {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+  };
+  afterAll(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) await crash(c);
+  });
+
+  test('a workflows process killed while executions wait and as they fall due: each ends once, one email', async () => {
+    const ev = uniqueEvent('restart');
+    const w = await build(
+      ev,
+      { pause: { type: 'DELAY', config: { amount: 8, unit: 'seconds' } }, mail: send('Once'), done: { type: 'EXIT' } },
+      [
+        ['trigger', 'pause'],
+        ['pause', 'mail'],
+        ['mail', 'done'],
+      ],
+    );
+    let second = await startSecond(1);
+    const emails = Array.from({ length: 30 }, (_, i) => uniqueEmail(`restart${i}`));
+    expect((await Promise.all(emails.map((e) => track(e, ev)))).map((r) => r.status)).toEqual(emails.map(() => 200));
+    await eventually(async () => ((await executions(w.id, 'WAITING')).length === 30 ? true : undefined));
+
+    // Killed while they wait, then started again.
+    await crash(second);
+    second = await startSecond(2);
+    // Killed again as the delays fall due (some claimed, some mid-SEND_EMAIL), then started again.
+    const dueAt = Math.min(...(await executions(w.id, 'WAITING')).map((e) => Date.parse(e.dueAt!)));
+    await new Promise((r) => setTimeout(r, Math.max(0, dueAt - Date.now() + 30)));
+    await crash(second);
+    await startSecond(3);
+
+    const done = await eventually(
+      async () => {
+        const l = await executions(w.id);
+        return l.length === 30 && l.every((e) => e.status === 'EXITED') ? l : undefined;
+      },
+      30_000,
+      '30 executions EXITED',
+    );
+    for (const e of done) {
+      const steps = await history(w.id, e.id);
+      expect(steps.filter((s) => s.stepType === 'SEND_EMAIL').map((s) => s.status)).toEqual(['COMPLETED']);
+      expect(steps.filter((s) => s.stepType === 'EXIT').map((s) => s.status)).toEqual(['COMPLETED']);
+    }
+    for (const email of emails) await waitForMail(email, 1, 20_000);
+    // Give a duplicate the time it would need to arrive, then count.
+    await new Promise((r) => setTimeout(r, 1500));
+    for (const email of emails) expect([email, (await receivedMail(email)).length]).toEqual([email, 1]);
+  }, 90_000);
+});
