@@ -129,7 +129,7 @@ function banner(gatewayUrl: string, config: Config, embedded: boolean, bus: Bus)
   } else {
     lines.push(
       `  PostgreSQL:   ${withoutCredentials(config.databaseUrl)}`,
-      `  NATS:         ${withoutCredentials(config.natsUrl)} (${bus.connected() ? 'connected' : 'not reached yet; retrying'})`,
+      `  NATS:         ${withoutCredentials(config.natsUrl)} (${bus.connected() ? 'connected' : 'retrying'})`,
       `  Redis:        ${withoutCredentials(config.redisUrl)}`,
     );
   }

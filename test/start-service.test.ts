@@ -48,7 +48,7 @@ describe('starting services by name (the registry)', () => {
     }
   });
 
-  test('as root, a data folder the postgres user cannot enter stops embedded mode with one line saying what to do', async () => {
+  test('as root, a folder the postgres user cannot enter stops embedded mode with one line', async () => {
     if (process.getuid?.() !== 0) return; // only root runs PostgreSQL as another user
     const closed = mkdtempSync(path.join(tmpdir(), 'closed-')); // mode 700
     const { DATABASE_URL: _db, ...env } = platform.env;
