@@ -251,5 +251,8 @@ describe('GET /emails', () => {
     expect((await get(`/emails?contactId=${sent[0].contactId}`, t)).body).toMatchObject({ data: [], total: 0 });
     expectEnvelope(await call('GET', '/emails', undefined, { key: tenant.publicKey }), 401, 'INVALID_API_KEY');
     expect((await call('GET', '/emails')).status).toBe(401);
+    const wrongMethod = await call('POST', `/emails/${sent[0].id}`, {}, { key: tenant.secretKey });
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get('allow')).toMatch(/GET/);
   });
 });
