@@ -14,6 +14,7 @@ import { installCrashPolicy } from '@svc/lib/crash-policy';
 import { loadConfig, orExitOnConfigError, parseEnv, type Config } from '@svc/lib/config';
 import { StartupError } from '@svc/lib/listen';
 import { createLogger, type Logger } from '@svc/lib/logger';
+import { serveMetrics } from '@svc/lib/metrics';
 import type { Runtime } from '@svc/lib/runtime';
 import { serviceTokenProblem } from '@svc/lib/service-auth';
 import type { ServiceDefinition, ServiceModule } from '@svc/lib/services';
@@ -170,6 +171,12 @@ async function main(): Promise<void> {
     const svc = await module.start(rt);
     stops.push(() => svc.stop());
     if (svc.url) gatewayUrl = svc.url;
+  }
+
+  if (config.metricsEnabled && config.metricsPort !== undefined) {
+    // Embedded mode keeps it on loopback, like the RPC ports.
+    const metrics = await serveMetrics(embedded ? '127.0.0.1' : config.bindHost, config.metricsPort, logger);
+    stops.push(metrics.close);
   }
 
   let stopping = false;

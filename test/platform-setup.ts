@@ -51,8 +51,12 @@ export default async function setup(): Promise<void> {
   const started = (process.env.TEST_SERVICES ?? RPC_SERVICES.join(',')).split(',');
   const children: ChildProcess[] = [];
   const ready: Promise<void>[] = [];
+  // Each service process serves its Prometheus metrics on a port of its own (test/metrics.test.ts).
+  const metricsUrls: Record<string, string> = {};
   for (const s of started) {
-    const child = startPlatform([s], env, s);
+    const metricsPort = String(await freePort());
+    metricsUrls[s] = `http://127.0.0.1:${metricsPort}/metrics`;
+    const child = startPlatform([s], { ...env, METRICS_PORT: metricsPort }, s);
     children.push(child);
     ready.push(waitFor(s, () => portOpen(Number(env[portVariable({ name: s })])), child));
   }
@@ -66,6 +70,7 @@ export default async function setup(): Promise<void> {
     env,
     gatewayUrl: `http://127.0.0.1:${env.PORT}`,
     pids: children.map((c) => c.pid),
+    metricsUrls,
     smtp: { url: smtp.url, controlUrl: smtp.controlUrl },
     dns: { address: dns.address, controlUrl: dns.controlUrl },
   };

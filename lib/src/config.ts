@@ -54,6 +54,9 @@ const schema = z.object({
   RPC_TIMEOUT_MS: envPositiveInt.default(30000),
   REDIS_COMMAND_TIMEOUT_MS: envPositiveInt.default(500),
   SERVICE_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+  // Prometheus metrics: GET /metrics on the gateway, and on METRICS_PORT (any process) when set.
+  METRICS_ENABLED: envBool.default('true'),
+  METRICS_PORT: envPort.optional(),
 });
 
 type Env = z.infer<typeof schema>;
@@ -89,6 +92,10 @@ export interface Config {
   redisCommandTimeoutMs: number;
   /** Shared secret services require of their callers (bearer token); required in distributed mode. */
   serviceToken?: string;
+  /** GET /metrics on the gateway and METRICS_PORT; false turns both off. */
+  metricsEnabled: boolean;
+  /** A plain HTTP listener for GET /metrics in this process (for processes without the gateway). */
+  metricsPort?: number;
   /** Raw environment, for per-service overrides such as DATABASE_URL_CONTACTS. */
   env: Record<string, string | undefined>;
 }
@@ -159,6 +166,8 @@ export function parseConfig(env: Record<string, string | undefined>, services: r
     rpcTimeoutMs: e.RPC_TIMEOUT_MS,
     redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
     serviceToken: e.SERVICE_TOKEN,
+    metricsEnabled: e.METRICS_ENABLED,
+    metricsPort: e.METRICS_PORT,
     env,
   };
 }

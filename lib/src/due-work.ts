@@ -1,5 +1,6 @@
 import type { Pool } from './db.js';
 import { logPassFailure } from './dependency-errors.js';
+import { dueWorkAbandoned, dueWorkMetrics } from './metrics.js';
 import type { Logger } from './logger.js';
 import { PgListener } from './pg-listener.js';
 import { runInContext } from './request-context.js';
@@ -44,8 +45,12 @@ export class DueWorkLoop<T> {
   private readonly running = new Set<Promise<void>>();
   private wanted = false;
   private stopped = false;
+  /** Prometheus counters of this loop (lib/metrics.ts), by its name; the caller's hooks run too. */
+  private readonly metrics: Required<DueWorkHooks>;
 
-  constructor(private readonly opts: DueWorkOptions<T>) {}
+  constructor(private readonly opts: DueWorkOptions<T>) {
+    this.metrics = dueWorkMetrics(opts.name);
+  }
 
   async start(): Promise<void> {
     const { notify, reclaim, logger, name } = this.opts;
@@ -73,6 +78,7 @@ export class DueWorkLoop<T> {
     // A lane serves whoever is due, not the request that kicked it: it runs outside any request context.
     const lane: Promise<void> = runInContext(undefined, () => this.drain())
       .catch((err) => {
+        this.metrics.failed(err);
         this.opts.hooks?.failed?.(err);
         logPassFailure(this.opts.logger, err, { loop: this.opts.name }, 'due-work pass failed; will retry');
       })
@@ -91,11 +97,19 @@ export class DueWorkLoop<T> {
     while (!this.stopped) {
       const items = await this.opts.claim(size);
       if (!items.length) return;
+      this.metrics.claimed(items.length);
       this.opts.hooks?.claimed?.(items.length);
       if (items.length === size) this.kick();
       const started = performance.now();
-      await this.opts.run(items);
-      this.opts.hooks?.finished?.(items.length, performance.now() - started);
+      try {
+        await this.opts.run(items);
+      } catch (err) {
+        dueWorkAbandoned(this.opts.name, items.length);
+        throw err;
+      }
+      const ms = performance.now() - started;
+      this.metrics.finished(items.length, ms);
+      this.opts.hooks?.finished?.(items.length, ms);
     }
   }
 

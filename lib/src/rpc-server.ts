@@ -13,6 +13,7 @@ import type { DbHealth } from './db-health.js';
 import { isDependencyUnavailable } from './dependency-errors.js';
 import { AppError } from './errors.js';
 import type { Logger } from './logger.js';
+import { rpcMetricsInterceptor } from './metrics.js';
 import { contextServerInterceptor } from './rpc-context.js';
 import { toConnectError } from './rpc-errors.js';
 import { serviceAuthInterceptor } from './service-auth.js';
@@ -58,9 +59,11 @@ function errorInterceptor(logger: Logger, health?: RpcServerOptions['health']): 
 export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer> {
   let serving = true;
   const handler = connectNodeAdapter({
-    // The request context is outermost, so even a refusal's log line carries the request id;
+    // Metrics aside, the request context is outermost, so even a refusal's log line carries the request id;
     // authentication comes next: a refused call never reaches the handlers or the error log.
     interceptors: [
+      // Metrics first of all: refused and failed calls are counted with their code too.
+      rpcMetricsInterceptor(),
       contextServerInterceptor(opts.logger),
       ...(opts.serviceToken ? [serviceAuthInterceptor(opts.serviceToken, opts.logger)] : []),
       errorInterceptor(opts.logger, opts.health),

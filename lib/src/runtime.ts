@@ -5,6 +5,7 @@ import { DbHealth } from './db-health.js';
 import { isDependencyUnavailable } from './dependency-errors.js';
 import { createPool, ensureDatabase, serviceDatabaseUrl, type Pool } from './db.js';
 import type { Logger } from './logger.js';
+import { watchOutbox } from './metrics.js';
 import { migrate, type Migration } from './migrate.js';
 import { OUTBOX_MIGRATIONS, OutboxRelay } from './outbox.js';
 import { refillLostStreams } from './outbox-replay.js';
@@ -89,11 +90,13 @@ export async function openServiceDatabase(
   });
   await relay.start();
   refillLostStreams(rt.bus, pool, relay, rt.logger.child({ service, part: 'outbox' }));
+  const unwatch = watchOutbox(service, pool);
   return {
     pool,
     relay,
     health,
     async close() {
+      unwatch();
       await relay.stop();
       health.close();
       await pool.end();

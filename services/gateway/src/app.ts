@@ -2,6 +2,7 @@ import cookieParser from 'cookie-parser';
 import express from 'express';
 import type { IdempotencyStore } from '@svc/lib/idempotency-store';
 import type { Logger } from '@svc/lib/logger';
+import { scrape } from '@svc/lib/metrics';
 import type { RateLimiter } from '@svc/lib/rate-limit';
 import { parseTrustProxy } from '@svc/lib/trust-proxy';
 import type { Clients } from './clients.js';
@@ -59,6 +60,13 @@ export function createApp(deps: GatewayDeps) {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', readyz(deps.readiness));
+  // Prometheus metrics of this process, no API key (keep it off the public edge, or METRICS_ENABLED=false).
+  if (config.metricsEnabled) {
+    app.get('/metrics', async (_req, res) => {
+      const { contentType, body } = await scrape();
+      res.type(contentType).send(body);
+    });
+  }
   app.use(landingRouter(deps.embedded));
   app.get('/config', (_req, res) => {
     res.json({

@@ -1,5 +1,7 @@
 import { subscribeTopics } from '@svc/lib/bus-topic';
+import { scrapeGauge } from '@svc/lib/metrics';
 import { createRpcClient } from '@svc/lib/rpc-client';
+import type { Pool } from '@svc/lib/db';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
@@ -135,6 +137,7 @@ export async function startMessaging(
     dkimWorkers: config.dkimWorkers,
   });
   await worker.start();
+  watchSendQueue(db.pool);
   const checker = await startDomainChecker(domains, config.domainCheckIntervalSeconds, logger);
   const cleanup = startSendRecordsCleanup(sendRecords, logger);
 
@@ -151,6 +154,37 @@ export async function startMessaging(
       await db.close();
     },
   };
+}
+
+/**
+ * Send queue gauges, read when scraped: depth of the unfinished statuses (partial indexes
+ * emails_due and emails_leased serve both counts) and the age of the oldest due message.
+ */
+function watchSendQueue(pool: Pool): void {
+  scrapeGauge({
+    name: 'email_queue_depth',
+    help: 'Messages in the send queue by status: queued (waiting or due) and sending (leased)',
+    labelNames: ['status'],
+    read: async () => {
+      const { rows } = await pool.query<{ status: string; n: string }>(
+        `SELECT s.status, (SELECT count(*) FROM emails e WHERE e.status = s.status)::text AS n
+         FROM (VALUES ('queued'), ('sending')) AS s(status)`,
+      );
+      return rows.map((r) => ({ labels: { status: r.status }, value: Number(r.n) }));
+    },
+  });
+  scrapeGauge({
+    name: 'email_queue_oldest_due_seconds',
+    help: 'How long the oldest due queued message has waited past its send time (0: none due)',
+    labelNames: [],
+    read: async () => {
+      const { rows } = await pool.query<{ age: number | null }>(
+        `SELECT extract(epoch FROM now() - min(next_attempt_at))::float8 AS age
+         FROM emails WHERE status = 'queued' AND next_attempt_at <= now()`,
+      );
+      return [{ labels: {}, value: rows[0].age ?? 0 }];
+    },
+  });
 }
 
 /** The registry loads this (services/registry.ts). Embedded mode with no SMTP_URL shows the sink at GET /dev/mail. */

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Logger } from '@svc/lib/logger';
+import { observeHttp } from '@svc/lib/metrics';
 import { contextFrom, runInContext } from '@svc/lib/request-context';
 
 declare module 'express-serve-static-core' {
@@ -23,6 +24,8 @@ export function requestId(logger: Logger): RequestHandler {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      // Metrics by route template (`/contacts/:id`), never by raw path: one series per route.
+      observeHttp(req.route ? `${req.baseUrl}${req.route.path}` : undefined, req.method, res.statusCode, ms / 1000);
       // One line per request; probes only at debug, so a cluster's health checks do not fill the log.
       const probe = req.path === '/healthz' || req.path === '/readyz';
       const line = {

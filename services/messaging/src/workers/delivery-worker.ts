@@ -1,5 +1,6 @@
 import { withTransaction, type Pool } from '@svc/lib/db';
 import { DueWorkLoop } from '@svc/lib/due-work';
+import { smtpResults } from '@svc/lib/metrics';
 import type { Logger } from '@svc/lib/logger';
 import type { OutboxMessage } from '@svc/lib/bus-topic';
 import { enqueueMany } from '@svc/lib/outbox';
@@ -138,6 +139,8 @@ export class DeliveryWorker {
       for (const row of suppress) await this.emails.suppress(tx, row.project_id, row.to_email, 'bounce', row.id);
       await enqueueMany(tx, messages);
     });
+    for (const result of ['sent', 'retry', 'bounced', 'failed'] as const)
+      if (outcomes[result].length) smtpResults.inc({ result }, outcomes[result].length);
     if (outcomes.retry.length)
       this.logger.info({ count: outcomes.retry.length }, 'temporary SMTP failures; retrying later');
   }
