@@ -105,6 +105,14 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/activity/recent-count', auth: 'secret', query: ['minutes'] },
   { method: 'GET', path: '/activity/types', auth: 'secret' },
   { method: 'GET', path: '/activity/upcoming', auth: 'secret' },
+  // emails
+  {
+    method: 'GET',
+    path: '/emails',
+    auth: 'secret',
+    query: [...CURSOR_LIST, 'status', 'contactId', 'templateId', 'campaignId', 'from', 'to'],
+  },
+  { method: 'GET', path: '/emails/:p', auth: 'secret' },
   // analytics
   { method: 'GET', path: '/analytics/timeseries', auth: 'secret', query: ['from', 'to', 'interval'] },
   { method: 'GET', path: '/analytics/top-events', auth: 'secret', query: ['limit', 'days'] },
