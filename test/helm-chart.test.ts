@@ -284,6 +284,48 @@ if (!haveHelm) {
     expect(named(defaults, 'Ingress')).toEqual([]);
   });
 
+  test('metrics: off by default; on, a metrics port per service, ServiceMonitor, PrometheusRule, dashboard', async () => {
+    expect(find(defaults, 'ConfigMap', `${RELEASE}-env`).data.METRICS_ENABLED).toBe('false');
+    expect(defaults.filter((m) => ['ServiceMonitor', 'PrometheusRule'].includes(m.kind))).toEqual([]);
+    const manifests = await render(
+      ...['--set', 'metrics.enabled=true,metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true'],
+      ...['--set', 'metrics.grafanaDashboard.enabled=true'],
+    );
+    const configMap = find(manifests, 'ConfigMap', `${RELEASE}-env`);
+    expect(configMap.data.METRICS_ENABLED).toBe('true');
+    const port = values.metrics.port;
+    for (const svc of Object.keys(PORTS)) {
+      const c = container(find(manifests, 'Deployment', `${RELEASE}-${svc}`));
+      const servicePorts = find(manifests, 'Service', `${RELEASE}-${svc}`).spec.ports;
+      if (svc === 'gateway') {
+        expect(c.env.map((e: any) => e.name)).toEqual(['SERVICE_TOKEN']);
+        expect(servicePorts.map((p: any) => p.name)).toEqual(['http']);
+        continue;
+      }
+      expect(c.env).toContainEqual({ name: 'METRICS_PORT', value: String(port) });
+      expect(c.ports).toContainEqual({ name: 'metrics', containerPort: port });
+      expect(servicePorts).toContainEqual({ name: 'metrics', port, targetPort: 'metrics' });
+      // The pod's environment parses: METRICS_PORT is the platform's own variable.
+      expect(parseConfig({ ...configMap.data, METRICS_PORT: String(port) }, SERVICES).metricsPort).toBe(port);
+    }
+    const monitor = find(manifests, 'ServiceMonitor', RELEASE);
+    expect(monitor.spec.endpoints.map((e: any) => `${e.port} ${e.path}`)).toEqual([
+      'http /metrics',
+      'metrics /metrics',
+    ]);
+    const rule = find(manifests, 'PrometheusRule', RELEASE);
+    const alerts = rule.spec.groups.flatMap((g: any) => g.rules.map((r: any) => r.alert));
+    expect(alerts).toEqual(
+      expect.arrayContaining(['OutboxLagHigh', 'SendQueueOld', 'BounceRateHigh', 'Gateway5xxRateHigh']),
+    );
+    expect(JSON.stringify(rule)).toContain('{{ $labels.service }}');
+    const dashboard = JSON.parse(find(manifests, 'ConfigMap', `${RELEASE}-grafana-dashboard`).data['platform.json']);
+    const exprs = dashboard.panels.flatMap((p: any) => p.targets.map((t: any) => t.expr)).join('\n');
+    for (const metric of ['http_requests_total', 'rpc_server_calls_total', 'outbox_backlog', 'email_queue_depth']) {
+      expect(exprs).toContain(metric);
+    }
+  });
+
   test('bad values fail the render with a message naming the value', async () => {
     await expect(render('--set', 'services.contacts.port=70000')).rejects.toThrow(
       /services\.contacts\.port must be a port number \(1-65535\), got 70000/,
