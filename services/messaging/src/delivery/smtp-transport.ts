@@ -6,8 +6,11 @@ export type MailMessage = Mail.Options;
 
 export interface MailTransport {
   send(message: MailMessage): Promise<void>;
-  /** Sends MIME bytes built (and DKIM-signed) elsewhere, unchanged, to the envelope's recipients. */
-  sendRaw(message: BuiltMessage): Promise<void>;
+  /**
+   * Sends MIME bytes built (and DKIM-signed) elsewhere, unchanged, to the envelope's recipients; answers the
+   * server's reply to the message (`250 ...`, shown as the attempt's SMTP answer by GET /emails/{id}).
+   */
+  sendRaw(message: BuiltMessage): Promise<string>;
   close(): void;
 }
 
@@ -38,7 +41,8 @@ export function createSmtpTransport(url: string, poolSize: number): MailTranspor
       await transporter.sendMail(message);
     },
     async sendRaw({ raw, envelope }) {
-      await transporter.sendMail({ envelope, raw });
+      const info = await transporter.sendMail({ envelope, raw });
+      return typeof info.response === 'string' ? info.response.slice(0, 500) : '';
     },
     close() {
       transporter.close();

@@ -76,12 +76,13 @@ describe('recordOutcomes writes one attempt per outcome with the SMTP answer', (
     await store.claimDue(10, 60);
     // d's lease went to another worker meanwhile: its outcome changes nothing and records nothing.
     await pool.query(`UPDATE emails SET status = 'queued' WHERE id = $1`, [d.id]);
-    await store.recordOutcomes(pool, { sent: [a.id, d.id], retry: [], bounced: [], failed: [] });
+    const sent = [a.id, d.id].map((id) => ({ id, response: '250 2.0.0 Ok: queued' }));
+    await store.recordOutcomes(pool, { sent, retry: [], bounced: [], failed: [] });
 
     const detail = await history.get(PROJECT, a.id);
     expect(detail.attempts.map((x) => [x.attempt, x.outcome, x.smtp_code, x.smtp_response])).toEqual([
       [1, 'retry', 451, '451 4.7.1 Greylisted'],
-      [2, 'sent', null, ''],
+      [2, 'sent', 250, '250 2.0.0 Ok: queued'],
     ]);
     expect(detail.timeline.map((t) => t.type)).toEqual(['queued', 'deferred', 'sent']);
     expect((await store.attempts(b.id)).map((x) => [x.outcome, x.smtp_code])).toEqual([['bounced', 550]]);

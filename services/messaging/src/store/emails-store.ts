@@ -112,7 +112,8 @@ const INSERT_COLUMNS = [
 export type ClaimedEmail = EmailRow;
 
 export interface DeliveryOutcomes {
-  sent: string[];
+  /** response: the server's reply accepting the message (250 ...). */
+  sent: { id: string; response: string }[];
   retry: { id: string; delayMs: number; error: string }[];
   bounced: { id: string; reason: string }[];
   failed: { id: string; reason: string }[];
@@ -261,10 +262,11 @@ export class EmailsStore {
     if (o.sent.length) {
       await tx.query(
         `WITH updated AS (
-           UPDATE emails SET status = 'sent', sent_at = now(), locked_until = NULL, last_error = NULL
-           WHERE id = ANY($1::uuid[]) AND status = 'sending' RETURNING id, attempts, NULL::text AS answer)
+           UPDATE emails e SET status = 'sent', sent_at = now(), locked_until = NULL, last_error = NULL
+           FROM unnest($1::uuid[], $2::text[]) AS d(id, response) WHERE e.id = d.id AND e.status = 'sending'
+           RETURNING e.id, e.attempts, d.response AS answer)
          ${attempt('sent')}`,
-        [o.sent],
+        [o.sent.map((s) => s.id), o.sent.map((s) => s.response)],
       );
     }
     if (o.retry.length) {

@@ -111,8 +111,8 @@ export class DeliveryWorker {
         try {
           // Built and signed on the signing pool's threads; only the SMTP exchange stays on this one.
           const built = await this.builder.build(await this.message(row, attachments.get(row.send_id ?? '') ?? []));
-          await this.transport.sendRaw(built);
-          outcomes.sent.push(row.id);
+          const response = await this.transport.sendRaw(built);
+          outcomes.sent.push({ id: row.id, response });
           messages.push(lifecycleMessage(row, 'sent', { messageId: row.message_id }));
         } catch (err) {
           if (err instanceof SandboxRefused) {
