@@ -63,8 +63,19 @@ export class Engine {
     private readonly leaseMs = LEASE_MS,
   ) {}
 
+  /** Runs a claimed batch; each workflow's graph is read once per batch (edits are refused while it runs). */
   async runClaimed(rows: ExecutionRow[]): Promise<void> {
-    await Promise.all(rows.map((r) => this.run(r)));
+    const graphs = new Map<string, Promise<Graph | null>>();
+    const graph = (r: ExecutionRow) => {
+      let g = graphs.get(r.workflow_id);
+      if (!g) {
+        g = this.graph(r.project_id, r.workflow_id);
+        g.catch(() => graphs.delete(r.workflow_id));
+        graphs.set(r.workflow_id, g);
+      }
+      return g;
+    };
+    await Promise.all(rows.map((r) => this.run(r, graph)));
   }
 
   private async graph(projectId: string, workflowId: string): Promise<Graph | null> {
@@ -77,10 +88,13 @@ export class Engine {
     return { workflow, steps: new Map(steps.map((s) => [s.id, s])), transitions };
   }
 
-  async run(claimed: ExecutionRow): Promise<void> {
+  async run(
+    claimed: ExecutionRow,
+    graphOf = (r: ExecutionRow) => this.graph(r.project_id, r.workflow_id),
+  ): Promise<void> {
     let row: ExecutionRow | null = claimed;
     try {
-      const graph = await this.graph(row.project_id, row.workflow_id);
+      const graph = await graphOf(row);
       if (!graph) return;
       for (let i = 0; row && i < STEPS_PER_CLAIM; i++) {
         const step = row.current_step_id ? graph.steps.get(row.current_step_id) : undefined;
