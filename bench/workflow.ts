@@ -137,8 +137,10 @@ async function main(): Promise<void> {
   const pct = (p: number) => fmt(lags[Math.min(lags.length - 1, Math.floor((p / 100) * lags.length))] / 1000, 2);
   console.log(
     [
-      `tracked ${CONTACTS} contacts (${CONNECTIONS} clients) in ${fmt(tracked, 1)} s, ${failed} failed, ${retried} retried`,
-      `executions EXITED: ${exited} in ${fmt(seconds, 1)} s from the first track: ${fmt(exited / seconds)} executions/s`,
+      `tracked ${CONTACTS} contacts (${CONNECTIONS} clients) in ${fmt(tracked, 1)} s, ` +
+        `${failed} failed, ${retried} retried`,
+      `executions EXITED: ${exited} in ${fmt(seconds, 1)} s from the first track: ` +
+        `${fmt(exited / seconds)} executions/s`,
       `emails in the sink: ${lags.length}; last at ${fmt((lastMailAt - started) / 1000, 1)} s`,
       `track -> mail lag: p50 ${pct(50)} s, p90 ${pct(90)} s, p99 ${pct(99)} s, max ${pct(100)} s`,
     ].join('\n'),
