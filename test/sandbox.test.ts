@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { call, expectEnvelope, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
+import { type Answer, call, expectEnvelope, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
 import { receivedMail } from './support/messaging.js';
 import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
@@ -12,7 +12,7 @@ import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support
 
 const SANDBOX = 'sandbox@sandbox.localhost';
 
-function expectSandboxRefused(res: { status: number; body: any }): void {
+function expectSandboxRefused(res: Answer): void {
   expectEnvelope(res, 403, 'INTERNAL_SERVER_ERROR');
   expect(res.body.error.details).toMatchObject({ reason: 'sandbox_unavailable', domain: 'sandbox.localhost' });
   expect(res.body.error.message).toContain(SANDBOX);
