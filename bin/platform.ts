@@ -14,7 +14,7 @@ import { installCrashPolicy } from '@svc/lib/crash-policy';
 import { loadConfig, orExitOnConfigError, parseEnv, type Config } from '@svc/lib/config';
 import { StartupError } from '@svc/lib/listen';
 import { createLogger, type Logger } from '@svc/lib/logger';
-import { serveMetrics } from '@svc/lib/metrics';
+import { serveMetrics, watchConsumerLag } from '@svc/lib/metrics';
 import type { Runtime } from '@svc/lib/runtime';
 import { serviceTokenProblem } from '@svc/lib/service-auth';
 import type { ServiceDefinition, ServiceModule } from '@svc/lib/services';
@@ -163,6 +163,7 @@ async function main(): Promise<void> {
       NatsBus.start(config.natsUrl, config.busPrefix, `platform-${names.join('-')}`, logger)
     : new MemoryBus(logger);
   stops.push(() => bus.close());
+  if (bus instanceof NatsBus) watchConsumerLag(() => bus.consumerLag());
 
   let gatewayUrl: string | undefined;
   for (const { module, own } of services) {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { call, eventually, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
 import { verifiedDomain, waitForMail } from './support/messaging.js';
-import { ROOT } from './support/processes.js';
+import { freePort, httpOk, portOpen, ROOT, startPlatform, waitFor } from './support/processes.js';
 
 // Prometheus metrics: the gateway's GET /metrics (no API key) and each service process's METRICS_PORT
 // (the test platform gives every service one), scraped and parsed from the text exposition format.
@@ -116,6 +116,11 @@ describe('Prometheus metrics', () => {
     expect(find(samples, 'due_work_claimed_total', { loop: 'delivery' })[0]?.value).toBeGreaterThanOrEqual(1);
     expect(find(samples, 'due_work_completed_total', { loop: 'delivery' })[0]?.value).toBeGreaterThanOrEqual(1);
     expect(find(samples, 'process_resident_memory_bytes')).toHaveLength(1);
+    // Consumer lag of the process's durable JetStream consumers.
+    const pending = find(samples, 'bus_consumer_pending');
+    expect(pending.length).toBeGreaterThan(0);
+    expect(pending.every((p) => p.labels.durable.startsWith('messaging') && p.value >= 0)).toBe(true);
+    expect(find(samples, 'bus_consumer_ack_pending').length).toBe(pending.length);
 
     // The contacts process has its own registry: its outbox and its RPCs (the send looked contacts up).
     const contacts = await scrape(metricsUrls.contacts);
@@ -126,5 +131,20 @@ describe('Prometheus metrics', () => {
   test('the metrics port answers only GET /metrics', async () => {
     expect((await fetch(metricsUrls.messaging.replace(/\/metrics$/, '/other'))).status).toBe(404);
     expect((await fetch(metricsUrls.messaging, { method: 'POST' })).status).toBe(404);
+  });
+
+  test('METRICS_ENABLED=false: no GET /metrics on the gateway, no METRICS_PORT listener', async () => {
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const env = { ...platform.env, PORT: String(port), METRICS_ENABLED: 'false', METRICS_PORT: String(metricsPort) };
+    const gateway = startPlatform(['gateway'], env, 'gateway-no-metrics');
+    try {
+      await waitFor('gateway', () => httpOk(`http://127.0.0.1:${port}/healthz`), gateway);
+      const res = await call('GET', '/metrics', undefined, { baseUrl: `http://127.0.0.1:${port}` });
+      expect(res.status).toBe(404);
+      expect(await portOpen(metricsPort)).toBe(false);
+    } finally {
+      gateway.kill('SIGTERM');
+      await new Promise((resolve) => (gateway.exitCode !== null ? resolve(null) : gateway.once('exit', resolve)));
+    }
   });
 });

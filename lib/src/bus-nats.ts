@@ -125,6 +125,27 @@ export class NatsBus implements Bus {
     }
   }
 
+  /**
+   * Consumer lag for metrics: per durable, messages not yet delivered (`pending`) and delivered but
+   * not acknowledged (`ackPending`). Durables the server does not answer for are left out.
+   */
+  async consumerLag(): Promise<Array<{ durable: string; pending: number; ackPending: number }>> {
+    const jsm = this.jsm;
+    if (!jsm || !this.connected()) return [];
+    const infos = await Promise.allSettled(this.registrations.map((r) => jsm.consumers.info(r.stream, r.durable)));
+    return infos.flatMap((i, n) =>
+      i.status === 'fulfilled'
+        ? [
+            {
+              durable: this.registrations[n].durable,
+              pending: i.value.num_pending,
+              ackPending: i.value.num_ack_pending,
+            },
+          ]
+        : [],
+    );
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const wake of this.wakers) wake();

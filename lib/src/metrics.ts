@@ -219,6 +219,32 @@ export function scrapeGauge<L extends string>(opts: {
   });
 }
 
+/** Per durable consumer of the bus (NATS JetStream): backlog not yet delivered, and delivered but unacknowledged. */
+export function watchConsumerLag(
+  read: () => Promise<Array<{ durable: string; pending: number; ackPending: number }>>,
+): void {
+  let pass: Promise<Awaited<ReturnType<typeof read>>> | undefined;
+  // One round of consumer-info requests serves both gauges of a scrape.
+  const once = () => {
+    pass ??= read().finally(() => {
+      pass = undefined;
+    });
+    return pass;
+  };
+  scrapeGauge({
+    name: 'bus_consumer_pending',
+    help: 'Messages of a durable consumer not yet delivered (consumer lag)',
+    labelNames: ['durable'],
+    read: async () => (await once()).map((c) => ({ labels: { durable: c.durable }, value: c.pending })),
+  });
+  scrapeGauge({
+    name: 'bus_consumer_ack_pending',
+    help: 'Messages delivered to a durable consumer and not yet acknowledged',
+    labelNames: ['durable'],
+    read: async () => (await once()).map((c) => ({ labels: { durable: c.durable }, value: c.ackPending })),
+  });
+}
+
 export const smtpResults = new Counter({
   name: 'smtp_results_total',
   help: 'Delivery attempts by result: sent (2xx), retry (4xx or connection trouble), bounced (5xx), failed',
