@@ -284,7 +284,7 @@ if (!haveHelm) {
     expect(named(defaults, 'Ingress')).toEqual([]);
   });
 
-  test('metrics: off by default; on, a metrics port per service, ServiceMonitor, PrometheusRule, dashboard', async () => {
+  test('metrics: off by default; on, a metrics port per service, ServiceMonitor, alerts, dashboard', async () => {
     expect(find(defaults, 'ConfigMap', `${RELEASE}-env`).data.METRICS_ENABLED).toBe('false');
     expect(defaults.filter((m) => ['ServiceMonitor', 'PrometheusRule'].includes(m.kind))).toEqual([]);
     const manifests = await render(
