@@ -1,4 +1,4 @@
-import { emailIdOf } from './dev-mail.js';
+import { emailIdOf, headerLines } from './dev-mail.js';
 
 const id = '0190f5a2-7c3b-7def-8a12-3456789abcde';
 const mail = (head: string, body = 'Hello') => Buffer.from(`${head}\r\n\r\n${body}`);
@@ -17,5 +17,21 @@ describe('emailIdOf', () => {
 
   test('a header-like line in the body is not a header', () => {
     expect(emailIdOf(mail('From: a@x.com', `X-Email-Id: ${id}`))).toBeUndefined();
+  });
+});
+
+describe('headerLines', () => {
+  test('every header in order, folded lines unfolded, repeats kept, the body left out', () => {
+    const raw = mail(
+      'DKIM-Signature: v=1; a=rsa-sha256; d=sandbox.localhost;\r\n s=sandbox; bh=abc=;\r\n\tb=xyz\r\n' +
+        'Received: one\r\nReceived: two\r\nList-Unsubscribe: <https://x/u/1>,\r\n <mailto:u@x>',
+      'Not-A-Header: body',
+    );
+    expect(headerLines(raw)).toEqual([
+      { name: 'DKIM-Signature', value: 'v=1; a=rsa-sha256; d=sandbox.localhost; s=sandbox; bh=abc=; b=xyz' },
+      { name: 'Received', value: 'one' },
+      { name: 'Received', value: 'two' },
+      { name: 'List-Unsubscribe', value: '<https://x/u/1>, <mailto:u@x>' },
+    ]);
   });
 });
