@@ -27,6 +27,7 @@ import { segmentsRouter } from './routes/segments.js';
 import { workflowsRouter } from './routes/workflows.js';
 import { trackingRouter, webhooksRouter } from './routes/tracking.js';
 import { usageRouter } from './routes/usage.js';
+import { uploadsRouter } from './routes/uploads.js';
 import { identityRouter } from './routes/identity.js';
 import { landingRouter } from './routes/landing.js';
 
@@ -91,6 +92,7 @@ export function createApp(deps: GatewayDeps) {
   app.use(campaignsRouter(clients.campaigns, guards));
   app.use(workflowsRouter(clients.workflows, guards));
   app.use(trackingRouter(clients.messaging));
+  app.use(uploadsRouter(clients.messaging, guards, config.publicUrl));
   app.use(webhooksRouter(clients.messaging, config.webhookSecret));
   if (deps.embedded) app.use(devMailRouter(clients, auth, deps.limiter, config));
 

@@ -37,6 +37,8 @@ import { SendRecordsStore } from './store/send-records-store.js';
 import { settingOnce } from './store/settings-store.js';
 import { TemplatesStore } from './store/templates-store.js';
 import { TimeseriesStore } from './store/timeseries-store.js';
+import { Uploads } from './domain/uploads.js';
+import { UploadsStore } from './store/uploads-store.js';
 import { DeliveryWorker } from './workers/delivery-worker.js';
 import { startDomainChecker } from './workers/domain-checker.js';
 import { startSendRecordsCleanup } from './workers/send-records-cleanup.js';
@@ -121,6 +123,7 @@ export async function startMessaging(
         history: new EmailHistory(emailsStore),
         dns,
         devMail,
+        uploads: new Uploads(new UploadsStore(db.pool)),
       }),
     ),
     db,

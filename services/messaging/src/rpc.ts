@@ -32,6 +32,16 @@ import type { ActivityRow } from './store/activity-store.js';
 import type { DomainRow } from './store/domains-store.js';
 import type { EmailSummaryRow } from './store/emails-store.js';
 import type { TemplateRow } from './store/templates-store.js';
+import type { Uploads } from './domain/uploads.js';
+import type { UploadRow } from './store/uploads-store.js';
+
+const upload = (u: UploadRow) => ({
+  id: u.id,
+  projectId: u.project_id,
+  contentType: u.content_type,
+  size: BigInt(u.size),
+  createdAt: timestampFromDate(u.created_at),
+});
 
 export interface MessagingParts {
   domains: SenderDomains;
@@ -46,6 +56,8 @@ export interface MessagingParts {
   dns: DnsLookup;
   /** Embedded mode only: the local sink's mail, per project. */
   devMail?: DevMail;
+  /** POST /uploads/image and GET /u/{id}. */
+  uploads: Uploads;
 }
 
 const ts = (d: Date | null | undefined) => (d ? timestampFromDate(d) : undefined);
@@ -391,6 +403,14 @@ export function messagingRoutes(parts: MessagingParts) {
           hasMore: page.hasMore,
           total: BigInt(page.total),
         };
+      },
+
+      async createUpload(req) {
+        return { upload: upload(await parts.uploads.create(req.projectId, Buffer.from(req.content))) };
+      },
+      async getUpload(req) {
+        const u = await parts.uploads.get(req.id);
+        return { upload: upload(u), content: u.bytes };
       },
 
       async listDevMail(req) {

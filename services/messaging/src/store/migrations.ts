@@ -223,4 +223,19 @@ export const migrations: Migration[] = [
         WHERE template_id IS NOT NULL;
     `,
   },
+  {
+    id: '009_uploads',
+    sql: `
+      -- POST /uploads/image: images for templates, served publicly at GET /u/{id} (the id is the secret).
+      CREATE TABLE uploads (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        content_type text NOT NULL,
+        bytes bytea NOT NULL,
+        size int NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX uploads_project ON uploads (project_id, created_at DESC);
+    `,
+  },
 ];
