@@ -12,6 +12,7 @@ import {
   Role as ProtoRole,
   UserSchema,
 } from '@svc/proto/svc/identity/v1/identity_pb';
+import type { AccountLifecycle } from './domain/account-lifecycle.js';
 import type { Identity, ProjectView } from './domain/identity.js';
 import type { Invitations } from './domain/invitations.js';
 import type { Role } from './domain/roles.js';
@@ -84,7 +85,7 @@ const invitation = (i: InvitationRow) =>
     expiresAt: timestampFromDate(i.expires_at),
   });
 
-export function identityRoutes(identity: Identity, invitations: Invitations) {
+export function identityRoutes(identity: Identity, invitations: Invitations, lifecycle: AccountLifecycle) {
   return (router: ConnectRouter) =>
     router.service(IdentityService, {
       async signUp(req) {
@@ -169,6 +170,21 @@ export function identityRoutes(identity: Identity, invitations: Invitations) {
       async getOAuthConfig() {
         // No OAuth provider is configurable yet: the list is empty, as the spine issue asks.
         return { providers: [] };
+      },
+      async requestEmailVerification(req) {
+        await lifecycle.requestVerification(req.userId);
+        return {};
+      },
+      async verifyEmail(req) {
+        return { user: user(await lifecycle.verifyEmail(req.token)) };
+      },
+      async requestPasswordReset(req) {
+        await lifecycle.requestPasswordReset(req.email);
+        return {};
+      },
+      async resetPassword(req) {
+        await lifecycle.resetPassword(req.token, req.password);
+        return {};
       },
     });
 }

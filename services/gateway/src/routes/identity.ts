@@ -67,6 +67,32 @@ export function identityRouter(
     res.json({ providers: out.providers.map((p) => ({ id: p.id, name: p.name })) });
   });
 
+  // Account lifecycle (README "Account lifecycle"): mailed single-use tokens.
+  r.post('/auth/request-verification', session, async (req, res) => {
+    await identity.requestEmailVerification({ userId: req.userId });
+    res.json({ success: true });
+  });
+
+  r.post('/auth/verify-email', async (req, res) => {
+    const out = await identity.verifyEmail({ token: stringField(objectBody(req.body), 'token') ?? '' });
+    res.json(userJson(out.user!));
+  });
+
+  // Always 200: the answer never tells whether the address has an account.
+  r.post('/auth/request-password-reset', async (req, res) => {
+    await identity.requestPasswordReset({ email: stringField(objectBody(req.body), 'email') ?? '' });
+    res.json({ success: true });
+  });
+
+  r.post('/auth/reset-password', async (req, res) => {
+    const body = objectBody(req.body);
+    await identity.resetPassword({
+      token: stringField(body, 'token') ?? '',
+      password: stringField(body, 'password') ?? '',
+    });
+    res.json({ success: true });
+  });
+
   r.get('/users/@me', session, async (req, res) => {
     res.json(userJson((await identity.getUser({ userId: req.userId })).user!));
   });

@@ -64,4 +64,20 @@ export const migrations: Migration[] = [
       CREATE INDEX invitations_user ON invitations (user_id) WHERE status = 'pending';
     `,
   },
+  {
+    // Mailed account tokens (email verification, password reset): only the SHA-256 of the token is kept;
+    // used_at makes each single-use, created_at feeds the per-address send throttle.
+    id: '003_account_tokens',
+    sql: `
+      CREATE TABLE account_tokens (
+        token_hash text PRIMARY KEY,
+        user_id uuid NOT NULL REFERENCES users ON DELETE CASCADE,
+        purpose text NOT NULL CHECK (purpose IN ('verify_email', 'reset_password')),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL,
+        used_at timestamptz
+      );
+      CREATE INDEX account_tokens_user ON account_tokens (user_id, purpose, created_at);
+    `,
+  },
 ];
