@@ -274,7 +274,8 @@ export class ExecutionsStore {
    * tracked since it set off towards the wait (waiting_since: its trigger event, or the end of its last
    * DELAY or wait), e.g. while a step before the wait ran: before the wait row was committed,
    * resumeWaiting could not see it. Run after that commit; the wait_event condition makes this and
-   * resumeWaiting exclusive.
+   * resumeWaiting exclusive. Strictly after: a workflow triggered by the event it then awaits is not
+   * resumed by its own trigger.
    */
   async resumeFromRecorded(e: ExecutionRow): Promise<boolean> {
     const { rowCount } = await this.pool.query(
@@ -284,7 +285,7 @@ export class ExecutionsStore {
          updated_at = now()
        FROM (
          SELECT name, data FROM awaited_events
-         WHERE project_id = $2 AND contact_id = $3 AND name = $4 AND at >= $5 ORDER BY at LIMIT 1
+         WHERE project_id = $2 AND contact_id = $3 AND name = $4 AND at > $5 ORDER BY at LIMIT 1
        ) ev
        WHERE x.id = $1 AND x.status = 'WAITING' AND x.wait_event = $4`,
       [e.id, e.project_id, e.contact_id, e.wait_event, e.waiting_since],
