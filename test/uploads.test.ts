@@ -48,8 +48,8 @@ function form(bytes: Buffer, name: string, type: string, field = 'file'): FormDa
   return f;
 }
 
-const upload = (t: Tenant, f: FormData, key: string | undefined = t.secretKey) =>
-  call('POST', '/uploads/image', undefined, { key, raw: f });
+const upload = (t: Tenant, f: FormData, key: string | null = t.secretKey) =>
+  call('POST', '/uploads/image', undefined, { key: key ?? undefined, raw: f });
 
 describe('image uploads', () => {
   let t: Tenant;
@@ -107,7 +107,7 @@ describe('image uploads', () => {
   });
 
   test('without a key is a 401; the public key is not enough', async () => {
-    const anon = await upload(t, form(tinyPng(), 'a.png', 'image/png'), undefined);
+    const anon = await upload(t, form(tinyPng(), 'a.png', 'image/png'), null);
     expect(anon.status).toBe(401);
     expect(anon.body.success).toBe(false);
     const pub = await upload(t, form(tinyPng(), 'a.png', 'image/png'), t.publicKey);
