@@ -30,6 +30,7 @@ import { usageRouter } from './routes/usage.js';
 import { uploadsRouter } from './routes/uploads.js';
 import { identityRouter } from './routes/identity.js';
 import { landingRouter } from './routes/landing.js';
+import { setupStateRouter } from './routes/setup-state.js';
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -81,6 +82,7 @@ export function createApp(deps: GatewayDeps) {
   app.use((req, res, next) => (req.path === '/v1/send' ? next() : json(req, res, next)));
 
   app.use(identityRouter(clients.identity, auth, deps.limiter));
+  app.use(setupStateRouter(clients, auth));
   app.use(contactJobsRouter(clients.contacts, guards));
   app.use(contactsRouter(clients.contacts, guards));
   app.use(eventsRouter(clients.contacts, guards));
