@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { isDependencyUnavailable } from '@svc/lib/dependency-errors';
 import { isAppError } from '@svc/lib/errors';
 import type { Logger } from '@svc/lib/logger';
@@ -22,6 +22,8 @@ export const LEASE_MS = 120_000;
 /** Steps one claim runs before it lets other executions have the worker. */
 const STEPS_PER_CLAIM = 50;
 const TRANSIENT_RETRY_MS = 5_000;
+/** Steps whose effects stay in this database (their visit number is not used as an idempotency key). */
+const LOCAL_STEPS = new Set(['TRIGGER', 'CONDITION', 'DELAY', 'WAIT_FOR_EVENT', 'EXIT']);
 
 interface Graph {
   workflow: WorkflowRow;
@@ -106,11 +108,29 @@ export class Engine {
           await this.executions.finishStep(row, { history: { status: 'SKIPPED' }, execution: { status: 'COMPLETED' } });
           return;
         }
-        if (!history || history.finished_at) history = await this.executions.beginStep(row, step);
+        let fresh: { id: string; stepId: string; stepType: string; startedAt: Date } | undefined;
+        if (!history || history.finished_at) {
+          if (LOCAL_STEPS.has(step.type)) {
+            // No effect outside this database: the history row is written with the outcome, in one transaction.
+            fresh = { id: randomUUID(), stepId: step.id, stepType: step.type, startedAt: new Date() };
+            history = {
+              id: fresh.id,
+              execution_id: row.id,
+              step_id: step.id,
+              step_type: step.type,
+              visit: 0,
+              status: 'RUNNING',
+              started_at: fresh.startedAt,
+              finished_at: null,
+              output: null,
+              error: null,
+            };
+          } else history = await this.executions.beginStep(row, step);
+        }
         if (!history) return; // the lease was lost (cancelled, or resumed by an event)
         const outcome = await this.step(graph, row, step, history);
         if (outcome.execution.status === 'RUNNING') outcome.execution.dueAt = new Date(Date.now() + this.leaseMs);
-        row = await this.executions.finishStep(row, outcome);
+        row = await this.executions.finishStep(row, outcome, fresh);
         if (row?.status === 'WAITING' && row.wait_event) {
           // The awaited event may have been tracked after the step began but before the wait was written.
           await this.executions.resumeFromRecorded(row);

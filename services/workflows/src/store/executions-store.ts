@@ -171,7 +171,11 @@ export class ExecutionsStore {
    * Writes a step's outcome and the execution's next state in one transaction, only while this
    * worker still holds the lease (a cancel or a resuming event clears it). Returns the new row.
    */
-  async finishStep(e: ExecutionRow, o: StepOutcome): Promise<ExecutionRow | null> {
+  async finishStep(
+    e: ExecutionRow,
+    o: StepOutcome,
+    fresh?: { id: string; stepId: string; stepType: string; startedAt: Date },
+  ): Promise<ExecutionRow | null> {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
@@ -181,7 +185,7 @@ export class ExecutionsStore {
         `UPDATE executions SET
            status = $3,
            current_step_id = CASE WHEN $4 THEN $5::uuid ELSE current_step_id END,
-           current_history_id = CASE WHEN $4 THEN NULL ELSE current_history_id END,
+           current_history_id = CASE WHEN $4 THEN NULL ELSE COALESCE($11::uuid, current_history_id) END,
            due_at = $6,
            wait_event = $7,
            -- A wait for an event takes the events since the execution last set off (see resumeFromRecorded).
@@ -207,23 +211,41 @@ export class ExecutionsStore {
           JSON.stringify(x.contextPatch ?? {}),
           x.error ?? null,
           finished,
+          fresh?.id ?? null,
         ],
       );
       if (!rows[0]) {
         await client.query('ROLLBACK');
         return null;
       }
-      await client.query(
-        `UPDATE execution_steps SET status = $2, output = $3, error = $4,
-           finished_at = CASE WHEN $2 = 'WAITING' THEN NULL ELSE now() END
-         WHERE id = $1`,
-        [
-          e.current_history_id,
-          o.history.status,
-          o.history.output === undefined ? null : JSON.stringify(o.history.output),
-          o.history.error ?? null,
-        ],
-      );
+      const output = o.history.output === undefined ? null : JSON.stringify(o.history.output);
+      if (fresh) {
+        // A step without effects outside this database: its history row is written here, not by beginStep.
+        await client.query(
+          `INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit, started_at, output, error,
+             finished_at)
+           VALUES ($1, $2, $3, $4, $5,
+             (SELECT count(*) + 1 FROM execution_steps WHERE execution_id = $2 AND step_id = $3), $6, $7, $8,
+             CASE WHEN $5 = 'WAITING' THEN NULL ELSE now() END)`,
+          [
+            fresh.id,
+            e.id,
+            fresh.stepId,
+            fresh.stepType,
+            o.history.status,
+            fresh.startedAt,
+            output,
+            o.history.error ?? null,
+          ],
+        );
+      } else {
+        await client.query(
+          `UPDATE execution_steps SET status = $2, output = $3, error = $4,
+             finished_at = CASE WHEN $2 = 'WAITING' THEN NULL ELSE now() END
+           WHERE id = $1`,
+          [e.current_history_id, o.history.status, output, o.history.error ?? null],
+        );
+      }
       await client.query('COMMIT');
       return rows[0];
     } catch (err) {
