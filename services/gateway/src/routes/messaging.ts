@@ -2,6 +2,7 @@ import type { Client } from '@connectrpc/connect';
 import { Router, type Request } from 'express';
 import { notFound } from '@svc/lib/errors';
 import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
+import type { CampaignsService } from '@svc/proto/svc/campaigns/v1/campaigns_pb';
 import type { WorkflowsService } from '@svc/proto/svc/workflows/v1/workflows_pb';
 import type { KeyGuards } from '../http/guards.js';
 import { objectBody, stringField } from '../http/body.js';
@@ -29,6 +30,7 @@ export function messagingRouter(
   messaging: Client<typeof MessagingService>,
   guards: KeyGuards,
   workflows?: Client<typeof WorkflowsService>,
+  campaigns?: Client<typeof CampaignsService>,
 ): Router {
   const r = Router();
   const secret = guards.secret;
@@ -212,9 +214,10 @@ export function messagingRouter(
   });
 
   r.get('/activity/upcoming', secret, async (req, res) => {
-    const [out, waiting] = await Promise.all([
+    const [out, waiting, scheduled] = await Promise.all([
       messaging.listUpcoming({ projectId: req.projectId }),
       workflows?.listUpcomingExecutions({ projectId: req.projectId, limit: 100 }),
+      campaigns?.listUpcomingCampaigns({ projectId: req.projectId, limit: 100 }),
     ]);
     const items: { kind: string; id: string; name: string; dueAt: string | null }[] = out.items.map((i) => ({
       kind: i.kind,
@@ -222,6 +225,10 @@ export function messagingRouter(
       name: i.name,
       dueAt: iso(i.dueAt),
     }));
+    // Scheduled campaigns, due at their scheduledFor.
+    for (const c of scheduled?.campaigns ?? []) {
+      items.push({ kind: 'campaign', id: c.id, name: c.name, dueAt: iso(c.scheduledFor), ...{ status: c.status } });
+    }
     // Waiting executions: `name` is the workflow's, with the step it waits in and the contact.
     for (const e of waiting?.executions ?? []) {
       items.push({

@@ -1,5 +1,6 @@
 import type { Client } from '@connectrpc/connect';
 import { Router } from 'express';
+import type { CampaignsService } from '@svc/proto/svc/campaigns/v1/campaigns_pb';
 import type { SegmentsService } from '@svc/proto/svc/segments/v1/segments_pb';
 import type { WorkflowsService, WorkflowUsage } from '@svc/proto/svc/workflows/v1/workflows_pb';
 import type { KeyGuards } from '../http/guards.js';
@@ -8,6 +9,7 @@ import type { KeyGuards } from '../http/guards.js';
 export interface UsageSources {
   segments: Client<typeof SegmentsService>;
   workflows: Client<typeof WorkflowsService>;
+  campaigns: Client<typeof CampaignsService>;
 }
 
 /** Workflow step references grouped by workflow: `{id, name, steps: [{id, name, type}]}`. */
@@ -42,13 +44,14 @@ async function references(
   projectId: string,
   ref: { field: string } | { eventName: string },
 ): Promise<{ segments: Ref[]; campaigns: Ref[]; workflows: Ref[] }> {
-  const [segments, workflows] = await Promise.all([
+  const [segments, workflows, campaigns] = await Promise.all([
     sources.segments.findSegmentsUsing({ projectId, ...ref }),
     sources.workflows.findWorkflowsUsing({ projectId, ...ref }),
+    sources.campaigns.listCampaignsUsing({ projectId, ...ref }),
   ]);
   return {
     segments: segments.segments.map((s) => ({ id: s.id, name: s.name })),
-    campaigns: [],
+    campaigns: campaigns.campaigns.map((c) => ({ id: c.id, name: c.name, status: c.status })),
     workflows: workflowRefs(workflows.usages),
   };
 }
