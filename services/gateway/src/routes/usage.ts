@@ -36,8 +36,8 @@ interface Ref {
 
 /**
  * Who references a field or an event, asked of each source in parallel (one failing source is a 503, as any
- * dependency). Segments answer now; campaigns (audienceCondition) and workflows (trigger, CONDITION and
- * WAIT_FOR_EVENT steps) add their lookups here, each as one more source filling its own list.
+ * dependency): segments, campaigns (audienceCondition) and workflows (trigger, CONDITION and WAIT_FOR_EVENT
+ * steps), each filling its own list.
  */
 async function references(
   sources: UsageSources,
