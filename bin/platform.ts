@@ -162,15 +162,17 @@ async function main(): Promise<void> {
     ? // Not awaited: services start and serve while NATS is unreachable; the outbox holds messages meanwhile.
       NatsBus.start(config.natsUrl, config.busPrefix, `platform-${names.join('-')}`, logger)
     : new MemoryBus(logger);
-  stops.push(() => bus.close());
   if (bus instanceof NatsBus) watchConsumerLag(() => bus.consumerLag());
 
+  // Shutdown order: the edge stops taking requests, the bus stops delivering (its handlers in
+  // flight finish while their databases are still open), then the services, then PostgreSQL.
+  const edge: Array<() => Promise<void>> = [];
   let gatewayUrl: string | undefined;
   for (const { module, own } of services) {
     // Each service sees the platform-wide config and its own variables, validated above.
     const rt: Runtime<any> = { config: { ...config, ...own }, logger, bus, embedded };
     const svc = await module.start(rt);
-    stops.push(() => svc.stop());
+    (svc.url ? edge : stops).push(() => svc.stop());
     if (svc.url) gatewayUrl = svc.url;
   }
 
@@ -185,7 +187,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    for (const stop of stops.reverse()) await stop().catch((err) => logger.error({ err }, 'stop failed'));
+    const steps = [...edge, () => bus.close(), ...stops.reverse()];
+    for (const stop of steps) await stop().catch((err) => logger.error({ err }, 'stop failed'));
     logger.info({ signal }, 'stopped');
     logger.flush();
     process.exit(0);

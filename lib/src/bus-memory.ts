@@ -18,6 +18,8 @@ const MAX_ATTEMPTS = 10;
  * so the outbox marks a row published only after delivery; a failing handler is retried
  * with backoff, like a JetStream nak.
  */
+const CLOSE_WAIT_MS = 5000;
+
 export class MemoryBus implements Bus {
   private readonly subs: Subscription[] = [];
   private readonly seen = new Set<string>();
@@ -54,8 +56,11 @@ export class MemoryBus implements Bus {
     return true;
   }
 
+  /** Takes no more messages; waits (at most CLOSE_WAIT_MS) for the handlers in flight. */
   async close(): Promise<void> {
     this.closed = true;
+    const inFlight = Promise.allSettled(this.subs.map((s) => s.tail));
+    await Promise.race([inFlight, new Promise((r) => setTimeout(r, CLOSE_WAIT_MS).unref())]);
   }
 
   /** Like NatsBus: the handler runs inside the context of the request that wrote the message. */
