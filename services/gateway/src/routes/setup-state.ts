@@ -11,13 +11,6 @@ export interface SetupStateSources {
   messaging: Client<typeof MessagingService>;
 }
 
-/** Names the platform emits itself (contacts' isReservedEventName): they do not count as a tracked event. */
-const isPlatformEvent = (name: string) =>
-  name.startsWith('email.') ||
-  name === 'contact.subscribed' ||
-  name === 'contact.unsubscribed' ||
-  /^segment\.[^.]+\.(entry|exit)$/.test(name);
-
 /** Statuses of an email that left the platform (accepted by the receiving server, or later news of it). */
 const SENT_STATUSES = 'sent,delivered,complained';
 
@@ -43,18 +36,19 @@ export function setupStateRouter(sources: SetupStateSources, auth: Authenticator
     const { identity, contacts, messaging } = sources;
     const project = (await identity.getProject({ userId: req.userId, projectId: String(req.params.id) })).project!;
     const projectId = project.id;
-    const [domains, templates, contactPage, eventNames, emails] = await Promise.all([
+    const [domains, templates, contactPage, topEvents, emails] = await Promise.all([
       messaging.listDomains({ projectId }),
       messaging.listTemplates({ projectId, page: '1', pageSize: '1' }),
       contacts.listContacts({ projectId, limit: 1 }),
-      contacts.listEventNames({ projectId }),
+      // Client-tracked names only: contacts leaves its own (email.*, contact.*, segment.*) out of the top list.
+      contacts.getTopEvents({ projectId, days: 3650, limit: 1 }),
       messaging.listEmails({ projectId, limit: '1', status: SENT_STATUSES }),
     ]);
     const done: Record<StepKey, boolean> = {
       hasVerifiedDomain: domains.domains.some((d) => d.status === 'verified'),
       hasTemplate: templates.total > 0n || templates.templates.length > 0,
       hasContacts: contactPage.total > 0n || contactPage.contacts.length > 0,
-      hasTrackedEvent: eventNames.names.some((n) => !isPlatformEvent(n)),
+      hasTrackedEvent: topEvents.names.length > 0,
       hasSentEmail: emails.emails.length > 0,
     };
     const steps = STEPS.map((s) => ({ key: s.key, done: done[s.key], next: s.next }));
