@@ -1,4 +1,4 @@
-import { fromJson, type JsonValue, toJson } from '@bufbuild/protobuf';
+import { toJson } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
 import { badRequest } from '@svc/lib/errors';
@@ -13,7 +13,7 @@ import { Router, type Request } from 'express';
 import { objectBody, stringField } from '../http/body.js';
 import { wrapped } from '../http/envelope.js';
 import type { KeyGuards } from '../http/guards.js';
-import { isJsonObject, messageFromJson } from '../http/json-message.js';
+import { messageFromJson } from '../http/json-message.js';
 import { stringParam } from '../http/query.js';
 import { iso } from './identity-json.js';
 
@@ -73,17 +73,18 @@ const moveJson = (c: Campaign) => ({ id: c.id, name: c.name, status: c.status, s
 
 /**
  * JSON null clears a text field or leaves an audience field unset; the service applies the audience
- * rule. The filter tree travels as a google.protobuf.Value built from the JSON as sent.
+ * rule. The filter tree travels as a google.protobuf.Value (the JSON mapper builds it).
  */
-function campaignFields(body: unknown): CampaignFields {
-  const { audienceCondition, ...rest } = isJsonObject(body) ? body : {};
-  const fields = messageFromJson(CampaignFieldsSchema, rest, {
-    nulls: { description: 'empty', fromName: 'empty', replyTo: 'empty', segmentId: 'absent' },
+const campaignFields = (body: unknown): CampaignFields =>
+  messageFromJson(CampaignFieldsSchema, body, {
+    nulls: {
+      description: 'empty',
+      fromName: 'empty',
+      replyTo: 'empty',
+      segmentId: 'absent',
+      audienceCondition: 'absent',
+    },
   });
-  if (audienceCondition !== undefined && audienceCondition !== null)
-    fields.audienceCondition = fromJson(ValueSchema, audienceCondition as JsonValue);
-  return fields;
-}
 
 /** `scheduledFor`: a date string (the service parses it), an epoch in milliseconds, or null/absent for now. */
 function scheduledFor(body: Record<string, unknown>): string | undefined {
