@@ -90,16 +90,23 @@ afterAll(async () => {
 
 /** `n` subscribed contacts with data.batch = `batch`. */
 async function audience(batch: string, n: number): Promise<string[]> {
+  return (await audienceContacts(batch, n)).map((x) => x.email);
+}
+
+/** `n` subscribed contacts with data.batch = `batch`, in contact id order (the hand-over's order). */
+async function audienceContacts(batch: string, n: number): Promise<{ id: string; email: string }[]> {
   const emails = Array.from({ length: n }, () => uniqueEmail(batch));
+  const out: { id: string; email: string }[] = [];
   for (let i = 0; i < emails.length; i += 10) {
     await Promise.all(
       emails.slice(i, i + 10).map(async (email) => {
         const res = await c('POST', '/contacts', { email, subscribed: true, data: { batch } });
         if (res.status !== 201) throw new Error(`contact: ${res.status}`);
+        out.push({ id: res.body.id, email });
       }),
     );
   }
-  return emails;
+  return out.sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
 async function sendTo(batch: string): Promise<string> {
@@ -195,4 +202,27 @@ test('cancel while SENDING: recipients not yet handed over get nothing; DELETE w
     expect(res.body.error.message).toContain('CANCELLED');
   }
   expect((await c('DELETE', `/campaigns/${id}`)).status).toBe(204);
+}, 120_000);
+
+test('a contact who unsubscribes during the send gets nothing: withheld as unsubscribed at hand-over', async () => {
+  const batch = `unsub${Date.now().toString(36)}`;
+  const people = await audienceContacts(batch, 150);
+  const emails = people.map((p) => p.email);
+  const id = await sendTo(batch);
+  await eventually(async () => ((await reached(emails)) >= 1 ? true : undefined), 30_000, 'first messages');
+  // The last 20 in hand-over order are still waiting when they leave: at most the send window (20) and a
+  // batch are handed over ahead of the throttled delivery (25/s), 100 recipients more stand before them.
+  const leaving = people.slice(-20);
+  const patched = await Promise.all(leaving.map((p) => c('PATCH', `/contacts/${p.id}`, { subscribed: false })));
+  expect(patched.map((r) => r.status)).toEqual(leaving.map(() => 200));
+  await eventually(async () => ((await get(id)).status === 'SENT' ? true : undefined), 60_000, 'SENT');
+  const staying = emails.slice(0, -20);
+  await eventually(async () => ((await reached(staying)) === staying.length ? true : undefined), 60_000, 'all others');
+  expect(await attempts(leaving.map((p) => p.email))).toEqual(leaving.map(() => 0));
+  const stats = (await c('GET', `/campaigns/${id}/stats`)).body;
+  expect(stats).toMatchObject({ totalRecipients: 150, suppressed: 20, queued: 130, pending: 0 });
+  // messaging recorded them as withheld, with the reason.
+  const withheld = await c('GET', `/emails?campaignId=${id}&status=suppressed&limit=100`);
+  expect(withheld.body.data.map((e: { to: string }) => e.to).sort()).toEqual(leaving.map((p) => p.email).sort());
+  expect(withheld.body.data.every((e: { reason: string }) => e.reason === 'unsubscribed')).toBe(true);
 }, 120_000);

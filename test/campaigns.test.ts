@@ -341,6 +341,34 @@ describe('sending', () => {
     expect((await c('GET', `/campaigns/${x.id}/stats`)).body).toMatchObject({ sent: 0, queued: 0 });
   });
 
+  test("test mail is no engagement: the contact's events and the campaign's counters skip it", async () => {
+    const tester = uniqueEmail('tester');
+    const contactId = await contact(tester, { plan: 'qa', firstName: 'Tess' });
+    const subject = `T${Date.now().toString(36)}`;
+    const x = await create({ subject: `${subject} {{firstName}}` });
+    expect((await c('POST', `/campaigns/${x.id}/test`, { email: tester })).body.data.status).toBe('queued');
+    await eventually(async () => ((await mailsOf(subject, tester)) === 1 ? true : undefined));
+    // A real message sent after the test one: once its email.sent event is recorded, the test one's would be too.
+    const real = await call(
+      'POST',
+      '/v1/send',
+      { to: tester, subject: 'Real one', body: '<p>real</p>', from: `news@${domain}` },
+      { key: t.secretKey },
+    );
+    expect(real.status).toBe(200);
+    const realId = real.body.data.emails[0].email;
+    const names = await eventually(
+      async () => {
+        const events = (await c('GET', `/events/contact/${contactId}`)).body.data as Record<string, any>[];
+        return events.some((e) => e.name === 'email.sent' && e.data?.emailId === realId) ? events : undefined;
+      },
+      20_000,
+      'the real email.sent event',
+    );
+    expect(names.filter((e) => e.name.startsWith('email.')).map((e) => e.data?.emailId)).toEqual([realId]);
+    expect((await c('GET', `/campaigns/${x.id}/stats`)).body).toMatchObject({ sent: 0, queued: 0 });
+  });
+
   test('counters: opens and clicks unique per recipient, bounces, deliveries; rates in stats', async () => {
     const plan = `counters${Date.now().toString(36)}`;
     const [one, two, gone] = [uniqueEmail('one'), uniqueEmail('two'), uniqueEmail('bounce')];

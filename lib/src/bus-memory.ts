@@ -1,13 +1,23 @@
 import type { Logger } from './logger.js';
-import { subjectMatches, type Bus, type BusHandler, type BusMessage, type MessageContext } from './bus.js';
+import {
+  subjectMatches,
+  type Bus,
+  type BusHandler,
+  type BusMessage,
+  type MessageContext,
+  type SubscribeOptions,
+} from './bus.js';
 import { messageContext, runInContext } from './request-context.js';
 
 interface Subscription {
   durable: string;
   subjects: string[];
   handler: BusHandler;
-  /** Deliveries to one subscriber run one after another, in publish order. */
+  /** Deliveries to one subscriber run one after another, in publish order (unless `concurrent`). */
   tail: Promise<void>;
+  /** SubscribeOptions.concurrency > 1: each message is handled as it is published (the relay bounds how many). */
+  concurrent: boolean;
+  inFlight: Set<Promise<void>>;
 }
 
 const DEDUPE_WINDOW = 10_000;
@@ -41,6 +51,11 @@ export class MemoryBus implements Bus {
     const targets = this.subs.filter((s) => s.subjects.some((p) => subjectMatches(p, subject)));
     await Promise.all(
       targets.map((s) => {
+        if (s.concurrent) {
+          const delivered: Promise<void> = this.deliver(s, message).finally(() => s.inFlight.delete(delivered));
+          s.inFlight.add(delivered);
+          return delivered;
+        }
         const delivered = s.tail.then(() => this.deliver(s, message));
         s.tail = delivered;
         return delivered;
@@ -48,8 +63,9 @@ export class MemoryBus implements Bus {
     );
   }
 
-  async subscribe(durable: string, subjects: string[], handler: BusHandler): Promise<void> {
-    this.subs.push({ durable, subjects, handler, tail: Promise.resolve() });
+  async subscribe(durable: string, subjects: string[], handler: BusHandler, options?: SubscribeOptions): Promise<void> {
+    const concurrent = (options?.concurrency ?? 1) > 1;
+    this.subs.push({ durable, subjects, handler, tail: Promise.resolve(), concurrent, inFlight: new Set() });
   }
 
   connected(): boolean {
@@ -59,7 +75,7 @@ export class MemoryBus implements Bus {
   /** Takes no more messages; waits (at most CLOSE_WAIT_MS) for the handlers in flight. */
   async close(): Promise<void> {
     this.closed = true;
-    const inFlight = Promise.allSettled(this.subs.map((s) => s.tail));
+    const inFlight = Promise.allSettled(this.subs.flatMap((s) => [s.tail, ...s.inFlight]));
     await Promise.race([inFlight, new Promise((r) => setTimeout(r, CLOSE_WAIT_MS).unref())]);
   }
 

@@ -58,3 +58,33 @@ test('bytes that are not JSON are skipped (terminated, not redelivered); the nex
   expect(lines.filter((l) => l.event === 'bus.malformed')).toHaveLength(1);
   expect(deliveries).toBe(1);
 });
+
+test('concurrency: messages handled at once; a failed one is redelivered, the others acked once', async () => {
+  let inHandler = 0;
+  let most = 0;
+  const handled = new Map<string, number>();
+  let failedOnce = false;
+  await bus.subscribe(
+    'concurrent-test',
+    ['emails.*'],
+    async (m) => {
+      inHandler++;
+      most = Math.max(most, inHandler);
+      await new Promise((r) => setTimeout(r, 50));
+      inHandler--;
+      const n = (m.data as { n: number }).n;
+      if (n === 3 && !failedOnce) {
+        failedOnce = true;
+        throw new Error('database down for a moment');
+      }
+      handled.set(String(n), (handled.get(String(n)) ?? 0) + 1);
+    },
+    { concurrency: 8 },
+  );
+  for (let n = 0; n < 20; n++) await bus.publish('emails.sent', { n }, `concurrent-${n}`);
+  expect(await until(() => handled.size === 20)).toBe(true);
+  expect(most).toBeGreaterThan(1);
+  expect(most).toBeLessThanOrEqual(8);
+  await new Promise((r) => setTimeout(r, 1500)); // an unacked message would come back within ack_wait/nak delay
+  expect([...handled.values()].every((count) => count === 1)).toBe(true);
+});

@@ -6,13 +6,22 @@ import {
   nanos,
   StorageType,
   type ConsumerMessages,
+  type JsMsg,
   type JetStreamClient,
   type JetStreamManager,
   type JetStreamPublishOptions,
   type NatsConnection,
 } from 'nats';
 import type { Logger } from './logger.js';
-import { STREAMS, streamOf, type Bus, type BusHandler, type BusMessage, type MessageContext } from './bus.js';
+import {
+  STREAMS,
+  streamOf,
+  type Bus,
+  type BusHandler,
+  type BusMessage,
+  type MessageContext,
+  type SubscribeOptions,
+} from './bus.js';
 import { messageContext, runInContext } from './request-context.js';
 
 const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
@@ -35,6 +44,8 @@ interface Registration {
   subject: string;
   stream: string;
   handler: BusHandler;
+  /** Messages handled at once (SubscribeOptions). */
+  concurrency: number;
   messages?: ConsumerMessages;
 }
 
@@ -112,13 +123,14 @@ export class NatsBus implements Bus {
   }
 
   /** One durable consumer per subject (single `filter_subject` works on every JetStream server version). */
-  async subscribe(durable: string, subjects: string[], handler: BusHandler): Promise<void> {
+  async subscribe(durable: string, subjects: string[], handler: BusHandler, options?: SubscribeOptions): Promise<void> {
     for (const subject of subjects) {
       const reg: Registration = {
         durable: `${durable}_${subject}`.replace(/[^A-Za-z0-9_-]/g, '_'),
         subject,
         stream: this.streamName(streamOf(subject.replace(/\.[*>]$/, '.x'))),
         handler,
+        concurrency: Math.max(1, options?.concurrency ?? 1),
       };
       this.registrations.push(reg);
       this.loops.push(this.consumeForever(reg));
@@ -342,34 +354,46 @@ export class NatsBus implements Bus {
     });
   }
 
+  /** Handles the messages one at a time, or up to `reg.concurrency` at once (each acked when its handler is done). */
   private async run(messages: ConsumerMessages, reg: Registration): Promise<void> {
-    const prefixLength = this.prefix.length + 1;
+    const inFlight = new Set<Promise<void>>();
     for await (const m of messages) {
-      const subject = m.subject.slice(prefixLength);
-      // The handler, its log lines and the outbox rows it writes belong to the request that wrote the message.
-      const requestId = m.headers?.get(REQUEST_ID_HEADER) || undefined;
-      const traceparent = m.headers?.get(TRACEPARENT_HEADER) || undefined;
-      await runInContext(messageContext({ requestId, traceparent }), async () => {
-        try {
-          const id = m.headers?.get('Nats-Msg-Id') || `${m.info.stream}-${m.seq}`;
-          const data = parseOrUndefined(m.string());
-          if (data === undefined) {
-            // Not JSON: no redelivery can fix it (lib/bus-topic.ts treats undecodable payloads alike).
-            const fields = { event: 'bus.malformed', durable: reg.durable, subject, id };
-            this.logger.error(fields, 'bus message is not JSON; skipped');
-            m.term();
-            return;
-          }
-          const message: BusMessage = { id, subject, data, requestId, traceparent };
-          await reg.handler(message);
-          m.ack();
-          this.logger.debug({ durable: reg.durable, subject, messageId: message.id }, 'bus message handled');
-        } catch (err) {
-          this.logger.warn({ err, durable: reg.durable, subject }, 'bus handler failed; redelivering');
-          m.nak(Math.min(1000 * m.info.redeliveryCount, 30_000));
-        }
-      });
+      if (reg.concurrency === 1) {
+        await this.handle(m, reg);
+        continue;
+      }
+      const handled: Promise<void> = this.handle(m, reg).finally(() => inFlight.delete(handled));
+      inFlight.add(handled);
+      if (inFlight.size >= reg.concurrency) await Promise.race(inFlight);
     }
+    await Promise.allSettled(inFlight);
+  }
+
+  private async handle(m: JsMsg, reg: Registration): Promise<void> {
+    const subject = m.subject.slice(this.prefix.length + 1);
+    // The handler, its log lines and the outbox rows it writes belong to the request that wrote the message.
+    const requestId = m.headers?.get(REQUEST_ID_HEADER) || undefined;
+    const traceparent = m.headers?.get(TRACEPARENT_HEADER) || undefined;
+    await runInContext(messageContext({ requestId, traceparent }), async () => {
+      try {
+        const id = m.headers?.get('Nats-Msg-Id') || `${m.info.stream}-${m.seq}`;
+        const data = parseOrUndefined(m.string());
+        if (data === undefined) {
+          // Not JSON: no redelivery can fix it (lib/bus-topic.ts treats undecodable payloads alike).
+          const fields = { event: 'bus.malformed', durable: reg.durable, subject, id };
+          this.logger.error(fields, 'bus message is not JSON; skipped');
+          m.term();
+          return;
+        }
+        const message: BusMessage = { id, subject, data, requestId, traceparent };
+        await reg.handler(message);
+        m.ack();
+        this.logger.debug({ durable: reg.durable, subject, messageId: message.id }, 'bus message handled');
+      } catch (err) {
+        this.logger.warn({ err, durable: reg.durable, subject }, 'bus handler failed; redelivering');
+        m.nak(Math.min(1000 * m.info.redeliveryCount, 30_000));
+      }
+    });
   }
 
   private untilReady(): Promise<void> {

@@ -144,4 +144,22 @@ describe('typed consumers', () => {
     await bus.publish(tracked.subject, tracked.payload, 'c-1');
     expect(got).toEqual(['svc.messaging.v1.EmailLifecycle:open', 'svc.contacts.v1.EventTracked:purchase']);
   });
+
+  test('concurrency > 1 (in-process bus): messages are handled as they come, not one after another', async () => {
+    const { logger } = capturingLogger();
+    const bus = new MemoryBus(logger);
+    let inHandler = 0;
+    let most = 0;
+    const route = on(MESSAGING_TOPICS.emailLifecycle, async () => {
+      inHandler++;
+      most = Math.max(most, inHandler);
+      await new Promise((r) => setTimeout(r, 20));
+      inHandler--;
+    });
+    await subscribeTopics(bus, 'counters', [route], logger, { concurrency: 16 });
+    const sent = busMessage(MESSAGING_TOPICS.emailLifecycle, { type: 'sent' }, 'emails.sent');
+    await Promise.all([1, 2, 3, 4].map((n) => bus.publish(sent.subject, sent.payload, `m-${n}`)));
+    expect(most).toBe(4);
+    await bus.close();
+  });
 });

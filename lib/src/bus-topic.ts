@@ -7,7 +7,7 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from '@bufbuild/protobuf';
-import { subjectMatches, type Bus, type BusMessage } from './bus.js';
+import { subjectMatches, type Bus, type BusMessage, type SubscribeOptions } from './bus.js';
 import type { Logger } from './logger.js';
 
 /**
@@ -87,9 +87,16 @@ export function on<D extends DescMessage>(
  * A durable consumer of typed topics. A message that does not decode is poison: it is logged
  * (with its id `<service>-<outbox id>`, to find the outbox row) and acknowledged, so it cannot
  * wedge the consumer with endless redeliveries. A handler's own failure (database down) is not
- * acknowledged: the bus redelivers it with backoff.
+ * acknowledged: the bus redelivers it with backoff. `options.concurrency` > 1: messages are handled
+ * that many at once, out of order (for handlers that batch their writes).
  */
-export async function subscribeTopics(bus: Bus, durable: string, routes: TopicRoute[], logger: Logger): Promise<void> {
+export async function subscribeTopics(
+  bus: Bus,
+  durable: string,
+  routes: TopicRoute[],
+  logger: Logger,
+  options?: SubscribeOptions,
+): Promise<void> {
   await bus.subscribe(
     durable,
     routes.map((r) => r.subject),
@@ -106,5 +113,6 @@ export async function subscribeTopics(bus: Bus, durable: string, routes: TopicRo
         );
       }
     },
+    options,
   );
 }

@@ -21,11 +21,20 @@ export interface MessageContext {
 
 export type BusHandler = (message: BusMessage) => Promise<void>;
 
+export interface SubscribeOptions {
+  /**
+   * Messages handled at once (default 1: one after another, in order). More is for handlers that do
+   * not depend on order and batch their writes (a group commit): each message is still acknowledged
+   * only after its own handler succeeded.
+   */
+  concurrency?: number;
+}
+
 export interface Bus {
   /** `context` travels as headers; consumers' handlers run inside it (lib/request-context.ts). */
   publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void>;
   /** `durable` names the consumer; its position survives restarts (JetStream) or the process (in-process). */
-  subscribe(durable: string, subjects: string[], handler: BusHandler): Promise<void>;
+  subscribe(durable: string, subjects: string[], handler: BusHandler, options?: SubscribeOptions): Promise<void>;
   /** Whether publishing can succeed now (broker connected and streams in place); for readiness. */
   connected(): boolean;
   /**

@@ -1,12 +1,21 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Bus } from '@svc/lib/bus';
 import { on, subscribeTopics } from '@svc/lib/bus-topic';
+import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import type { CampaignsStore } from './store/campaigns-store.js';
-import { LIFECYCLE_COLUMNS, type LifecycleStep, type RecipientsStore } from './store/recipients-store.js';
+import {
+  LIFECYCLE_COLUMNS,
+  type LifecycleStep,
+  type RecipientMark,
+  type RecipientsStore,
+} from './store/recipients-store.js';
+
+/** Lifecycle messages handled at once (and written in one transaction at most). */
+const CONCURRENCY = 256;
 
 const isStep = (type: string): type is LifecycleStep => Object.hasOwn(LIFECYCLE_COLUMNS, type);
 
@@ -21,6 +30,17 @@ export async function subscribeCampaignsConsumers(
   campaigns: CampaignsStore,
   logger: Logger,
 ) {
+  const marks = new GroupCommit<RecipientMark, void>(
+    () => recipients.pool.connect(),
+    async (tx, mark) => void (await recipients.markMany(tx, [mark])),
+    {
+      maxBatch: CONCURRENCY,
+      writeMany: async (tx, batch) => {
+        await recipients.markMany(tx, batch);
+        return batch.map(() => undefined);
+      },
+    },
+  );
   await subscribeTopics(
     bus,
     'campaigns-counters',
@@ -28,10 +48,13 @@ export async function subscribeCampaignsConsumers(
       on(MESSAGING_TOPICS.emailLifecycle, async (m) => {
         if (m.test || !isUuid(m.campaignId) || !isUuid(m.contactId) || !isStep(m.type)) return;
         const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
-        await recipients.mark(m.campaignId, m.contactId, m.type, at);
+        await marks.submit({ campaignId: m.campaignId, contactId: m.contactId, step: m.type, at });
       }),
     ],
     logger,
+    // A campaign sends thousands of messages a second: they are handled many at once and their flags
+    // written together (one statement per step and batch); each message is acknowledged after its commit.
+    { concurrency: CONCURRENCY },
   );
   await subscribeTopics(
     bus,

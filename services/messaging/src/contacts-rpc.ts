@@ -17,6 +17,9 @@ function recipientError(err: AppError, index: number): AppError {
   return new AppError({ ...err.toJSON(), errors });
 }
 
+/** LookupContacts takes at most this many emails per call. */
+const LOOKUP_LIMIT = 500;
+
 /** The contacts service as messaging's contact directory. */
 export function contactsDirectory(contacts: Client<typeof ContactsService>): ContactDirectory {
   return {
@@ -44,6 +47,14 @@ export function contactsDirectory(contacts: Client<typeof ContactsService>): Con
         if (err instanceof AppError && err.status === 404) return null;
         throw err;
       }
+    },
+    async subscribedNow(projectId, recipients) {
+      const chunks: string[][] = [];
+      for (let i = 0; i < recipients.length; i += LOOKUP_LIMIT)
+        chunks.push(recipients.slice(i, i + LOOKUP_LIMIT).map((r) => r.email));
+      const answers = await Promise.all(chunks.map((emails) => contacts.lookupContacts({ projectId, emails })));
+      const subscribed = new Set(answers.flatMap((a) => a.found.filter((c) => c.subscribed).map((c) => c.id)));
+      return new Set(recipients.filter((r) => subscribed.has(r.contactId)).map((r) => r.contactId));
     },
     async setSubscribed(projectId, contactId, subscribed) {
       return view((await contacts.updateContact({ projectId, id: contactId, subscribed })).contact);

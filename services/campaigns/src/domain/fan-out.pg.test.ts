@@ -158,4 +158,36 @@ describe('campaign fan-out', () => {
     const row = (await campaigns.byId(id))!;
     expect({ opened: row.opened_count, clicked: row.clicked_count }).toEqual({ opened: 1, clicked: 1 });
   });
+
+  test('a batch of steps of two campaigns, with repeats, counts each once, at its earliest time', async () => {
+    const [a, b] = [await newCampaign(), await newCampaign()];
+    for (const id of [a, b]) await slice(new FanOut(fanOutStore, contacts, new Messaging(), opts, logger), id);
+    const early = new Date(Date.now() - 60_000);
+    const late = new Date();
+    const mark = (campaignId: string, i: number, step: 'sent' | 'open', at = late) => ({
+      campaignId,
+      contactId: people[i].id,
+      step,
+      at,
+    });
+    const set = await recipients.markMany(db.pool, [
+      mark(a, 0, 'sent', late),
+      mark(a, 0, 'sent', early),
+      mark(a, 1, 'sent'),
+      mark(a, 1, 'open'),
+      mark(b, 2, 'sent'),
+      { ...mark(b, 2, 'sent'), contactId: randomUUID() }, // no such recipient: nothing
+    ]);
+    expect(set).toBe(4);
+    // A redelivered batch changes nothing.
+    expect(await recipients.markMany(db.pool, [mark(a, 0, 'sent'), mark(b, 2, 'sent')])).toBe(0);
+    const [ra, rb] = [(await campaigns.byId(a))!, (await campaigns.byId(b))!];
+    expect({ sent: ra.sent_count, opened: ra.opened_count }).toEqual({ sent: 2, opened: 1 });
+    expect({ sent: rb.sent_count, opened: rb.opened_count }).toEqual({ sent: 1, opened: 0 });
+    const { rows } = await db.pool.query(
+      'SELECT sent_at FROM campaign_recipients WHERE campaign_id = $1 AND contact_id = $2',
+      [a, people[0].id],
+    );
+    expect(rows[0].sent_at.getTime()).toBe(early.getTime());
+  });
 });

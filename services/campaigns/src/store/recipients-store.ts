@@ -1,4 +1,4 @@
-import type { Pool } from '@svc/lib/db';
+import type { Pool, Queryable } from '@svc/lib/db';
 
 /** A lifecycle step and the recipient flag and campaign counter it sets (fixed names, never client text). */
 export const LIFECYCLE_COLUMNS = {
@@ -21,6 +21,14 @@ export interface RecipientCounts {
   complained: number;
 }
 
+/** One lifecycle step of one recipient, as a message reported it. */
+export interface RecipientMark {
+  campaignId: string;
+  contactId: string;
+  step: LifecycleStep;
+  at: Date;
+}
+
 /** Per-recipient flags and the campaign counters they feed. */
 export class RecipientsStore {
   constructor(readonly pool: Pool) {}
@@ -31,19 +39,36 @@ export class RecipientsStore {
    * Returns whether this call set the flag.
    */
   async mark(campaignId: string, contactId: string, step: LifecycleStep, at: Date): Promise<boolean> {
-    const { flag, counter } = LIFECYCLE_COLUMNS[step];
-    const bump = counter
-      ? `, bumped AS (UPDATE campaigns SET ${counter} = ${counter} + 1
-           WHERE id = $1 AND EXISTS (SELECT 1 FROM flagged))`
-      : '';
-    const { rows } = await this.pool.query<{ n: string }>(
-      `WITH flagged AS (
-         UPDATE campaign_recipients SET ${flag} = $3
-         WHERE campaign_id = $1 AND contact_id = $2 AND ${flag} IS NULL RETURNING 1)${bump}
-       SELECT count(*) AS n FROM flagged`,
-      [campaignId, contactId, at],
-    );
-    return Number(rows[0].n) > 0;
+    return (await this.markMany(this.pool, [{ campaignId, contactId, step, at }])) > 0;
+  }
+
+  /**
+   * `mark` for many messages at once, set-based: one statement per step present (flags, then each
+   * campaign's counter by the number of flags this statement set). Repeats within the batch count once,
+   * at their earliest time. Answers how many flags were set.
+   */
+  async markMany(q: Queryable, marks: RecipientMark[]): Promise<number> {
+    let set = 0;
+    for (const step of new Set(marks.map((m) => m.step))) {
+      const of = marks.filter((m) => m.step === step);
+      const { flag, counter } = LIFECYCLE_COLUMNS[step];
+      const bump = counter
+        ? `, bumped AS (UPDATE campaigns c SET ${counter} = ${counter} + f.n
+             FROM (SELECT campaign_id, count(*) AS n FROM flagged GROUP BY campaign_id) f WHERE c.id = f.campaign_id)`
+        : '';
+      const { rows } = await q.query<{ n: string }>(
+        `WITH x AS (
+           SELECT DISTINCT ON (c, k) c, k, at FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS x(c, k, at)
+           ORDER BY c, k, at),
+         flagged AS (
+           UPDATE campaign_recipients r SET ${flag} = x.at FROM x
+           WHERE r.campaign_id = x.c AND r.contact_id = x.k AND r.${flag} IS NULL RETURNING r.campaign_id)${bump}
+         SELECT count(*) AS n FROM flagged`,
+        [of.map((m) => m.campaignId), of.map((m) => m.contactId), of.map((m) => m.at)],
+      );
+      set += Number(rows[0].n);
+    }
+    return set;
   }
 
   /** The recipient breakdown of campaigns (hand-over state), by campaign id. */

@@ -120,9 +120,12 @@ export class Events {
     return this.store.deleteByName(projectId, name);
   }
 
-  /** Email lifecycle from messaging: an `email.<type>` event plus a row the filters read. */
+  /**
+   * Email lifecycle from messaging: an `email.<type>` event plus a row the filters read. Test mail
+   * (a campaign or template test send) is no engagement of the contact: it records nothing.
+   */
   async recordEmailActivity(messageId: string, m: EmailLifecycle): Promise<void> {
-    if (!isUuid(m.projectId) || !isUuid(m.contactId)) return;
+    if (m.test || !isUuid(m.projectId) || !isUuid(m.contactId)) return;
     const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
     await withTransaction(this.contacts.pool, async (tx) => {
       if (!(await this.store.markProcessed(tx, 'email-activity', messageId))) return;

@@ -24,5 +24,10 @@ export interface ContactDirectory {
     opts: { subscribed?: boolean; data?: Record<string, unknown> },
   ): Promise<UpsertedContact[]>;
   get(projectId: string, contactId: string): Promise<ContactView | null>;
+  /**
+   * The recipients (by contact id) that are subscribed right now: a contact found under its email with
+   * the same id and `subscribed` true. One call per 500 recipients; a deleted contact is not subscribed.
+   */
+  subscribedNow(projectId: string, recipients: { contactId: string; email: string }[]): Promise<Set<string>>;
   setSubscribed(projectId: string, contactId: string, subscribed: boolean): Promise<ContactView>;
 }

@@ -76,8 +76,16 @@ export class Sending {
   async queue(projectId: string, input: QueueInput): Promise<QueuedBatch> {
     const req = parseQueueRequest(input, this.d.limits);
     const content = await this.d.batches.prepare(projectId, req.content);
+    // The caller's `subscribed` may be old (a campaign's audience snapshot, a workflow's contact read minutes
+    // ago): marketing mail asks the contacts service now, so an unsubscribe during a long send is honoured.
+    // Test mail goes to the address a person typed in: it keeps the caller's view.
+    let recipients = req.recipients;
+    if (content.type === 'MARKETING' && !req.origin.test) {
+      const now = await this.d.contacts.subscribedNow(projectId, recipients);
+      recipients = recipients.map((r) => ({ ...r, subscribed: now.has(r.contactId) }));
+    }
     // A recipient that does not render answers "failed"; the others are queued.
-    return this.d.batches.queue(projectId, content, req.recipients, req.origin, { perRecipientFailures: true });
+    return this.d.batches.queue(projectId, content, recipients, req.origin, { perRecipientFailures: true });
   }
 }
 
