@@ -19,7 +19,7 @@ import { startTestDnsServer, type TestZoneRecords } from '@svc/lib/test-dns-serv
 import { startSmtpSink } from '@svc/messaging';
 import {
   cpuByService,
-  cpuSeconds,
+  backendCpu,
   fmt,
   machine,
   newTenant,
@@ -100,15 +100,6 @@ async function importContacts(platform: Platform, key: string, csv: Buffer): Pro
 async function unpublished(db: pg.Client): Promise<number> {
   const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL');
   return rows[0].n;
-}
-
-/** CPU seconds of the PostgreSQL backends serving databases named `<prefix>*` (backends alive now). */
-async function backendCpu(admin: pg.Client, prefix: string): Promise<Map<number, number>> {
-  const { rows } = await admin.query<{ pid: number }>(
-    'SELECT pid FROM pg_stat_activity WHERE left(datname, length($1)) = $1',
-    [prefix],
-  );
-  return new Map(rows.map((r) => [r.pid, cpuSeconds(r.pid)]));
 }
 
 /** Waits until the platform's processes together use less than a fifth of a core for two seconds in a row. */

@@ -211,6 +211,44 @@ export function cpuSeconds(pid: number | undefined): number {
   }
 }
 
+/** CPU seconds of the PostgreSQL backends serving databases named `<prefix>*` (backends alive now). */
+export async function backendCpu(admin: pg.Client, prefix: string): Promise<Map<number, number>> {
+  const { rows } = await admin.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE left(datname, length($1)) = $1',
+    [prefix],
+  );
+  return new Map(rows.map((r) => [r.pid, cpuSeconds(r.pid)]));
+}
+
+/** CPU seconds used so far by each service process, the run's PostgreSQL backends and this process. */
+export interface CpuSnapshot {
+  services: Record<string, number>;
+  pg: Map<number, number>;
+  bench: NodeJS.CpuUsage;
+}
+
+export async function cpuSnapshot(platform: Platform, admin: pg.Client): Promise<CpuSnapshot> {
+  return { services: cpuByService(platform), pg: await backendCpu(admin, platform.prefix), bench: process.cpuUsage() };
+}
+
+/**
+ * CPU used between two snapshots, per process and in total, as milliseconds per unit of work
+ * ("ms per execution"): on a shared machine a steadier figure than the rate.
+ */
+export function cpuPerUnit(a: CpuSnapshot, b: CpuSnapshot, units: number, unit: string): string {
+  const parts: [string, number][] = Object.entries(b.services).map(([s, v]) => [s, v - (a.services[s] ?? 0)]);
+  let pgCpu = 0;
+  for (const [pid, s] of b.pg) if (Number.isFinite(s)) pgCpu += s - (a.pg.get(pid) ?? 0);
+  parts.push(['PostgreSQL', pgCpu]);
+  parts.push(['bench', (b.bench.user - a.bench.user + b.bench.system - a.bench.system) / 1e6]);
+  const total = parts.reduce((sum, [, v]) => sum + v, 0);
+  const ms = (s: number) => fmt((1000 * s) / Math.max(units, 1), 2);
+  return (
+    `CPU per ${unit}: total ${ms(total)} ms (${parts.map(([k, v]) => `${k} ${ms(v)}`).join(', ')}); ` +
+    `CPU seconds: ${parts.map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ')}`
+  );
+}
+
 /** CPU seconds per started service, to tell which process saturates during a run. */
 export function cpuByService(platform: Platform): Record<string, number> {
   return Object.fromEntries(platform.children.map((c) => [c.spawnargs[c.spawnargs.length - 1], cpuSeconds(c.pid)]));

@@ -15,7 +15,18 @@ import os from 'node:os';
 import { startSmtpSink } from '@svc/messaging';
 import { startTestDnsServer, type TestZoneRecords } from '@svc/lib/test-dns-server';
 import pg from 'pg';
-import { fmt, machine, newTenant, onCleanup, PG_SERVER, run, runPrefix, startPlatform } from './support.js';
+import {
+  cpuPerUnit,
+  cpuSnapshot,
+  fmt,
+  machine,
+  newTenant,
+  onCleanup,
+  PG_SERVER,
+  run,
+  runPrefix,
+  startPlatform,
+} from './support.js';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 10_000);
 const DUE = Number(process.env.BENCH_DUE ?? 100_000);
@@ -94,7 +105,11 @@ async function main(): Promise<void> {
   await link(mail, exit);
   await api('PATCH', `/workflows/${w.id}`, { enabled: true });
 
+  const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
+  await admin.connect();
+  onCleanup(() => admin.end());
   console.log(`machine: ${machine()}; load average ${os.loadavg()[0].toFixed(1)}`);
+  const cpu0 = await cpuSnapshot(platform, admin);
   const started = performance.now();
   let next = 0;
   let failed = 0;
@@ -133,6 +148,7 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 200));
   }
   const seconds = (lastExitAt - started) / 1000;
+  const cpu1 = await cpuSnapshot(platform, admin);
   lags.sort((a, b) => a - b);
   const pct = (p: number) => fmt(lags[Math.min(lags.length - 1, Math.floor((p / 100) * lags.length))] / 1000, 2);
   console.log(
@@ -143,6 +159,8 @@ async function main(): Promise<void> {
         `${fmt(exited / seconds)} executions/s`,
       `emails in the sink: ${lags.length}; last at ${fmt((lastMailAt - started) / 1000, 1)} s`,
       `track -> mail lag: p50 ${pct(50)} s, p90 ${pct(90)} s, p99 ${pct(99)} s, max ${pct(100)} s`,
+      `${cpuPerUnit(cpu0, cpu1, exited, 'execution (track, enrolment, 4 steps, email queued and delivered)')}; ` +
+        `load average ${os.loadavg()[0].toFixed(1)}`,
     ].join('\n'),
   );
 
@@ -181,6 +199,7 @@ async function main(): Promise<void> {
     [w2.id],
   );
   const dueAt = dueRows[0].at.getTime();
+  const cpu2 = await cpuSnapshot(platform, admin);
   let left = DUE;
   let lastLeft = DUE;
   const progress: string[] = [];
@@ -195,6 +214,7 @@ async function main(): Promise<void> {
     lastLeft = left;
   }
   const dueSeconds = (Date.now() - dueAt) / 1000;
+  const cpu3 = await cpuSnapshot(platform, admin);
   const { rows: st } = await db.query<{ status: string; n: string }>(
     'SELECT status, count(*) AS n FROM executions WHERE workflow_id = $1 GROUP BY status',
     [w2.id],
@@ -204,6 +224,7 @@ async function main(): Promise<void> {
       `${DUE} executions due at once: all moved on (DELAY -> EXIT) ${fmt(dueSeconds, 1)} s after the due instant: ` +
         `${fmt(DUE / dueSeconds)} executions/s (statuses: ${st.map((s) => `${s.status} ${s.n}`).join(', ')})`,
       `remaining by time after due: ${progress.join(' ')}`,
+      `${cpuPerUnit(cpu2, cpu3, DUE, 'execution (DELAY -> EXIT)')}; load average ${os.loadavg()[0].toFixed(1)}`,
     ].join('\n'),
   );
 }

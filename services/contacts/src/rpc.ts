@@ -146,7 +146,7 @@ export function contactsRoutes(d: ContactsDomain) {
         return {};
       },
       async lookupContacts(req) {
-        const r = await d.contacts.lookup(req.projectId, req.emails);
+        const r = await d.contacts.lookup(req.projectId, req.emails, req.ids);
         return { found: r.found.map(contactPb), missing: r.missing };
       },
       async listFields(req) {

@@ -28,6 +28,14 @@ export function contactsPort(contacts: Client<typeof ContactsService>): Contacts
         throw err;
       }
     },
+    async getMany(projectId, ids) {
+      const out = new Map<string, ContactView>();
+      for (let i = 0; i < ids.length; i += 1000) {
+        const r = await contacts.lookupContacts({ projectId, ids: ids.slice(i, i + 1000) });
+        for (const c of r.found) out.set(c.id, view(c));
+      }
+      return out;
+    },
     async byEmail(projectId, email) {
       const r = await contacts.lookupContacts({ projectId, emails: [email] });
       return r.found[0] ? view(r.found[0]) : null;

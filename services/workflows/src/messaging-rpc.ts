@@ -19,18 +19,18 @@ export function mailPort(messaging: Client<typeof MessagingService>): MailPort {
           from: from && { email: from.email, name: from.name ?? c.fromName },
           replyTo: c.replyTo,
         },
-        recipients: [
-          {
-            contactId: to.contact.id,
-            email: to.contact.email,
-            subscribed: to.contact.subscribed,
-            variables: to.variables as JsonObject,
-            dedupeKey: to.dedupeKey,
-          },
-        ],
+        recipients: to.map((t) => ({
+          contactId: t.contact.id,
+          email: t.contact.email,
+          subscribed: t.contact.subscribed,
+          variables: t.variables as JsonObject,
+          dedupeKey: t.dedupeKey,
+        })),
       });
-      const e = r.emails[0];
-      return { status: e?.status ?? 'failed', emailId: e?.emailId ?? '', error: e?.error || undefined };
+      return to.map((_, i) => {
+        const e = r.emails[i];
+        return { status: e?.status ?? 'failed', emailId: e?.emailId ?? '', error: e?.error || undefined };
+      });
     },
   };
 }

@@ -208,15 +208,36 @@ export class Contacts {
     return { contacts: page, hasMore, cursor, total: total ?? 0 };
   }
 
-  async lookup(projectId: string, emails: unknown): Promise<{ found: ContactRow[]; missing: string[] }> {
-    if (!Array.isArray(emails) || emails.some((e) => typeof e !== 'string')) {
-      throw validationError([{ field: 'emails', message: 'emails must be an array of strings', code: 'invalid_type' }]);
+  /** Contacts by email and by id in one call (ids that are not uuids, or not this project's, are missing). */
+  async lookup(
+    projectId: string,
+    emails: unknown,
+    ids: unknown = [],
+  ): Promise<{ found: ContactRow[]; missing: string[] }> {
+    for (const [field, list, max] of [
+      ['emails', emails, 500],
+      ['ids', ids, 1000],
+    ] as const) {
+      if (!Array.isArray(list) || list.some((e) => typeof e !== 'string')) {
+        throw validationError([{ field, message: `${field} must be an array of strings`, code: 'invalid_type' }]);
+      }
+      if (list.length > max) {
+        throw validationError([{ field, message: `At most ${max} ${field} per call`, code: 'too_big' }]);
+      }
     }
-    if (emails.length > 500)
-      throw validationError([{ field: 'emails', message: 'At most 500 emails per call', code: 'too_big' }]);
-    const found = await this.store.byEmails(projectId, emails as string[]);
-    const have = new Set(found.map((c) => c.email.toLowerCase()));
-    return { found, missing: (emails as string[]).filter((e) => !have.has(e.toLowerCase())) };
+    const byEmail = (emails as string[]).length ? await this.store.byEmails(projectId, emails as string[]) : [];
+    const wanted = (ids as string[]).filter(isUuid);
+    const byId = wanted.length ? await this.store.byIds(this.store.pool, projectId, wanted, true) : [];
+    const have = new Set(byEmail.map((c) => c.email.toLowerCase()));
+    const haveId = new Set(byId.map((c) => c.id));
+    const seen = new Set(byEmail.map((c) => c.id));
+    return {
+      found: [...byEmail, ...byId.filter((c) => !seen.has(c.id))],
+      missing: [
+        ...(emails as string[]).filter((e) => !have.has(e.toLowerCase())),
+        ...(ids as string[]).filter((id) => !haveId.has(id)),
+      ],
+    };
   }
 
   /** Records `contact.subscribed` / `contact.unsubscribed` when a write flipped the state. */

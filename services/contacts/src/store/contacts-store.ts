@@ -138,9 +138,10 @@ export class ContactsStore {
     return rows;
   }
 
-  async byIds(tx: Queryable, projectId: string, ids: string[]): Promise<ContactRow[]> {
+  /** Locks the rows (FOR UPDATE) unless `read` is set. */
+  async byIds(tx: Queryable, projectId: string, ids: string[], read = false): Promise<ContactRow[]> {
     const { rows } = await tx.query<ContactRow>(
-      'SELECT * FROM contacts WHERE project_id = $1 AND id = ANY($2::uuid[]) FOR UPDATE',
+      `SELECT * FROM contacts WHERE project_id = $1 AND id = ANY($2::uuid[])${read ? '' : ' FOR UPDATE'}`,
       [projectId, ids],
     );
     return rows;

@@ -3,10 +3,18 @@ import { isDependencyUnavailable } from '@svc/lib/dependency-errors';
 import { isAppError } from '@svc/lib/errors';
 import type { Logger } from '@svc/lib/logger';
 import { Liquid } from 'liquidjs';
-import type { ExecutionRow, ExecutionsStore, HistoryRow, StepOutcome } from '../store/executions-store.js';
+import { TickBatch } from '@svc/lib/tick-batch';
+import {
+  type ExecutionRow,
+  type ExecutionsStore,
+  type FreshHistory,
+  freshHistory,
+  type HistoryRow,
+  type StepOutcome,
+} from '../store/executions-store.js';
 import type { StepRow, TransitionRow, WorkflowRow, WorkflowsStore } from '../store/workflows-store.js';
 import { evaluateCondition, type FilterTree } from './condition.js';
-import type { ContactsPort, ContactView, MailPort } from './ports.js';
+import type { ContactsPort, ContactView, MailPort, MailRecipient, QueuedMail } from './ports.js';
 import { deliverWebhook, type WebhookOptions } from './webhook.js';
 import {
   durationMs,
@@ -47,12 +55,38 @@ async function renderJson(value: unknown, vars: object): Promise<unknown> {
 
 class StepFailure extends Error {}
 
+/** A claimed execution in a batch, with the graph of its workflow. */
+interface Item {
+  row: ExecutionRow;
+  graph: Graph;
+}
+
+/** What one claimed batch shares: contacts read once, emails of a step queued together, side chains. */
+class BatchContext {
+  readonly contacts = new Map<string, Promise<ContactView | null>>();
+  readonly side: Promise<void>[] = [];
+  constructor(
+    readonly contactLoader: TickBatch<string, string, ContactView | null>,
+    readonly mailLoader: TickBatch<string, MailInput, QueuedMail>,
+  ) {}
+}
+
+interface MailInput {
+  projectId: string;
+  workflowId: string;
+  config: SendEmailConfig;
+  recipient: MailRecipient;
+}
+
 /**
  * Runs executions a worker claimed: the current step, then the next, until one waits or the
- * execution ends. Each step's outcome and the execution's next state are written in one
- * transaction under the claim's lease, so a worker that dies mid-step leaves the step to be run
- * again by the next claim; the effects that leave the service are keyed so a rerun is harmless
- * (SEND_EMAIL's dedupe key `workflow:<executionId>:<stepId>`, the webhook's X-Webhook-Id).
+ * execution ends. The batch moves in rounds, one step of every execution per round, so a round
+ * reads the contacts it needs in one RPC (per project), queues the emails of a SEND_EMAIL step in
+ * one QueueEmails call and writes every step outcome in one statement. Each step's outcome and
+ * the execution's next state are still written together and atomically (one statement), only while
+ * the claim's lease holds, so a worker that dies mid-step leaves the step to be run again by the next
+ * claim; the effects that leave the service are keyed so a rerun is harmless (SEND_EMAIL's dedupe
+ * key `workflow:<executionId>:<stepId>`, the webhook's X-Webhook-Id).
  */
 export class Engine {
   constructor(
@@ -72,12 +106,37 @@ export class Engine {
       let g = graphs.get(r.workflow_id);
       if (!g) {
         g = this.graph(r.project_id, r.workflow_id);
-        g.catch(() => graphs.delete(r.workflow_id));
         graphs.set(r.workflow_id, g);
       }
       return g;
     };
-    await Promise.all(rows.map((r) => this.run(r, graph)));
+    let items: Item[];
+    try {
+      const found = await Promise.all(rows.map(async (row) => ({ row, graph: await graph(row) })));
+      items = found.filter((x): x is Item => x.graph !== null);
+    } catch (err) {
+      this.logger.warn({ err, executions: rows.length }, 'workflow graphs could not be read; will retry');
+      await this.executions.retryLater(rows, TRANSIENT_RETRY_MS).catch(() => undefined);
+      return;
+    }
+    const ctx = new BatchContext(
+      new TickBatch(async (projectId, ids) => {
+        const found = await this.contacts.getMany(projectId, [...new Set(ids)]);
+        return ids.map((id) => found.get(id) ?? null);
+      }),
+      new TickBatch(async (_key, inputs) => {
+        const { projectId, workflowId, config } = inputs[0];
+        return this.mail.queue(
+          projectId,
+          workflowId,
+          config,
+          inputs.map((i) => i.recipient),
+        );
+      }),
+    );
+    await this.rounds(items, ctx);
+    // WEBHOOK steps run on their own chains, so a slow receiver holds up only its execution.
+    while (ctx.side.length) await Promise.all(ctx.side.splice(0));
   }
 
   private async graph(projectId: string, workflowId: string): Promise<Graph | null> {
@@ -90,60 +149,96 @@ export class Engine {
     return { workflow, steps: new Map(steps.map((s) => [s.id, s])), transitions };
   }
 
-  async run(
-    claimed: ExecutionRow,
-    graphOf = (r: ExecutionRow) => this.graph(r.project_id, r.workflow_id),
-  ): Promise<void> {
-    let row: ExecutionRow | null = claimed;
-    try {
-      const graph = await graphOf(row);
-      if (!graph) return;
-      for (let i = 0; row && i < STEPS_PER_CLAIM; i++) {
-        const step = row.current_step_id ? graph.steps.get(row.current_step_id) : undefined;
-        let history = row.current_history_id
-          ? await this.executions.history(this.executions.pool, row.current_history_id)
-          : null;
-        if (!step) {
-          // Nothing more to run (edits are refused while executions are active, so this is the graph's end).
-          await this.executions.finishStep(row, { history: { status: 'SKIPPED' }, execution: { status: 'COMPLETED' } });
-          return;
-        }
-        let fresh: { id: string; stepId: string; stepType: string; startedAt: Date } | undefined;
-        if (!history || history.finished_at) {
-          if (LOCAL_STEPS.has(step.type)) {
-            // No effect outside this database: the history row is written with the outcome, in one transaction.
-            fresh = { id: randomUUID(), stepId: step.id, stepType: step.type, startedAt: new Date() };
-            history = {
-              id: fresh.id,
-              execution_id: row.id,
-              step_id: step.id,
-              step_type: step.type,
-              visit: 0,
-              status: 'RUNNING',
-              started_at: fresh.startedAt,
-              finished_at: null,
-              output: null,
-              error: null,
-            };
-          } else history = await this.executions.beginStep(row, step);
-        }
-        if (!history) return; // the lease was lost (cancelled, or resumed by an event)
-        const outcome = await this.step(graph, row, step, history);
-        if (outcome.execution.status === 'RUNNING') outcome.execution.dueAt = new Date(Date.now() + this.leaseMs);
-        row = await this.executions.finishStep(row, outcome, fresh);
-        if (row?.status === 'WAITING' && row.wait_event) {
-          // The awaited event may have been tracked after the step began but before the wait was written.
-          await this.executions.resumeFromRecorded(row);
-        }
-        if (row && row.status !== 'RUNNING') return;
+  /** Moves the executions step by step until each waits or ends (at most STEPS_PER_CLAIM steps). */
+  private async rounds(items: Item[], ctx: BatchContext): Promise<void> {
+    for (let i = 0; items.length && i < STEPS_PER_CLAIM; i++) {
+      try {
+        items = await this.round(items, ctx);
+      } catch (err) {
+        this.logger.warn({ err, executions: items.length }, 'workflow steps failed to run; will retry');
+        await this.executions
+          .retryLater(
+            items.map((x) => x.row),
+            TRANSIENT_RETRY_MS,
+          )
+          .catch(() => undefined);
+        return;
       }
-      // Still running after a long chain of steps: due again now, for whichever worker is free.
-      if (row) await this.executions.retryLater(row, 0);
-    } catch (err) {
-      if (!row) return;
-      this.logger.warn({ err, executionId: row.id }, 'workflow step failed to run; will retry');
-      await this.executions.retryLater(row, TRANSIENT_RETRY_MS).catch(() => undefined);
     }
+    // Still running after a long chain of steps: due again now, for whichever worker is free.
+    if (items.length) {
+      await this.executions.retryLater(
+        items.map((x) => x.row),
+        0,
+      );
+    }
+  }
+
+  /** One step of each execution; returns those still RUNNING (their next step is due now). */
+  private async round(items: Item[], ctx: BatchContext): Promise<Item[]> {
+    const open = await this.executions.histories(
+      items.map((x) => x.row.current_history_id).filter((id): id is string => Boolean(id)),
+    );
+    const work: { item: Item; step?: StepRow; history: HistoryRow | null; fresh?: FreshHistory }[] = [];
+    const begin: { item: Item; step: StepRow }[] = [];
+    for (const item of items) {
+      const { row, graph } = item;
+      const step = row.current_step_id ? graph.steps.get(row.current_step_id) : undefined;
+      const history = row.current_history_id ? (open.get(row.current_history_id) ?? null) : null;
+      if (step?.type === 'WEBHOOK' && items.length > 1) {
+        ctx.side.push(this.rounds([item], ctx));
+        continue;
+      }
+      if (!step || (history && !history.finished_at)) work.push({ item, step, history });
+      else if (LOCAL_STEPS.has(step.type)) {
+        // No effect outside this database: the history row is written with the outcome, in one statement.
+        const fresh = { id: randomUUID(), stepId: step.id, stepType: step.type, startedAt: new Date() };
+        work.push({ item, step, fresh, history: freshHistory(row, fresh) });
+      } else begin.push({ item, step });
+    }
+    if (begin.length) {
+      // The history row is opened first: its visit number is part of the step's idempotency key.
+      const begun = await this.executions.beginSteps(begin.map((b) => ({ row: b.item.row, step: b.step })));
+      for (const b of begin) {
+        const history = begun.get(b.item.row.id);
+        if (history) work.push({ item: b.item, step: b.step, history }); // else: the lease was lost
+      }
+    }
+    const results = await Promise.all(
+      work.map(async (w) => {
+        try {
+          if (!w.step) {
+            // Nothing more to run (edits are refused while executions are active, so this is the graph's end).
+            const outcome: StepOutcome = { history: { status: 'SKIPPED' }, execution: { status: 'COMPLETED' } };
+            return { ...w, outcome };
+          }
+          const outcome = await this.step(w.item.graph, w.item.row, w.step, w.history!, ctx);
+          if (outcome.execution.status === 'RUNNING') outcome.execution.dueAt = new Date(Date.now() + this.leaseMs);
+          return { ...w, outcome };
+        } catch (err) {
+          this.logger.warn({ err, executionId: w.item.row.id }, 'workflow step failed to run; will retry');
+          return { ...w, outcome: undefined };
+        }
+      }),
+    );
+    const failed = results.filter((r) => !r.outcome).map((r) => r.item.row);
+    if (failed.length) await this.executions.retryLater(failed, TRANSIENT_RETRY_MS).catch(() => undefined);
+    const done = results.filter((r): r is typeof r & { outcome: StepOutcome } => Boolean(r.outcome));
+    const written = await this.executions.finishSteps(
+      done.map((d) => ({ row: d.item.row, outcome: d.outcome, fresh: d.fresh })),
+    );
+    const next: Item[] = [];
+    const waits: Promise<unknown>[] = [];
+    for (const d of done) {
+      const row = written.get(d.item.row.id);
+      if (!row) continue; // the lease was lost (cancelled, or resumed by an event)
+      d.item.row = row;
+      // The awaited event may have been tracked after the step began but before the wait was written.
+      if (row.status === 'WAITING' && row.wait_event) waits.push(this.executions.resumeFromRecorded(row));
+      if (row.status === 'RUNNING') next.push(d.item);
+    }
+    await Promise.all(waits);
+    return next;
   }
 
   /** The transition to follow from a step (by branch or wait outcome); ends the execution when there is none. */
@@ -159,9 +254,15 @@ export class Engine {
       : { status: 'COMPLETED' as const, nextStepId: null };
   }
 
-  private async step(graph: Graph, row: ExecutionRow, step: StepRow, history: HistoryRow): Promise<StepOutcome> {
+  private async step(
+    graph: Graph,
+    row: ExecutionRow,
+    step: StepRow,
+    history: HistoryRow,
+    ctx: BatchContext,
+  ): Promise<StepOutcome> {
     try {
-      return await this.runStep(graph, row, step, history);
+      return await this.runStep(graph, row, step, history, ctx);
     } catch (err) {
       const permanent = err instanceof StepFailure || (isAppError(err) && err.status < 500 && err.status !== 429);
       if (!permanent || isDependencyUnavailable(err)) throw err;
@@ -170,13 +271,27 @@ export class Engine {
     }
   }
 
-  private async contact(row: ExecutionRow): Promise<ContactView> {
-    const c = await this.contacts.get(row.project_id, row.contact_id);
-    if (!c) throw new StepFailure('contact not found (deleted?)');
-    return c;
+  /** The execution's contact, read once per batch (together with the batch's other contacts). */
+  private async contact(row: ExecutionRow, ctx: BatchContext): Promise<ContactView> {
+    const key = `${row.project_id}:${row.contact_id}`;
+    let c = ctx.contacts.get(key);
+    if (!c) {
+      c = ctx.contactLoader.load(row.project_id, row.contact_id);
+      c.catch(() => ctx.contacts.delete(key));
+      ctx.contacts.set(key, c);
+    }
+    const contact = await c;
+    if (!contact) throw new StepFailure('contact not found (deleted?)');
+    return contact;
   }
 
-  private async runStep(graph: Graph, row: ExecutionRow, step: StepRow, history: HistoryRow): Promise<StepOutcome> {
+  private async runStep(
+    graph: Graph,
+    row: ExecutionRow,
+    step: StepRow,
+    history: HistoryRow,
+    ctx: BatchContext,
+  ): Promise<StepOutcome> {
     const config = step.config;
     const done = (output?: unknown, label?: { branch?: string; waitOutcome?: string }): StepOutcome => ({
       history: { status: 'COMPLETED', output },
@@ -205,7 +320,7 @@ export class Engine {
         };
       }
       case 'CONDITION': {
-        const contact = await this.contact(row);
+        const contact = await this.contact(row, ctx);
         const yes = evaluateCondition((config as { condition: FilterTree }).condition, {
           contact,
           event,
@@ -215,13 +330,15 @@ export class Engine {
         return done({ branch }, { branch });
       }
       case 'SEND_EMAIL': {
-        const contact = await this.contact(row);
+        const contact = await this.contact(row, ctx);
         const dedupeKey = `workflow:${row.id}:${step.id}${history.visit > 1 ? `:${history.visit}` : ''}`;
         const variables = { ...contact.data, event: event?.data ?? {}, context: row.context };
-        const r = await this.mail.queue(row.project_id, row.workflow_id, config as SendEmailConfig, {
-          contact,
-          variables,
-          dedupeKey,
+        // The emails of one step in this batch go out in one QueueEmails call.
+        const r = await ctx.mailLoader.load(`${row.project_id}:${row.workflow_id}:${step.id}`, {
+          projectId: row.project_id,
+          workflowId: row.workflow_id,
+          config: config as SendEmailConfig,
+          recipient: { contact, variables, dedupeKey },
         });
         if (r.status === 'failed') throw new StepFailure(r.error ?? 'the email could not be rendered');
         return done({ emailId: r.emailId, status: r.status });
@@ -229,10 +346,11 @@ export class Engine {
       case 'UPDATE_CONTACT': {
         const c = config as UpdateContactConfig;
         await this.contacts.update(row.project_id, row.contact_id, { data: c.data, subscribed: c.subscribed });
+        ctx.contacts.delete(`${row.project_id}:${row.contact_id}`); // the next step reads the updated contact
         return done({ data: c.data, subscribed: c.subscribed });
       }
       case 'WEBHOOK':
-        return this.callWebhook(graph, row, step, history, event);
+        return this.callWebhook(graph, row, step, history, event, ctx);
       case 'EXIT':
         return { history: { status: 'COMPLETED' }, execution: { status: 'EXITED', nextStepId: null } };
       default:
@@ -246,9 +364,10 @@ export class Engine {
     step: StepRow,
     history: HistoryRow,
     event: { name: string; data: Record<string, unknown> } | undefined,
+    ctx: BatchContext,
   ): Promise<StepOutcome> {
     const c = step.config as WebhookConfig;
-    const contact = await this.contact(row);
+    const contact = await this.contact(row, ctx);
     const contactJson = { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data };
     const vars = { contact: contactJson, data: contact.data, event: event ?? null, context: row.context };
     let data: unknown = null;

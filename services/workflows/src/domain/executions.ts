@@ -23,6 +23,9 @@ function dataFields(data: Record<string, unknown>, prefix = ''): { field: string
 
 /** Executions: enrolment (events and manual starts, with the re-entry rules), listing and cancelling. */
 export class Executions {
+  /** Event data fields already recorded (event_fields only grows: a known field needs no write). */
+  private readonly knownFields = new Set<string>();
+
   constructor(
     private readonly workflows: WorkflowsStore,
     private readonly store: ExecutionsStore,
@@ -52,23 +55,28 @@ export class Executions {
     await this.store.resumeWaiting(m.projectId, m.contactId, m.name, m.at, m.data);
     const triggered = await this.workflows.triggeredBy(m.projectId, m.name);
     if (!triggered.length) return;
-    await this.workflows.recordEventFields(m.projectId, m.name, dataFields(m.data).slice(0, 100));
-    for (const w of triggered) {
-      await withTransaction(this.store.pool, (db) =>
-        this.store.enrol(
-          db,
-          {
-            projectId: m.projectId,
-            workflowId: w.id,
-            contactId: m.contactId,
-            context: { event: { id: m.eventId, name: m.name, data: m.data } },
-            triggerKey: m.eventId,
-            since: m.at,
-          },
-          w.allow_reentry,
-        ),
-      );
-    }
+    await this.recordEventFields(m.projectId, m.name, m.data);
+    await withTransaction(this.store.pool, (db) =>
+      this.store.enrolTriggered(db, {
+        projectId: m.projectId,
+        contactId: m.contactId,
+        eventName: m.name,
+        context: { event: { id: m.eventId, name: m.name, data: m.data } },
+        triggerKey: m.eventId,
+        since: m.at,
+      }),
+    );
+  }
+
+  /** Keeps the trigger event's data fields for GET /workflows/fields (each one written once per process). */
+  private async recordEventFields(projectId: string, name: string, data: Record<string, unknown>): Promise<void> {
+    const fields = dataFields(data)
+      .slice(0, 100)
+      .filter((f) => !this.knownFields.has(`${projectId}\u0000${name}\u0000${f.field}`));
+    if (!fields.length) return;
+    await this.workflows.recordEventFields(projectId, name, fields);
+    if (this.knownFields.size > 100_000) this.knownFields.clear();
+    for (const f of fields) this.knownFields.add(`${projectId}\u0000${name}\u0000${f.field}`);
   }
 
   /** POST /workflows/{id}/executions: a manual start (any trigger type, enabled or not, if the graph can run). */

@@ -14,6 +14,8 @@ export interface ContactView {
 export interface ContactsPort {
   /** Null when the contact does not exist (anymore) in the project. */
   get(projectId: string, id: string): Promise<ContactView | null>;
+  /** Many contacts of a project in one call; ids missing from the map do not exist (anymore). */
+  getMany(projectId: string, ids: string[]): Promise<Map<string, ContactView>>;
   byEmail(projectId: string, email: string): Promise<ContactView | null>;
   update(projectId: string, id: string, patch: { data?: Record<string, unknown>; subscribed?: boolean }): Promise<void>;
 }
@@ -25,14 +27,16 @@ export interface QueuedMail {
   error?: string;
 }
 
-/** What the workflows service needs of the messaging service: one email into its queue. */
+export interface MailRecipient {
+  contact: ContactView;
+  variables: Record<string, unknown>;
+  dedupeKey: string;
+}
+
+/** What the workflows service needs of the messaging service: emails of one content into its queue. */
 export interface MailPort {
-  queue(
-    projectId: string,
-    workflowId: string,
-    content: SendEmailConfig,
-    to: { contact: ContactView; variables: Record<string, unknown>; dedupeKey: string },
-  ): Promise<QueuedMail>;
+  /** One result per recipient, in order (at most 1000 recipients). */
+  queue(projectId: string, workflowId: string, content: SendEmailConfig, to: MailRecipient[]): Promise<QueuedMail[]>;
 }
 
 export interface ContactsFields {

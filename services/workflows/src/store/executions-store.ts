@@ -55,6 +55,30 @@ export interface StepOutcome {
   };
 }
 
+/** A step whose history row is written with its outcome (no effect outside this database). */
+export interface FreshHistory {
+  id: string;
+  stepId: string;
+  stepType: string;
+  startedAt: Date;
+}
+
+/** The history row a fresh step will have, as the step sees it while it runs. */
+export function freshHistory(row: ExecutionRow, fresh: FreshHistory): HistoryRow {
+  return {
+    id: fresh.id,
+    execution_id: row.id,
+    step_id: fresh.stepId,
+    step_type: fresh.stepType,
+    visit: 0,
+    status: 'RUNNING',
+    started_at: fresh.startedAt,
+    finished_at: null,
+    output: null,
+    error: null,
+  };
+}
+
 export class ExecutionsStore {
   constructor(readonly pool: Pool) {}
 
@@ -113,6 +137,55 @@ export class ExecutionsStore {
   }
 
   /**
+   * Enrols a contact in every enabled workflow an event triggers, in one transaction of two
+   * statements whatever the number of workflows: the workflows are locked FOR SHARE (not beside a
+   * structural edit) with the per-(workflow, contact) advisory locks of `enrol`, then one INSERT
+   * applies the re-entry rule and the (workflow, trigger key) uniqueness to all of them.
+   */
+  async enrolTriggered(
+    db: PoolClient,
+    e: { projectId: string; contactId: string; eventName: string; context: object; triggerKey: string; since: Date },
+  ): Promise<ExecutionRow[]> {
+    const { rows: triggered } = await db.query<{ id: string; trigger_step: string; allow_reentry: boolean }>(
+      `SELECT w.id, s.id AS trigger_step, w.allow_reentry,
+         pg_advisory_xact_lock(hashtextextended(w.id::text || ':' || $3, 0))
+       FROM workflows w JOIN workflow_steps s ON s.workflow_id = w.id AND s.type = 'TRIGGER'
+       WHERE w.project_id = $1 AND w.enabled AND w.trigger_type = 'EVENT' AND w.trigger_config->>'eventName' = $2
+       ORDER BY w.id
+       FOR SHARE OF w`,
+      [e.projectId, e.eventName, e.contactId],
+    );
+    if (!triggered.length) return [];
+    const { rows } = await db.query<ExecutionRow>(
+      `WITH ins AS (
+         INSERT INTO executions
+           (id, project_id, workflow_id, contact_id, status, context, trigger_key, current_step_id, due_at, since)
+         SELECT t.id, $1, t.workflow_id, $2, 'RUNNING', $3, $4, t.step_id, now(), $5
+         FROM unnest($6::uuid[], $7::uuid[], $8::uuid[], $9::boolean[]) AS t (id, workflow_id, step_id, reentry)
+         WHERE NOT EXISTS (
+           SELECT 1 FROM executions x WHERE x.workflow_id = t.workflow_id AND x.contact_id = $2
+             AND (NOT t.reentry OR x.status IN ('RUNNING', 'WAITING'))
+         )
+         ON CONFLICT (workflow_id, trigger_key) WHERE trigger_key IS NOT NULL DO NOTHING
+         RETURNING *
+       )
+       SELECT ins.*, pg_notify('${DUE_CHANNEL}', '') FROM ins`,
+      [
+        e.projectId,
+        e.contactId,
+        JSON.stringify(e.context),
+        e.triggerKey,
+        e.since,
+        triggered.map(() => uuidv7()),
+        triggered.map((t) => t.id),
+        triggered.map((t) => t.trigger_step),
+        triggered.map((t) => t.allow_reentry),
+      ],
+    );
+    return rows;
+  }
+
+  /**
    * Claims due executions (index executions_due; SKIP LOCKED lets replicas share the work). The
    * claim pushes due_at out by the lease and sets a new lease token: a worker that dies leaves the
    * row due again after the lease, and a worker whose lease was taken over cannot write.
@@ -130,130 +203,135 @@ export class ExecutionsStore {
     return rows;
   }
 
-  async history(db: Queryable, id: string): Promise<HistoryRow | null> {
-    const { rows } = await db.query<HistoryRow>('SELECT * FROM execution_steps WHERE id = $1', [id]);
-    return rows[0] ?? null;
-  }
-
-  /** Opens the history row of a step the execution has reached; false if the lease was lost. */
-  async beginStep(e: ExecutionRow, step: { id: string; type: string }): Promise<HistoryRow | null> {
-    const id = randomUUID();
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const { rowCount } = await client.query(
-        'UPDATE executions SET current_history_id = $2, updated_at = now() WHERE id = $1 AND lease_token = $3',
-        [e.id, id, e.lease_token],
-      );
-      if (!rowCount) {
-        await client.query('ROLLBACK');
-        return null;
-      }
-      const { rows } = await client.query<HistoryRow>(
-        `INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit)
-         VALUES ($1, $2, $3, $4, 'RUNNING',
-           (SELECT count(*) + 1 FROM execution_steps WHERE execution_id = $2 AND step_id = $3))
-         RETURNING *`,
-        [id, e.id, step.id, step.type],
-      );
-      await client.query('COMMIT');
-      e.current_history_id = id;
-      return rows[0];
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+  /** History rows by id (the open rows of a batch's executions). */
+  async histories(ids: string[]): Promise<Map<string, HistoryRow>> {
+    if (!ids.length) return new Map();
+    const { rows } = await this.pool.query<HistoryRow>('SELECT * FROM execution_steps WHERE id = ANY ($1::uuid[])', [
+      ids,
+    ]);
+    return new Map(rows.map((r) => [r.id, r]));
   }
 
   /**
-   * Writes a step's outcome and the execution's next state in one transaction, only while this
-   * worker still holds the lease (a cancel or a resuming event clears it). Returns the new row.
+   * Opens the history rows of steps the executions have reached (one statement for the batch),
+   * for those whose lease still holds: the map has no entry for an execution whose lease was lost.
    */
-  async finishStep(
-    e: ExecutionRow,
-    o: StepOutcome,
-    fresh?: { id: string; stepId: string; stepType: string; startedAt: Date },
-  ): Promise<ExecutionRow | null> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const x = o.execution;
-      const finished = !['RUNNING', 'WAITING'].includes(x.status);
-      const { rows } = await client.query<ExecutionRow>(
-        `UPDATE executions SET
-           status = $3,
-           current_step_id = CASE WHEN $4 THEN $5::uuid ELSE current_step_id END,
-           current_history_id = CASE WHEN $4 THEN NULL ELSE COALESCE($11::uuid, current_history_id) END,
-           due_at = $6,
-           wait_event = $7,
-           -- A wait for an event takes the events since the execution last set off (see resumeFromRecorded).
-           waiting_since = CASE WHEN $7::text IS NULL THEN NULL
-             WHEN status = 'WAITING' THEN now() ELSE COALESCE(since, now()) END,
-           since = CASE WHEN status = 'WAITING' AND $3 <> 'WAITING' THEN now() ELSE since END,
-           resume = NULL,
-           context = context || $8::jsonb,
-           error = COALESCE($9, error),
-           finished_at = CASE WHEN $10 THEN now() END,
-           lease_token = CASE WHEN $10 THEN NULL ELSE lease_token END,
-           updated_at = now()
-         WHERE id = $1 AND lease_token = $2
-         RETURNING *`,
-        [
-          e.id,
-          e.lease_token,
-          x.status,
-          x.nextStepId !== undefined,
-          x.nextStepId ?? null,
-          finished ? null : (x.dueAt ?? null),
-          x.waitEvent ?? null,
-          JSON.stringify(x.contextPatch ?? {}),
-          x.error ?? null,
-          finished,
-          fresh?.id ?? null,
-        ],
-      );
-      if (!rows[0]) {
-        await client.query('ROLLBACK');
-        return null;
-      }
-      const output = o.history.output === undefined ? null : JSON.stringify(o.history.output);
-      if (fresh) {
-        // A step without effects outside this database: its history row is written here, not by beginStep.
-        await client.query(
-          `INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit, started_at, output, error,
-             finished_at)
-           VALUES ($1, $2, $3, $4, $5,
-             (SELECT count(*) + 1 FROM execution_steps WHERE execution_id = $2 AND step_id = $3), $6, $7, $8,
-             CASE WHEN $5 = 'WAITING' THEN NULL ELSE now() END)`,
-          [
-            fresh.id,
-            e.id,
-            fresh.stepId,
-            fresh.stepType,
-            o.history.status,
-            fresh.startedAt,
-            output,
-            o.history.error ?? null,
-          ],
-        );
-      } else {
-        await client.query(
-          `UPDATE execution_steps SET status = $2, output = $3, error = $4,
-             finished_at = CASE WHEN $2 = 'WAITING' THEN NULL ELSE now() END
-           WHERE id = $1`,
-          [e.current_history_id, o.history.status, output, o.history.error ?? null],
-        );
-      }
-      await client.query('COMMIT');
-      return rows[0];
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
+  async beginSteps(
+    list: { row: ExecutionRow; step: { id: string; type: string } }[],
+  ): Promise<Map<string, HistoryRow>> {
+    const input = list.map(({ row, step }) => ({
+      id: row.id,
+      lease: row.lease_token,
+      hid: randomUUID(),
+      step_id: step.id,
+      step_type: step.type,
+    }));
+    const { rows } = await this.pool.query<HistoryRow>(
+      `WITH x AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb)
+           AS x(id uuid, lease uuid, hid uuid, step_id uuid, step_type text)
+       ), held AS (
+         UPDATE executions e SET current_history_id = x.hid, updated_at = now()
+         FROM x WHERE e.id = x.id AND e.lease_token = x.lease
+         RETURNING e.id
+       )
+       INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit)
+       SELECT x.hid, x.id, x.step_id, x.step_type, 'RUNNING',
+         (SELECT count(*) + 1 FROM execution_steps s WHERE s.execution_id = x.id AND s.step_id = x.step_id)
+       FROM x JOIN held ON held.id = x.id
+       RETURNING *`,
+      [JSON.stringify(input)],
+    );
+    const byExecution = new Map(rows.map((r) => [r.execution_id, r]));
+    for (const { row } of list) {
+      const h = byExecution.get(row.id);
+      if (h) row.current_history_id = h.id;
     }
+    return byExecution;
+  }
+
+  /**
+   * Writes the steps' outcomes and the executions' next states, one statement for the batch: each
+   * outcome lands together with its execution's new state, and only while this worker still holds
+   * that execution's lease (a cancel or a resuming event clears it). Returns the new rows by id;
+   * an execution whose lease was lost has none (and its outcome is not written).
+   */
+  async finishSteps(
+    list: { row: ExecutionRow; outcome: StepOutcome; fresh?: FreshHistory }[],
+  ): Promise<Map<string, ExecutionRow>> {
+    if (!list.length) return new Map();
+    const input = list
+      .map(({ row, outcome: o, fresh }) => {
+        const x = o.execution;
+        const finished = !['RUNNING', 'WAITING'].includes(x.status);
+        return {
+          id: row.id,
+          lease: row.lease_token,
+          status: x.status,
+          set_step: x.nextStepId !== undefined,
+          next_step: x.nextStepId ?? null,
+          due_at: finished ? null : (x.dueAt ?? null),
+          wait_event: x.waitEvent ?? null,
+          patch: x.contextPatch ?? {},
+          error: x.error ?? null,
+          finished,
+          history_id: fresh ? null : row.current_history_id,
+          fresh_id: fresh?.id ?? null,
+          step_id: fresh?.stepId ?? null,
+          step_type: fresh?.stepType ?? null,
+          started_at: fresh?.startedAt ?? null,
+          h_status: o.history.status,
+          output: o.history.output === undefined ? null : o.history.output,
+          h_error: o.history.error ?? null,
+        };
+      })
+      // The same lock order in every batch.
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    const { rows } = await this.pool.query<ExecutionRow>(
+      `WITH x AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, lease uuid, status text, set_step boolean,
+           next_step uuid, due_at timestamptz, wait_event text, patch jsonb, error text, finished boolean,
+           history_id uuid, fresh_id uuid, step_id uuid, step_type text, started_at timestamptz, h_status text,
+           output jsonb, h_error text)
+       ), upd AS (
+         UPDATE executions e SET
+           status = x.status,
+           current_step_id = CASE WHEN x.set_step THEN x.next_step ELSE e.current_step_id END,
+           current_history_id = CASE WHEN x.set_step THEN NULL ELSE COALESCE(x.fresh_id, e.current_history_id) END,
+           due_at = x.due_at,
+           wait_event = x.wait_event,
+           -- A wait for an event takes the events since the execution last set off (see resumeFromRecorded).
+           waiting_since = CASE WHEN x.wait_event IS NULL THEN NULL
+             WHEN e.status = 'WAITING' THEN now() ELSE COALESCE(e.since, now()) END,
+           since = CASE WHEN e.status = 'WAITING' AND x.status <> 'WAITING' THEN now() ELSE e.since END,
+           resume = NULL,
+           context = e.context || x.patch,
+           error = COALESCE(x.error, e.error),
+           finished_at = CASE WHEN x.finished THEN now() END,
+           lease_token = CASE WHEN x.finished THEN NULL ELSE e.lease_token END,
+           updated_at = now()
+         FROM x
+         WHERE e.id = x.id AND e.lease_token = x.lease
+         RETURNING e.*
+       ), fresh AS (
+         -- Steps without effects outside this database: their history row is written here, not by beginSteps.
+         INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit, started_at, output, error,
+           finished_at)
+         SELECT x.fresh_id, x.id, x.step_id, x.step_type, x.h_status,
+           (SELECT count(*) + 1 FROM execution_steps s WHERE s.execution_id = x.id AND s.step_id = x.step_id),
+           x.started_at, x.output, x.h_error, CASE WHEN x.h_status = 'WAITING' THEN NULL ELSE now() END
+         FROM x JOIN upd ON upd.id = x.id
+         WHERE x.fresh_id IS NOT NULL
+       ), opened AS (
+         UPDATE execution_steps s SET status = x.h_status, output = x.output, error = x.h_error,
+           finished_at = CASE WHEN x.h_status = 'WAITING' THEN NULL ELSE now() END
+         FROM x JOIN upd ON upd.id = x.id
+         WHERE x.fresh_id IS NULL AND s.id = x.history_id
+       )
+       SELECT * FROM upd`,
+      [JSON.stringify(input)],
+    );
+    return new Map(rows.map((r) => [r.id, r]));
   }
 
   /**
@@ -321,12 +399,14 @@ export class ExecutionsStore {
     await this.pool.query(`DELETE FROM awaited_events WHERE received_at < now() - $1 * interval '1 millisecond'`, [ms]);
   }
 
-  /** Leaves a claimed execution for a later claim (a dependency was down), still under this worker's lease. */
-  async retryLater(e: ExecutionRow, ms: number): Promise<void> {
+  /** Leaves claimed executions for a later claim (a dependency was down), still under this worker's lease. */
+  async retryLater(list: ExecutionRow[], ms: number): Promise<void> {
+    if (!list.length) return;
     await this.pool.query(
-      `UPDATE executions SET due_at = now() + $3 * interval '1 millisecond', updated_at = now()
-       WHERE id = $1 AND lease_token = $2`,
-      [e.id, e.lease_token, ms],
+      `UPDATE executions e SET due_at = now() + $2 * interval '1 millisecond', updated_at = now()
+       FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, lease uuid)
+       WHERE e.id = x.id AND e.lease_token = x.lease`,
+      [JSON.stringify(list.map((e) => ({ id: e.id, lease: e.lease_token }))), ms],
     );
   }
 
