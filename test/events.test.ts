@@ -117,6 +117,39 @@ describe('/v1/track', () => {
     expect(fresh.body).toMatchObject({ email: 'burst0@example.com', subscribed: true, data: { i: 0, k0: true } });
   });
 
+  test('concurrent tracks of two projects, some invalid: each answered alone, only valid ones written', async () => {
+    // The gateway coalesces concurrent tracks into one TrackEvents call: one item's 422 is its own.
+    const other = await newTenant();
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        track(i % 3 === 2 ? other : t, {
+          email: i % 5 === 4 ? `not-an-email-${i}` : `mixed${i}@example.com`,
+          event: i % 7 === 6 ? 'email.sent' : 'mixed',
+          data: { i },
+        }),
+      ),
+    );
+    for (const [i, a] of answers.entries()) {
+      const tenant = i % 3 === 2 ? other : t;
+      if (i % 5 === 4) {
+        expectEnvelope(a, 422, 'VALIDATION_ERROR');
+        expect(a.body.error.errors[0]).toMatchObject({ field: 'email' });
+        expect(await contactByEmail(tenant, `not-an-email-${i}`)).toBeUndefined();
+      } else if (i % 7 === 6) {
+        expectEnvelope(a, 422, 'VALIDATION_ERROR');
+        expect(a.body.error.errors[0]).toMatchObject({ field: 'event', code: 'reserved_event' });
+        expect(await contactByEmail(tenant, `mixed${i}@example.com`)).toBeUndefined();
+      } else {
+        expect(a.status).toBe(200);
+        expect((await contactByEmail(tenant, `mixed${i}@example.com`))?.id).toBe(a.body.data.contact);
+        const c = await call('GET', `/contacts/${a.body.data.contact}`, undefined, { key: tenant.secretKey });
+        expect(c.body).toMatchObject({ email: `mixed${i}@example.com`, data: { i } });
+        // Each project sees only its own contacts.
+        expect(await contactByEmail(tenant === t ? other : t, `mixed${i}@example.com`)).toBeUndefined();
+      }
+    }
+  });
+
   test('POST /events/track is the dashboard alias with the secret key', async () => {
     const res = await call(
       'POST',

@@ -104,13 +104,14 @@ test('a /v1/track request id and trace id reach the contacts RPC log and the mes
   expect(res.status).toBe(200);
   expect(res.headers.get('x-request-id')).toBe(requestId);
 
-  // gateway -> contacts over gRPC: the handler's log line carries both.
+  // gateway -> contacts over gRPC (concurrent tracks share one TrackEvents call, each item carrying its
+  // request): the handler's log line for this track carries both.
   const rpc = await logged(
     'contacts',
-    'the TrackEvent RPC',
-    (l) => l.msg === 'rpc handled' && l.requestId === requestId,
+    'the track in a TrackEvents RPC',
+    (l) => l.msg === 'track handled' && l.requestId === requestId,
   );
-  expect(rpc).toMatchObject({ procedure: 'TrackEvent', traceId });
+  expect(rpc).toMatchObject({ procedure: 'TrackEvents', traceId });
 
   // contacts outbox -> NATS -> messaging's activity consumer: the headers survive the relay.
   const consumed = await logged(
@@ -213,8 +214,8 @@ test('a malformed traceparent is replaced by a minted trace; a bad X-Request-Id 
   expect(requestId).toMatch(/^req_[0-9a-f]{32}$/);
   const rpc = await logged(
     'contacts',
-    'the TrackEvent RPC',
-    (l) => l.msg === 'rpc handled' && l.requestId === requestId,
+    'the track in a TrackEvents RPC',
+    (l) => l.msg === 'track handled' && l.requestId === requestId,
   );
   expect(rpc.traceId).toMatch(/^[0-9a-f]{32}$/);
 });

@@ -51,13 +51,16 @@ export class GroupCommit<I, O> {
   submit(input: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ input, resolve, reject, context: currentContext() });
-      if (this.active < this.lanes) void this.lane();
+      if (this.active < this.lanes) {
+        // The lane starts after this tick: writes submitted together (a batch RPC's items) share its first transaction.
+        this.active++;
+        queueMicrotask(() => void this.lane());
+      }
     });
   }
 
   /** Never rejects: whatever fails (even `begin`, when the database is down) rejects the batch's callers. */
   private async lane(): Promise<void> {
-    this.active++;
     try {
       while (this.queue.length) {
         let batch = this.queue.splice(0, this.maxBatch);

@@ -60,17 +60,20 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
   const server = await serveRpc(
     rt,
     'contacts',
-    contactsRoutes({
-      contacts,
-      upserts: new ContactUpserts(db.pool, contacts),
-      events,
-      fields: new Fields(fieldsStore),
-      audiences: new Audiences(contactsStore, segmentConditions),
-      segments: new Segments(segmentsStore, segmentConditions),
-      imports,
-      bulk,
-      kickJobs: () => runner.kick(),
-    }),
+    contactsRoutes(
+      {
+        contacts,
+        upserts: new ContactUpserts(db.pool, contacts),
+        events,
+        fields: new Fields(fieldsStore),
+        audiences: new Audiences(contactsStore, segmentConditions),
+        segments: new Segments(segmentsStore, segmentConditions),
+        imports,
+        bulk,
+        kickJobs: () => runner.kick(),
+      },
+      rt.logger.child({ service: 'contacts', part: 'rpc' }),
+    ),
     db,
   );
   return {

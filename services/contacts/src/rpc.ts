@@ -1,6 +1,9 @@
 import { create, fromJson, toJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 import { timestampFromDate, ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter } from '@connectrpc/connect';
+import { isDependencyUnavailable } from '@svc/lib/dependency-errors';
+import { AppError, validationError } from '@svc/lib/errors';
+import type { Logger } from '@svc/lib/logger';
 import { errorInfo, toConnectError } from '@svc/lib/rpc-errors';
 import {
   BulkJobSchema,
@@ -8,12 +11,15 @@ import {
   ContactsService,
   EventSchema,
   ImportJobSchema,
+  TrackEventRequestSchema,
+  type TrackEventRequest,
 } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { contextFrom, runInContext } from '@svc/lib/request-context';
 import type { Audiences } from './domain/audiences.js';
 import type { Bulk } from './domain/bulk.js';
 import type { ContactUpserts } from './domain/contact-upserts.js';
 import { requireEmailPresent, type Contacts, type UpsertResult } from './domain/contacts.js';
-import type { Events } from './domain/events.js';
+import { MAX_TRACK_ITEMS, type Events } from './domain/events.js';
 import type { Fields } from './domain/fields.js';
 import type { Imports } from './domain/imports.js';
 import type { Segments } from './domain/segments.js';
@@ -46,6 +52,30 @@ export const contactPb = (c: ContactRow) =>
     createdAt: timestampFromDate(c.created_at),
     updatedAt: timestampFromDate(c.updated_at),
   });
+
+async function trackOne(d: ContactsDomain, req: TrackEventRequest) {
+  const r = await d.events.track({
+    projectId: req.projectId,
+    email: req.email,
+    event: req.event,
+    subscribed: req.subscribed,
+    data: json(req.data),
+  });
+  return { contactId: r.contactId, eventId: r.event.id, timestamp: timestampFromDate(r.event.created_at) };
+}
+
+/** One item of a TrackEvents call, in its own request's context: its log line carries that request. */
+async function trackItem(d: ContactsDomain, logger: Logger, req: TrackEventRequest) {
+  const started = performance.now();
+  try {
+    const out = await trackOne(d, req);
+    logger.debug({ procedure: 'TrackEvents', ms: performance.now() - started }, 'track handled');
+    return out;
+  } catch (err) {
+    if (!(err instanceof AppError) && !isDependencyUnavailable(err)) logger.error({ err }, 'track failed');
+    throw err;
+  }
+}
 
 const upsertedPb = (r: UpsertResult) => ({
   contact: contactPb(r.contact),
@@ -92,7 +122,7 @@ const bulkPb = (j: BulkJobRow) =>
     completedAt: j.completed_at ? timestampFromDate(j.completed_at) : undefined,
   });
 
-export function contactsRoutes(d: ContactsDomain) {
+export function contactsRoutes(d: ContactsDomain, logger: Logger) {
   return (router: ConnectRouter) =>
     router.service(ContactsService, {
       async listContacts(req) {
@@ -161,15 +191,33 @@ export function contactsRoutes(d: ContactsDomain) {
       async deleteField(req) {
         return { contactsUpdated: BigInt(await d.fields.remove(req.projectId, req.field)) };
       },
-      async trackEvent(req) {
-        const r = await d.events.track({
-          projectId: req.projectId,
-          email: req.email,
-          event: req.event,
-          subscribed: req.subscribed,
-          data: json(req.data),
-        });
-        return { contactId: r.contactId, eventId: r.event.id, timestamp: timestampFromDate(r.event.created_at) };
+      trackEvent: (req) => trackOne(d, req),
+      async trackEvents(req) {
+        if (req.items.length > MAX_TRACK_ITEMS) {
+          throw validationError([
+            { field: 'items', code: 'too_big', message: `At most ${MAX_TRACK_ITEMS} items per call` },
+          ]);
+        }
+        // Every item is submitted in this tick, inside its own request, so they share one group commit.
+        const outcomes = await Promise.allSettled(
+          req.items.map((i) =>
+            runInContext(contextFrom({ requestId: i.requestId, traceparent: i.traceparent }), () =>
+              trackItem(d, logger, i.event ?? create(TrackEventRequestSchema)),
+            ),
+          ),
+        );
+        // Nothing written for a reason of the service's own (its database is down): the whole call fails,
+        // so the error interceptor reports it to the health check, as for a TrackEvent.
+        const internal = outcomes.find((o) => o.status === 'rejected' && !(o.reason instanceof AppError));
+        if (internal && outcomes.every((o) => o.status === 'rejected'))
+          throw (internal as PromiseRejectedResult).reason;
+        return {
+          results: outcomes.map((o) =>
+            o.status === 'fulfilled'
+              ? { result: { case: 'tracked' as const, value: o.value } }
+              : { result: { case: 'error' as const, value: errorInfo(o.reason) } },
+          ),
+        };
       },
       async listEvents(req) {
         const r = await d.events.list({

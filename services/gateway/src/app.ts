@@ -85,7 +85,7 @@ export function createApp(deps: GatewayDeps) {
   app.use(setupStateRouter(clients, auth));
   app.use(contactJobsRouter(clients.contacts, guards));
   app.use(contactsRouter(clients.contacts, guards));
-  app.use(eventsRouter(clients.contacts, guards));
+  app.use(eventsRouter(clients.contacts, guards, config.trackBatch));
   app.use(messagingRouter(clients.messaging, guards, clients.workflows, clients.campaigns));
   app.use(emailsRouter(clients.messaging, guards));
   app.use(segmentsRouter(clients.segments, guards));

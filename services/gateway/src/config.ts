@@ -10,6 +10,12 @@ export const gatewayEnv = z
     RATE_LIMIT_TRACK_PER_MINUTE: envPositiveInt.optional(),
     RATE_LIMIT_SEND_PER_MINUTE: envPositiveInt.optional(),
     KEY_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).default(5),
+    /**
+     * Concurrent /v1/track requests share one TrackEvents RPC: the first waits this long (ms) for
+     * others, a batch of TRACK_BATCH_MAX goes at once; 0 sends one TrackEvent per request.
+     */
+    TRACK_BATCH_WINDOW_MS: z.coerce.number().min(0).max(100).default(1),
+    TRACK_BATCH_MAX: z.coerce.number().int().min(1).max(1000).default(100),
     SESSION_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
     BODY_LIMIT: z
       .string()
@@ -31,6 +37,7 @@ export const gatewayEnv = z
     trackRateLimitPerMinute: e.RATE_LIMIT_TRACK_PER_MINUTE ?? e.RATE_LIMIT_PER_MINUTE,
     sendRateLimitPerMinute: e.RATE_LIMIT_SEND_PER_MINUTE ?? e.RATE_LIMIT_PER_MINUTE,
     keyCacheTtlSeconds: e.KEY_CACHE_TTL_SECONDS,
+    trackBatch: { windowMs: e.TRACK_BATCH_WINDOW_MS, maxBatch: e.TRACK_BATCH_MAX },
     sessionSecret: e.SESSION_SECRET,
     bodyLimit: e.BODY_LIMIT,
     webhookSecret: e.WEBHOOK_SECRET,

@@ -15,6 +15,9 @@ import { trackedEventData, writeTrackBatch, type Tracked, type TrackWrite } from
 import { GroupCommit } from '@svc/lib/group-commit';
 import { checkTrackableEventName } from './event-names.js';
 
+/** Items of one TrackEvents call. */
+export const MAX_TRACK_ITEMS = 1000;
+
 export interface TrackInput {
   projectId: string;
   email: unknown;

@@ -1,7 +1,16 @@
 import { Router, type RequestHandler } from 'express';
 import type { Client } from '@connectrpc/connect';
+import { CallBatcher, type CallBatcherOptions } from '@svc/lib/call-batcher';
 import { AppError } from '@svc/lib/errors';
-import type { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { outgoingContext } from '@svc/lib/request-context';
+import { appErrorOf } from '@svc/lib/rpc-errors';
+import type {
+  ContactsService,
+  TrackEventRequestSchema,
+  TrackEventResponse,
+  TrackEventsItemSchema,
+} from '@svc/proto/svc/contacts/v1/contacts_pb';
+import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { KeyGuards } from '../http/guards.js';
 import { boolField, objectBody, stringField } from '../http/body.js';
 import { wrapped } from '../http/envelope.js';
@@ -11,10 +20,37 @@ import { dataValue } from './contact-data.js';
 
 /** The window of GET /events/stats (the contacts service applies the same range). */
 const EVENT_STATS_DAYS = { def: 30, min: 1, max: 3650 };
+type Track = MessageInitShape<typeof TrackEventRequestSchema>;
+
+/**
+ * Tracks go to contacts in batches: one TrackEvents call carries the tracks of every request that
+ * arrived within `windowMs`, each with its own request id and trace, each answered (or failed) alone.
+ */
+function trackSender(contacts: Client<typeof ContactsService>, opts: CallBatcherOptions) {
+  if (opts.windowMs <= 0) return (t: Track) => contacts.trackEvent(t);
+  const batcher = new CallBatcher<MessageInitShape<typeof TrackEventsItemSchema>, TrackEventResponse>(
+    async (items) =>
+      (await contacts.trackEvents({ items })).results.map((r) =>
+        r.result.case === 'tracked'
+          ? { ok: true as const, value: r.result.value }
+          : r.result.case === 'error'
+            ? { ok: false as const, error: appErrorOf(r.result.value) }
+            : { ok: false as const, error: new Error('contacts answered a track without a result') },
+      ),
+    opts,
+  );
+  return (t: Track) => batcher.submit({ event: t, ...outgoingContext() });
+}
+
 /** `/v1/track` (public key), its dashboard twin `/events/track`, and the events endpoints. */
-export function eventsRouter(contacts: Client<typeof ContactsService>, guards: KeyGuards): Router {
+export function eventsRouter(
+  contacts: Client<typeof ContactsService>,
+  guards: KeyGuards,
+  trackBatch: CallBatcherOptions,
+): Router {
   const r = Router();
   const secret = guards.secret;
+  const trackEvent = trackSender(contacts, trackBatch);
 
   const track = (keyed: RequestHandler): RequestHandler[] => [
     keyed,
@@ -28,7 +64,7 @@ export function eventsRouter(contacts: Client<typeof ContactsService>, guards: K
           errors: [{ field: 'event', message: 'event must be a string', code: 'invalid_type', received: body.event }],
         });
       }
-      const out = await contacts.trackEvent({
+      const out = await trackEvent({
         projectId: req.projectId,
         email: stringField(body, 'email') ?? '',
         event: typeof body.event === 'string' ? body.event : '',

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/contacts/v1/contacts.proto.
  */
 export const file_svc_contacts_v1_contacts: GenFile = /*@__PURE__*/
-  fileDesc("Ch5zdmMvY29udGFjdHMvdjEvY29udGFjdHMucHJvdG8SD3N2Yy5jb250YWN0cy52MSLyAQoHQ29udGFjdBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRISCgpzdWJzY3JpYmVkGAMgASgIEjEKDXNub296ZWRfdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChNMaXN0Q29udGFjdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJEg4KBnNlYXJjaBgEIAEoCRIXCgpzdWJzY3JpYmVkGAUgASgISACIAQESDAoEc29ydBgGIAEoCRILCgNkaXIYByABKAlCDQoLX3N1YnNjcmliZWQicwoUTGlzdENvbnRhY3RzUmVzcG9uc2USKgoIY29udGFjdHMYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBIOCgZjdXJzb3IYAiABKAkSEAoIaGFzX21vcmUYAyABKAgSDQoFdG90YWwYBCABKAMiowEKFFVwc2VydENvbnRhY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFwoKc3Vic2NyaWJlZBgDIAEoCEgAiAEBEhoKEmRlZmF1bHRfc3Vic2NyaWJlZBgEIAEoCBIkCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg0KC19zdWJzY3JpYmVkIo8BChVVcHNlcnRDb250YWN0UmVzcG9uc2USKQoHY29udGFjdBgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5Db250YWN0Eg4KBmlzX25ldxgCIAEoCBIRCglpc191cGRhdGUYAyABKAgSKAoHb25lX29mZhgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiiQEKDUNvbnRhY3RVcHNlcnQSDQoFZW1haWwYASABKAkSFwoKc3Vic2NyaWJlZBgCIAEoCEgAiAEBEhoKEmRlZmF1bHRfc3Vic2NyaWJlZBgDIAEoCBIlCgRkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEINCgtfc3Vic2NyaWJlZCJaChVVcHNlcnRDb250YWN0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRItCgVpdGVtcxgCIAMoCzIeLnN2Yy5jb250YWN0cy52MS5Db250YWN0VXBzZXJ0IocBChRVcHNlcnRDb250YWN0c1Jlc3VsdBI6Cgh1cHNlcnRlZBgBIAEoCzImLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0UmVzcG9uc2VIABIpCgVlcnJvchgCIAEoCzIYLnN2Yy5jb21tb24udjEuRXJyb3JJbmZvSABCCAoGcmVzdWx0IlAKFlVwc2VydENvbnRhY3RzUmVzcG9uc2USNgoHcmVzdWx0cxgBIAMoCzIlLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0c1Jlc3VsdCIzChFHZXRDb250YWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIj8KEkdldENvbnRhY3RSZXNwb25zZRIpCgdjb250YWN0GAEgASgLMhguc3ZjLmNvbnRhY3RzLnYxLkNvbnRhY3QiogEKFFVwZGF0ZUNvbnRhY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSCgoCaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIXCgpzdWJzY3JpYmVkGAQgASgISAGIAQESJAoEZGF0YRgFIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIICgZfZW1haWxCDQoLX3N1YnNjcmliZWQiQgoVVXBkYXRlQ29udGFjdFJlc3BvbnNlEikKB2NvbnRhY3QYASABKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdCI2ChREZWxldGVDb250YWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIhcKFURlbGV0ZUNvbnRhY3RSZXNwb25zZSJIChVMb29rdXBDb250YWN0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZlbWFpbHMYAiADKAkSCwoDaWRzGAMgAygJIlIKFkxvb2t1cENvbnRhY3RzUmVzcG9uc2USJwoFZm91bmQYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBIPCgdtaXNzaW5nGAIgAygJIkkKBUZpZWxkEg0KBWZpZWxkGAEgASgJEgwKBHR5cGUYAiABKAkSEQoJaXNfY3VzdG9tGAMgASgIEhAKCGNvdmVyYWdlGAQgASgBIicKEUxpc3RGaWVsZHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiPAoSTGlzdEZpZWxkc1Jlc3BvbnNlEiYKBmZpZWxkcxgBIAMoCzIWLnN2Yy5jb250YWN0cy52MS5GaWVsZCJKChZMaXN0RmllbGRWYWx1ZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZmllbGQYAiABKAkSDQoFbGltaXQYAyABKAUiQgoKRmllbGRWYWx1ZRIlCgV2YWx1ZRgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVjb3VudBgCIAEoAyJGChdMaXN0RmllbGRWYWx1ZXNSZXNwb25zZRIrCgZ2YWx1ZXMYASADKAsyGy5zdmMuY29udGFjdHMudjEuRmllbGRWYWx1ZSI3ChJEZWxldGVGaWVsZFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRINCgVmaWVsZBgCIAEoCSIvChNEZWxldGVGaWVsZFJlc3BvbnNlEhgKEGNvbnRhY3RzX3VwZGF0ZWQYASABKAMiowEKBUV2ZW50EgoKAmlkGAEgASgJEhIKCmNvbnRhY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIlCgRkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1jb250YWN0X2VtYWlsGAYgASgJIpMBChFUcmFja0V2ZW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWVtYWlsGAIgASgJEg0KBWV2ZW50GAMgASgJEhcKCnN1YnNjcmliZWQYBCABKAhIAIgBARIkCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg0KC19zdWJzY3JpYmVkImkKElRyYWNrRXZlbnRSZXNwb25zZRISCgpjb250YWN0X2lkGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJEi0KCXRpbWVzdGFtcBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiaAoRTGlzdEV2ZW50c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkSDAoEbmFtZRgEIAEoCRISCgpjb250YWN0X2lkGAUgASgJIl4KEkxpc3RFdmVudHNSZXNwb25zZRImCgZldmVudHMYASADKAsyFi5zdmMuY29udGFjdHMudjEuRXZlbnQSDgoGY3Vyc29yGAIgASgJEhAKCGhhc19tb3JlGAMgASgIIjgKFEdldEV2ZW50U3RhdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDAoEZGF5cxgCIAEoBSJuCg5FdmVudE5hbWVTdGF0cxIMCgRuYW1lGAEgASgJEg0KBWNvdW50GAIgASgDEhAKCGNvbnRhY3RzGAMgASgDEi0KCWxhc3Rfc2VlbhgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiaAoVR2V0RXZlbnRTdGF0c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgDEhAKCGxhc3RfMjRoGAIgASgDEi4KBW5hbWVzGAMgAygLMh8uc3ZjLmNvbnRhY3RzLnYxLkV2ZW50TmFtZVN0YXRzIkYKE0dldFRvcEV2ZW50c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIMCgRkYXlzGAIgASgFEg0KBWxpbWl0GAMgASgFIkYKFEdldFRvcEV2ZW50c1Jlc3BvbnNlEi4KBW5hbWVzGAEgAygLMh8uc3ZjLmNvbnRhY3RzLnYxLkV2ZW50TmFtZVN0YXRzIisKFUxpc3RFdmVudE5hbWVzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJIicKFkxpc3RFdmVudE5hbWVzUmVzcG9uc2USDQoFbmFtZXMYASADKAkiNwoTRGVsZXRlRXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiJwoURGVsZXRlRXZlbnRzUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoAyJNCgxDb3VudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIpCgljb25kaXRpb24YAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUiHgoNQ291bnRSZXNwb25zZRINCgVjb3VudBgBIAEoAyJrCgtQYWdlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEikKCWNvbmRpdGlvbhgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVsaW1pdBgDIAEoBRIOCgZvZmZzZXQYBCABKAUiSQoMUGFnZVJlc3BvbnNlEioKCGNvbnRhY3RzGAEgAygLMhguc3ZjLmNvbnRhY3RzLnYxLkNvbnRhY3QSDQoFdG90YWwYAiABKAMikAEKDVN0cmVhbVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIpCgljb25kaXRpb24YAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFwoPc3Vic2NyaWJlZF9vbmx5GAMgASgIEhAKCGFmdGVyX2lkGAQgASgJEhUKDXdpdGhfY29udGFjdHMYBSABKAgiYQoOU3RyZWFtUmVzcG9uc2USEwoLY29udGFjdF9pZHMYASADKAkSDgoGZW1haWxzGAIgAygJEioKCGNvbnRhY3RzGAMgAygLMhguc3ZjLmNvbnRhY3RzLnYxLkNvbnRhY3QiOQoLSW1wb3J0RXJyb3ISCwoDcm93GAEgASgFEg0KBWVtYWlsGAIgASgJEg4KBnJlYXNvbhgDIAEoCSKnAgoJSW1wb3J0Sm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkSEgoKdG90YWxfcm93cxgDIAEoBRIRCglwcm9jZXNzZWQYBCABKAUSEAoIaW1wb3J0ZWQYBSABKAUSDwoHdXBkYXRlZBgGIAEoBRIPCgdza2lwcGVkGAcgASgFEiwKBmVycm9ycxgIIAMoCzIcLnN2Yy5jb250YWN0cy52MS5JbXBvcnRFcnJvchIPCgdmYWlsdXJlGAkgASgJEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGNvbXBsZXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRwoSU3RhcnRJbXBvcnRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSCwoDY3N2GAIgASgMEhAKCGZpbGVuYW1lGAMgASgJIj4KE1N0YXJ0SW1wb3J0UmVzcG9uc2USJwoDam9iGAEgASgLMhouc3ZjLmNvbnRhY3RzLnYxLkltcG9ydEpvYiI5ChNHZXRJbXBvcnRKb2JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDgoGam9iX2lkGAIgASgJIj8KFEdldEltcG9ydEpvYlJlc3BvbnNlEicKA2pvYhgBIAEoCzIaLnN2Yy5jb250YWN0cy52MS5JbXBvcnRKb2Ii5gEKB0J1bGtKb2ISDgoGam9iX2lkGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRIOCgZzdGF0dXMYAyABKAkSDQoFdG90YWwYBCABKAUSEQoJcHJvY2Vzc2VkGAUgASgFEhEKCXN1Y2NlZWRlZBgGIAEoBRIRCglub3RfZm91bmQYByADKAkSLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMY29tcGxldGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRChNTdGFydEJ1bGtKb2JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoJb3BlcmF0aW9uGAIgASgJEhMKC2NvbnRhY3RfaWRzGAMgAygJIj0KFFN0YXJ0QnVsa0pvYlJlc3BvbnNlEiUKA2pvYhgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5CdWxrSm9iIjcKEUdldEJ1bGtKb2JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDgoGam9iX2lkGAIgASgJIjsKEkdldEJ1bGtKb2JSZXNwb25zZRIlCgNqb2IYASABKAsyGC5zdmMuY29udGFjdHMudjEuQnVsa0pvYiJ5ChREZWZpbmVTZWdtZW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkSDgoGc3RhdGljGAMgASgIEikKCWNvbmRpdGlvbhgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSIXChVEZWZpbmVTZWdtZW50UmVzcG9uc2UiPgoURm9yZ2V0U2VnbWVudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpzZWdtZW50X2lkGAIgASgJIhcKFUZvcmdldFNlZ21lbnRSZXNwb25zZSJ3ChhTZXRTZWdtZW50TWVtYmVyc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpzZWdtZW50X2lkGAIgASgJEhcKD2FkZF9jb250YWN0X2lkcxgDIAMoCRIaChJyZW1vdmVfY29udGFjdF9pZHMYBCADKAkiOwoZU2V0U2VnbWVudE1lbWJlcnNSZXNwb25zZRINCgVhZGRlZBgBIAEoBRIPCgdyZW1vdmVkGAIgASgFIlMKFE1hdGNoU2VnbWVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKY29udGFjdF9pZBgCIAEoCRITCgtzZWdtZW50X2lkcxgDIAMoCSIsChVNYXRjaFNlZ21lbnRzUmVzcG9uc2USEwoLc2VnbWVudF9pZHMYASADKAkyvhMKD0NvbnRhY3RzU2VydmljZRJbCgxMaXN0Q29udGFjdHMSJC5zdmMuY29udGFjdHMudjEuTGlzdENvbnRhY3RzUmVxdWVzdBolLnN2Yy5jb250YWN0cy52MS5MaXN0Q29udGFjdHNSZXNwb25zZRJeCg1VcHNlcnRDb250YWN0EiUuc3ZjLmNvbnRhY3RzLnYxLlVwc2VydENvbnRhY3RSZXF1ZXN0GiYuc3ZjLmNvbnRhY3RzLnYxLlVwc2VydENvbnRhY3RSZXNwb25zZRJhCg5VcHNlcnRDb250YWN0cxImLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0c1JlcXVlc3QaJy5zdmMuY29udGFjdHMudjEuVXBzZXJ0Q29udGFjdHNSZXNwb25zZRJVCgpHZXRDb250YWN0EiIuc3ZjLmNvbnRhY3RzLnYxLkdldENvbnRhY3RSZXF1ZXN0GiMuc3ZjLmNvbnRhY3RzLnYxLkdldENvbnRhY3RSZXNwb25zZRJeCg1VcGRhdGVDb250YWN0EiUuc3ZjLmNvbnRhY3RzLnYxLlVwZGF0ZUNvbnRhY3RSZXF1ZXN0GiYuc3ZjLmNvbnRhY3RzLnYxLlVwZGF0ZUNvbnRhY3RSZXNwb25zZRJeCg1EZWxldGVDb250YWN0EiUuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUNvbnRhY3RSZXF1ZXN0GiYuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUNvbnRhY3RSZXNwb25zZRJhCg5Mb29rdXBDb250YWN0cxImLnN2Yy5jb250YWN0cy52MS5Mb29rdXBDb250YWN0c1JlcXVlc3QaJy5zdmMuY29udGFjdHMudjEuTG9va3VwQ29udGFjdHNSZXNwb25zZRJVCgpMaXN0RmllbGRzEiIuc3ZjLmNvbnRhY3RzLnYxLkxpc3RGaWVsZHNSZXF1ZXN0GiMuc3ZjLmNvbnRhY3RzLnYxLkxpc3RGaWVsZHNSZXNwb25zZRJkCg9MaXN0RmllbGRWYWx1ZXMSJy5zdmMuY29udGFjdHMudjEuTGlzdEZpZWxkVmFsdWVzUmVxdWVzdBooLnN2Yy5jb250YWN0cy52MS5MaXN0RmllbGRWYWx1ZXNSZXNwb25zZRJYCgtEZWxldGVGaWVsZBIjLnN2Yy5jb250YWN0cy52MS5EZWxldGVGaWVsZFJlcXVlc3QaJC5zdmMuY29udGFjdHMudjEuRGVsZXRlRmllbGRSZXNwb25zZRJVCgpUcmFja0V2ZW50EiIuc3ZjLmNvbnRhY3RzLnYxLlRyYWNrRXZlbnRSZXF1ZXN0GiMuc3ZjLmNvbnRhY3RzLnYxLlRyYWNrRXZlbnRSZXNwb25zZRJVCgpMaXN0RXZlbnRzEiIuc3ZjLmNvbnRhY3RzLnYxLkxpc3RFdmVudHNSZXF1ZXN0GiMuc3ZjLmNvbnRhY3RzLnYxLkxpc3RFdmVudHNSZXNwb25zZRJeCg1HZXRFdmVudFN0YXRzEiUuc3ZjLmNvbnRhY3RzLnYxLkdldEV2ZW50U3RhdHNSZXF1ZXN0GiYuc3ZjLmNvbnRhY3RzLnYxLkdldEV2ZW50U3RhdHNSZXNwb25zZRJbCgxHZXRUb3BFdmVudHMSJC5zdmMuY29udGFjdHMudjEuR2V0VG9wRXZlbnRzUmVxdWVzdBolLnN2Yy5jb250YWN0cy52MS5HZXRUb3BFdmVudHNSZXNwb25zZRJhCg5MaXN0RXZlbnROYW1lcxImLnN2Yy5jb250YWN0cy52MS5MaXN0RXZlbnROYW1lc1JlcXVlc3QaJy5zdmMuY29udGFjdHMudjEuTGlzdEV2ZW50TmFtZXNSZXNwb25zZRJbCgxEZWxldGVFdmVudHMSJC5zdmMuY29udGFjdHMudjEuRGVsZXRlRXZlbnRzUmVxdWVzdBolLnN2Yy5jb250YWN0cy52MS5EZWxldGVFdmVudHNSZXNwb25zZRJGCgVDb3VudBIdLnN2Yy5jb250YWN0cy52MS5Db3VudFJlcXVlc3QaHi5zdmMuY29udGFjdHMudjEuQ291bnRSZXNwb25zZRJDCgRQYWdlEhwuc3ZjLmNvbnRhY3RzLnYxLlBhZ2VSZXF1ZXN0Gh0uc3ZjLmNvbnRhY3RzLnYxLlBhZ2VSZXNwb25zZRJLCgZTdHJlYW0SHi5zdmMuY29udGFjdHMudjEuU3RyZWFtUmVxdWVzdBofLnN2Yy5jb250YWN0cy52MS5TdHJlYW1SZXNwb25zZTABElgKC1N0YXJ0SW1wb3J0EiMuc3ZjLmNvbnRhY3RzLnYxLlN0YXJ0SW1wb3J0UmVxdWVzdBokLnN2Yy5jb250YWN0cy52MS5TdGFydEltcG9ydFJlc3BvbnNlElsKDEdldEltcG9ydEpvYhIkLnN2Yy5jb250YWN0cy52MS5HZXRJbXBvcnRKb2JSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLkdldEltcG9ydEpvYlJlc3BvbnNlElsKDFN0YXJ0QnVsa0pvYhIkLnN2Yy5jb250YWN0cy52MS5TdGFydEJ1bGtKb2JSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLlN0YXJ0QnVsa0pvYlJlc3BvbnNlElUKCkdldEJ1bGtKb2ISIi5zdmMuY29udGFjdHMudjEuR2V0QnVsa0pvYlJlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuR2V0QnVsa0pvYlJlc3BvbnNlEl4KDURlZmluZVNlZ21lbnQSJS5zdmMuY29udGFjdHMudjEuRGVmaW5lU2VnbWVudFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuRGVmaW5lU2VnbWVudFJlc3BvbnNlEl4KDUZvcmdldFNlZ21lbnQSJS5zdmMuY29udGFjdHMudjEuRm9yZ2V0U2VnbWVudFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuRm9yZ2V0U2VnbWVudFJlc3BvbnNlEmoKEVNldFNlZ21lbnRNZW1iZXJzEikuc3ZjLmNvbnRhY3RzLnYxLlNldFNlZ21lbnRNZW1iZXJzUmVxdWVzdBoqLnN2Yy5jb250YWN0cy52MS5TZXRTZWdtZW50TWVtYmVyc1Jlc3BvbnNlEl4KDU1hdGNoU2VnbWVudHMSJS5zdmMuY29udGFjdHMudjEuTWF0Y2hTZWdtZW50c1JlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuTWF0Y2hTZWdtZW50c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_svc_common_v1_error]);
+  fileDesc("Ch5zdmMvY29udGFjdHMvdjEvY29udGFjdHMucHJvdG8SD3N2Yy5jb250YWN0cy52MSLyAQoHQ29udGFjdBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRISCgpzdWJzY3JpYmVkGAMgASgIEjEKDXNub296ZWRfdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChNMaXN0Q29udGFjdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJEg4KBnNlYXJjaBgEIAEoCRIXCgpzdWJzY3JpYmVkGAUgASgISACIAQESDAoEc29ydBgGIAEoCRILCgNkaXIYByABKAlCDQoLX3N1YnNjcmliZWQicwoUTGlzdENvbnRhY3RzUmVzcG9uc2USKgoIY29udGFjdHMYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBIOCgZjdXJzb3IYAiABKAkSEAoIaGFzX21vcmUYAyABKAgSDQoFdG90YWwYBCABKAMiowEKFFVwc2VydENvbnRhY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFwoKc3Vic2NyaWJlZBgDIAEoCEgAiAEBEhoKEmRlZmF1bHRfc3Vic2NyaWJlZBgEIAEoCBIkCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg0KC19zdWJzY3JpYmVkIo8BChVVcHNlcnRDb250YWN0UmVzcG9uc2USKQoHY29udGFjdBgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5Db250YWN0Eg4KBmlzX25ldxgCIAEoCBIRCglpc191cGRhdGUYAyABKAgSKAoHb25lX29mZhgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiiQEKDUNvbnRhY3RVcHNlcnQSDQoFZW1haWwYASABKAkSFwoKc3Vic2NyaWJlZBgCIAEoCEgAiAEBEhoKEmRlZmF1bHRfc3Vic2NyaWJlZBgDIAEoCBIlCgRkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEINCgtfc3Vic2NyaWJlZCJaChVVcHNlcnRDb250YWN0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRItCgVpdGVtcxgCIAMoCzIeLnN2Yy5jb250YWN0cy52MS5Db250YWN0VXBzZXJ0IocBChRVcHNlcnRDb250YWN0c1Jlc3VsdBI6Cgh1cHNlcnRlZBgBIAEoCzImLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0UmVzcG9uc2VIABIpCgVlcnJvchgCIAEoCzIYLnN2Yy5jb21tb24udjEuRXJyb3JJbmZvSABCCAoGcmVzdWx0IlAKFlVwc2VydENvbnRhY3RzUmVzcG9uc2USNgoHcmVzdWx0cxgBIAMoCzIlLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0c1Jlc3VsdCIzChFHZXRDb250YWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIj8KEkdldENvbnRhY3RSZXNwb25zZRIpCgdjb250YWN0GAEgASgLMhguc3ZjLmNvbnRhY3RzLnYxLkNvbnRhY3QiogEKFFVwZGF0ZUNvbnRhY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSCgoCaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIXCgpzdWJzY3JpYmVkGAQgASgISAGIAQESJAoEZGF0YRgFIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIICgZfZW1haWxCDQoLX3N1YnNjcmliZWQiQgoVVXBkYXRlQ29udGFjdFJlc3BvbnNlEikKB2NvbnRhY3QYASABKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdCI2ChREZWxldGVDb250YWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgoKAmlkGAIgASgJIhcKFURlbGV0ZUNvbnRhY3RSZXNwb25zZSJIChVMb29rdXBDb250YWN0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZlbWFpbHMYAiADKAkSCwoDaWRzGAMgAygJIlIKFkxvb2t1cENvbnRhY3RzUmVzcG9uc2USJwoFZm91bmQYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBIPCgdtaXNzaW5nGAIgAygJIkkKBUZpZWxkEg0KBWZpZWxkGAEgASgJEgwKBHR5cGUYAiABKAkSEQoJaXNfY3VzdG9tGAMgASgIEhAKCGNvdmVyYWdlGAQgASgBIicKEUxpc3RGaWVsZHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiPAoSTGlzdEZpZWxkc1Jlc3BvbnNlEiYKBmZpZWxkcxgBIAMoCzIWLnN2Yy5jb250YWN0cy52MS5GaWVsZCJKChZMaXN0RmllbGRWYWx1ZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDQoFZmllbGQYAiABKAkSDQoFbGltaXQYAyABKAUiQgoKRmllbGRWYWx1ZRIlCgV2YWx1ZRgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVjb3VudBgCIAEoAyJGChdMaXN0RmllbGRWYWx1ZXNSZXNwb25zZRIrCgZ2YWx1ZXMYASADKAsyGy5zdmMuY29udGFjdHMudjEuRmllbGRWYWx1ZSI3ChJEZWxldGVGaWVsZFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRINCgVmaWVsZBgCIAEoCSIvChNEZWxldGVGaWVsZFJlc3BvbnNlEhgKEGNvbnRhY3RzX3VwZGF0ZWQYASABKAMiowEKBUV2ZW50EgoKAmlkGAEgASgJEhIKCmNvbnRhY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIlCgRkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1jb250YWN0X2VtYWlsGAYgASgJIpMBChFUcmFja0V2ZW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWVtYWlsGAIgASgJEg0KBWV2ZW50GAMgASgJEhcKCnN1YnNjcmliZWQYBCABKAhIAIgBARIkCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg0KC19zdWJzY3JpYmVkImkKElRyYWNrRXZlbnRSZXNwb25zZRISCgpjb250YWN0X2lkGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJEi0KCXRpbWVzdGFtcBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAibQoPVHJhY2tFdmVudHNJdGVtEjEKBWV2ZW50GAEgASgLMiIuc3ZjLmNvbnRhY3RzLnYxLlRyYWNrRXZlbnRSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYAiABKAkSEwoLdHJhY2VwYXJlbnQYAyABKAkiRQoSVHJhY2tFdmVudHNSZXF1ZXN0Ei8KBWl0ZW1zGAEgAygLMiAuc3ZjLmNvbnRhY3RzLnYxLlRyYWNrRXZlbnRzSXRlbSKAAQoRVHJhY2tFdmVudHNSZXN1bHQSNgoHdHJhY2tlZBgBIAEoCzIjLnN2Yy5jb250YWN0cy52MS5UcmFja0V2ZW50UmVzcG9uc2VIABIpCgVlcnJvchgCIAEoCzIYLnN2Yy5jb21tb24udjEuRXJyb3JJbmZvSABCCAoGcmVzdWx0IkoKE1RyYWNrRXZlbnRzUmVzcG9uc2USMwoHcmVzdWx0cxgBIAMoCzIiLnN2Yy5jb250YWN0cy52MS5UcmFja0V2ZW50c1Jlc3VsdCJoChFMaXN0RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCRIMCgRuYW1lGAQgASgJEhIKCmNvbnRhY3RfaWQYBSABKAkiXgoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLnN2Yy5jb250YWN0cy52MS5FdmVudBIOCgZjdXJzb3IYAiABKAkSEAoIaGFzX21vcmUYAyABKAgiOAoUR2V0RXZlbnRTdGF0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIMCgRkYXlzGAIgASgFIm4KDkV2ZW50TmFtZVN0YXRzEgwKBG5hbWUYASABKAkSDQoFY291bnQYAiABKAMSEAoIY29udGFjdHMYAyABKAMSLQoJbGFzdF9zZWVuGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJoChVHZXRFdmVudFN0YXRzUmVzcG9uc2USDQoFdG90YWwYASABKAMSEAoIbGFzdF8yNGgYAiABKAMSLgoFbmFtZXMYAyADKAsyHy5zdmMuY29udGFjdHMudjEuRXZlbnROYW1lU3RhdHMiRgoTR2V0VG9wRXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUSDQoFbGltaXQYAyABKAUiRgoUR2V0VG9wRXZlbnRzUmVzcG9uc2USLgoFbmFtZXMYASADKAsyHy5zdmMuY29udGFjdHMudjEuRXZlbnROYW1lU3RhdHMiKwoVTGlzdEV2ZW50TmFtZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiJwoWTGlzdEV2ZW50TmFtZXNSZXNwb25zZRINCgVuYW1lcxgBIAMoCSI3ChNEZWxldGVFdmVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDAoEbmFtZRgCIAEoCSInChREZWxldGVFdmVudHNSZXNwb25zZRIPCgdkZWxldGVkGAEgASgDIk0KDENvdW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEikKCWNvbmRpdGlvbhgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSIeCg1Db3VudFJlc3BvbnNlEg0KBWNvdW50GAEgASgDImsKC1BhZ2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSKQoJY29uZGl0aW9uGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBSJJCgxQYWdlUmVzcG9uc2USKgoIY29udGFjdHMYASADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdBINCgV0b3RhbBgCIAEoAyKQAQoNU3RyZWFtUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEikKCWNvbmRpdGlvbhgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIXCg9zdWJzY3JpYmVkX29ubHkYAyABKAgSEAoIYWZ0ZXJfaWQYBCABKAkSFQoNd2l0aF9jb250YWN0cxgFIAEoCCJhCg5TdHJlYW1SZXNwb25zZRITCgtjb250YWN0X2lkcxgBIAMoCRIOCgZlbWFpbHMYAiADKAkSKgoIY29udGFjdHMYAyADKAsyGC5zdmMuY29udGFjdHMudjEuQ29udGFjdCI5CgtJbXBvcnRFcnJvchILCgNyb3cYASABKAUSDQoFZW1haWwYAiABKAkSDgoGcmVhc29uGAMgASgJIqcCCglJbXBvcnRKb2ISDgoGam9iX2lkGAEgASgJEg4KBnN0YXR1cxgCIAEoCRISCgp0b3RhbF9yb3dzGAMgASgFEhEKCXByb2Nlc3NlZBgEIAEoBRIQCghpbXBvcnRlZBgFIAEoBRIPCgd1cGRhdGVkGAYgASgFEg8KB3NraXBwZWQYByABKAUSLAoGZXJyb3JzGAggAygLMhwuc3ZjLmNvbnRhY3RzLnYxLkltcG9ydEVycm9yEg8KB2ZhaWx1cmUYCSABKAkSLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMY29tcGxldGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJHChJTdGFydEltcG9ydFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRILCgNjc3YYAiABKAwSEAoIZmlsZW5hbWUYAyABKAkiPgoTU3RhcnRJbXBvcnRSZXNwb25zZRInCgNqb2IYASABKAsyGi5zdmMuY29udGFjdHMudjEuSW1wb3J0Sm9iIjkKE0dldEltcG9ydEpvYlJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiPwoUR2V0SW1wb3J0Sm9iUmVzcG9uc2USJwoDam9iGAEgASgLMhouc3ZjLmNvbnRhY3RzLnYxLkltcG9ydEpvYiLmAQoHQnVsa0pvYhIOCgZqb2JfaWQYASABKAkSEQoJb3BlcmF0aW9uGAIgASgJEg4KBnN0YXR1cxgDIAEoCRINCgV0b3RhbBgEIAEoBRIRCglwcm9jZXNzZWQYBSABKAUSEQoJc3VjY2VlZGVkGAYgASgFEhEKCW5vdF9mb3VuZBgHIAMoCRIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxjb21wbGV0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlEKE1N0YXJ0QnVsa0pvYlJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSEwoLY29udGFjdF9pZHMYAyADKAkiPQoUU3RhcnRCdWxrSm9iUmVzcG9uc2USJQoDam9iGAEgASgLMhguc3ZjLmNvbnRhY3RzLnYxLkJ1bGtKb2IiNwoRR2V0QnVsa0pvYlJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiOwoSR2V0QnVsa0pvYlJlc3BvbnNlEiUKA2pvYhgBIAEoCzIYLnN2Yy5jb250YWN0cy52MS5CdWxrSm9iInkKFERlZmluZVNlZ21lbnRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCRIOCgZzdGF0aWMYAyABKAgSKQoJY29uZGl0aW9uGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIhcKFURlZmluZVNlZ21lbnRSZXNwb25zZSI+ChRGb3JnZXRTZWdtZW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkiFwoVRm9yZ2V0U2VnbWVudFJlc3BvbnNlIncKGFNldFNlZ21lbnRNZW1iZXJzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkSFwoPYWRkX2NvbnRhY3RfaWRzGAMgAygJEhoKEnJlbW92ZV9jb250YWN0X2lkcxgEIAMoCSI7ChlTZXRTZWdtZW50TWVtYmVyc1Jlc3BvbnNlEg0KBWFkZGVkGAEgASgFEg8KB3JlbW92ZWQYAiABKAUiUwoUTWF0Y2hTZWdtZW50c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhMKC3NlZ21lbnRfaWRzGAMgAygJIiwKFU1hdGNoU2VnbWVudHNSZXNwb25zZRITCgtzZWdtZW50X2lkcxgBIAMoCTKYFAoPQ29udGFjdHNTZXJ2aWNlElsKDExpc3RDb250YWN0cxIkLnN2Yy5jb250YWN0cy52MS5MaXN0Q29udGFjdHNSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLkxpc3RDb250YWN0c1Jlc3BvbnNlEl4KDVVwc2VydENvbnRhY3QSJS5zdmMuY29udGFjdHMudjEuVXBzZXJ0Q29udGFjdFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuVXBzZXJ0Q29udGFjdFJlc3BvbnNlEmEKDlVwc2VydENvbnRhY3RzEiYuc3ZjLmNvbnRhY3RzLnYxLlVwc2VydENvbnRhY3RzUmVxdWVzdBonLnN2Yy5jb250YWN0cy52MS5VcHNlcnRDb250YWN0c1Jlc3BvbnNlElUKCkdldENvbnRhY3QSIi5zdmMuY29udGFjdHMudjEuR2V0Q29udGFjdFJlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuR2V0Q29udGFjdFJlc3BvbnNlEl4KDVVwZGF0ZUNvbnRhY3QSJS5zdmMuY29udGFjdHMudjEuVXBkYXRlQ29udGFjdFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuVXBkYXRlQ29udGFjdFJlc3BvbnNlEl4KDURlbGV0ZUNvbnRhY3QSJS5zdmMuY29udGFjdHMudjEuRGVsZXRlQ29udGFjdFJlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuRGVsZXRlQ29udGFjdFJlc3BvbnNlEmEKDkxvb2t1cENvbnRhY3RzEiYuc3ZjLmNvbnRhY3RzLnYxLkxvb2t1cENvbnRhY3RzUmVxdWVzdBonLnN2Yy5jb250YWN0cy52MS5Mb29rdXBDb250YWN0c1Jlc3BvbnNlElUKCkxpc3RGaWVsZHMSIi5zdmMuY29udGFjdHMudjEuTGlzdEZpZWxkc1JlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuTGlzdEZpZWxkc1Jlc3BvbnNlEmQKD0xpc3RGaWVsZFZhbHVlcxInLnN2Yy5jb250YWN0cy52MS5MaXN0RmllbGRWYWx1ZXNSZXF1ZXN0Giguc3ZjLmNvbnRhY3RzLnYxLkxpc3RGaWVsZFZhbHVlc1Jlc3BvbnNlElgKC0RlbGV0ZUZpZWxkEiMuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUZpZWxkUmVxdWVzdBokLnN2Yy5jb250YWN0cy52MS5EZWxldGVGaWVsZFJlc3BvbnNlElUKClRyYWNrRXZlbnQSIi5zdmMuY29udGFjdHMudjEuVHJhY2tFdmVudFJlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuVHJhY2tFdmVudFJlc3BvbnNlElgKC1RyYWNrRXZlbnRzEiMuc3ZjLmNvbnRhY3RzLnYxLlRyYWNrRXZlbnRzUmVxdWVzdBokLnN2Yy5jb250YWN0cy52MS5UcmFja0V2ZW50c1Jlc3BvbnNlElUKCkxpc3RFdmVudHMSIi5zdmMuY29udGFjdHMudjEuTGlzdEV2ZW50c1JlcXVlc3QaIy5zdmMuY29udGFjdHMudjEuTGlzdEV2ZW50c1Jlc3BvbnNlEl4KDUdldEV2ZW50U3RhdHMSJS5zdmMuY29udGFjdHMudjEuR2V0RXZlbnRTdGF0c1JlcXVlc3QaJi5zdmMuY29udGFjdHMudjEuR2V0RXZlbnRTdGF0c1Jlc3BvbnNlElsKDEdldFRvcEV2ZW50cxIkLnN2Yy5jb250YWN0cy52MS5HZXRUb3BFdmVudHNSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLkdldFRvcEV2ZW50c1Jlc3BvbnNlEmEKDkxpc3RFdmVudE5hbWVzEiYuc3ZjLmNvbnRhY3RzLnYxLkxpc3RFdmVudE5hbWVzUmVxdWVzdBonLnN2Yy5jb250YWN0cy52MS5MaXN0RXZlbnROYW1lc1Jlc3BvbnNlElsKDERlbGV0ZUV2ZW50cxIkLnN2Yy5jb250YWN0cy52MS5EZWxldGVFdmVudHNSZXF1ZXN0GiUuc3ZjLmNvbnRhY3RzLnYxLkRlbGV0ZUV2ZW50c1Jlc3BvbnNlEkYKBUNvdW50Eh0uc3ZjLmNvbnRhY3RzLnYxLkNvdW50UmVxdWVzdBoeLnN2Yy5jb250YWN0cy52MS5Db3VudFJlc3BvbnNlEkMKBFBhZ2USHC5zdmMuY29udGFjdHMudjEuUGFnZVJlcXVlc3QaHS5zdmMuY29udGFjdHMudjEuUGFnZVJlc3BvbnNlEksKBlN0cmVhbRIeLnN2Yy5jb250YWN0cy52MS5TdHJlYW1SZXF1ZXN0Gh8uc3ZjLmNvbnRhY3RzLnYxLlN0cmVhbVJlc3BvbnNlMAESWAoLU3RhcnRJbXBvcnQSIy5zdmMuY29udGFjdHMudjEuU3RhcnRJbXBvcnRSZXF1ZXN0GiQuc3ZjLmNvbnRhY3RzLnYxLlN0YXJ0SW1wb3J0UmVzcG9uc2USWwoMR2V0SW1wb3J0Sm9iEiQuc3ZjLmNvbnRhY3RzLnYxLkdldEltcG9ydEpvYlJlcXVlc3QaJS5zdmMuY29udGFjdHMudjEuR2V0SW1wb3J0Sm9iUmVzcG9uc2USWwoMU3RhcnRCdWxrSm9iEiQuc3ZjLmNvbnRhY3RzLnYxLlN0YXJ0QnVsa0pvYlJlcXVlc3QaJS5zdmMuY29udGFjdHMudjEuU3RhcnRCdWxrSm9iUmVzcG9uc2USVQoKR2V0QnVsa0pvYhIiLnN2Yy5jb250YWN0cy52MS5HZXRCdWxrSm9iUmVxdWVzdBojLnN2Yy5jb250YWN0cy52MS5HZXRCdWxrSm9iUmVzcG9uc2USXgoNRGVmaW5lU2VnbWVudBIlLnN2Yy5jb250YWN0cy52MS5EZWZpbmVTZWdtZW50UmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5EZWZpbmVTZWdtZW50UmVzcG9uc2USXgoNRm9yZ2V0U2VnbWVudBIlLnN2Yy5jb250YWN0cy52MS5Gb3JnZXRTZWdtZW50UmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5Gb3JnZXRTZWdtZW50UmVzcG9uc2USagoRU2V0U2VnbWVudE1lbWJlcnMSKS5zdmMuY29udGFjdHMudjEuU2V0U2VnbWVudE1lbWJlcnNSZXF1ZXN0Giouc3ZjLmNvbnRhY3RzLnYxLlNldFNlZ21lbnRNZW1iZXJzUmVzcG9uc2USXgoNTWF0Y2hTZWdtZW50cxIlLnN2Yy5jb250YWN0cy52MS5NYXRjaFNlZ21lbnRzUmVxdWVzdBomLnN2Yy5jb250YWN0cy52MS5NYXRjaFNlZ21lbnRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_svc_common_v1_error]);
 
 /**
  * @generated from message svc.contacts.v1.Contact
@@ -788,6 +788,106 @@ export const TrackEventResponseSchema: GenMessage<TrackEventResponse> = /*@__PUR
   messageDesc(file_svc_contacts_v1_contacts, 27);
 
 /**
+ * @generated from message svc.contacts.v1.TrackEventsItem
+ */
+export type TrackEventsItem = Message<"svc.contacts.v1.TrackEventsItem"> & {
+  /**
+   * @generated from field: svc.contacts.v1.TrackEventRequest event = 1;
+   */
+  event?: TrackEventRequest | undefined;
+
+  /**
+   * The request the item came from (x-request-id and W3C traceparent, as a unary call sends them
+   * in its metadata): its log lines and outbox messages carry them. Empty: minted by the callee.
+   *
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string traceparent = 3;
+   */
+  traceparent: string;
+};
+
+/**
+ * Describes the message svc.contacts.v1.TrackEventsItem.
+ * Use `create(TrackEventsItemSchema)` to create a new message.
+ */
+export const TrackEventsItemSchema: GenMessage<TrackEventsItem> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_contacts, 28);
+
+/**
+ * @generated from message svc.contacts.v1.TrackEventsRequest
+ */
+export type TrackEventsRequest = Message<"svc.contacts.v1.TrackEventsRequest"> & {
+  /**
+   * At most 1000; items may belong to different projects.
+   *
+   * @generated from field: repeated svc.contacts.v1.TrackEventsItem items = 1;
+   */
+  items: TrackEventsItem[];
+};
+
+/**
+ * Describes the message svc.contacts.v1.TrackEventsRequest.
+ * Use `create(TrackEventsRequestSchema)` to create a new message.
+ */
+export const TrackEventsRequestSchema: GenMessage<TrackEventsRequest> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_contacts, 29);
+
+/**
+ * @generated from message svc.contacts.v1.TrackEventsResult
+ */
+export type TrackEventsResult = Message<"svc.contacts.v1.TrackEventsResult"> & {
+  /**
+   * @generated from oneof svc.contacts.v1.TrackEventsResult.result
+   */
+  result: {
+    /**
+     * @generated from field: svc.contacts.v1.TrackEventResponse tracked = 1;
+     */
+    value: TrackEventResponse;
+    case: "tracked";
+  } | {
+    /**
+     * The item's own failure (invalid email or event name, data over the limits): it wrote
+     * nothing, the other items are written.
+     *
+     * @generated from field: svc.common.v1.ErrorInfo error = 2;
+     */
+    value: ErrorInfo;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message svc.contacts.v1.TrackEventsResult.
+ * Use `create(TrackEventsResultSchema)` to create a new message.
+ */
+export const TrackEventsResultSchema: GenMessage<TrackEventsResult> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_contacts, 30);
+
+/**
+ * @generated from message svc.contacts.v1.TrackEventsResponse
+ */
+export type TrackEventsResponse = Message<"svc.contacts.v1.TrackEventsResponse"> & {
+  /**
+   * One per item, in request order.
+   *
+   * @generated from field: repeated svc.contacts.v1.TrackEventsResult results = 1;
+   */
+  results: TrackEventsResult[];
+};
+
+/**
+ * Describes the message svc.contacts.v1.TrackEventsResponse.
+ * Use `create(TrackEventsResponseSchema)` to create a new message.
+ */
+export const TrackEventsResponseSchema: GenMessage<TrackEventsResponse> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_contacts, 31);
+
+/**
  * @generated from message svc.contacts.v1.ListEventsRequest
  */
 export type ListEventsRequest = Message<"svc.contacts.v1.ListEventsRequest"> & {
@@ -822,7 +922,7 @@ export type ListEventsRequest = Message<"svc.contacts.v1.ListEventsRequest"> & {
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 28);
+  messageDesc(file_svc_contacts_v1_contacts, 32);
 
 /**
  * @generated from message svc.contacts.v1.ListEventsResponse
@@ -849,7 +949,7 @@ export type ListEventsResponse = Message<"svc.contacts.v1.ListEventsResponse"> &
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 29);
+  messageDesc(file_svc_contacts_v1_contacts, 33);
 
 /**
  * @generated from message svc.contacts.v1.GetEventStatsRequest
@@ -871,7 +971,7 @@ export type GetEventStatsRequest = Message<"svc.contacts.v1.GetEventStatsRequest
  * Use `create(GetEventStatsRequestSchema)` to create a new message.
  */
 export const GetEventStatsRequestSchema: GenMessage<GetEventStatsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 30);
+  messageDesc(file_svc_contacts_v1_contacts, 34);
 
 /**
  * @generated from message svc.contacts.v1.EventNameStats
@@ -903,7 +1003,7 @@ export type EventNameStats = Message<"svc.contacts.v1.EventNameStats"> & {
  * Use `create(EventNameStatsSchema)` to create a new message.
  */
 export const EventNameStatsSchema: GenMessage<EventNameStats> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 31);
+  messageDesc(file_svc_contacts_v1_contacts, 35);
 
 /**
  * @generated from message svc.contacts.v1.GetEventStatsResponse
@@ -930,7 +1030,7 @@ export type GetEventStatsResponse = Message<"svc.contacts.v1.GetEventStatsRespon
  * Use `create(GetEventStatsResponseSchema)` to create a new message.
  */
 export const GetEventStatsResponseSchema: GenMessage<GetEventStatsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 32);
+  messageDesc(file_svc_contacts_v1_contacts, 36);
 
 /**
  * @generated from message svc.contacts.v1.GetTopEventsRequest
@@ -961,7 +1061,7 @@ export type GetTopEventsRequest = Message<"svc.contacts.v1.GetTopEventsRequest">
  * Use `create(GetTopEventsRequestSchema)` to create a new message.
  */
 export const GetTopEventsRequestSchema: GenMessage<GetTopEventsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 33);
+  messageDesc(file_svc_contacts_v1_contacts, 37);
 
 /**
  * @generated from message svc.contacts.v1.GetTopEventsResponse
@@ -980,7 +1080,7 @@ export type GetTopEventsResponse = Message<"svc.contacts.v1.GetTopEventsResponse
  * Use `create(GetTopEventsResponseSchema)` to create a new message.
  */
 export const GetTopEventsResponseSchema: GenMessage<GetTopEventsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 34);
+  messageDesc(file_svc_contacts_v1_contacts, 38);
 
 /**
  * @generated from message svc.contacts.v1.ListEventNamesRequest
@@ -997,7 +1097,7 @@ export type ListEventNamesRequest = Message<"svc.contacts.v1.ListEventNamesReque
  * Use `create(ListEventNamesRequestSchema)` to create a new message.
  */
 export const ListEventNamesRequestSchema: GenMessage<ListEventNamesRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 35);
+  messageDesc(file_svc_contacts_v1_contacts, 39);
 
 /**
  * @generated from message svc.contacts.v1.ListEventNamesResponse
@@ -1014,7 +1114,7 @@ export type ListEventNamesResponse = Message<"svc.contacts.v1.ListEventNamesResp
  * Use `create(ListEventNamesResponseSchema)` to create a new message.
  */
 export const ListEventNamesResponseSchema: GenMessage<ListEventNamesResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 36);
+  messageDesc(file_svc_contacts_v1_contacts, 40);
 
 /**
  * @generated from message svc.contacts.v1.DeleteEventsRequest
@@ -1036,7 +1136,7 @@ export type DeleteEventsRequest = Message<"svc.contacts.v1.DeleteEventsRequest">
  * Use `create(DeleteEventsRequestSchema)` to create a new message.
  */
 export const DeleteEventsRequestSchema: GenMessage<DeleteEventsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 37);
+  messageDesc(file_svc_contacts_v1_contacts, 41);
 
 /**
  * @generated from message svc.contacts.v1.DeleteEventsResponse
@@ -1053,7 +1153,7 @@ export type DeleteEventsResponse = Message<"svc.contacts.v1.DeleteEventsResponse
  * Use `create(DeleteEventsResponseSchema)` to create a new message.
  */
 export const DeleteEventsResponseSchema: GenMessage<DeleteEventsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 38);
+  messageDesc(file_svc_contacts_v1_contacts, 42);
 
 /**
  * A filter tree (SPEC.md) as JSON; invalid trees are 422 with field paths.
@@ -1077,7 +1177,7 @@ export type CountRequest = Message<"svc.contacts.v1.CountRequest"> & {
  * Use `create(CountRequestSchema)` to create a new message.
  */
 export const CountRequestSchema: GenMessage<CountRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 39);
+  messageDesc(file_svc_contacts_v1_contacts, 43);
 
 /**
  * @generated from message svc.contacts.v1.CountResponse
@@ -1094,7 +1194,7 @@ export type CountResponse = Message<"svc.contacts.v1.CountResponse"> & {
  * Use `create(CountResponseSchema)` to create a new message.
  */
 export const CountResponseSchema: GenMessage<CountResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 40);
+  messageDesc(file_svc_contacts_v1_contacts, 44);
 
 /**
  * @generated from message svc.contacts.v1.PageRequest
@@ -1126,7 +1226,7 @@ export type PageRequest = Message<"svc.contacts.v1.PageRequest"> & {
  * Use `create(PageRequestSchema)` to create a new message.
  */
 export const PageRequestSchema: GenMessage<PageRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 41);
+  messageDesc(file_svc_contacts_v1_contacts, 45);
 
 /**
  * @generated from message svc.contacts.v1.PageResponse
@@ -1148,7 +1248,7 @@ export type PageResponse = Message<"svc.contacts.v1.PageResponse"> & {
  * Use `create(PageResponseSchema)` to create a new message.
  */
 export const PageResponseSchema: GenMessage<PageResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 42);
+  messageDesc(file_svc_contacts_v1_contacts, 46);
 
 /**
  * @generated from message svc.contacts.v1.StreamRequest
@@ -1189,7 +1289,7 @@ export type StreamRequest = Message<"svc.contacts.v1.StreamRequest"> & {
  * Use `create(StreamRequestSchema)` to create a new message.
  */
 export const StreamRequestSchema: GenMessage<StreamRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 43);
+  messageDesc(file_svc_contacts_v1_contacts, 47);
 
 /**
  * @generated from message svc.contacts.v1.StreamResponse
@@ -1218,7 +1318,7 @@ export type StreamResponse = Message<"svc.contacts.v1.StreamResponse"> & {
  * Use `create(StreamResponseSchema)` to create a new message.
  */
 export const StreamResponseSchema: GenMessage<StreamResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 44);
+  messageDesc(file_svc_contacts_v1_contacts, 48);
 
 /**
  * @generated from message svc.contacts.v1.ImportError
@@ -1245,7 +1345,7 @@ export type ImportError = Message<"svc.contacts.v1.ImportError"> & {
  * Use `create(ImportErrorSchema)` to create a new message.
  */
 export const ImportErrorSchema: GenMessage<ImportError> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 45);
+  messageDesc(file_svc_contacts_v1_contacts, 49);
 
 /**
  * @generated from message svc.contacts.v1.ImportJob
@@ -1312,7 +1412,7 @@ export type ImportJob = Message<"svc.contacts.v1.ImportJob"> & {
  * Use `create(ImportJobSchema)` to create a new message.
  */
 export const ImportJobSchema: GenMessage<ImportJob> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 46);
+  messageDesc(file_svc_contacts_v1_contacts, 50);
 
 /**
  * @generated from message svc.contacts.v1.StartImportRequest
@@ -1339,7 +1439,7 @@ export type StartImportRequest = Message<"svc.contacts.v1.StartImportRequest"> &
  * Use `create(StartImportRequestSchema)` to create a new message.
  */
 export const StartImportRequestSchema: GenMessage<StartImportRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 47);
+  messageDesc(file_svc_contacts_v1_contacts, 51);
 
 /**
  * @generated from message svc.contacts.v1.StartImportResponse
@@ -1356,7 +1456,7 @@ export type StartImportResponse = Message<"svc.contacts.v1.StartImportResponse">
  * Use `create(StartImportResponseSchema)` to create a new message.
  */
 export const StartImportResponseSchema: GenMessage<StartImportResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 48);
+  messageDesc(file_svc_contacts_v1_contacts, 52);
 
 /**
  * @generated from message svc.contacts.v1.GetImportJobRequest
@@ -1378,7 +1478,7 @@ export type GetImportJobRequest = Message<"svc.contacts.v1.GetImportJobRequest">
  * Use `create(GetImportJobRequestSchema)` to create a new message.
  */
 export const GetImportJobRequestSchema: GenMessage<GetImportJobRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 49);
+  messageDesc(file_svc_contacts_v1_contacts, 53);
 
 /**
  * @generated from message svc.contacts.v1.GetImportJobResponse
@@ -1395,7 +1495,7 @@ export type GetImportJobResponse = Message<"svc.contacts.v1.GetImportJobResponse
  * Use `create(GetImportJobResponseSchema)` to create a new message.
  */
 export const GetImportJobResponseSchema: GenMessage<GetImportJobResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 50);
+  messageDesc(file_svc_contacts_v1_contacts, 54);
 
 /**
  * @generated from message svc.contacts.v1.BulkJob
@@ -1452,7 +1552,7 @@ export type BulkJob = Message<"svc.contacts.v1.BulkJob"> & {
  * Use `create(BulkJobSchema)` to create a new message.
  */
 export const BulkJobSchema: GenMessage<BulkJob> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 51);
+  messageDesc(file_svc_contacts_v1_contacts, 55);
 
 /**
  * @generated from message svc.contacts.v1.StartBulkJobRequest
@@ -1481,7 +1581,7 @@ export type StartBulkJobRequest = Message<"svc.contacts.v1.StartBulkJobRequest">
  * Use `create(StartBulkJobRequestSchema)` to create a new message.
  */
 export const StartBulkJobRequestSchema: GenMessage<StartBulkJobRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 52);
+  messageDesc(file_svc_contacts_v1_contacts, 56);
 
 /**
  * @generated from message svc.contacts.v1.StartBulkJobResponse
@@ -1498,7 +1598,7 @@ export type StartBulkJobResponse = Message<"svc.contacts.v1.StartBulkJobResponse
  * Use `create(StartBulkJobResponseSchema)` to create a new message.
  */
 export const StartBulkJobResponseSchema: GenMessage<StartBulkJobResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 53);
+  messageDesc(file_svc_contacts_v1_contacts, 57);
 
 /**
  * @generated from message svc.contacts.v1.GetBulkJobRequest
@@ -1520,7 +1620,7 @@ export type GetBulkJobRequest = Message<"svc.contacts.v1.GetBulkJobRequest"> & {
  * Use `create(GetBulkJobRequestSchema)` to create a new message.
  */
 export const GetBulkJobRequestSchema: GenMessage<GetBulkJobRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 54);
+  messageDesc(file_svc_contacts_v1_contacts, 58);
 
 /**
  * @generated from message svc.contacts.v1.GetBulkJobResponse
@@ -1537,7 +1637,7 @@ export type GetBulkJobResponse = Message<"svc.contacts.v1.GetBulkJobResponse"> &
  * Use `create(GetBulkJobResponseSchema)` to create a new message.
  */
 export const GetBulkJobResponseSchema: GenMessage<GetBulkJobResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 55);
+  messageDesc(file_svc_contacts_v1_contacts, 59);
 
 /**
  * A segment as filters see it: a DYNAMIC one by its condition (validated here: 422 with field
@@ -1572,7 +1672,7 @@ export type DefineSegmentRequest = Message<"svc.contacts.v1.DefineSegmentRequest
  * Use `create(DefineSegmentRequestSchema)` to create a new message.
  */
 export const DefineSegmentRequestSchema: GenMessage<DefineSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 56);
+  messageDesc(file_svc_contacts_v1_contacts, 60);
 
 /**
  * @generated from message svc.contacts.v1.DefineSegmentResponse
@@ -1585,7 +1685,7 @@ export type DefineSegmentResponse = Message<"svc.contacts.v1.DefineSegmentRespon
  * Use `create(DefineSegmentResponseSchema)` to create a new message.
  */
 export const DefineSegmentResponseSchema: GenMessage<DefineSegmentResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 57);
+  messageDesc(file_svc_contacts_v1_contacts, 61);
 
 /**
  * @generated from message svc.contacts.v1.ForgetSegmentRequest
@@ -1607,7 +1707,7 @@ export type ForgetSegmentRequest = Message<"svc.contacts.v1.ForgetSegmentRequest
  * Use `create(ForgetSegmentRequestSchema)` to create a new message.
  */
 export const ForgetSegmentRequestSchema: GenMessage<ForgetSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 58);
+  messageDesc(file_svc_contacts_v1_contacts, 62);
 
 /**
  * @generated from message svc.contacts.v1.ForgetSegmentResponse
@@ -1620,7 +1720,7 @@ export type ForgetSegmentResponse = Message<"svc.contacts.v1.ForgetSegmentRespon
  * Use `create(ForgetSegmentResponseSchema)` to create a new message.
  */
 export const ForgetSegmentResponseSchema: GenMessage<ForgetSegmentResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 59);
+  messageDesc(file_svc_contacts_v1_contacts, 63);
 
 /**
  * Static members: ids of contacts of the project (others are ignored).
@@ -1654,7 +1754,7 @@ export type SetSegmentMembersRequest = Message<"svc.contacts.v1.SetSegmentMember
  * Use `create(SetSegmentMembersRequestSchema)` to create a new message.
  */
 export const SetSegmentMembersRequestSchema: GenMessage<SetSegmentMembersRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 60);
+  messageDesc(file_svc_contacts_v1_contacts, 64);
 
 /**
  * @generated from message svc.contacts.v1.SetSegmentMembersResponse
@@ -1676,7 +1776,7 @@ export type SetSegmentMembersResponse = Message<"svc.contacts.v1.SetSegmentMembe
  * Use `create(SetSegmentMembersResponseSchema)` to create a new message.
  */
 export const SetSegmentMembersResponseSchema: GenMessage<SetSegmentMembersResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 61);
+  messageDesc(file_svc_contacts_v1_contacts, 65);
 
 /**
  * Which of these segments' conditions one contact matches now (incremental membership).
@@ -1705,7 +1805,7 @@ export type MatchSegmentsRequest = Message<"svc.contacts.v1.MatchSegmentsRequest
  * Use `create(MatchSegmentsRequestSchema)` to create a new message.
  */
 export const MatchSegmentsRequestSchema: GenMessage<MatchSegmentsRequest> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 62);
+  messageDesc(file_svc_contacts_v1_contacts, 66);
 
 /**
  * @generated from message svc.contacts.v1.MatchSegmentsResponse
@@ -1722,7 +1822,7 @@ export type MatchSegmentsResponse = Message<"svc.contacts.v1.MatchSegmentsRespon
  * Use `create(MatchSegmentsResponseSchema)` to create a new message.
  */
 export const MatchSegmentsResponseSchema: GenMessage<MatchSegmentsResponse> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_contacts, 63);
+  messageDesc(file_svc_contacts_v1_contacts, 67);
 
 /**
  * Contacts, their custom data and fields, tracked events, filter evaluation, CSV import
@@ -1820,6 +1920,17 @@ export const ContactsService: GenService<{
     methodKind: "unary";
     input: typeof TrackEventRequestSchema;
     output: typeof TrackEventResponseSchema;
+  },
+  /**
+   * Many tracks in one call (the gateway coalesces concurrent /v1/track requests into one): each
+   * item is written as TrackEvent writes it, inside its own request's context, and answered alone.
+   *
+   * @generated from rpc svc.contacts.v1.ContactsService.TrackEvents
+   */
+  trackEvents: {
+    methodKind: "unary";
+    input: typeof TrackEventsRequestSchema;
+    output: typeof TrackEventsResponseSchema;
   },
   /**
    * @generated from rpc svc.contacts.v1.ContactsService.ListEvents
