@@ -13,6 +13,12 @@ export const envBool = z
 export const envPort = z.coerce.number().int().min(0).max(65535);
 export const envPositiveInt = z.coerce.number().int().positive();
 export const envUrl = z.string().url();
+/** `host[:port]` resolvers, comma-separated (DNS_SERVERS); empty: the system's. */
+export const envDnsServers = z
+  .string()
+  .regex(/^\s*[^,\s]+(\s*,\s*[^,\s]+)*\s*$/, 'expected a comma-separated host:port list')
+  .optional()
+  .transform((v) => (v ? v.split(',').map((s) => s.trim()) : []));
 
 /** The gateway's HTTP port (`PORT`); also the default of PUBLIC_URL. */
 export const DEFAULT_PORT = 8080;

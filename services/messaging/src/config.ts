@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
-import { envPort, envPositiveInt, envUrl, type Config } from '@svc/lib/config';
+import { envDnsServers, envPort, envPositiveInt, envUrl, type Config } from '@svc/lib/config';
 
 /** The messaging service's own environment variables (the platform-wide ones are in lib/src/config.ts). */
 export const messagingEnv = z
@@ -17,10 +17,7 @@ export const messagingEnv = z
     /** First retry delay after a temporary (4xx) SMTP failure; doubles per attempt. */
     SEND_RETRY_BASE_MS: envPositiveInt.default(30000),
     DOMAIN_CHECK_INTERVAL_SECONDS: envPositiveInt.default(300),
-    DNS_SERVERS: z
-      .string()
-      .regex(/^\s*[^,\s]+(\s*,\s*[^,\s]+)*\s*$/, 'expected a comma-separated host:port list')
-      .optional(),
+    DNS_SERVERS: envDnsServers,
   })
   .transform((e) => ({
     smtpUrl: e.SMTP_URL,
@@ -31,7 +28,7 @@ export const messagingEnv = z
     sendMaxAttempts: e.SEND_MAX_ATTEMPTS,
     sendRetryBaseMs: e.SEND_RETRY_BASE_MS,
     domainCheckIntervalSeconds: e.DOMAIN_CHECK_INTERVAL_SECONDS,
-    dnsServers: e.DNS_SERVERS ? e.DNS_SERVERS.split(',').map((s) => s.trim()) : [],
+    dnsServers: e.DNS_SERVERS,
   }));
 
 export type MessagingEnv = z.output<typeof messagingEnv>;

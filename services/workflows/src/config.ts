@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envBool, envPositiveInt } from '@svc/lib/config';
+import { envBool, envDnsServers, envPositiveInt } from '@svc/lib/config';
 
 /** The workflows service's own environment variables (the platform-wide ones are in lib/src/config.ts). */
 export const workflowsEnv = z
@@ -11,6 +11,8 @@ export const workflowsEnv = z
     WEBHOOK_MAX_ATTEMPTS: envPositiveInt.default(3),
     /** Wait before the second attempt; doubles per attempt. */
     WEBHOOK_RETRY_BASE_MS: envPositiveInt.default(500),
+    /** Resolvers for WEBHOOK hosts (as for messaging's domain checks); default: the system's. */
+    DNS_SERVERS: envDnsServers,
     /** Fallback poll of the execution worker (due DELAY timers and WAIT_FOR_EVENT timeouts). */
     WORKFLOW_POLL_MS: envPositiveInt.default(500),
     /** How long a claimed execution stays with its worker; a worker that dies leaves it due again after this. */
@@ -21,6 +23,7 @@ export const workflowsEnv = z
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     webhookMaxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
     webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+    dnsServers: e.DNS_SERVERS,
     workflowPollMs: e.WORKFLOW_POLL_MS,
     workflowLeaseMs: e.WORKFLOW_LEASE_MS,
   }));

@@ -9,6 +9,7 @@ import { contactsPort } from './contacts-rpc.js';
 import { subscribeWorkflowsConsumers } from './consumers.js';
 import { Engine } from './domain/engine.js';
 import { Executions } from './domain/executions.js';
+import { hostResolver } from './domain/webhook.js';
 import { Workflows } from './domain/workflows.js';
 import { mailPort } from './messaging-rpc.js';
 import { workflowsRoutes } from './rpc.js';
@@ -42,6 +43,7 @@ export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<Running
       timeoutMs: config.webhookTimeoutMs,
       maxAttempts: config.webhookMaxAttempts,
       retryBaseMs: config.webhookRetryBaseMs,
+      resolve: hostResolver(config.dnsServers),
     },
     logger.child({ part: 'engine' }),
     config.workflowLeaseMs,

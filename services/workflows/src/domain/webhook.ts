@@ -1,5 +1,7 @@
 import { createHmac } from 'node:crypto';
-import { lookup } from 'node:dns/promises';
+import { lookup, Resolver } from 'node:dns/promises';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP } from 'node:net';
 
 // WEBHOOK steps: a signed JSON POST with retries. The receiver checks
@@ -46,12 +48,53 @@ export function isPrivateAddress(address: string): boolean {
 
 export class WebhookRefused extends Error {}
 
-/** Refuses a URL whose host resolves (every address, not just as written) to a private address. */
-export async function assertPublicUrl(url: string, resolve = lookup): Promise<void> {
+/** A host's addresses (A and AAAA). */
+export type HostResolver = (host: string) => Promise<{ address: string; family: number }[]>;
+
+/**
+ * The system's resolver (`getaddrinfo`, /etc/hosts included), or the given `host:port` DNS servers
+ * (DNS_SERVERS) asked for A and AAAA records.
+ */
+export function hostResolver(servers: string[] = []): HostResolver {
+  if (!servers.length) return (host) => lookup(host, { all: true });
+  const resolver = new Resolver({ timeout: 2000, tries: 2 });
+  resolver.setServers(servers);
+  return async (host) => {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+    const out = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ];
+    if (!out.length) {
+      const err = v4.status === 'rejected' ? v4.reason : v6.status === 'rejected' ? v6.reason : null;
+      throw Object.assign(new Error(`webhook host ${host} did not resolve`), { cause: err });
+    }
+    return out;
+  };
+}
+
+/**
+ * Resolves the URL's host once and returns the address the request must connect to: the first one,
+ * after refusing the host when any of its addresses is private (unless `allowPrivate`). The request
+ * then connects to exactly this address (see `send`), so a second lookup cannot point it elsewhere.
+ */
+export async function pinAddress(
+  url: string,
+  resolve: HostResolver = hostResolver(),
+  allowPrivate = false,
+): Promise<{ address: string; family: number }> {
   const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-  const addresses = isIP(host) ? [host] : (await resolve(host, { all: true })).map((a) => a.address);
-  const bad = addresses.find(isPrivateAddress);
-  if (bad) throw new WebhookRefused(`webhook host ${host} resolves to a private address (${bad}); refused`);
+  const family = isIP(host);
+  const addresses = family ? [{ address: host, family }] : await resolve(host);
+  if (!addresses.length) throw new WebhookRefused(`webhook host ${host} did not resolve`);
+  const bad = allowPrivate ? undefined : addresses.find((a) => isPrivateAddress(a.address));
+  if (bad) throw new WebhookRefused(`webhook host ${host} resolves to a private address (${bad.address}); refused`);
+  return addresses[0];
+}
+
+/** Refuses a URL whose host resolves (every address, not just as written) to a private address. */
+export async function assertPublicUrl(url: string, resolve: HostResolver = hostResolver()): Promise<void> {
+  await pinAddress(url, resolve);
 }
 
 export interface WebhookRequest {
@@ -67,6 +110,8 @@ export interface WebhookOptions {
   timeoutMs: number;
   maxAttempts: number;
   retryBaseMs: number;
+  /** Default: the system's resolver. */
+  resolve?: HostResolver;
 }
 export interface WebhookResult {
   ok: boolean;
@@ -78,14 +123,61 @@ export interface WebhookResult {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Calls the receiver until a 2xx or the attempts run out (backoff doubles from retryBaseMs). */
+/**
+ * One HTTP(S) request to the pinned address: the URL keeps its host name (Host header, TLS SNI and
+ * certificate check), but the socket connects to `pinned` (the `lookup` of the request answers it
+ * and nothing else). Redirects are not followed: a 3xx is an answer like any other non-2xx.
+ */
+function send(
+  url: URL,
+  pinned: { address: string; family: number },
+  method: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+): Promise<{ status: number; text: string }> {
+  const pinnedLookup = (_host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void) => {
+    if (opts?.all) cb(null, [pinned]);
+    else cb(null, pinned.address, pinned.family);
+  };
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(
+      url,
+      {
+        method,
+        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+        lookup: pinnedLookup as never,
+        agent: false,
+        signal: AbortSignal.timeout(timeoutMs),
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          if (text.length < 1000) text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: text.slice(0, 1000) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Calls the receiver until a 2xx or the attempts run out (backoff doubles from retryBaseMs). The host
+ * is resolved and checked once; every attempt connects to the address that was checked.
+ */
 export async function deliverWebhook(req: WebhookRequest, opts: WebhookOptions): Promise<WebhookResult> {
-  if (!opts.allowPrivate) {
-    try {
-      await assertPublicUrl(req.url);
-    } catch (err) {
-      return { ok: false, attempts: 0, error: err instanceof Error ? err.message : String(err) };
-    }
+  let pinned: { address: string; family: number };
+  let url: URL;
+  try {
+    url = new URL(req.url);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new WebhookRefused('webhook URL must be http(s)');
+    pinned = await pinAddress(req.url, opts.resolve, opts.allowPrivate);
+  } catch (err) {
+    return { ok: false, attempts: 0, error: err instanceof Error ? err.message : String(err) };
   }
   const body = JSON.stringify(req.payload);
   let last: WebhookResult = { ok: false, attempts: 0 };
@@ -93,23 +185,18 @@ export async function deliverWebhook(req: WebhookRequest, opts: WebhookOptions):
     if (attempt > 1) await sleep(opts.retryBaseMs * 2 ** (attempt - 2));
     const timestamp = String(Math.floor(Date.now() / 1000));
     try {
-      const res = await fetch(req.url, {
-        method: req.method,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(opts.timeoutMs),
-        headers: {
-          ...req.headers,
-          'content-type': 'application/json',
-          'user-agent': 'svc-workflows-webhook/1',
-          'x-webhook-id': req.deliveryId,
-          'x-webhook-timestamp': timestamp,
-          'x-webhook-signature': signature(req.secret, timestamp, body),
-        },
-        body,
-      });
-      const text = (await res.text()).slice(0, 1000);
-      last = { ok: res.ok, status: res.status, attempts: attempt, response: text };
-      if (res.ok) return last;
+      const headers = {
+        ...req.headers,
+        'content-type': 'application/json',
+        'user-agent': 'svc-workflows-webhook/1',
+        'x-webhook-id': req.deliveryId,
+        'x-webhook-timestamp': timestamp,
+        'x-webhook-signature': signature(req.secret, timestamp, body),
+      };
+      const res = await send(url, pinned, req.method, headers, body, opts.timeoutMs);
+      const ok = res.status >= 200 && res.status < 300;
+      last = { ok, status: res.status, attempts: attempt, response: res.text };
+      if (ok) return last;
       last.error = `receiver answered ${res.status}`;
     } catch (err) {
       last = { ok: false, attempts: attempt, error: err instanceof Error ? err.message : String(err) };
