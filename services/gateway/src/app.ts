@@ -18,6 +18,7 @@ import { requestId } from './http/request-id.js';
 import { analyticsRouter } from './routes/analytics.js';
 import { campaignsRouter } from './routes/campaigns.js';
 import { contactJobsRouter } from './routes/contact-jobs.js';
+import { consoleRouter } from './routes/console.js';
 import { contactsRouter } from './routes/contacts.js';
 import { eventsRouter } from './routes/events.js';
 import { devMailRouter } from './routes/dev-mail.js';
@@ -70,6 +71,7 @@ export function createApp(deps: GatewayDeps) {
     });
   }
   app.use(landingRouter(deps.embedded));
+  app.use(consoleRouter());
   app.get('/config', (_req, res) => {
     res.json({
       signupEnabled: !config.signupDisabled,

@@ -259,6 +259,10 @@ export function messagingRoutes(parts: MessagingParts) {
       async duplicateTemplate(req) {
         return { template: template(await parts.templates.duplicate(req.projectId, req.id)) };
       },
+      async previewTemplate(req) {
+        const vars: Record<string, unknown> = { ...(req.data ?? {}) };
+        return parts.templates.preview({ subject: req.subject, body: req.body }, vars);
+      },
       async getTemplateUsage(req) {
         await parts.templates.get(req.projectId, req.id);
         // Campaigns and workflows do not exist on this platform yet: nothing can reference a template.

@@ -13,6 +13,8 @@ declare module 'express-serve-static-core' {
 }
 
 export const SESSION_COOKIE = 'svc_session';
+/** With the session cookie, selects the project of an API route (the console). */
+export const PROJECT_HEADER = 'x-project-id';
 const SESSION_MAX_AGE_MS = 30 * 24 * 3600 * 1000;
 
 export type KeyKind = 'secret' | 'public';
@@ -58,6 +60,11 @@ export class Authenticator {
     const accepts = (k: KeyKind) => k === kind || (kind === 'public' && k === 'secret');
     return async (req, _res, next) => {
       const key = bearer(req);
+      const consoleProject = req.get(PROJECT_HEADER);
+      if (key === null && consoleProject !== undefined) {
+        await this.sessionProject(req, consoleProject);
+        return next();
+      }
       if (key === null)
         throw unauthorized('INVALID_API_KEY', 'Missing Authorization header. Send "Authorization: Bearer <API_KEY>".');
       if (!key)
@@ -78,17 +85,34 @@ export class Authenticator {
   /** Dashboard routes: the signed session cookie. */
   session(): RequestHandler {
     return async (req, _res, next) => {
-      const token = req.signedCookies?.[SESSION_COOKIE];
-      if (typeof token !== 'string' || !token) throw unauthorized('UNAUTHORIZED', 'Not signed in');
-      const r = await this.identity.getSession({ sessionToken: token }).catch((err) => {
-        throw err instanceof AppError && err.status === 401
-          ? unauthorized('UNAUTHORIZED', 'Session expired; sign in again')
-          : err;
-      });
-      req.userId = r.user!.id;
-      req.sessionToken = token;
+      await this.signedInUser(req);
       next();
     };
+  }
+
+  private async signedInUser(req: Request): Promise<void> {
+    const token = req.signedCookies?.[SESSION_COOKIE];
+    if (typeof token !== 'string' || !token) throw unauthorized('UNAUTHORIZED', 'Not signed in');
+    const r = await this.identity.getSession({ sessionToken: token }).catch((err) => {
+      throw err instanceof AppError && err.status === 401
+        ? unauthorized('UNAUTHORIZED', 'Session expired; sign in again')
+        : err;
+    });
+    req.userId = r.user!.id;
+    req.sessionToken = token;
+  }
+
+  /**
+   * The console calls the same API routes as integrations, signed in instead of holding a key: the session
+   * cookie plus `X-Project-Id` naming one of the user's projects (a project the user is not a member of is a
+   * 404). A custom header cannot be sent cross-site without a CORS preflight the gateway never grants, so a
+   * cookie alone (a forged form or link) opens nothing.
+   */
+  private async sessionProject(req: Request, projectId: string): Promise<void> {
+    await this.signedInUser(req);
+    const { project } = await this.identity.getProject({ userId: req.userId, projectId });
+    if (project!.disabled) throw forbidden('This project is disabled', 'PROJECT_DISABLED');
+    req.projectId = project!.id;
   }
 
   setSession(res: Response, token: string): void {

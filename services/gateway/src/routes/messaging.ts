@@ -1,6 +1,7 @@
 import type { Client } from '@connectrpc/connect';
 import { Router, type Request } from 'express';
-import { notFound } from '@svc/lib/errors';
+import type { JsonObject } from '@bufbuild/protobuf';
+import { notFound, validationError } from '@svc/lib/errors';
 import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import type { CampaignsService } from '@svc/proto/svc/campaigns/v1/campaigns_pb';
 import type { WorkflowsService } from '@svc/proto/svc/workflows/v1/workflows_pb';
@@ -83,6 +84,23 @@ export function messagingRouter(
     res
       .status(201)
       .json(templateJson((await messaging.createTemplate({ projectId: req.projectId, fields })).template!));
+  });
+
+  // Live preview of a draft (the console's editor): `{subject, body, data?}` -> the rendered pair; a Liquid error
+  // is a 422 per field with its line and column. Sample `data` is the recipient's custom data (email included).
+  r.post('/templates/preview', secret, async (req, res) => {
+    const body = objectBody(req.body);
+    const data = body.data ?? {};
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+      throw validationError([{ field: 'data', message: 'Expected object', code: 'invalid_type', received: data }]);
+    }
+    const out = await messaging.previewTemplate({
+      projectId: req.projectId,
+      subject: stringField(body, 'subject') ?? '',
+      body: stringField(body, 'body') ?? '',
+      data: data as JsonObject,
+    });
+    res.json({ subject: out.subject, body: out.body });
   });
 
   r.get('/templates/:id', secret, async (req, res) => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { badRequest, flatBadRequest, notFound } from '@svc/lib/errors';
+import { AppError, badRequest, flatBadRequest, notFound, validationError, type FieldError } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
 import { parseOrThrow } from '@svc/lib/zod-errors';
 import type { TemplateFields, TemplateRow, TemplatesStore, TemplateType } from '../store/templates-store.js';
@@ -86,6 +86,8 @@ export interface TemplatePage {
 
 const missing = (v: AddressInput | undefined) => v === undefined || v === '';
 
+const previewSchema = z.object({ subject: z.string().max(MAX_SUBJECT_CHARS), body: bodySchema });
+
 /** Templates: SPEC.md "Templates" and the Template resource. */
 export class Templates {
   constructor(
@@ -132,6 +134,31 @@ export class Templates {
     this.checkSyntax(fieldsToStore);
     await this.domains.requireVerifiedSender(projectId, fieldsToStore.from_email);
     return this.store.insert(randomUUID(), projectId, fieldsToStore);
+  }
+
+  /**
+   * A draft's subject and body rendered with sample variables, as a recipient would see them (the
+   * console's live preview). A Liquid error in either field is a 422 naming the field, with liquidjs'
+   * `line:N, col:M` in the message; both fields are checked so both errors show at once.
+   */
+  async preview(draft: { subject: string; body: string }, vars: Record<string, unknown>) {
+    const input = parseOrThrow(previewSchema, draft);
+    const budget = this.renderer.budget();
+    const errors: FieldError[] = [];
+    const render = async (template: string, field: 'subject' | 'body') => {
+      try {
+        const compiled = this.renderer.compile(template, { field, kind: field === 'subject' ? 'text' : 'html' });
+        return await compiled.render({ ...vars }, budget);
+      } catch (err) {
+        if (!(err instanceof AppError) || !err.errors) throw err;
+        errors.push(...err.errors);
+        return '';
+      }
+    };
+    const subject = await render(input.subject, 'subject');
+    const body = await render(input.body, 'body');
+    if (errors.length) throw validationError(errors, 'Invalid template');
+    return { subject, body };
   }
 
   async get(projectId: string, id: string): Promise<TemplateRow> {

@@ -1,0 +1,357 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, get, post, query } from '../api';
+import { ErrorBox, Field, Link, Loading, Page, Pager, TextArea, navigate, useAction, useLoad, when } from '../ui';
+import { FilterBuilder, cleanTree, emptyTree, type Tree } from './filter-builder';
+
+interface Campaign {
+  id: string;
+  name: string;
+  description: string | null;
+  subject: string;
+  body: string;
+  from: string;
+  fromName: string | null;
+  type: string;
+  status: string;
+  audienceType: 'ALL' | 'SEGMENT' | 'FILTERED';
+  segmentId: string | null;
+  audienceCondition: Tree | null;
+  scheduledFor: string | null;
+  totalRecipients: number;
+  sentAt: string | null;
+  updatedAt: string;
+}
+
+const STATUSES = ['', 'DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED'];
+
+export function CampaignsPage() {
+  const [status, setStatus] = useState('');
+  const [page, setPage] = useState(1);
+  const list = useLoad(() => get(`/campaigns${query({ status, page, pageSize: 20 })}`), [status, page]);
+  return (
+    <Page
+      title="Campaigns"
+      actions={
+        <Link href="/app/campaigns/new" class="button">
+          New campaign
+        </Link>
+      }
+    >
+      <div class="field">
+        <label for="campaign-status">Status</label>
+        <select id="campaign-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+          {STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s || 'All'}
+            </option>
+          ))}
+        </select>
+      </div>
+      <ErrorBox error={list.error} />
+      <Loading what={list.data} />
+      {list.data && (
+        <>
+          <table>
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Status</th>
+                <th>Recipients</th>
+                <th>Scheduled / sent</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.data.map((c: Campaign) => (
+                <tr key={c.id}>
+                  <td>
+                    <Link href={`/app/campaigns/${c.id}`}>{c.name}</Link>
+                  </td>
+                  <td>
+                    <span class={`badge ${c.status.toLowerCase()}`}>{c.status}</span>
+                  </td>
+                  <td>{c.totalRecipients}</td>
+                  <td>{when(c.sentAt ?? c.scheduledFor)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {list.data.total === 0 && <p class="muted">No campaigns yet.</p>}
+          <Pager page={page} totalPages={list.data.totalPages} onPage={setPage} />
+        </>
+      )}
+    </Page>
+  );
+}
+
+const BLANK: Partial<Campaign> = {
+  name: '',
+  subject: '',
+  body: '<p>Hello {{firstName ?? "there"}},</p>\n',
+  from: '',
+  fromName: '',
+  type: 'MARKETING',
+  audienceType: 'ALL',
+};
+
+export function CampaignPage({ id }: { id: string }) {
+  const isNew = id === 'new';
+  const [c, setC] = useState<Partial<Campaign> | null>(isNew ? BLANK : null);
+  const [tree, setTree] = useState<Tree>(emptyTree());
+  const save = useAction();
+  const [saved, setSaved] = useState(false);
+  const segments = useLoad(() => get('/segments'), []);
+  const load = () =>
+    get<Campaign>(`/campaigns/${id}`).then((x) => {
+      setC(x);
+      if (x.audienceCondition) setTree(x.audienceCondition);
+    }, save.setError);
+  useEffect(() => {
+    if (!isNew) load();
+  }, [id]);
+  if (!c) return <ErrorBox error={save.error} />;
+  const editable = isNew || c.status === 'DRAFT';
+  const set = (k: keyof Campaign) => (e: { currentTarget: { value: string } }) =>
+    setC({ ...c, [k]: e.currentTarget.value });
+  return (
+    <Page title={isNew ? 'New campaign' : (c.name ?? '')}>
+      {!isNew && (
+        <p>
+          Status:{' '}
+          <span class={`badge ${c.status?.toLowerCase()}`} data-testid="campaign-status">
+            {c.status}
+          </span>
+          {c.scheduledFor && <> for {when(c.scheduledFor)}</>}
+        </p>
+      )}
+      <form
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setSaved(false);
+          const body = {
+            name: c.name,
+            subject: c.subject,
+            body: c.body,
+            from: c.from,
+            fromName: c.fromName || undefined,
+            type: c.type,
+            audienceType: c.audienceType,
+            ...(c.audienceType === 'SEGMENT' ? { segmentId: c.segmentId } : {}),
+            ...(c.audienceType === 'FILTERED' ? { audienceCondition: cleanTree(tree) } : {}),
+          };
+          const out = await save.run(() =>
+            isNew ? post('/campaigns', body).then((r) => r.data) : api('PUT', `/campaigns/${id}`, body),
+          );
+          if (out) {
+            setSaved(true);
+            if (isNew) navigate(`/app/campaigns/${out.id}`);
+            else setC(out.data ?? out);
+          }
+        }}
+      >
+        <fieldset disabled={!editable}>
+          <Field label="Name" name="name" value={c.name} error={save.error} onInput={set('name')} />
+          <Field label="Subject" name="subject" value={c.subject} error={save.error} onInput={set('subject')} />
+          <Field label="From (email)" name="from" value={c.from} error={save.error} onInput={set('from')} />
+          <Field
+            label="From name"
+            name="fromName"
+            value={c.fromName ?? ''}
+            error={save.error}
+            onInput={set('fromName')}
+          />
+          <div class="field">
+            <label for="campaign-type">Type</label>
+            <select id="campaign-type" value={c.type} onChange={set('type')}>
+              <option>MARKETING</option>
+              <option>TRANSACTIONAL</option>
+              <option>HEADLESS</option>
+            </select>
+          </div>
+          <TextArea
+            label="Body (HTML with Liquid)"
+            name="body"
+            rows={8}
+            value={c.body}
+            error={save.error}
+            onInput={set('body')}
+          />
+          <div class="field">
+            <label for="campaign-audience">Audience</label>
+            <select id="campaign-audience" value={c.audienceType} onChange={set('audienceType')}>
+              <option value="ALL">All contacts</option>
+              <option value="SEGMENT">A segment</option>
+              <option value="FILTERED">Contacts matching a filter</option>
+            </select>
+          </div>
+          {c.audienceType === 'SEGMENT' && (
+            <div class="field">
+              <label for="campaign-segment">Segment</label>
+              <select id="campaign-segment" value={c.segmentId ?? ''} onChange={set('segmentId')}>
+                <option value="">Choose...</option>
+                {segments.data?.map((s: { id: string; name: string; memberCount: number }) => (
+                  <option key={s.id} value={s.id}>
+                    {s.name} ({s.memberCount} contacts)
+                  </option>
+                ))}
+              </select>
+            </div>
+          )}
+          {c.audienceType === 'FILTERED' && <FilterBuilder tree={tree} onChange={setTree} />}
+          {c.audienceType === 'ALL' && <AllCount />}
+        </fieldset>
+        <ErrorBox error={save.error} />
+        {saved && <p role="status">Saved.</p>}
+        {editable && (
+          <button type="submit" disabled={save.busy}>
+            {isNew ? 'Create campaign' : 'Save'}
+          </button>
+        )}
+      </form>
+      {!isNew && <CampaignActions campaign={c as Campaign} reload={load} />}
+      {!isNew && c.status !== 'DRAFT' && <Stats id={id} live={c.status === 'SENDING'} />}
+    </Page>
+  );
+}
+
+function AllCount() {
+  const all = useLoad(() => get('/contacts?limit=1'), []);
+  return (
+    <p role="status">
+      Recipients: every subscribed contact (<strong data-testid="audience-count">{all.data?.total ?? '...'}</strong>{' '}
+      contacts in the project; MARKETING mail skips the unsubscribed)
+    </p>
+  );
+}
+
+function CampaignActions({ campaign: c, reload }: { campaign: Campaign; reload: () => Promise<unknown> }) {
+  const action = useAction();
+  const [at, setAt] = useState('');
+  const [testTo, setTestTo] = useState('');
+  const [message, setMessage] = useState<string | null>(null);
+  const act = async (fn: () => Promise<any>, done: string) => {
+    const out = await action.run(fn);
+    if (out !== undefined) {
+      setMessage(done);
+      await reload();
+    }
+    return out;
+  };
+  return (
+    <section aria-label="Campaign actions">
+      <h2>Send</h2>
+      {c.status === 'DRAFT' && (
+        <>
+          <button
+            type="button"
+            disabled={action.busy}
+            onClick={() => act(() => post(`/campaigns/${c.id}/send`), 'Sending started.')}
+          >
+            Send now
+          </button>
+          <form
+            class="inline"
+            onSubmit={(e) => {
+              e.preventDefault();
+              act(() => post(`/campaigns/${c.id}/send`, { scheduledFor: new Date(at).toISOString() }), 'Scheduled.');
+            }}
+          >
+            <div class="field">
+              <label for="schedule-at">Schedule for</label>
+              <input id="schedule-at" type="datetime-local" value={at} onInput={(e) => setAt(e.currentTarget.value)} />
+            </div>
+            <button type="submit" disabled={!at || action.busy}>
+              Schedule
+            </button>
+          </form>
+        </>
+      )}
+      {(c.status === 'SCHEDULED' || c.status === 'SENDING') && (
+        <button type="button" class="danger" onClick={() => act(() => post(`/campaigns/${c.id}/cancel`), 'Cancelled.')}>
+          Cancel
+        </button>
+      )}{' '}
+      <button
+        type="button"
+        onClick={async () => {
+          const copy = await action.run(() => post(`/campaigns/${c.id}/duplicate`));
+          if (copy) navigate(`/app/campaigns/${copy.id}`);
+        }}
+      >
+        Duplicate
+      </button>
+      <form
+        class="inline"
+        onSubmit={(e) => {
+          e.preventDefault();
+          act(() => post(`/campaigns/${c.id}/test`, { email: testTo }), `Test sent to ${testTo}.`);
+        }}
+      >
+        <Field
+          label="Send a test to"
+          name="email"
+          type="email"
+          value={testTo}
+          onInput={(e) => setTestTo(e.currentTarget.value)}
+        />
+        <button type="submit" disabled={action.busy}>
+          Send test
+        </button>
+      </form>
+      {message && <p role="status">{message}</p>}
+      <ErrorBox error={action.error} />
+    </section>
+  );
+}
+
+const COUNTERS = ['totalRecipients', 'sent', 'delivered', 'opened', 'clicked', 'bounced', 'failed'];
+
+/** Counters, refreshed every 2 s while sending, with the history of what this page saw. */
+function Stats({ id, live }: { id: string; live: boolean }) {
+  const stats = useLoad(() => get(`/campaigns/${id}/stats`), [id]);
+  const [samples, setSamples] = useState<{ t: number; sent: number; opened: number }[]>([]);
+  useEffect(() => {
+    if (stats.data)
+      setSamples((s) => [...s.slice(-59), { t: Date.now(), sent: stats.data.sent, opened: stats.data.opened }]);
+  }, [stats.data]);
+  useEffect(() => {
+    const timer = setInterval(stats.reload, live || stats.data?.status === 'SENDING' ? 2000 : 15000);
+    return () => clearInterval(timer);
+  }, [live, stats.data?.status]);
+  return (
+    <section aria-label="Statistics">
+      <h2>Statistics</h2>
+      <ErrorBox error={stats.error} />
+      {stats.data && (
+        <>
+          <dl class="figures">
+            {COUNTERS.map((k) => (
+              <div key={k}>
+                <dt>{k === 'totalRecipients' ? 'recipients' : k}</dt>
+                <dd data-testid={`stat-${k}`}>{stats.data[k]}</dd>
+              </div>
+            ))}
+          </dl>
+          <p class="muted">
+            Open rate {stats.data.openRate} %, click rate {stats.data.clickRate} %, bounce rate {stats.data.bounceRate}{' '}
+            %{stats.data.lastError && <> - last error: {stats.data.lastError}</>}
+          </p>
+          {samples.length > 1 && <Spark samples={samples} />}
+        </>
+      )}
+    </section>
+  );
+}
+
+function Spark({ samples }: { samples: { t: number; sent: number; opened: number }[] }) {
+  const max = Math.max(1, ...samples.map((s) => s.sent));
+  const t0 = samples[0].t;
+  const span = Math.max(1, samples[samples.length - 1].t - t0);
+  const line = (k: 'sent' | 'opened') =>
+    samples.map((s) => `${((s.t - t0) / span) * 300},${60 - (s[k] / max) * 55}`).join(' ');
+  return (
+    <svg width="300" height="60" role="img" aria-label="Sent and opened over time">
+      <polyline points={line('sent')} fill="none" stroke="currentColor" />
+      <polyline points={line('opened')} fill="none" stroke="#2a7" />
+    </svg>
+  );
+}
