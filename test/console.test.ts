@@ -56,7 +56,8 @@ try {
   seen.publicKey = await text(page, 'Public key');
   await shot('settings');
   const projectId = await page.evaluate(() => localStorage.getItem('project'));
-  const api = (path) => page.request.get(c.base + path, { headers: { 'x-project-id': projectId } }).then((r) => r.json());
+  const api = (path) =>
+    page.request.get(c.base + path, { headers: { 'x-project-id': projectId } }).then((r) => r.json());
 
   // A sending domain: add it, publish its records at the DNS provider, verify.
   await nav('Domains');
@@ -67,7 +68,8 @@ try {
   seen.pendingBadge = await card.locator('.badge').textContent();
   const [domain] = await api('/domains/project/' + projectId);
   for (const r of domain.records) {
-    await fetch(c.dns + '/records', { method: 'POST', body: JSON.stringify({ name: r.name, type: r.type, value: r.value }) });
+    const record = JSON.stringify({ name: r.name, type: r.type, value: r.value });
+    await fetch(c.dns + '/records', { method: 'POST', body: record });
   }
   await card.getByRole('button', { name: 'Verify now' }).click();
   await until(async () => (await card.locator('.badge').textContent()) === 'verified', 'domain verified');
@@ -93,7 +95,8 @@ try {
   // Contacts from a CSV file, with the bad row reported.
   await nav('Contacts');
   await page.getByRole('link', { name: 'Import CSV' }).click();
-  await page.getByLabel('CSV file').setInputFiles({ name: 'contacts.csv', mimeType: 'text/csv', buffer: Buffer.from(c.csv) });
+  const file = { name: 'contacts.csv', mimeType: 'text/csv', buffer: Buffer.from(c.csv) };
+  await page.getByLabel('CSV file').setInputFiles(file);
   await page.getByRole('button', { name: 'Import' }).click();
   await until(async () => (await text(page, 'import-status')) === 'completed', 'import completed');
   seen.imported = await text(page, 'import-imported');
