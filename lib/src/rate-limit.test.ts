@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createLogger } from './logger.js';
-import { FailOpenRateLimiter, MemoryRateLimiter, RedisRateLimiter } from './rate-limit.js';
+import { FailOpenRateLimiter, MemoryRateLimiter, RedisRateLimiter, SlicedRateLimiter } from './rate-limit.js';
 import { RedisLink } from './redis.js';
-import { MemoryTokenBuckets, RedisTokenBuckets } from './token-bucket.js';
+import { MemoryTokenBuckets, RedisTokenBuckets, type BucketShape, type TokenBuckets } from './token-bucket.js';
 
 /** The test Redis (127.0.0.1:6379); every test uses its own key prefix. */
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -39,6 +39,50 @@ async function close(l: RedisLink): Promise<void> {
 afterAll(async () => {
   await close(link);
   await inspect.quit();
+});
+
+/** The Redis buckets, counting the round trips a limiter makes. */
+function countedBuckets(p: string): TokenBuckets & { takes: number } {
+  const redisBuckets = new RedisTokenBuckets(link, p);
+  const counted = {
+    takes: 0,
+    take: (key: string, shape: BucketShape, want: number) => {
+      counted.takes++;
+      return redisBuckets.take(key, shape, want);
+    },
+  };
+  return counted;
+}
+
+describe('a replica slice of the shared budget', () => {
+  test('two replicas spend exactly the shared budget, in chunks of 1%: one Redis take per 10 requests', async () => {
+    const p = prefix('slice');
+    const buckets = countedBuckets(p);
+    const replicas = [new SlicedRateLimiter(buckets), new SlicedRateLimiter(buckets)];
+    // 1000 per 1000 hours: no token comes back during the test, however slow the machine is.
+    const decisions = await Promise.all(
+      Array.from({ length: 1200 }, (_, i) => replicas[i % 2].hit('track:p', 1000, 1000 * HOUR)),
+    );
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(1000);
+    // 100 chunks of 10, then one refused take per replica; later refusals are answered without Redis.
+    expect(buckets.takes).toBe(102);
+    const refused = decisions.find((d) => !d.allowed)!;
+    expect(refused).toMatchObject({ limit: 1000, remaining: 0 });
+    expect(refused.retryAfter).toBeGreaterThan(3000);
+    expect(refused.retryAfter).toBeLessThanOrEqual(3600); // one token an hour
+    expect((await replicas[0].hit('track:p', 1000, 1000 * HOUR)).allowed).toBe(false);
+    expect(buckets.takes).toBe(102);
+  });
+
+  test('the answer reports what the shared bucket holds (tokens a replica took count as spent)', async () => {
+    const p = prefix('slice-remaining');
+    const limiter = new SlicedRateLimiter(new RedisTokenBuckets(link, p));
+    expect(await limiter.hit('api:a', 1000, HOUR)).toMatchObject({ allowed: true, limit: 1000, remaining: 990 });
+    expect(Math.floor(Number(await inspect.hget(`${p}:api:a`, 't')))).toBe(990);
+    // Budgets under 200 are taken one token at a time: exact, as without slices.
+    for (const left of [2, 1, 0]) expect((await limiter.hit('api:b', 3, HOUR)).remaining).toBe(left);
+    expect((await limiter.hit('api:b', 3, HOUR)).allowed).toBe(false);
+  });
 });
 
 describe('Redis token-bucket limiter', () => {

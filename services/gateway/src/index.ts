@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { listen } from '@svc/lib/listen';
 import { MemoryIdempotencyStore, RedisIdempotencyStore } from '@svc/lib/idempotency-store';
-import { FailOpenRateLimiter, MemoryRateLimiter, RedisRateLimiter } from '@svc/lib/rate-limit';
+import { FailOpenRateLimiter, MemoryRateLimiter, SlicedRateLimiter } from '@svc/lib/rate-limit';
+import { RedisTokenBuckets } from '@svc/lib/token-bucket';
 import { RedisLink } from '@svc/lib/redis';
 import type { RunningService, Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
@@ -59,7 +60,10 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
     config,
     logger,
     clients: createClients(config),
-    limiter: redis ? new FailOpenRateLimiter(new RedisRateLimiter(redis, `${prefix}:rl`)) : new MemoryRateLimiter(),
+    // Each replica spends a slice of the shared budget taken from Redis in chunks (one round trip per chunk).
+    limiter: redis
+      ? new FailOpenRateLimiter(new SlicedRateLimiter(new RedisTokenBuckets(redis, `${prefix}:rl`)))
+      : new MemoryRateLimiter(),
     idempotencyStore: redis ? new RedisIdempotencyStore(redis, `${prefix}:idem`) : new MemoryIdempotencyStore(),
     keyCache: new KeyCache(config.keyCacheTtlSeconds, redis, `${prefix}:keys`),
     sessionSecret,
