@@ -14,7 +14,7 @@ const identityDb = new pg.Pool({
 afterAll(() => identityDb.end());
 
 const tokenOf = (mail: ReceivedMail, page: string): string => {
-  const m = new RegExp(`/auth/${page}\\?token=([A-Za-z0-9_-]+)`).exec(mail.parsed.text ?? '');
+  const m = new RegExp(`/app/${page}\\?token=([A-Za-z0-9_-]+)`).exec(mail.parsed.text ?? '');
   if (!m) throw new Error(`no ${page} link in: ${mail.parsed.text}`);
   return m[1];
 };
@@ -40,7 +40,7 @@ describe('email verification', () => {
     const [mail] = await waitForMail(email);
     expect(mail.parsed.subject).toMatch(/verify/i);
     expect(mail.parsed.from?.value[0].address).toMatch(/^no-reply@/);
-    const token = tokenOf(mail, 'verify-email');
+    const token = tokenOf(mail, 'verify');
     expect(Buffer.from(token, 'base64url')).toHaveLength(32);
 
     const verified = await call('POST', '/auth/verify-email', { token });
@@ -62,7 +62,7 @@ describe('email verification', () => {
   test('an expired, forged or missing token is a 400 INVALID_TOKEN and verifies nothing', async () => {
     const { cookie, email } = await signUp(uniqueEmail('verify-exp'));
     await call('POST', '/auth/request-verification', undefined, { cookie });
-    const token = tokenOf((await waitForMail(email))[0], 'verify-email');
+    const token = tokenOf((await waitForMail(email))[0], 'verify');
     await expire(token);
     expectEnvelope(await call('POST', '/auth/verify-email', { token }), 400, 'INVALID_TOKEN');
     expectEnvelope(await call('POST', '/auth/verify-email', { token: 'forged-token' }), 400, 'INVALID_TOKEN');
@@ -82,7 +82,7 @@ describe('password reset', () => {
     expect(asked.status).toBe(200);
     const [mail] = await waitForMail(email);
     expect(mail.parsed.subject).toMatch(/reset/i);
-    const token = tokenOf(mail, 'reset-password');
+    const token = tokenOf(mail, 'reset');
 
     // Weak password: 422, token still usable.
     const weak = await call('POST', '/auth/reset-password', { token, password: 'short' });
@@ -116,7 +116,7 @@ describe('password reset', () => {
   test('an expired or forged token changes nothing', async () => {
     const { email } = await signUp(uniqueEmail('reset-exp'), 'old-password-1');
     await call('POST', '/auth/request-password-reset', { email });
-    const token = tokenOf((await waitForMail(email))[0], 'reset-password');
+    const token = tokenOf((await waitForMail(email))[0], 'reset');
     await expire(token);
     const body = { token, password: 'new-password-2' };
     expectEnvelope(await call('POST', '/auth/reset-password', body), 400, 'INVALID_TOKEN');

@@ -193,6 +193,80 @@ try {
 process.stdout.write(JSON.stringify(seen));
 `;
 
+// The account pages: the overview's "send the verification email again", the link from that mail, a forgotten
+// password from the log-in page, the reset link from its mail, and logging in with the new password.
+const ACCOUNT = `
+import { chromium } from 'playwright-core';
+import { simpleParser } from 'mailparser';
+const c = JSON.parse(process.env.CONSOLE_CHECK);
+const browser = await chromium.launch({ executablePath: c.chromium });
+const seen = {};
+const linkIn = async (page, count) => {
+  for (const end = Date.now() + 30000; Date.now() < end; await new Promise((r) => setTimeout(r, 200))) {
+    const list = await (await fetch(c.smtp + '/messages?to=' + encodeURIComponent(c.email))).json();
+    if (list.length < count) continue;
+    const mail = await simpleParser(Buffer.from(list[count - 1].raw, 'base64'));
+    const marker = '/app/' + page + '?token=';
+    const at = mail.text.indexOf(marker);
+    if (at >= 0) return c.base + marker + mail.text.slice(at + marker.length).match(/^[A-Za-z0-9_-]+/)[0];
+  }
+  throw new Error('no ' + page + ' mail');
+};
+try {
+  const page = await browser.newPage();
+  await page.goto(c.base + '/app/signup');
+  await page.getByLabel('Email').fill(c.email);
+  await page.getByLabel('Password').fill('first-password-1');
+  await page.getByRole('button', { name: 'Sign up' }).click();
+  await page.getByLabel('Project name').fill('Mine');
+  await page.getByRole('button', { name: 'Create project' }).click();
+  await page.waitForURL(c.base + '/app/settings');
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Overview' }).click();
+  await page.getByRole('button', { name: 'Send the verification email again' }).click();
+  const verify = await linkIn('verify', 1);
+  await page.goto(verify);
+  seen.verified = await page.getByRole('status').textContent();
+  await page.goto(c.base + '/app');
+  seen.noticeAfter = await page.getByText('is not verified yet').count();
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await page.waitForURL(c.base + '/app/login');
+  await page.getByRole('link', { name: 'Forgot your password?' }).click();
+  await page.getByLabel('Email').fill(c.email);
+  await page.getByRole('button', { name: 'Send the link' }).click();
+  seen.requested = await page.getByRole('status').textContent();
+  const reset = await linkIn('reset', 2);
+  await page.goto(reset);
+  await page.getByLabel('New password').fill('second-password-2');
+  await page.getByRole('button', { name: 'Change password' }).click();
+  seen.changed = await page.getByRole('status').textContent();
+  // The same link again: the token is single-use, and the answer says so in place.
+  await page.goto(reset);
+  await page.getByLabel('New password').fill('third-password-3');
+  await page.getByRole('button', { name: 'Change password' }).click();
+  seen.reused = await page.getByRole('alert').textContent();
+  await page.goto(c.base + '/app/login');
+  await page.getByLabel('Email').fill(c.email);
+  await page.getByLabel('Password').fill('second-password-2');
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForURL(c.base + '/app');
+  seen.projectAfterLogin = await page.locator('#project-switch option').first().textContent();
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(seen));
+`;
+
+/** Runs a Playwright script in its own Node process (Playwright's disposables fail inside Jest's VM modules). */
+async function inBrowser(script: string, check: Record<string, unknown>): Promise<Record<string, any>> {
+  const { stdout } = await execFileAsync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: ROOT,
+    timeout: 240_000,
+    maxBuffer: 10 * 1024 * 1024,
+    env: { ...process.env, CONSOLE_CHECK: JSON.stringify({ chromium: CHROMIUM, base: platform.gatewayUrl, ...check }) },
+  });
+  return JSON.parse(stdout);
+}
+
 describe('the web console (/app) in a real browser', () => {
   test('the gateway serves the console: the page, its bundle, client-side routes; not other methods', async () => {
     for (const path of ['/app', '/app/contacts/some-id']) {
@@ -273,25 +347,14 @@ describe('the web console (/app) in a real browser', () => {
     const pro = [uniqueEmail('pro-a'), uniqueEmail('pro-b')];
     const free = uniqueEmail('free');
     const csv = `email,firstName,plan\n${pro[0]},Ann,pro\n${pro[1]},Bo,pro\n${free},Cy,free\nnot-an-email,X,pro\n`;
-    const { stdout } = await execFileAsync(process.execPath, ['--input-type=module', '-e', JOURNEY], {
-      cwd: ROOT,
-      timeout: 240_000,
-      maxBuffer: 10 * 1024 * 1024,
-      env: {
-        ...process.env,
-        CONSOLE_CHECK: JSON.stringify({
-          chromium: CHROMIUM,
-          base: platform.gatewayUrl,
-          email: uniqueEmail('console-user'),
-          domain,
-          csv,
-          pro,
-          dns: infra.dns.controlUrl,
-          shots: process.env.CONSOLE_SCREENSHOTS ?? '',
-        }),
-      },
+    const seen = await inBrowser(JOURNEY, {
+      email: uniqueEmail('console-user'),
+      domain,
+      csv,
+      pro,
+      dns: infra.dns.controlUrl,
+      shots: process.env.CONSOLE_SCREENSHOTS ?? '',
     });
-    const seen = JSON.parse(stdout);
     expect(seen.loginError).toContain('Invalid email or password');
     expect(seen.passwordError).toMatch(/8/);
     expect(seen.secretKey).toMatch(/^sk_/);
@@ -319,4 +382,18 @@ describe('the web console (/app) in a real browser', () => {
     }
     expect(await receivedMail(free)).toEqual([]);
   }, 300_000);
+
+  test('account pages: verify the email from its mail, reset a forgotten password, log in with the new one', async () => {
+    if (!existsSync(CHROMIUM)) {
+      console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
+      return;
+    }
+    const seen = await inBrowser(ACCOUNT, { email: uniqueEmail('console-account'), smtp: infra.smtp.controlUrl });
+    expect(seen.verified).toBe('Your email address is verified.');
+    expect(seen.noticeAfter).toBe(0);
+    expect(seen.requested).toContain('a reset link is on its way');
+    expect(seen.changed).toContain('Your password is changed');
+    expect(seen.reused).toMatch(/invalid|expired|used/i);
+    expect(seen.projectAfterLogin).toBe('Mine');
+  }, 120_000);
 });

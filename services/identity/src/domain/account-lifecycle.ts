@@ -46,7 +46,7 @@ export class AccountLifecycle {
     if (!user || user.email_verified) return;
     const token = await this.issue(user, 'verify_email', this.opts.verificationTtlSeconds);
     if (!token) return;
-    const link = this.link('verify-email', token);
+    const link = this.link('verify', token);
     try {
       await this.mailer.send({
         to: user.email,
@@ -77,7 +77,7 @@ export class AccountLifecycle {
     if (!user) return;
     const token = await this.issue(user, 'reset_password', this.opts.resetTtlSeconds);
     if (!token) return;
-    const link = this.link('reset-password', token);
+    const link = this.link('reset', token);
     try {
       await this.mailer.send({
         to: user.email,
@@ -120,7 +120,8 @@ export class AccountLifecycle {
     return row;
   }
 
-  private link(page: string, token: string): string {
-    return `${this.opts.publicUrl.replace(/\/$/, '')}/auth/${page}?token=${token}`;
+  /** The console's page for the token (`/app/verify`, `/app/reset`), which posts it to the API. */
+  private link(page: 'verify' | 'reset', token: string): string {
+    return `${this.opts.publicUrl.replace(/\/$/, '')}/app/${page}?token=${token}`;
   }
 }
