@@ -61,9 +61,20 @@ export function formatTraceparent(t: Traceparent): string {
   return `00-${t.traceId}-${t.parentId}-${t.flags}`;
 }
 
+// Ids are minted for every request and every hop: one call to the system's random source per 4 KiB of
+// them, not one (a synchronous getrandom) per id.
+const POOL_BYTES = 4096;
+let pool = Buffer.alloc(0);
+let used = 0;
+
 function randomHex(bytes: number, zero: string): string {
   for (;;) {
-    const hex = randomBytes(bytes).toString('hex');
+    if (used + bytes > pool.length) {
+      pool = randomBytes(POOL_BYTES);
+      used = 0;
+    }
+    const hex = pool.toString('hex', used, used + bytes);
+    used += bytes;
     if (hex !== zero) return hex;
   }
 }
