@@ -116,11 +116,12 @@ if (process.argv[2] === 'server') {
   const serverCpu = cpuSeconds(child.pid!) - s0;
   lat.sort((a, b) => a - b);
   const q = (p: number) => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))];
+  const clientMs = (cc.user + cc.system) / 1000;
   console.log(
     `${BATCH ? `TrackEvents of ${BATCH}` : 'unary TrackEvent'}, ${INFLIGHT} calls in flight: ${fmt(calls / secs)} ` +
-      `tracks/s, p50 ${fmt(q(0.5), 2)} ms, p99 ${fmt(q(0.99), 2)} ms per call; CPU per track: client ${fmt((cc.user + cc.system) / 1000 / calls, 3)} ms, ` +
-      `server ${fmt((serverCpu * 1000) / calls, 3)} ms; client ${fmt(((cc.user + cc.system) / 1e6 / secs) * 100)}% ` +
-      `server ${fmt((serverCpu / secs) * 100)}% of a core`,
+      `tracks/s, p50 ${fmt(q(0.5), 2)} ms, p99 ${fmt(q(0.99), 2)} ms per call; CPU per track: ` +
+      `client ${fmt(clientMs / calls, 3)} ms, server ${fmt((serverCpu * 1000) / calls, 3)} ms; ` +
+      `client ${fmt((clientMs / 1000 / secs) * 100)}% server ${fmt((serverCpu / secs) * 100)}% of a core`,
   );
   child.send('stop');
 }
