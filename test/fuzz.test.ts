@@ -145,6 +145,16 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/users/@me/invitations', auth: 'session' },
   { method: 'POST', path: '/users/@me/invitations/:p/accept', auth: 'session' },
   { method: 'POST', path: '/users/@me/invitations/:p/decline', auth: 'session' },
+  // billing (checkout, portal and invoices answer 501 on the test platform: no STRIPE_SECRET_KEY)
+  { method: 'GET', path: '/users/@me/projects/:p/billing-limits', auth: 'session' },
+  {
+    method: 'PUT',
+    path: '/users/@me/projects/:p/billing-limits',
+    auth: 'session',
+    body: ['emails', 'contacts', 'events'],
+  },
+  { method: 'GET', path: '/users/@me/projects/:p/billing-consumption', auth: 'session' },
+  { method: 'POST', path: '/webhooks/incoming/:p', auth: 'none' },
 ];
 
 const nest = (levels: number, leaf: unknown): unknown => {

@@ -1,12 +1,16 @@
 import type { Client } from '@connectrpc/connect';
 import { type MessagingService, SendSource } from '@svc/proto/svc/messaging/v1/messaging_pb';
-import type { MessagingPort } from './domain/ports.js';
+import type { EmailCapPort, MessagingPort } from './domain/ports.js';
 
 /** The messaging service as the campaigns domain's MessagingPort. */
-export function messagingPort(messaging: Client<typeof MessagingService>): MessagingPort {
+export function messagingPort(messaging: Client<typeof MessagingService>): MessagingPort & EmailCapPort {
   return {
     async senderVerified(projectId, from) {
       return (await messaging.checkSender({ projectId, from })).verified;
+    },
+    async emailAllowance(projectId, emails) {
+      const r = await messaging.checkEmailAllowance({ projectId, emails: BigInt(emails) });
+      return { allowed: r.allowed, used: Number(r.used), ...(r.limit !== undefined ? { limit: Number(r.limit) } : {}) };
     },
     async queue(projectId, content, recipients, origin) {
       const r = await messaging.queueEmails({

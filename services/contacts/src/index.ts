@@ -1,7 +1,9 @@
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
 import { Audiences } from './domain/audiences.js';
+import { billingCapsFromIdentity } from '@svc/lib/billing-caps-identity';
 import { Bulk } from './domain/bulk.js';
+import { ContactBilling } from './domain/contact-billing.js';
 import { Contacts } from './domain/contacts.js';
 import { ContactUpserts } from './domain/contact-upserts.js';
 import { Events } from './domain/events.js';
@@ -29,12 +31,27 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
   const contacts = new Contacts(db.pool, contactsStore, eventsStore, fieldsStore);
   const batches = new ContactBatches(db.pool);
   const events = new Events(contacts, eventsStore, batches);
+  // Billing caps (README "Billing"): contacts held and client-tracked events of the month.
+  const usage = async (projectId: string, since: Date) => {
+    const [held, tracked] = await Promise.all([
+      contactsStore.countAll(projectId),
+      eventsStore.countCustomSince(projectId, since),
+    ]);
+    return { contacts: held, events: tracked };
+  };
+  const billingCaps = billingCapsFromIdentity(
+    rt.config,
+    rt.logger.child({ service: 'contacts' }),
+    (p, category, since) =>
+      category === 'contacts' ? contactsStore.countAll(p) : eventsStore.countCustomSince(p, since),
+  );
   const imports = new Imports(
     jobsStore,
     batches,
     contacts,
     fieldsStore,
     rt.logger.child({ service: 'contacts', part: 'imports' }),
+    billingCaps.caps,
   );
   const bulk = new Bulk(jobsStore, contacts);
   const segmentsStore = new SegmentsStore(db.pool);
@@ -71,6 +88,8 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
         imports,
         bulk,
         kickJobs: () => runner.kick(),
+        billing: new ContactBilling(billingCaps.caps, contactsStore),
+        usage,
       },
       rt.logger.child({ service: 'contacts', part: 'rpc' }),
     ),
@@ -81,6 +100,7 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
     async stop() {
       await server.close();
       await runner.stop();
+      billingCaps.close();
       await db.close();
     },
   };

@@ -1,5 +1,7 @@
 import { create, fromJson, toJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
-import { timestampFromDate, ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
+import { timestampDate, timestampFromDate, ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
+import { billingPeriod } from '@svc/lib/billing-caps';
+import type { ContactBilling } from './domain/contact-billing.js';
 import type { ConnectRouter } from '@connectrpc/connect';
 import { isDependencyUnavailable } from '@svc/lib/dependency-errors';
 import { AppError, validationError } from '@svc/lib/errors';
@@ -37,6 +39,10 @@ export interface ContactsDomain {
   segments: Segments;
   /** Wakes the job runner after a job is queued. */
   kickJobs(): void;
+  /** The contacts and tracked-events caps, taken before a write (README "Billing"). */
+  billing: ContactBilling;
+  /** Contacts held and client-tracked events since a date. */
+  usage(projectId: string, since: Date): Promise<{ contacts: number; events: number }>;
 }
 
 /** `undefined` when the client sent no value (field omitted), JSON otherwise. */
@@ -54,13 +60,16 @@ export const contactPb = (c: ContactRow) =>
   });
 
 async function trackOne(d: ContactsDomain, req: TrackEventRequest) {
-  const r = await d.events.track({
-    projectId: req.projectId,
-    email: req.email,
-    event: req.event,
-    subscribed: req.subscribed,
-    data: json(req.data),
-  });
+  // The events cap, and the contacts cap when the address is new (README "Billing").
+  const r = await d.billing.guard(req.projectId, { emails: [req.email], events: 1 }, () =>
+    d.events.track({
+      projectId: req.projectId,
+      email: req.email,
+      event: req.event,
+      subscribed: req.subscribed,
+      data: json(req.data),
+    }),
+  );
   return { contactId: r.contactId, eventId: r.event.id, timestamp: timestampFromDate(r.event.created_at) };
 }
 
@@ -139,19 +148,24 @@ export function contactsRoutes(d: ContactsDomain, logger: Logger) {
       },
       async upsertContact(req) {
         requireEmailPresent(req.email);
-        const r = await d.contacts.upsert({
-          projectId: req.projectId,
-          email: req.email,
-          subscribed: req.subscribed,
-          defaultSubscribed: req.defaultSubscribed,
-          data: json(req.data),
-          mode: 'set',
-        });
+        const r = await d.billing.guard(req.projectId, { emails: [req.email] }, () =>
+          d.contacts.upsert({
+            projectId: req.projectId,
+            email: req.email,
+            subscribed: req.subscribed,
+            defaultSubscribed: req.defaultSubscribed,
+            data: json(req.data),
+            mode: 'set',
+          }),
+        );
         return upsertedPb(r);
       },
       async upsertContacts(req) {
         const items = req.items.map((i) => ({ ...i, data: i.data as JsonObject | undefined }));
-        const results = await d.upserts.upsertMany(req.projectId, items);
+        const emails = items.map((i) => i.email);
+        const results = await d.billing.guard(req.projectId, { emails }, () =>
+          d.upserts.upsertMany(req.projectId, items),
+        );
         return {
           results: results.map((r) =>
             r.ok
@@ -291,6 +305,10 @@ export function contactsRoutes(d: ContactsDomain, logger: Logger) {
         const job = await d.imports.start(req.projectId, Buffer.from(req.csv), req.filename);
         d.kickJobs();
         return { job: importPb(job) };
+      },
+      async getContactsUsage(req) {
+        const u = await d.usage(req.projectId, req.since ? timestampDate(req.since) : billingPeriod().start);
+        return { contacts: BigInt(u.contacts), events: BigInt(u.events) };
       },
       async getImportJob(req) {
         return { job: importPb(await d.imports.get(req.projectId, req.jobId)) };

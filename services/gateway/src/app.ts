@@ -32,6 +32,8 @@ import { uploadsRouter } from './routes/uploads.js';
 import { identityRouter } from './routes/identity.js';
 import { landingRouter } from './routes/landing.js';
 import { setupStateRouter } from './routes/setup-state.js';
+import { billingRouter, paymentWebhookRouter } from './routes/billing.js';
+import { stripeProvider } from './billing/stripe-provider.js';
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -80,11 +82,16 @@ export function createApp(deps: GatewayDeps) {
     });
   });
 
+  // Before the JSON parser: a payment provider signs the raw bytes of its notifications.
+  const paymentProvider = stripeProvider(config.stripe);
+  app.use(paymentWebhookRouter(clients.identity, paymentProvider, logger));
+
   const json = chain(...jsonBody(config.bodyLimit));
   app.use((req, res, next) => (req.path === '/v1/send' ? next() : json(req, res, next)));
 
   app.use(identityRouter(clients.identity, auth, deps.limiter));
   app.use(setupStateRouter(clients, auth));
+  app.use(billingRouter(clients, auth, paymentProvider, config.publicUrl));
   app.use(contactJobsRouter(clients.contacts, guards));
   app.use(contactsRouter(clients.contacts, guards));
   app.use(eventsRouter(clients.contacts, guards, config.trackBatch));

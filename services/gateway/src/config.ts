@@ -23,6 +23,10 @@ export const gatewayEnv = z
       .default('1mb'),
     /** Shared secret of provider webhooks (`X-Webhook-Secret`); unset: webhooks are refused. */
     WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+    /** Stripe, the payment provider of the billing routes (README "Billing"); unset: those answer 501. */
+    STRIPE_SECRET_KEY: z.string().min(1).optional(),
+    STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
+    STRIPE_PRICE_ID: z.string().min(1).optional(),
     /** Express `trust proxy` value: which proxies' X-Forwarded-For to believe; unset trusts none. */
     TRUST_PROXY: z
       .string()
@@ -42,6 +46,7 @@ export const gatewayEnv = z
     bodyLimit: e.BODY_LIMIT,
     webhookSecret: e.WEBHOOK_SECRET,
     trustProxy: e.TRUST_PROXY,
+    stripe: { secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET, priceId: e.STRIPE_PRICE_ID },
   }));
 
 export type GatewayEnv = z.output<typeof gatewayEnv>;

@@ -2,11 +2,13 @@ import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from
 import { serviceModule } from '@svc/lib/services';
 import { type IdentityEnv, identityEnv } from './config.js';
 import { AccountLifecycle } from './domain/account-lifecycle.js';
+import { Billing } from './domain/billing.js';
 import { Identity } from './domain/identity.js';
 import { createSystemMailer } from './domain/system-mail.js';
 import { Invitations } from './domain/invitations.js';
 import { identityRoutes } from './rpc.js';
 import { AccountTokensStore } from './store/account-tokens-store.js';
+import { BillingStore } from './store/billing-store.js';
 import { migrations } from './store/migrations.js';
 import { IdentityStore } from './store/identity-store.js';
 import { InvitationsStore } from './store/invitations-store.js';
@@ -25,7 +27,8 @@ export async function startIdentity(rt: Runtime<IdentityEnv>): Promise<RunningSe
     resetTtlSeconds: config.resetTtlSeconds,
     logger: rt.logger.child({ service: 'identity' }),
   });
-  const server = await serveRpc(rt, 'identity', identityRoutes(identity, invitations, lifecycle), db);
+  const billing = new Billing(identity, new BillingStore(db.pool));
+  const server = await serveRpc(rt, 'identity', identityRoutes(identity, invitations, lifecycle, billing), db);
   return {
     name: 'identity',
     async stop() {

@@ -2,6 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter } from '@connectrpc/connect';
 import { validationError } from '@svc/lib/errors';
+import { BillingAccountSchema, type BillingLimits } from '@svc/proto/svc/identity/v1/billing_pb';
 import {
   IdentityService,
   InvitationSchema,
@@ -13,6 +14,7 @@ import {
   UserSchema,
 } from '@svc/proto/svc/identity/v1/identity_pb';
 import type { AccountLifecycle } from './domain/account-lifecycle.js';
+import type { Billing, Limits } from './domain/billing.js';
 import type { Identity, ProjectView } from './domain/identity.js';
 import type { Invitations } from './domain/invitations.js';
 import type { Role } from './domain/roles.js';
@@ -85,7 +87,28 @@ const invitation = (i: InvitationRow) =>
     expiresAt: timestampFromDate(i.expires_at),
   });
 
-export function identityRoutes(identity: Identity, invitations: Invitations, lifecycle: AccountLifecycle) {
+const limitsMessage = (l: Limits) => ({
+  ...(l.emails !== undefined ? { emails: BigInt(l.emails) } : {}),
+  ...(l.contacts !== undefined ? { contacts: BigInt(l.contacts) } : {}),
+  ...(l.events !== undefined ? { events: BigInt(l.events) } : {}),
+});
+
+/** A present field sets the cap, a clear_* flag makes it unlimited, anything else keeps it. */
+function limitsPatch(l: BillingLimits | undefined, clear: Record<'emails' | 'contacts' | 'events', boolean>) {
+  const out: Partial<Record<'emails' | 'contacts' | 'events', number | null>> = {};
+  for (const c of ['emails', 'contacts', 'events'] as const) {
+    if (clear[c]) out[c] = null;
+    else if (l?.[c] !== undefined) out[c] = Number(l[c]);
+  }
+  return out;
+}
+
+export function identityRoutes(
+  identity: Identity,
+  invitations: Invitations,
+  lifecycle: AccountLifecycle,
+  billing: Billing,
+) {
   return (router: ConnectRouter) =>
     router.service(IdentityService, {
       async signUp(req) {
@@ -185,6 +208,37 @@ export function identityRoutes(identity: Identity, invitations: Invitations, lif
       async resetPassword(req) {
         await lifecycle.resetPassword(req.token, req.password);
         return {};
+      },
+      async getBillingLimits(req) {
+        const v = await billing.view(req.userId, req.projectId);
+        const account = v.row?.provider
+          ? create(BillingAccountSchema, {
+              provider: v.row.provider,
+              customerId: v.row.customer_id,
+              subscriptionId: v.row.subscription_id,
+              status: v.row.subscription_status,
+              updatedAt: timestampFromDate(v.row.updated_at),
+            })
+          : undefined;
+        return { limits: limitsMessage(v.limits), account, canManage: v.canManage };
+      },
+      async setBillingLimits(req) {
+        const clear = { emails: req.clearEmails, contacts: req.clearContacts, events: req.clearEvents };
+        return {
+          limits: limitsMessage(await billing.setLimits(req.userId, req.projectId, limitsPatch(req.limits, clear))),
+        };
+      },
+      async getProjectBillingLimits(req) {
+        return { limits: limitsMessage(await billing.limitsOfProject(req.projectId)) };
+      },
+      async recordBillingAccount(req) {
+        const projectId = await billing.recordAccount(req.projectId, {
+          provider: req.provider,
+          customerId: req.customerId,
+          subscriptionId: req.subscriptionId,
+          status: req.status,
+        });
+        return { applied: projectId !== null, projectId: projectId ?? '' };
       },
     });
 }

@@ -1,3 +1,5 @@
+import { billingCapsFromIdentity } from '@svc/lib/billing-caps-identity';
+import { EmailBilling } from './domain/email-billing.js';
 import { subscribeTopics } from '@svc/lib/bus-topic';
 import { scrapeGauge } from '@svc/lib/metrics';
 import { createRpcClient } from '@svc/lib/rpc-client';
@@ -91,6 +93,10 @@ export async function startMessaging(
   const templates = new Templates(new TemplatesStore(db.pool), domains, renderer);
   const activityStore = new ActivityStore(db.pool);
   const activity = new ActivityFeed(activityStore, emailsStore);
+  // Billing caps (README "Billing"): only emails are counted here.
+  const billingCaps = billingCapsFromIdentity(config, logger, (projectId, _category, since) =>
+    emailsStore.countBillable(projectId, since),
+  );
   const sendRecords = new SendRecords(new SendRecordsStore(db.pool, config.idempotencyTtlSeconds));
 
   const server = await serveRpc(
@@ -112,6 +118,7 @@ export async function startMessaging(
             publicUrl: config.publicUrl,
             records: sendRecords,
             activity: activityStore,
+            caps: billingCaps.caps,
           }),
           contacts,
           records: sendRecords,
@@ -124,6 +131,7 @@ export async function startMessaging(
         dns,
         devMail,
         uploads: new Uploads(new UploadsStore(db.pool)),
+        billing: new EmailBilling(billingCaps.caps, emailsStore),
       }),
     ),
     db,
@@ -152,6 +160,7 @@ export async function startMessaging(
       await checker.stop();
       await worker.stop();
       throttle.close();
+      billingCaps.close();
       transport.close();
       await devSink?.close();
       await db.close();

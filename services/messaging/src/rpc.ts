@@ -1,5 +1,7 @@
 import { create, type JsonObject } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { billingPeriod } from '@svc/lib/billing-caps';
+import type { EmailBilling } from './domain/email-billing.js';
 import type { ConnectRouter } from '@connectrpc/connect';
 import {
   ActivitySchema,
@@ -58,6 +60,8 @@ export interface MessagingParts {
   devMail?: DevMail;
   /** POST /uploads/image and GET /u/{id}. */
   uploads: Uploads;
+  /** Email usage and the campaign pre-check against the cap (README "Billing"). */
+  billing: EmailBilling;
 }
 
 const ts = (d: Date | null | undefined) => (d ? timestampFromDate(d) : undefined);
@@ -411,6 +415,18 @@ export function messagingRoutes(parts: MessagingParts) {
 
       async createUpload(req) {
         return { upload: upload(await parts.uploads.create(req.projectId, Buffer.from(req.content))) };
+      },
+      async getEmailUsage(req) {
+        const since = req.since ? timestampDate(req.since) : billingPeriod().start;
+        return { emails: BigInt(await parts.billing.used(req.projectId, since)) };
+      },
+      async checkEmailAllowance(req) {
+        const a = await parts.billing.allowance(req.projectId, Number(req.emails));
+        return {
+          allowed: a.allowed,
+          used: BigInt(a.used),
+          ...(a.limit !== undefined ? { limit: BigInt(a.limit) } : {}),
+        };
       },
       async getUpload(req) {
         const u = await parts.uploads.get(req.id);

@@ -1,13 +1,14 @@
+import { billingLimitReached } from '@svc/lib/billing-caps';
 import { AppError, badRequest, notFound, validationError } from '@svc/lib/errors';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { CampaignContent, CampaignRow, CampaignStatus } from '../store/campaign-row.js';
 import type { CampaignsStore } from '../store/campaigns-store.js';
 import type { RecipientsStore } from '../store/recipients-store.js';
-import { audienceTree, references, referencesField } from './audience.js';
+import { audienceTree, references, referencesField, subscribedOnly } from './audience.js';
 import { validateCreate, validateReplace, validateTestEmail, type CampaignInput } from './campaign-input.js';
 import { campaignStats, type CampaignStatsView } from './stats.js';
 import { allowed, notAllowed } from './states.js';
-import type { ContactsPort, EmailContent, MessagingPort, SegmentsPort } from './ports.js';
+import type { ContactsPort, EmailCapPort, EmailContent, MessagingPort, SegmentsPort } from './ports.js';
 import { intParam, offsetPage, totalPages } from './pagination.js';
 
 export const STATUSES: readonly CampaignStatus[] = ['DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED'];
@@ -95,7 +96,7 @@ export class Campaigns {
     private readonly recipients: RecipientsStore,
     private readonly contacts: ContactsPort,
     private readonly segments: SegmentsPort,
-    private readonly messaging: MessagingPort,
+    private readonly messaging: MessagingPort & EmailCapPort,
   ) {}
 
   async list(projectId: string, q: ListQuery) {
@@ -178,6 +179,7 @@ export class Campaigns {
     }
     await this.checkAudience(projectId, contentOf(current));
     await this.checkSender(projectId, current.from_email);
+    await this.checkEmailCap(projectId, contentOf(current));
     const later = at && at.getTime() > Date.now();
     const row = later ? await this.store.schedule(projectId, id, at!) : await this.store.sendNow(projectId, id);
     if (!row) throw notAllowed('send', (await this.get(projectId, id)).status);
@@ -292,6 +294,24 @@ export class Campaigns {
     if (c.audience_type === 'FILTERED') {
       await this.contacts.count(projectId, audienceTree(c)).catch((err) => Promise.reject(asAudienceError(err)));
     }
+  }
+
+  /**
+   * A campaign that would cross the email cap is refused before it starts (402): its audience as counted now
+   * (subscribed contacts unless TRANSACTIONAL) must fit in what is left of the month's emails.
+   */
+  private async checkEmailCap(projectId: string, c: CampaignContent): Promise<void> {
+    // Uncapped projects (most) cost one call and no audience count.
+    const cap = await this.messaging.emailAllowance(projectId, 0);
+    if (cap.limit === undefined) return;
+    const tree = audienceTree(c);
+    const subscribed = { field: 'subscribed', operator: 'equals', value: true };
+    const audience = subscribedOnly(c.type)
+      ? { logic: 'AND', groups: [{ filters: [subscribed], ...(tree ? { conditions: tree } : {}) }] }
+      : tree;
+    const recipients = await this.contacts.count(projectId, audience);
+    const a = recipients > 0 ? await this.messaging.emailAllowance(projectId, recipients) : cap;
+    if (!a.allowed && a.limit !== undefined) throw billingLimitReached('emails', a.used, a.limit, recipients);
   }
 
   private async checkSender(projectId: string, from: string): Promise<void> {

@@ -52,6 +52,12 @@ export interface QueueResult {
   error: string;
 }
 
+/** The email cap (README "Billing"), asked before a campaign starts. */
+export interface EmailCapPort {
+  /** Whether `emails` more messages fit under the project's email cap this month. */
+  emailAllowance(projectId: string, emails: number): Promise<{ allowed: boolean; used: number; limit?: number }>;
+}
+
 export interface MessagingPort {
   senderVerified(projectId: string, from: string): Promise<boolean>;
   queue(

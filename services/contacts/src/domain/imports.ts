@@ -1,3 +1,4 @@
+import type { BillingCaps } from '@svc/lib/billing-caps';
 import { randomUUID } from 'node:crypto';
 import { CsvError, parse } from 'csv-parse';
 import { withTransaction } from '@svc/lib/db';
@@ -57,7 +58,8 @@ function settle(progress: Progress, written: { imported: number; updated: number
 }
 
 /** A write refused because of the row itself (422: a custom-data rule), as opposed to a fault. */
-const refusesRow = (err: unknown): err is AppError => err instanceof AppError && err.status === 422;
+const refusesRow = (err: unknown): err is AppError =>
+  err instanceof AppError && (err.status === 422 || err.code === 'BILLING_LIMIT_REACHED');
 
 /**
  * A row that would take the project past MAX_CUSTOM_FIELDS fails alone, before any write; the
@@ -87,6 +89,8 @@ export class Imports {
     private readonly contacts: Contacts,
     private readonly fields: FieldsStore,
     private readonly logger: Logger,
+    /** The contacts cap: a batch takes its new contacts from it; rows beyond it are skipped (`billing_limit`). */
+    private readonly caps?: BillingCaps,
   ) {}
 
   async start(projectId: string, csv: Buffer, filename: string): Promise<ImportJobRow> {
@@ -204,7 +208,9 @@ export class Imports {
         settle(progress, await this.writeBatch(projectId, [row]));
       } catch (err) {
         if (!refusesRow(err)) throw err;
-        refuse(progress, rowError(row.row, row.email, err.errors?.[0]?.code ?? 'invalid_data'));
+        const reason =
+          err.code === 'BILLING_LIMIT_REACHED' ? 'billing_limit' : (err.errors?.[0]?.code ?? 'invalid_data');
+        refuse(progress, rowError(row.row, row.email, reason));
       }
     }
   }
@@ -216,6 +222,7 @@ export class Imports {
   private async writeBatch(projectId: string, rows: CsvContact[]): Promise<{ imported: number; updated: number }> {
     const written = { imported: 0, updated: 0 };
     if (!rows.length) return written;
+    let release: (() => Promise<void>) | undefined;
     await withTransaction(this.batches.db, async (tx) => {
       const existing = new Map(
         (
@@ -247,6 +254,7 @@ export class Imports {
           written.imported++;
         }
       }
+      release = await this.caps?.reserve(projectId, 'contacts', fresh.size);
       const inserted = await this.batches.insertMany(
         tx,
         projectId,
@@ -267,6 +275,9 @@ export class Imports {
       }
       for (const c of [...inserted, ...updated]) await this.contacts.recordTypes(tx, projectId, c.data);
       await enqueueMany(tx, [...inserted.map(contactCreated), ...updated.map(contactUpdated)]);
+    }).catch(async (err) => {
+      await release?.();
+      throw err;
     });
     return written;
   }

@@ -130,6 +130,23 @@ export class ContactsStore {
     return { rows, total };
   }
 
+  /** How many of these lower-case addresses are contacts of the project (billing; the project's email index). */
+  async countExisting(projectId: string, emails: string[]): Promise<number> {
+    const { rows } = await this.pool.query<{ n: string }>(
+      'SELECT count(*) AS n FROM contacts WHERE project_id = $1 AND lower(email) = ANY($2::text[])',
+      [projectId, emails],
+    );
+    return Number(rows[0].n);
+  }
+
+  /** Contacts the project holds (billing). */
+  async countAll(projectId: string): Promise<number> {
+    const { rows } = await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM contacts WHERE project_id = $1', [
+      projectId,
+    ]);
+    return Number(rows[0].n);
+  }
+
   async byEmails(projectId: string, emails: string[]): Promise<ContactRow[]> {
     const { rows } = await this.pool.query<ContactRow>(
       'SELECT * FROM contacts WHERE project_id = $1 AND lower(email) = ANY($2::text[])',

@@ -1,6 +1,10 @@
 import type { Pool, Queryable } from '@svc/lib/db';
 import type { EventRow } from './contact-rows.js';
 
+/** Names clients track: not the platform's own (isReservedEventName in domain/event-names.ts). */
+const CLIENT_TRACKED = `name NOT LIKE 'email.%' AND name NOT IN ('contact.subscribed', 'contact.unsubscribed')
+  AND name !~ '^segment\\.[^.]+\\.(entry|exit)$'`;
+
 export class EventsStore {
   constructor(readonly pool: Pool) {}
 
@@ -101,12 +105,20 @@ export class EventsStore {
     const { rows } = await this.pool.query<{ name: string; count: number; contacts: number; last_seen: Date }>(
       `SELECT name, count(*) AS count, count(DISTINCT contact_id) AS contacts, max(created_at) AS last_seen
        FROM events WHERE project_id = $1 AND created_at > now() - make_interval(days => $2)
-         AND name NOT LIKE 'email.%' AND name NOT IN ('contact.subscribed', 'contact.unsubscribed')
-         AND name !~ '^segment\\.[^.]+\\.(entry|exit)$'
+         AND ${CLIENT_TRACKED}
        GROUP BY name ORDER BY count(*) DESC, name LIMIT $3`,
       [projectId, days, limit],
     );
     return rows;
+  }
+
+  /** Client-tracked events since `since` (billing; events_project_time). */
+  async countCustomSince(projectId: string, since: Date): Promise<number> {
+    const { rows } = await this.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM events WHERE project_id = $1 AND created_at >= $2 AND ${CLIENT_TRACKED}`,
+      [projectId, since],
+    );
+    return Number(rows[0].n);
   }
 
   async names(projectId: string): Promise<string[]> {

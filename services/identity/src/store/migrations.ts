@@ -80,4 +80,23 @@ export const migrations: Migration[] = [
       CREATE INDEX account_tokens_user ON account_tokens (user_id, purpose, created_at);
     `,
   },
+  {
+    // Billing caps per project (NULL = unlimited) and the payment provider's account of the project, as its
+    // verified webhooks last told it; customer_id finds the project of a later subscription change.
+    id: '004_billing',
+    sql: `
+      CREATE TABLE billing (
+        project_id uuid PRIMARY KEY REFERENCES projects ON DELETE CASCADE,
+        emails_limit bigint CHECK (emails_limit >= 0),
+        contacts_limit bigint CHECK (contacts_limit >= 0),
+        events_limit bigint CHECK (events_limit >= 0),
+        provider text NOT NULL DEFAULT '',
+        customer_id text NOT NULL DEFAULT '',
+        subscription_id text NOT NULL DEFAULT '',
+        subscription_status text NOT NULL DEFAULT '',
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX billing_customer ON billing (provider, customer_id) WHERE customer_id <> '';
+    `,
+  },
 ];

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { BillingCaps } from '@svc/lib/billing-caps';
 import { AppError, validationError } from '@svc/lib/errors';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { uuidv7 } from '@svc/lib/ids';
@@ -131,6 +132,8 @@ export interface EmailBatchDeps {
   records: SendRecords;
   /** The feed's `email.suppressed` rows, written with the withheld emails. */
   activity: ActivityStore;
+  /** The email cap (README "Billing"): queued mail is taken from it before the commit. */
+  caps?: BillingCaps;
 }
 
 /** Why a render failed, for QueuedEmail.error: "field: message" of each field error. */
@@ -317,16 +320,26 @@ export class EmailBatches {
     }
     const answer: QueuedBatch = { sendId, emails: queued, timestamp: new Date() };
     const { idempotency } = opts;
-    const inserted = await this.commits.submit({
-      projectId,
-      sendId,
-      emails,
-      withheld,
-      attachments: content.attachments,
-      idempotency,
-      answer,
-    });
+    // Withheld mail and test messages are not billed; a refused batch queues nothing (402).
+    const billable = (list: NewEmail[]) => list.filter((e) => e.status === 'queued' && !e.test).length;
+    const release = this.d.caps ? await this.d.caps.reserve(projectId, 'emails', billable(emails)) : undefined;
+    let inserted: Set<string>;
+    try {
+      inserted = await this.commits.submit({
+        projectId,
+        sendId,
+        emails,
+        withheld,
+        attachments: content.attachments,
+        idempotency,
+        answer,
+      });
+    } catch (err) {
+      await release?.();
+      throw err;
+    }
     const lost = emails.filter((e) => !inserted.has(e.id));
+    if (lost.length && billable(lost)) await this.d.caps?.added(projectId, 'emails', -billable(lost));
     if (lost.length) await this.answerLostKeys(projectId, queued, lost);
     return answer;
   }

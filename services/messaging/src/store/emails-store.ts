@@ -168,6 +168,19 @@ export class EmailsStore {
   constructor(readonly pool: Pool) {}
 
   /**
+   * Emails billed since `since`: queued for delivery (whatever became of them), not withheld, not tests.
+   * A range scan of emails_project_created; the caps re-read it at most once a minute per capped project.
+   */
+  async countBillable(projectId: string, since: Date): Promise<number> {
+    const { rows } = await this.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM emails
+       WHERE project_id = $1 AND created_at >= $2 AND status <> 'suppressed' AND NOT test`,
+      [projectId, since],
+    );
+    return Number(rows[0].n);
+  }
+
+  /**
    * Inserts the emails and answers the ids actually inserted: an email whose dedupe_key the project
    * already has (committed, or earlier in this transaction) is skipped, not an error.
    */
