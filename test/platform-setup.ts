@@ -43,6 +43,8 @@ export default async function setup(): Promise<void> {
   env.WEBHOOK_SECRET = 'test-webhook-secret-0123456789';
   // Payment-provider webhooks are signed by the tests themselves; no STRIPE_SECRET_KEY: no call ever reaches Stripe.
   env.STRIPE_WEBHOOK_SECRET = 'whsec_test_billing_0123456789';
+  // Inbound mail: the tests send real mail to the messaging service's SMTP listener with nodemailer.
+  env.INBOUND_SMTP_PORT = String(await freePort());
   env.SEND_RETRY_BASE_MS = '300';
   env.SEND_MAX_ATTEMPTS = '4';
   // Workflow WEBHOOK steps call a receiver on loopback in the tests; quick retries.

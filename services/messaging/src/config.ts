@@ -11,6 +11,8 @@ export const messagingEnv = z
     /** Worker threads that build and DKIM-sign outgoing mail; 0 signs on the main thread. Default: one per CPU. */
     DKIM_WORKERS: z.coerce.number().int().min(0).max(64).default(availableParallelism()),
     EMBEDDED_SMTP_PORT: envPort.default(2525),
+    /** SMTP listener of inbound mail (README "Inbound mail"); unset: off, except embedded mode (2526). */
+    INBOUND_SMTP_PORT: envPort.optional(),
     /** Per-project delivery throttle, messages per second. */
     SEND_RATE_PER_SECOND: envPositiveInt.default(100),
     SEND_MAX_ATTEMPTS: envPositiveInt.default(6),
@@ -24,6 +26,7 @@ export const messagingEnv = z
     smtpPoolSize: e.SMTP_POOL_SIZE,
     dkimWorkers: e.DKIM_WORKERS,
     embeddedSmtpPort: e.EMBEDDED_SMTP_PORT,
+    inboundSmtpPort: e.INBOUND_SMTP_PORT,
     sendRatePerSecond: e.SEND_RATE_PER_SECOND,
     sendMaxAttempts: e.SEND_MAX_ATTEMPTS,
     sendRetryBaseMs: e.SEND_RETRY_BASE_MS,

@@ -56,6 +56,10 @@ export function contactsDirectory(contacts: Client<typeof ContactsService>): Con
       const subscribed = new Set(answers.flatMap((a) => a.found.filter((c) => c.subscribed).map((c) => c.id)));
       return new Set(recipients.filter((r) => subscribed.has(r.contactId)).map((r) => r.contactId));
     },
+    async findByEmail(projectId, email) {
+      const found = (await contacts.lookupContacts({ projectId, emails: [email] })).found[0];
+      return found ? view(found) : null;
+    },
     async setSubscribed(projectId, contactId, subscribed) {
       return view((await contacts.updateContact({ projectId, id: contactId, subscribed })).contact);
     },

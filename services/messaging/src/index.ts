@@ -1,3 +1,6 @@
+import type { Logger } from '@svc/lib/logger';
+import { startInboundSmtp } from './delivery/inbound-smtp.js';
+import { InboundMail } from './domain/inbound-mail.js';
 import { billingCapsFromIdentity } from '@svc/lib/billing-caps-identity';
 import { EmailBilling } from './domain/email-billing.js';
 import { subscribeTopics } from '@svc/lib/bus-topic';
@@ -55,6 +58,21 @@ async function localSink(port: number, onMessage?: SmtpSinkOptions['onMessage'])
   }
 }
 
+const EMBEDDED_INBOUND_PORT = 2526;
+
+/** The inbound listener; embedded mode's default port falls back to a free one when taken. */
+async function inboundListener(
+  inbound: InboundMail,
+  o: { host: string; port: number; logger: Logger; fallback: boolean },
+): Promise<{ port: number; close(): Promise<void> }> {
+  try {
+    return await startInboundSmtp(inbound, o);
+  } catch (err) {
+    if (!o.fallback || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    return startInboundSmtp(inbound, { ...o, port: 0 });
+  }
+}
+
 export async function startMessaging(
   rt: Runtime<MessagingEnv>,
   opts: { embedded?: boolean } = {},
@@ -92,6 +110,7 @@ export async function startMessaging(
   });
   const templates = new Templates(new TemplatesStore(db.pool), domains, renderer);
   const activityStore = new ActivityStore(db.pool);
+  const tracking = new Tracking(db.pool, emailsStore, tokens, contacts);
   const activity = new ActivityFeed(activityStore, emailsStore);
   // Billing caps (README "Billing"): only emails are counted here.
   const billingCaps = billingCapsFromIdentity(config, logger, (projectId, _category, since) =>
@@ -123,7 +142,7 @@ export async function startMessaging(
           contacts,
           records: sendRecords,
         }),
-        tracking: new Tracking(db.pool, emailsStore, tokens, contacts),
+        tracking,
         webhooks: new ProviderWebhooks(db.pool, emailsStore),
         activity,
         timeseries: new EmailTimeseries(new TimeseriesStore(db.pool)),
@@ -138,6 +157,19 @@ export async function startMessaging(
   );
 
   await subscribeTopics(rt.bus, 'messaging-activity', activity.routes(), logger);
+
+  // Inbound mail (README "Inbound mail"): on with INBOUND_SMTP_PORT, and in embedded mode on 2526 (or a free port).
+  const inboundPort = config.inboundSmtpPort ?? (opts.embedded ? EMBEDDED_INBOUND_PORT : undefined);
+  const inbound =
+    inboundPort === undefined
+      ? undefined
+      : await inboundListener(new InboundMail({ pool: db.pool, domains: domainsStore, contacts, tracking, logger }), {
+          host: config.bindHost,
+          port: inboundPort,
+          logger,
+          fallback: config.inboundSmtpPort === undefined,
+        });
+  if (inbound) logger.info({ port: inbound.port }, 'inbound SMTP listening');
 
   const transport = createSmtpTransport(smtpUrl, config.smtpPoolSize);
   const throttle = sendThrottle(config, logger);
@@ -163,6 +195,7 @@ export async function startMessaging(
       billingCaps.close();
       transport.close();
       await devSink?.close();
+      await inbound?.close();
       await db.close();
     },
   };

@@ -30,4 +30,6 @@ export interface ContactDirectory {
    */
   subscribedNow(projectId: string, recipients: { contactId: string; email: string }[]): Promise<Set<string>>;
   setSubscribed(projectId: string, contactId: string, subscribed: boolean): Promise<ContactView>;
+  /** The project's contact with this address (compared case-insensitively), or null. */
+  findByEmail(projectId: string, email: string): Promise<ContactView | null>;
 }

@@ -5,7 +5,8 @@ import { emailLifecycleSubject, MESSAGING_TOPICS } from '@svc/proto/topics/messa
 import type { EmailRow } from '../store/emails-store.js';
 
 /** The email lifecycle on the bus (`emails.<type>`); contacts records them as `email.<type>` events. */
-export type LifecycleType = 'sent' | 'delivery' | 'open' | 'click' | 'bounce' | 'complaint';
+/** `received`: inbound mail from the contact (README "Inbound mail"). */
+export type LifecycleType = 'sent' | 'delivery' | 'open' | 'click' | 'bounce' | 'complaint' | 'received';
 
 /** The step's own values; an undefined one is left out, as JSON.stringify would. */
 export type LifecycleData = Record<string, JsonValue | undefined>;

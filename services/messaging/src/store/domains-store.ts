@@ -59,6 +59,15 @@ export class DomainsStore {
   }
 
   /** Verified domains of the project that `domain` equals or is a subdomain of, most specific first. */
+  /** Projects with a verified domain equal to `domain` or a parent of it (inbound mail: a scan of the few domains). */
+  async projectsCovering(domain: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ project_id: string }>(
+      `SELECT DISTINCT project_id FROM domains WHERE status = 'verified' AND ($1 = domain OR $1 LIKE '%.' || domain)`,
+      [domain],
+    );
+    return rows.map((r) => r.project_id);
+  }
+
   async verifiedCovering(projectId: string, domain: string): Promise<DomainRow | null> {
     const { rows } = await this.pool.query<DomainRow>(
       `SELECT * FROM domains WHERE project_id = $1 AND status = 'verified' AND ($2 = domain OR $2 LIKE '%.' || domain)
