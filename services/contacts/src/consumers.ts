@@ -5,7 +5,7 @@ import type { Logger } from '@svc/lib/logger';
 import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
-import type { Events } from './domain/events.js';
+import { EMAIL_ACTIVITY_SUBSCRIPTION, type Events } from './domain/events.js';
 import type { SegmentEvents } from './domain/segment-events.js';
 import type { ContactsStore } from './store/contacts-store.js';
 
@@ -27,6 +27,7 @@ export async function subscribeContactsConsumers(bus: Bus, d: ConsumerDeps): Pro
     'contacts-email-activity',
     [on(MESSAGING_TOPICS.emailLifecycle, (m, meta) => d.events.recordEmailActivity(meta.id, m))],
     d.logger,
+    EMAIL_ACTIVITY_SUBSCRIPTION,
   );
   await subscribeTopics(
     bus,

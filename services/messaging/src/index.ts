@@ -14,7 +14,7 @@ import { type MessagingEnv, messagingEnv } from './config.js';
 import { contactsDirectory } from './contacts-rpc.js';
 import { startSmtpSink, type SmtpSink, type SmtpSinkOptions } from './delivery/smtp-sink.js';
 import { createSmtpTransport } from './delivery/smtp-transport.js';
-import { ActivityFeed } from './domain/activity-feed.js';
+import { ActivityFeed, FEED_SUBSCRIPTION } from './domain/activity-feed.js';
 import { DevMail } from './domain/dev-mail.js';
 import { withDevMailRoutes } from './dev-mail-rpc.js';
 import { loadSandboxSender, SANDBOX_SENDER } from './domain/sandbox-sender.js';
@@ -156,7 +156,7 @@ export async function startMessaging(
     db,
   );
 
-  await subscribeTopics(rt.bus, 'messaging-activity', activity.routes(), logger);
+  await subscribeTopics(rt.bus, 'messaging-activity', activity.routes(), logger, FEED_SUBSCRIPTION);
 
   // Inbound mail (README "Inbound mail"): on with INBOUND_SMTP_PORT, and in embedded mode on 2526 (or a free port).
   const inboundPort = config.inboundSmtpPort ?? (opts.embedded ? EMBEDDED_INBOUND_PORT : undefined);

@@ -1,9 +1,10 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { EmailLifecycle } from '@svc/proto/svc/messaging/v1/events_pb';
-import { withTransaction, type Queryable } from '@svc/lib/db';
+import type { Queryable } from '@svc/lib/db';
 import { validationError } from '@svc/lib/errors';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
-import { enqueueMessage } from '@svc/lib/outbox';
+import { enqueueMany, enqueueMessage, forRequest } from '@svc/lib/outbox';
+import type { RequestContext } from '@svc/lib/request-context';
 import type { EventRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
 import type { EventsStore } from '../store/events-store.js';
@@ -26,9 +27,23 @@ export interface TrackInput {
   data: unknown;
 }
 
+/** Email lifecycle messages handled at once by the consumer and written in one transaction at most. */
+const EMAIL_ACTIVITY_CONCURRENCY = 256;
+
+/** How contacts subscribes to `emails.*`: each message adds its own rows, so order does not matter. */
+export const EMAIL_ACTIVITY_SUBSCRIPTION = { concurrency: EMAIL_ACTIVITY_CONCURRENCY };
+
+interface EmailActivityWrite {
+  messageId: string;
+  m: EmailLifecycle;
+  at: Date;
+}
+
 /** Tracked events: /v1/track, the dashboard alias, and the email lifecycle recorded from the bus. */
 export class Events {
   private readonly commits: GroupCommit<TrackWrite, Tracked>;
+  /** Email lifecycle messages from the bus, written in batches. */
+  private readonly emailActivity: GroupCommit<EmailActivityWrite, void>;
 
   constructor(
     private readonly contacts: Contacts,
@@ -42,6 +57,17 @@ export class Events {
         lockOrder: (w) => `${w.projectId}:${w.email.toLowerCase()}`,
         writeMany: (tx, writes, contexts) =>
           writeTrackBatch(tx, { batches, events: store, contacts }, writes, contexts),
+      },
+    );
+    this.emailActivity = new GroupCommit(
+      () => contacts.pool.connect(),
+      (tx, w) => this.writeEmailActivity(tx, [w], []),
+      {
+        maxBatch: EMAIL_ACTIVITY_CONCURRENCY,
+        writeMany: async (tx, writes, contexts) => {
+          await this.writeEmailActivity(tx, writes, contexts);
+          return writes.map(() => undefined);
+        },
       },
     );
   }
@@ -125,30 +151,54 @@ export class Events {
 
   /**
    * Email lifecycle from messaging: an `email.<type>` event plus a row the filters read. Test mail
-   * (a campaign or template test send) is no engagement of the contact: it records nothing.
+   * (a campaign or template test send) is no engagement of the contact: it records nothing. Messages
+   * handled at once (EMAIL_ACTIVITY_SUBSCRIPTION) share one set-based write.
    */
   async recordEmailActivity(messageId: string, m: EmailLifecycle): Promise<void> {
     if (m.test || !isUuid(m.projectId) || !isUuid(m.contactId)) return;
     const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
-    await withTransaction(this.contacts.pool, async (tx) => {
-      if (!(await this.store.markProcessed(tx, 'email-activity', messageId))) return;
-      const contact = await this.contacts.get(m.projectId, m.contactId).catch(() => null);
-      if (!contact) return; // deleted since the email went out
-      await this.store.insertEmailActivity(tx, {
-        projectId: m.projectId,
-        contactId: m.contactId,
-        emailId: m.emailId,
-        type: m.type,
-        at,
-      });
-      const event = await this.store.insert(tx, {
-        id: uuidv7(),
-        projectId: m.projectId,
-        contactId: m.contactId,
-        name: `email.${m.type}`,
-        data: { emailId: m.emailId, ...(m.data ?? {}) },
-      });
-      await enqueueMessage(tx, eventTracked(event));
+    await this.emailActivity.submit({ messageId, m, at });
+  }
+
+  /**
+   * Messages seen for the first time (redeliveries skipped, by message id), of contacts that still exist
+   * (deleted since the email went out: nothing), become email_activity rows and `email.<type>` events, each
+   * event's outbox message in the context of the message that brought it: a handful of statements per batch.
+   */
+  private async writeEmailActivity(
+    tx: Queryable,
+    writes: EmailActivityWrite[],
+    contexts: Array<RequestContext | undefined>,
+  ): Promise<void> {
+    const fresh = await this.store.markProcessedMany(
+      tx,
+      'email-activity',
+      writes.map((w) => w.messageId),
+    );
+    const first = new Map<string, number>();
+    writes.forEach((w, i) => {
+      if (fresh.has(w.messageId) && !first.has(w.messageId)) first.set(w.messageId, i);
     });
+    const candidates = [...first.values()];
+    const pair = (i: number) => ({ projectId: writes[i].m.projectId, contactId: writes[i].m.contactId });
+    const existing = await this.store.existingContacts(tx, candidates.map(pair));
+    const kept = candidates.filter((i) => existing.has(`${writes[i].m.projectId}:${writes[i].m.contactId}`));
+    await this.store.insertEmailActivityMany(
+      tx,
+      kept.map((i) => ({ ...pair(i), emailId: writes[i].m.emailId, type: writes[i].m.type, at: writes[i].at })),
+    );
+    const events = await this.store.insertMany(
+      tx,
+      kept.map((i) => ({
+        id: uuidv7(),
+        ...pair(i),
+        name: `email.${writes[i].m.type}`,
+        data: { emailId: writes[i].m.emailId, ...(writes[i].m.data ?? {}) },
+      })),
+    );
+    await enqueueMany(
+      tx,
+      events.map((e, n) => forRequest(eventTracked(e), contexts[kept[n]])),
+    );
   }
 }

@@ -137,14 +137,45 @@ export class EventsStore {
     return rowCount ?? 0;
   }
 
-  async insertEmailActivity(
+  /** email_activity rows in one statement. */
+  async insertEmailActivityMany(
     tx: Queryable,
-    a: { projectId: string; contactId: string; emailId: string; type: string; at: Date },
+    rows: Array<{ projectId: string; contactId: string; emailId: string; type: string; at: Date }>,
   ): Promise<void> {
+    if (!rows.length) return;
     await tx.query(
-      'INSERT INTO email_activity (project_id, contact_id, email_id, type, created_at) VALUES ($1, $2, $3, $4, $5)',
-      [a.projectId, a.contactId, a.emailId, a.type, a.at],
+      `INSERT INTO email_activity (project_id, contact_id, email_id, type, created_at)
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[])`,
+      [
+        rows.map((r) => r.projectId),
+        rows.map((r) => r.contactId),
+        rows.map((r) => r.emailId),
+        rows.map((r) => r.type),
+        rows.map((r) => r.at),
+      ],
     );
+  }
+
+  /** Which of these (project, contact) pairs still exist, as `project:contact` keys (an event needs its contact). */
+  async existingContacts(tx: Queryable, pairs: Array<{ projectId: string; contactId: string }>): Promise<Set<string>> {
+    if (!pairs.length) return new Set();
+    const { rows } = await tx.query<{ project_id: string; id: string }>(
+      `SELECT c.project_id, c.id FROM contacts c JOIN unnest($1::uuid[], $2::uuid[]) AS x(p, k)
+         ON c.project_id = x.p AND c.id = x.k`,
+      [pairs.map((p) => p.projectId), pairs.map((p) => p.contactId)],
+    );
+    return new Set(rows.map((r) => `${r.project_id}:${r.id}`));
+  }
+
+  /** The message ids a consumer sees for the first time (redeliveries and repeats in the list are left out). */
+  async markProcessedMany(tx: Queryable, consumer: string, messageIds: string[]): Promise<Set<string>> {
+    if (!messageIds.length) return new Set();
+    const { rows } = await tx.query<{ message_id: string }>(
+      `INSERT INTO processed_messages (consumer, message_id) SELECT $1, m FROM unnest($2::text[]) AS m
+       ON CONFLICT DO NOTHING RETURNING message_id`,
+      [consumer, messageIds],
+    );
+    return new Set(rows.map((r) => r.message_id));
   }
 
   /** True the first time a consumer sees a message id: redeliveries are skipped. */

@@ -1,6 +1,7 @@
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { on, type TopicRoute } from '@svc/lib/bus-topic';
 import { badRequest } from '@svc/lib/errors';
+import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { EventTracked } from '@svc/proto/svc/contacts/v1/events_pb';
 import type { EmailLifecycle } from '@svc/proto/svc/messaging/v1/events_pb';
@@ -75,14 +76,35 @@ export interface ActivityListQuery {
   contactId?: string;
 }
 
+/** Feed messages handled at once by the consumer (FEED_SUBSCRIPTION) and written in one statement at most. */
+const FEED_CONCURRENCY = 256;
+
+/** How the feed's consumer subscribes: the rows are independent (source_id dedupes), so order does not matter. */
+export const FEED_SUBSCRIPTION = { concurrency: FEED_CONCURRENCY };
+
 /** GET /activity and friends, over the read model. */
 export class ActivityFeed {
+  /** Rows of messages handled at once share one INSERT (a campaign sends thousands of messages a second). */
+  private readonly writes: GroupCommit<ActivityRow, void>;
+
   constructor(
     private readonly store: ActivityStore,
     private readonly emails: EmailsStore,
-  ) {}
+  ) {
+    this.writes = new GroupCommit(
+      () => store.pool.connect(),
+      (tx, row) => store.insertMany(tx, [row]),
+      {
+        maxBatch: FEED_CONCURRENCY,
+        writeMany: async (tx, rows) => {
+          await store.insertMany(tx, rows);
+          return rows.map(() => undefined);
+        },
+      },
+    );
+  }
 
-  /** The bus messages the feed is built from. */
+  /** The bus messages the feed is built from (subscribe with FEED_SUBSCRIPTION). */
   routes(): TopicRoute[] {
     return [
       on(MESSAGING_TOPICS.emailLifecycle, (m, { id }) => this.record(lifecycleActivity(id, m))),
@@ -91,7 +113,7 @@ export class ActivityFeed {
   }
 
   private async record(row: ActivityRow | null): Promise<void> {
-    if (row) await this.store.insert(row);
+    if (row) await this.writes.submit(row);
   }
 
   /** SPEC.md cursor pagination: `total` only on the first page. */

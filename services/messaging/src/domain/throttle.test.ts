@@ -22,13 +22,15 @@ afterAll(async () => {
 });
 
 describe('per-project throttle', () => {
-  test('allows the rate per second, then asks to wait; projects do not share a bucket', () => {
+  test('allows the rate per second, then asks to wait; projects do not share a bucket', async () => {
     const t = new ProjectThrottle(2);
     expect(t.take('p', 0)).toBe(0);
     expect(t.take('p', 0)).toBe(0);
     expect(t.take('p', 0)).toBe(500);
     expect(t.take('q', 0)).toBe(0);
     expect(t.take('p', 500)).toBe(0);
+    const many = new ProjectThrottle(3);
+    expect(await many.takeMany('p', 5, 0)).toEqual({ granted: 3, waitMs: 334 });
   });
 });
 
@@ -70,6 +72,25 @@ describe('shared throttle (Redis)', () => {
     for (let i = 0; i < 50; i++) waits.push(await t.take('project'));
     expect(waits.every((w) => w === 0)).toBe(true);
     expect(trips).toBe(5);
+  });
+
+  test('a claimed batch takes its tokens in one round trip: what the bucket lacks waits', async () => {
+    const real = new RedisTokenBuckets(link, prefix('many'));
+    let trips = 0;
+    const counted: TokenBuckets = {
+      take: (key, shape, want) => {
+        trips++;
+        return real.take(key, shape, want);
+      },
+    };
+    const t = new SharedProjectThrottle(counted, 100);
+    expect(await t.takeMany('project', 60)).toEqual({ granted: 60, waitMs: 0 });
+    expect(trips).toBe(1);
+    const rest = await t.takeMany('project', 60); // one second of burst: 40 are left
+    expect(rest.granted).toBeGreaterThanOrEqual(40);
+    expect(rest.granted).toBeLessThan(60);
+    expect(rest.waitMs).toBeGreaterThan(0);
+    expect(trips).toBe(2);
   });
 
   test('with Redis unreachable the in-process throttle decides', async () => {

@@ -4,6 +4,11 @@ import type { BucketShape, Grant, TokenBuckets } from '@svc/lib/token-bucket';
 export interface SendThrottle {
   /** 0 when a message may go now, else milliseconds until the next token. */
   take(projectId: string): number | Promise<number>;
+  /**
+   * Up to `count` messages of a claimed batch at once: how many may go now, and when the rest may
+   * (milliseconds; 0 when all were granted).
+   */
+  takeMany(projectId: string, count: number): Promise<{ granted: number; waitMs: number }>;
 }
 
 /**
@@ -31,6 +36,14 @@ export class ProjectThrottle implements SendThrottle {
       return 0;
     }
     return Math.ceil(((1 - b.tokens) / this.perSecond) * 1000);
+  }
+
+  async takeMany(projectId: string, count: number, now = Date.now()): Promise<{ granted: number; waitMs: number }> {
+    for (let granted = 0; granted < count; granted++) {
+      const waitMs = this.take(projectId, now);
+      if (waitMs > 0) return { granted, waitMs };
+    }
+    return { granted: count, waitMs: 0 };
   }
 }
 
@@ -71,6 +84,22 @@ export class SharedProjectThrottle implements SendThrottle {
     // Concurrent lanes may each bring a chunk: add to what is held rather than replace it.
     if (grant.granted > 1) this.hold(projectId, grant.granted - 1);
     return 0;
+  }
+
+  /** Held tokens first, then the rest of the batch in one Redis round trip (nothing is held back for later). */
+  async takeMany(projectId: string, count: number): Promise<{ granted: number; waitMs: number }> {
+    let held = 0;
+    while (held < count && this.fromHeld(projectId)) held++;
+    if (held === count) return { granted: count, waitMs: 0 };
+    let grant: Grant;
+    try {
+      grant = await this.buckets.take(projectId, this.shape, count - held);
+    } catch {
+      const local = await this.local.takeMany(projectId, count - held);
+      return { granted: held + local.granted, waitMs: local.waitMs };
+    }
+    const granted = held + grant.granted;
+    return { granted, waitMs: granted < count ? Math.max(1, grant.waitMs) : 0 };
   }
 
   private fromHeld(projectId: string): boolean {

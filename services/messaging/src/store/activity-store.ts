@@ -24,27 +24,10 @@ export interface ActivityQuery {
 export class ActivityStore {
   constructor(readonly pool: Pool) {}
 
-  /** Idempotent on source_id: a redelivered bus message adds nothing. */
-  async insert(row: ActivityRow): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO activity (id, source_id, project_id, type, contact_id, email_id, email, name, data, occurred_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (source_id) DO NOTHING`,
-      [
-        row.id,
-        row.source_id,
-        row.project_id,
-        row.type,
-        row.contact_id,
-        row.email_id,
-        row.email,
-        row.name,
-        JSON.stringify(row.data),
-        row.occurred_at,
-      ],
-    );
-  }
-
-  /** Rows written inside another transaction (a withheld email's `email.suppressed`); idempotent on source_id. */
+  /**
+   * Rows in one statement, idempotent on source_id (a redelivered bus message adds nothing): the feed's
+   * consumer batches, and a withheld email's `email.suppressed` is written with the email.
+   */
   async insertMany(tx: Queryable, rows: ActivityRow[]): Promise<void> {
     if (!rows.length) return;
     await tx.query(

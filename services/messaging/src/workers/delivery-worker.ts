@@ -89,10 +89,13 @@ export class DeliveryWorker {
   private async deliverBatch(rows: ClaimedEmail[]): Promise<void> {
     const ready: ClaimedEmail[] = [];
     const held: { id: string; wait: number }[] = [];
-    for (const row of rows) {
-      const wait = await this.throttle.take(row.project_id);
-      if (wait === 0) ready.push(row);
-      else held.push({ id: row.id, wait });
+    // One throttle call per project of the batch (rows stay in claim order within a project).
+    const byProject = new Map<string, ClaimedEmail[]>();
+    for (const row of rows) byProject.set(row.project_id, [...(byProject.get(row.project_id) ?? []), row]);
+    for (const [projectId, of] of byProject) {
+      const { granted, waitMs } = await this.throttle.takeMany(projectId, of.length);
+      ready.push(...of.slice(0, granted));
+      held.push(...of.slice(granted).map((r) => ({ id: r.id, wait: waitMs })));
     }
     if (held.length)
       await this.emails.release(
