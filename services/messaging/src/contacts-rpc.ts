@@ -17,8 +17,8 @@ function recipientError(err: AppError, index: number): AppError {
   return new AppError({ ...err.toJSON(), errors });
 }
 
-/** LookupContacts takes at most this many emails per call. */
-const LOOKUP_LIMIT = 500;
+/** LookupContacts takes at most this many ids per call. */
+const LOOKUP_LIMIT = 1000;
 
 /** The contacts service as messaging's contact directory. */
 export function contactsDirectory(contacts: Client<typeof ContactsService>): ContactDirectory {
@@ -51,10 +51,9 @@ export function contactsDirectory(contacts: Client<typeof ContactsService>): Con
     async subscribedNow(projectId, recipients) {
       const chunks: string[][] = [];
       for (let i = 0; i < recipients.length; i += LOOKUP_LIMIT)
-        chunks.push(recipients.slice(i, i + LOOKUP_LIMIT).map((r) => r.email));
-      const answers = await Promise.all(chunks.map((emails) => contacts.lookupContacts({ projectId, emails })));
-      const subscribed = new Set(answers.flatMap((a) => a.found.filter((c) => c.subscribed).map((c) => c.id)));
-      return new Set(recipients.filter((r) => subscribed.has(r.contactId)).map((r) => r.contactId));
+        chunks.push(recipients.slice(i, i + LOOKUP_LIMIT).map((r) => r.contactId));
+      const answers = await Promise.all(chunks.map((ids) => contacts.lookupContacts({ projectId, ids })));
+      return new Set(answers.flatMap((a) => a.found.filter((c) => c.subscribed).map((c) => c.id)));
     },
     async findByEmail(projectId, email) {
       const found = (await contacts.lookupContacts({ projectId, emails: [email] })).found[0];

@@ -25,10 +25,10 @@ export interface ContactDirectory {
   ): Promise<UpsertedContact[]>;
   get(projectId: string, contactId: string): Promise<ContactView | null>;
   /**
-   * The recipients (by contact id) that are subscribed right now: a contact found under its email with
-   * the same id and `subscribed` true. One call per 500 recipients; a deleted contact is not subscribed.
+   * The recipients (by contact id) that are subscribed right now. One call per 1000 recipients; a deleted
+   * contact (or another project's) is not subscribed.
    */
-  subscribedNow(projectId: string, recipients: { contactId: string; email: string }[]): Promise<Set<string>>;
+  subscribedNow(projectId: string, recipients: { contactId: string }[]): Promise<Set<string>>;
   setSubscribed(projectId: string, contactId: string, subscribed: boolean): Promise<ContactView>;
   /** The project's contact with this address (compared case-insensitively), or null. */
   findByEmail(projectId: string, email: string): Promise<ContactView | null>;
