@@ -19,6 +19,12 @@ import {
  * shared test SMTP sink, whose per-address attempt counter tells how many messages each got.
  */
 const runId = `cfan${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
+/** A database on the shared platform's PostgreSQL server (TEST_DATABASE_URL's, else the local one). */
+const pgUrl = (database: string) => {
+  const u = new URL(platform.env.DATABASE_URL);
+  u.pathname = `/${database}`;
+  return u.toString();
+};
 let env: Record<string, string>;
 let baseUrl: string;
 let core: ChildProcess;
@@ -46,7 +52,7 @@ beforeAll(async () => {
   env = {
     ...platform.env,
     ...(await freeServicePorts()),
-    DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${runId}`,
+    DATABASE_URL: pgUrl(runId),
     BUS_PREFIX: runId,
     SERVICE_TOKEN: `campaigns-fanout-token-${runId}-0123456789`,
     PORT: String(port),
@@ -79,7 +85,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([...workers, core].filter(Boolean).map((p) => stopProcess(p, 5000)));
-  const admin = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
+  const admin = new pg.Client({ connectionString: pgUrl('postgres') });
   await admin.connect();
   const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
     `${runId}%`,
@@ -141,7 +147,7 @@ test('killed mid-send, restarted as two replicas: every recipient gets exactly o
   const midway = await reached(emails);
   expect(midway).toBeLessThan(emails.length);
   // The gateway cannot reach campaigns now: its database tells the state.
-  const db = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${runId}_campaigns` });
+  const db = new pg.Client({ connectionString: pgUrl(`${runId}_campaigns`) });
   await db.connect();
   const row = await db
     .query('SELECT status, total_recipients FROM campaigns WHERE id = $1', [id])

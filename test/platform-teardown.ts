@@ -17,10 +17,13 @@ export default async function teardown(): Promise<void> {
   const { runId, env } = platform.info;
   if (process.env.TEST_KEEP_DATA) return;
 
-  const admin = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
+  // The run's databases live on its server (TEST_DATABASE_URL's, else the local one).
+  const server = new URL(env.DATABASE_URL);
+  server.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: server.toString() });
   await admin.connect();
   const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
-    `${runId}%`,
+    `${new URL(env.DATABASE_URL).pathname.slice(1) || runId}%`,
   ]);
   for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`);
   await admin.end();
