@@ -5,13 +5,28 @@ import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
+import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
+import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
 import type { Executions } from './domain/executions.js';
 import type { WorkflowsStore } from './store/workflows-store.js';
 
+/** Events that reach workflows from their own subjects (emails.<type>, segments.membership.changed). */
+const fromOwnSubject = (name: string) => name.startsWith('email.') || /^segment\.[^.]+\.(entry|exit)$/.test(name);
+
 /**
- * events.tracked (client events and the contact.* / email.* events contacts records) starts
- * workflows and resumes WAIT_FOR_EVENT steps. Durable and idempotent: an execution is keyed by
- * (workflow, event id), so a redelivered message starts nothing new.
+ * Messages handled at a time by each consumer. Order does not matter to them: re-entry is decided
+ * under a per-(workflow, contact) lock, and waits compare the events' own times (waiting_since, at).
+ */
+const CONCURRENCY = 4;
+
+/**
+ * Start workflows and resume WAIT_FOR_EVENT steps: events.tracked (client events and contact.*),
+ * emails.<type> as `email.<type>` (data: emailId and the step's values) and
+ * segments.membership.changed as `segment.<slug>.entry|exit` (data: segmentId), straight from the
+ * services that publish them. contacts records the last two kinds as events too and publishes them
+ * on events.tracked: those copies are skipped here, so each starts a workflow once. Durable and
+ * idempotent: an execution is keyed by (workflow, event or message id), so a redelivered message
+ * starts nothing new.
  */
 export async function subscribeWorkflowsConsumers(
   bus: Bus,
@@ -24,7 +39,7 @@ export async function subscribeWorkflowsConsumers(
     'workflows-triggers',
     [
       on(CONTACTS_TOPICS.eventTracked, async (m, meta) => {
-        if (!isUuid(m.projectId) || !isUuid(m.contactId) || !m.name) return;
+        if (!isUuid(m.projectId) || !isUuid(m.contactId) || !m.name || fromOwnSubject(m.name)) return;
         await executions.eventTracked({
           projectId: m.projectId,
           contactId: m.contactId,
@@ -36,6 +51,39 @@ export async function subscribeWorkflowsConsumers(
       }),
     ],
     logger,
+    { concurrency: CONCURRENCY },
+  );
+  await subscribeTopics(
+    bus,
+    'workflows-lifecycle',
+    [
+      on(MESSAGING_TOPICS.emailLifecycle, async (m, meta) => {
+        // Test messages count for nothing (as in campaign and workflow statistics).
+        if (m.test || !isUuid(m.projectId) || !isUuid(m.contactId) || !/^[a-z_]+$/.test(m.type)) return;
+        await executions.eventTracked({
+          projectId: m.projectId,
+          contactId: m.contactId,
+          eventId: meta.id,
+          name: `email.${m.type}`,
+          data: { emailId: m.emailId, ...((m.data ?? {}) as Record<string, unknown>) },
+          at: m.occurredAt ? timestampDate(m.occurredAt) : new Date(),
+        });
+      }),
+      on(SEGMENTS_TOPICS.membershipChanged, async (m, meta) => {
+        if (!isUuid(m.projectId) || !isUuid(m.contactId) || !/^[a-z0-9_-]+$/.test(m.slug)) return;
+        if (m.change !== 'entry' && m.change !== 'exit') return;
+        await executions.eventTracked({
+          projectId: m.projectId,
+          contactId: m.contactId,
+          eventId: meta.id,
+          name: `segment.${m.slug}.${m.change}`,
+          data: { segmentId: m.segmentId },
+          at: m.occurredAt ? timestampDate(m.occurredAt) : new Date(),
+        });
+      }),
+    ],
+    logger,
+    { concurrency: CONCURRENCY },
   );
   await subscribeTopics(
     bus,

@@ -51,10 +51,14 @@ export class Executions {
     data: Record<string, unknown>;
     at: Date;
   }): Promise<void> {
-    await this.store.recordAwaited(m.projectId, m.contactId, m.name, m.at, m.data);
-    await this.store.resumeWaiting(m.projectId, m.contactId, m.name, m.at, m.data);
-    const triggered = await this.workflows.triggeredBy(m.projectId, m.name);
-    if (!triggered.length) return;
+    // One query for the many events no workflow cares about (most email lifecycle messages).
+    const interest = await this.workflows.interest(m.projectId, m.name);
+    // Otherwise no WAIT_FOR_EVENT step awaits the name, so no execution waits for it (no step edits while active).
+    if (interest.awaited) {
+      await this.store.recordAwaited(m.projectId, m.contactId, m.name, m.at, m.data);
+      await this.store.resumeWaiting(m.projectId, m.contactId, m.name, m.at, m.data);
+    }
+    if (!interest.triggered) return;
     await this.recordEventFields(m.projectId, m.name, m.data);
     await withTransaction(this.store.pool, (db) =>
       this.store.enrolTriggered(db, {

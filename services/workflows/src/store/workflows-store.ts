@@ -170,13 +170,19 @@ export class WorkflowsStore {
   }
 
   /** The enabled EVENT workflows an event name starts (index workflows_trigger). */
-  async triggeredBy(projectId: string, eventName: string): Promise<WorkflowRow[]> {
-    const { rows } = await this.pool.query<WorkflowRow>(
-      `SELECT * FROM workflows
-       WHERE project_id = $1 AND enabled AND trigger_type = 'EVENT' AND trigger_config->>'eventName' = $2`,
+  /** Whether an event name triggers an enabled workflow, and whether a WAIT_FOR_EVENT step awaits it. */
+  async interest(projectId: string, eventName: string): Promise<{ triggered: boolean; awaited: boolean }> {
+    const { rows } = await this.pool.query<{ triggered: boolean; awaited: boolean }>(
+      `SELECT
+         EXISTS (SELECT 1 FROM workflows
+           WHERE project_id = $1 AND enabled AND trigger_type = 'EVENT' AND trigger_config->>'eventName' = $2
+         ) AS triggered,
+         EXISTS (SELECT 1 FROM workflow_steps s JOIN workflows w ON w.id = s.workflow_id
+           WHERE s.type = 'WAIT_FOR_EVENT' AND s.config->>'eventName' = $2 AND w.project_id = $1
+         ) AS awaited`,
       [projectId, eventName],
     );
-    return rows;
+    return rows[0];
   }
 
   async recordEventFields(projectId: string, eventName: string, fields: { field: string; type: string }[]) {

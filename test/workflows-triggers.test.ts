@@ -1,0 +1,127 @@
+import { call, eventually, newTenant, uniqueEmail, type Tenant } from './support/client.js';
+import { verifiedDomain, waitForMail } from './support/messaging.js';
+
+// Workflows started by email lifecycle messages (emails.<type>) and segment membership changes
+// (segments.membership.changed), consumed straight from the bus; a tenant of their own, so the
+// email.* workflows see only this file's mail.
+
+let t: Tenant;
+let domain: string;
+
+beforeAll(async () => {
+  t = await newTenant();
+  domain = (await verifiedDomain(t)).domain;
+});
+
+const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: t.secretKey });
+const pixelOf = (html: string) => /<img src="([^"]+\/t\/o\/[^"]+)"/.exec(html)![1].replace(/&amp;/g, '&');
+
+/** An enabled workflow TRIGGER -> `step` -> EXIT for `eventName`. */
+async function workflow(eventName: string, step: { type: string; config: unknown }): Promise<string> {
+  const w = await api('POST', '/workflows', { name: `wf ${eventName}`, eventName });
+  expect(w.status).toBe(201);
+  const s = await api('POST', `/workflows/${w.body.id}/steps`, step);
+  const exit = await api('POST', `/workflows/${w.body.id}/steps`, { type: 'EXIT', config: {} });
+  for (const [fromStepId, toStepId] of [
+    [w.body.steps[0].id, s.body.id],
+    [s.body.id, exit.body.id],
+  ]) {
+    expect((await api('POST', `/workflows/${w.body.id}/transitions`, { fromStepId, toStepId })).status).toBe(201);
+  }
+  expect((await api('PATCH', `/workflows/${w.body.id}`, { enabled: true })).status).toBe(200);
+  return w.body.id;
+}
+
+type Execution = { id: string; status: string; contactId: string; context: Record<string, any> };
+
+async function executions(workflowId: string): Promise<Execution[]> {
+  const r = await api('GET', `/workflows/${workflowId}/executions`);
+  expect(r.status).toBe(200);
+  return r.body.data;
+}
+
+const exited = (workflowId: string, count = 1) =>
+  eventually(
+    async () => {
+      const list = await executions(workflowId);
+      return list.filter((e) => e.status === 'EXITED').length >= count ? list : undefined;
+    },
+    20_000,
+    `${count} EXITED execution(s) of ${workflowId}`,
+  );
+
+const contactEvents = async (contactId: string): Promise<string[]> =>
+  (await api('GET', `/events/contact/${contactId}`)).body.data.map((e: { name: string }) => e.name);
+
+describe('workflow triggers from the bus', () => {
+  test('email.open: opening a sent email starts the workflow once, with the email id in the event data', async () => {
+    const opened = await workflow('email.open', {
+      type: 'UPDATE_CONTACT',
+      config: { data: { openedSomething: true } },
+    });
+    // A marker workflow on a tracked event, to know the bus has moved past the open.
+    const marker = await workflow('marker', { type: 'UPDATE_CONTACT', config: { data: { marked: true } } });
+    const to = uniqueEmail('wf-open');
+    const sent = await call(
+      'POST',
+      '/v1/send',
+      { to, from: `hi@${domain}`, subject: 'Open me', body: '<p>Hello</p>' },
+      { key: t.secretKey },
+    );
+    expect(sent.status).toBe(200);
+    const emailId = sent.body.data.emails[0].email as string;
+    const [mail] = await waitForMail(to);
+    // email.sent arrived on the bus before the open: it starts nothing (no workflow listens to it).
+    expect(await executions(opened)).toEqual([]);
+    expect((await fetch(pixelOf(String(mail.parsed.html)))).status).toBe(200);
+
+    const [e] = await exited(opened);
+    // Straight from messaging's emails.open message (its bus id), not from the event contacts records.
+    expect(e.context.event).toMatchObject({ id: expect.stringMatching(/^messaging-/), name: 'email.open' });
+    expect(e.context.event.data).toMatchObject({ emailId });
+    const contact = await api('GET', `/contacts/${e.contactId}`);
+    expect(contact.body.data).toMatchObject({ openedSomething: true });
+
+    // contacts also records the open as an event and publishes it on events.tracked: that copy starts
+    // nothing more. Wait for it to be recorded, then for a later tracked event to be handled.
+    await eventually(
+      async () => ((await contactEvents(e.contactId)).includes('email.open') ? true : undefined),
+      10_000,
+      'email.open recorded by contacts',
+    );
+    expect((await call('POST', '/v1/track', { email: to, event: 'marker' }, { key: t.publicKey })).status).toBe(200);
+    await exited(marker);
+    expect(await executions(opened)).toHaveLength(1);
+  });
+
+  test('segment.<slug>.entry: a contact joining a tracked segment starts the workflow', async () => {
+    const seg = await api('POST', '/segments', {
+      name: `Joiners ${Date.now().toString(36)}`,
+      trackMembership: true,
+      condition: { logic: 'AND', groups: [{ filters: [{ field: 'event.joined', operator: 'triggered' }] }] },
+    });
+    expect(seg.status).toBe(201);
+    const w = await workflow(`segment.${seg.body.slug}.entry`, {
+      type: 'SEND_EMAIL',
+      config: { subject: 'Welcome to the segment', body: '<p>in</p>', from: `flows@${domain}` },
+    });
+    const to = uniqueEmail('wf-seg');
+    expect((await call('POST', '/v1/track', { email: to, event: 'joined' }, { key: t.publicKey })).status).toBe(200);
+
+    const [mail] = await waitForMail(to);
+    expect(mail.parsed.subject).toBe('Welcome to the segment');
+    const [e] = await exited(w);
+    expect(e.context.event).toMatchObject({
+      id: expect.stringMatching(/^segments-/),
+      name: `segment.${seg.body.slug}.entry`,
+      data: { segmentId: seg.body.id },
+    });
+    // The copy contacts records (segment.<slug>.entry on events.tracked) starts no second execution.
+    await eventually(
+      async () => ((await contactEvents(e.contactId)).includes(`segment.${seg.body.slug}.entry`) ? true : undefined),
+      10_000,
+      'segment entry recorded by contacts',
+    );
+    expect(await executions(w)).toHaveLength(1);
+  });
+});
