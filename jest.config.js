@@ -13,6 +13,7 @@ const base = {
     ],
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  modulePathIgnorePatterns: ['<rootDir>/dist/'],
 };
 
 export default {

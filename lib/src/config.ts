@@ -53,6 +53,10 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
   EMBEDDED_PG_PORT: envPort.default(54329),
   SHUTDOWN_TIMEOUT_MS: envPositiveInt.default(10000),
+  // After SIGTERM: how long to keep serving while reporting NOT_SERVING (load balancers let go), before closing.
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).default(0),
+  // false: a service does not migrate its database at start, it waits until another process did (a migration Job).
+  MIGRATE_ON_START: envBool.default('true'),
   DB_CONNECT_TIMEOUT_MS: envPositiveInt.default(5000),
   DB_STATEMENT_TIMEOUT_MS: envPositiveInt.default(15000),
   DB_QUERY_TIMEOUT_MS: envPositiveInt.default(20000),
@@ -82,6 +86,10 @@ export interface Config {
   dataDir: string;
   embeddedPgPort: number;
   shutdownTimeoutMs: number;
+  /** After SIGTERM, how long the process keeps serving while it reports NOT_SERVING (0: closes at once). */
+  shutdownDrainMs: number;
+  /** false: services wait for their migrations (applied by `platform --migrate`) instead of applying them. */
+  migrateOnStart: boolean;
   /** Each registered RPC service's port (`<NAME>_PORT`) and address (`<NAME>_URL`, default loopback). */
   rpcPorts: Record<string, number>;
   rpcUrls: Record<string, string>;
@@ -161,6 +169,8 @@ export function parseConfig(env: Record<string, string | undefined>, services: r
     dataDir: e.DATA_DIR,
     embeddedPgPort: e.EMBEDDED_PG_PORT,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
+    migrateOnStart: e.MIGRATE_ON_START,
     rpcPorts,
     rpcUrls,
     db: {

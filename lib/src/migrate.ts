@@ -40,3 +40,16 @@ export async function migrate(pool: Pool, migrations: Migration[]): Promise<stri
   }
   return applied;
 }
+
+/** The migrations in `migrations` that the database has not applied (all of them before the first migration). */
+export async function pendingMigrations(pool: Pool, migrations: Migration[]): Promise<string[]> {
+  let applied: Set<string>;
+  try {
+    applied = new Set((await pool.query<{ id: string }>('SELECT id FROM schema_migrations')).rows.map((r) => r.id));
+  } catch (err) {
+    // undefined_table: nothing migrated yet.
+    if ((err as { code?: string }).code !== '42P01') throw err;
+    applied = new Set();
+  }
+  return migrations.map((m) => m.id).filter((id) => !applied.has(id));
+}

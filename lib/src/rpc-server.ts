@@ -2,7 +2,7 @@ import { listen } from './listen.js';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { create } from '@bufbuild/protobuf';
-import type { ConnectRouter, Interceptor } from '@connectrpc/connect';
+import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import {
   Health,
@@ -12,6 +12,7 @@ import {
 import type { DbHealth } from './db-health.js';
 import { isDependencyUnavailable } from './dependency-errors.js';
 import { AppError } from './errors.js';
+import { isDraining } from './lifecycle.js';
 import type { Logger } from './logger.js';
 import { rpcMetricsInterceptor } from './metrics.js';
 import { contextServerInterceptor } from './rpc-context.js';
@@ -34,6 +35,36 @@ export interface RpcServerOptions {
   serviceToken?: string;
   /** The service's database: its outages are logged once per change, and the health check follows it. */
   health?: Pick<DbHealth, 'report' | 'check'>;
+  /** True when the service's database has every migration the code knows (checked by health checks). */
+  migrations?: () => Promise<boolean>;
+}
+
+/**
+ * The named checks of the health service (`HealthCheckRequest.service`): `""` is the service's readiness
+ * (serving, not draining, database answering, migrations applied); `liveness` only says the process
+ * serves RPCs (no dependency: a database outage must not get pods restarted); `database` and
+ * `migrations` are the parts of readiness, for `/readyz` to report. Any other name is NOT_FOUND.
+ */
+export const HEALTH_CHECKS = ['', 'liveness', 'database', 'migrations'] as const;
+
+function healthCheck(opts: RpcServerOptions, serving: () => boolean): (name: string) => Promise<boolean> {
+  const database = async () => (opts.health ? opts.health.check() : true);
+  const migrations = async () => (opts.migrations ? opts.migrations().catch(() => false) : true);
+  return async (name) => {
+    switch (name) {
+      case '':
+        return serving() && !isDraining() && (await database()) && (await migrations());
+      case 'liveness':
+        return serving();
+      case 'database':
+        return database();
+      case 'migrations':
+        // Unknown while the database does not answer: not confirmed, so not SERVING.
+        return (await database()) && (await migrations());
+      default:
+        throw new ConnectError(`unknown health check "${name}"; known: ${HEALTH_CHECKS.join(', ')}`, Code.NotFound);
+    }
+  };
 }
 
 function errorInterceptor(logger: Logger, health?: RpcServerOptions['health']): Interceptor {
@@ -58,6 +89,7 @@ function errorInterceptor(logger: Logger, health?: RpcServerOptions['health']): 
  */
 export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer> {
   let serving = true;
+  const check = healthCheck(opts, () => serving);
   const handler = connectNodeAdapter({
     // Metrics aside, the request context is outermost, so even a refusal's log line carries the request id;
     // authentication comes next: a refused call never reaches the handlers or the error log.
@@ -71,8 +103,8 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer>
     routes: (router) => {
       opts.routes(router);
       router.service(Health, {
-        check: async () => {
-          const up = serving && (opts.health ? await opts.health.check() : true);
+        check: async (req) => {
+          const up = await check(req.service);
           return create(HealthCheckResponseSchema, {
             status: up ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING,
           });

@@ -6,7 +6,7 @@ import { isDependencyUnavailable } from './dependency-errors.js';
 import { createPool, ensureDatabase, serviceDatabaseUrl, type Pool } from './db.js';
 import type { Logger } from './logger.js';
 import { watchOutbox } from './metrics.js';
-import { migrate, type Migration } from './migrate.js';
+import { migrate, pendingMigrations, type Migration } from './migrate.js';
 import { OUTBOX_MIGRATIONS, OutboxRelay } from './outbox.js';
 import { refillLostStreams } from './outbox-replay.js';
 import { startRpcServer, type RpcServer } from './rpc-server.js';
@@ -30,14 +30,16 @@ export interface ServiceDatabase {
   relay: OutboxRelay;
   /** Up or down, logged once per change; the service's gRPC health follows it. */
   health: DbHealth;
+  /** True while the database has every migration this code knows (cached 1 s): part of the gRPC health. */
+  migrationsApplied(): Promise<boolean>;
   close(): Promise<void>;
 }
 
 /** Migrations get a pool of their own, without the request timeouts: a long migration may run for minutes. */
-async function migrateDatabase(url: string, migrations: Migration[]): Promise<string[]> {
+async function migrateDatabase(url: string, own: Migration[]): Promise<string[]> {
   const pool = createPool(url, 1);
   try {
-    return await migrate(pool, [...OUTBOX_MIGRATIONS, ...migrations]);
+    return await migrate(pool, [...OUTBOX_MIGRATIONS, ...own]);
   } finally {
     await pool.end();
   }
@@ -65,12 +67,15 @@ async function untilDatabaseAnswers<T>(service: string, logger: Logger, step: ()
   }
 }
 
-/** Creates (if needed) and migrates the service's own database, then starts its outbox relay. */
-export async function openServiceDatabase(
-  service: string,
-  rt: Runtime,
-  migrations: Migration[],
-): Promise<ServiceDatabase> {
+const MIGRATION_WAIT_MS = 2000;
+const MIGRATION_CHECK_CACHE_MS = 1000;
+
+/**
+ * Creates the service's own database if needed and applies its pending migrations (the outbox's
+ * included), waiting for PostgreSQL if it is down; `platform --migrate` and, by default, each
+ * service at start. Answers the ids applied.
+ */
+export async function migrateServiceDatabase(service: string, rt: Runtime, migrations: Migration[]): Promise<string[]> {
   if (!rt.config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const url = serviceDatabaseUrl(service, rt.config.databaseUrl, rt.config.env);
   const applied = await untilDatabaseAnswers(service, rt.logger, async () => {
@@ -78,6 +83,44 @@ export async function openServiceDatabase(
     return migrateDatabase(url, migrations);
   });
   if (applied.length) rt.logger.info({ service, applied }, 'migrations applied');
+  return applied;
+}
+
+/** MIGRATE_ON_START=false: waits (one log line) until another process has applied every migration. */
+async function untilMigrated(service: string, rt: Runtime, url: string, migrations: Migration[]): Promise<void> {
+  const pool = createPool(url, 1);
+  try {
+    for (let warned = false; ; ) {
+      const pending = await untilDatabaseAnswers(service, rt.logger, () =>
+        pendingMigrations(pool, migrations).catch((err) => {
+          // invalid_catalog_name: the migration job has not created the database yet.
+          if ((err as { code?: string }).code === '3D000') return migrations.map((m) => m.id);
+          throw err;
+        }),
+      );
+      if (!pending.length) {
+        if (warned) rt.logger.info({ service }, 'migrations applied by the migration job; starting');
+        return;
+      }
+      if (!warned) rt.logger.warn({ service, pending }, 'waiting for migrations (MIGRATE_ON_START=false)');
+      warned = true;
+      await new Promise((r) => setTimeout(r, MIGRATION_WAIT_MS));
+    }
+  } finally {
+    await pool.end();
+  }
+}
+
+/**
+ * Migrates the service's own database (or, with MIGRATE_ON_START=false, waits until it is migrated),
+ * then starts its outbox relay.
+ */
+export async function openServiceDatabase(service: string, rt: Runtime, own: Migration[]): Promise<ServiceDatabase> {
+  if (!rt.config.databaseUrl) throw new Error('DATABASE_URL is not set');
+  const url = serviceDatabaseUrl(service, rt.config.databaseUrl, rt.config.env);
+  const migrations = [...OUTBOX_MIGRATIONS, ...own];
+  if (rt.config.migrateOnStart) await migrateServiceDatabase(service, rt, own);
+  else await untilMigrated(service, rt, url, migrations);
   const pool = createPool(url, 10, rt.config.db);
   const health = new DbHealth(pool, rt.logger.child({ service }));
   pool.on('error', (err) => health.report(err));
@@ -91,10 +134,18 @@ export async function openServiceDatabase(
   await relay.start();
   refillLostStreams(rt.bus, pool, relay, rt.logger.child({ service, part: 'outbox' }));
   const unwatch = watchOutbox(service, pool);
+  let migrationsChecked: { at: number; ok: Promise<boolean> } | undefined;
   return {
     pool,
     relay,
     health,
+    migrationsApplied() {
+      if (!migrationsChecked || Date.now() - migrationsChecked.at >= MIGRATION_CHECK_CACHE_MS) {
+        const ok = pendingMigrations(pool, migrations).then((pending) => pending.length === 0);
+        migrationsChecked = { at: Date.now(), ok: ok.catch(() => false) };
+      }
+      return migrationsChecked.ok;
+    },
     async close() {
       unwatch();
       await relay.stop();
@@ -125,5 +176,6 @@ export function serveRpc(
     shutdownTimeoutMs: rt.config.shutdownTimeoutMs,
     serviceToken: rt.config.serviceToken,
     health: db?.health,
+    migrations: db?.migrationsApplied,
   });
 }

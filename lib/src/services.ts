@@ -3,6 +3,7 @@ import type { Client } from '@connectrpc/connect';
 import type { z } from 'zod';
 import type { Topic } from './bus-topic.js';
 import type { Config, ServicePort } from './config.js';
+import type { Migration } from './migrate.js';
 import { createRpcClient } from './rpc-client.js';
 import type { RunningService, Runtime } from './runtime.js';
 
@@ -18,6 +19,8 @@ export type StartedService = RunningService & { url?: string };
 export interface ServiceModule<C extends object = object> {
   /** zod schema of the variables only this service reads (validated at start, one-line errors). */
   config?: z.ZodType<C, z.ZodTypeDef, unknown>;
+  /** The migrations of the service's own database (what `openServiceDatabase` gets), for `platform --migrate`. */
+  migrations?: Migration[];
   start(rt: Runtime<C>): Promise<StartedService>;
 }
 

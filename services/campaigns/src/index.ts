@@ -60,4 +60,4 @@ export async function startCampaigns(rt: Runtime<CampaignsEnv>): Promise<Running
 }
 
 /** The registry loads this (services/registry.ts). */
-export const service = serviceModule({ config: campaignsEnv, start: startCampaigns });
+export const service = serviceModule({ migrations, config: campaignsEnv, start: startCampaigns });

@@ -107,4 +107,4 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
 }
 
 /** The registry loads this (services/registry.ts); contacts reads only platform-wide variables. */
-export const service = serviceModule({ start: startContacts });
+export const service = serviceModule({ migrations, start: startContacts });

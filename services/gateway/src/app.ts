@@ -46,6 +46,8 @@ export interface GatewayDeps {
   embedded: boolean;
   /** What `GET /readyz` asks: each service's health, Redis, the bus. */
   readiness: Record<string, ReadinessCheck>;
+  /** What `GET /readyz` details per service: its database and migrations. */
+  readinessParts?: Record<string, Record<string, ReadinessCheck>>;
 }
 
 export function createApp(deps: GatewayDeps) {
@@ -64,7 +66,7 @@ export function createApp(deps: GatewayDeps) {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', readyz(deps.readiness));
+  app.get('/readyz', readyz(deps.readiness, deps.readinessParts));
   // Prometheus metrics of this process, no API key (keep it off the public edge, or METRICS_ENABLED=false).
   if (config.metricsEnabled) {
     app.get('/metrics', async (_req, res) => {

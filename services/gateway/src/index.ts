@@ -15,7 +15,7 @@ import { CALLABLE_SERVICES, createClients } from './clients.js';
 import { type GatewayEnv, gatewayEnv } from './config.js';
 import { answerClientError } from './http/client-error.js';
 import { KeyCache } from './http/key-cache.js';
-import { serviceHealthCheck } from './http/readiness.js';
+import { SERVICE_PARTS, serviceHealthCheck } from './http/readiness.js';
 
 /** DATA_DIR/session-secret, created (mode 0600) on the first embedded start. */
 export function embeddedSessionSecret(dataDir: string): string {
@@ -73,6 +73,12 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
       bus: async () => rt.bus.connected(),
       ...(redis ? { redis: () => redis.run((r) => r.ping()).then(() => true) } : {}),
     },
+    readinessParts: Object.fromEntries(
+      CALLABLE_SERVICES.map((s) => [
+        s.name,
+        Object.fromEntries(SERVICE_PARTS.map((part) => [part, serviceHealthCheck(config, s.name, part)])),
+      ]),
+    ),
   });
   const server: Server = http.createServer(app);
   server.on('clientError', answerClientError);

@@ -40,4 +40,4 @@ export async function startIdentity(rt: Runtime<IdentityEnv>): Promise<RunningSe
 }
 
 /** The registry loads this (services/registry.ts); identity's own variables are the account mail's. */
-export const service = serviceModule({ config: identityEnv, start: startIdentity });
+export const service = serviceModule({ migrations, config: identityEnv, start: startIdentity });

@@ -234,6 +234,7 @@ function watchSendQueue(pool: Pool): void {
 
 /** The registry loads this (services/registry.ts). Embedded mode with no SMTP_URL shows the sink at GET /dev/mail. */
 export const service = serviceModule({
+  migrations,
   config: messagingEnv,
   start: (rt) => startMessaging(rt, { embedded: rt.embedded }),
 });

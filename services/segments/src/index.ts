@@ -36,4 +36,4 @@ export async function startSegments(rt: Runtime): Promise<RunningService> {
 }
 
 /** The registry loads this (services/registry.ts); segments reads only platform-wide variables. */
-export const service = serviceModule({ start: startSegments });
+export const service = serviceModule({ migrations, start: startSegments });

@@ -78,4 +78,4 @@ export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<Running
 }
 
 /** The registry loads this (services/registry.ts) with the variables in config.ts validated. */
-export const service = serviceModule({ config: workflowsEnv, start: startWorkflows });
+export const service = serviceModule({ migrations, config: workflowsEnv, start: startWorkflows });

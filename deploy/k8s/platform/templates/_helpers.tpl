@@ -43,3 +43,26 @@ replicas: 0 back into the default). */ -}}
 {{- $repository := required "image.repository is required" .Values.image.repository -}}
 {{- printf "%s:%s" $repository (toString (.Values.image.tag | default .Chart.AppVersion)) -}}
 {{- end -}}
+
+{{- /* The Secret every pod reads as environment: existingSecret, or the one the chart writes from values. */ -}}
+{{- define "platform.envSecret" -}}
+{{- .Values.existingSecret | default (printf "%s-env" (include "platform.name" .)) -}}
+{{- end -}}
+
+{{- /* The labels that pick one service's pods (dict "root" $ "svc" name). */ -}}
+{{- define "platform.selectorLabels" -}}
+app.kubernetes.io/part-of: {{ include "platform.name" .root }}
+app.kubernetes.io/component: {{ .svc }}
+{{- end -}}
+
+{{- /* Environment every container gets (the Deployments' and the migration Job's). */ -}}
+{{- define "platform.envFrom" -}}
+- configMapRef: { name: {{ include "platform.name" . }}-env }
+- secretRef: { name: {{ include "platform.envSecret" . }} }
+{{- end -}}
+
+{{- /* The writable /tmp of a read-only root filesystem. */ -}}
+{{- define "platform.tmpVolume" -}}
+- name: tmp
+  emptyDir: { sizeLimit: 256Mi }
+{{- end -}}

@@ -1,0 +1,138 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { AppError } from '@svc/lib/errors';
+import { createRpcClient } from '@svc/lib/rpc-client';
+import { Health, HealthCheckResponse_ServingStatus } from '@svc/proto/grpc/health/v1/health_pb';
+import pg from 'pg';
+import { call } from './support/client.js';
+import {
+  freePort,
+  freeServicePorts,
+  httpOk,
+  ROOT,
+  RPC_SERVICES,
+  startPlatform,
+  stopProcess,
+  waitFor,
+} from './support/processes.js';
+
+/**
+ * Health over a process's life, against the loopback PostgreSQL (a database of this run's own):
+ * `platform --migrate` and services that wait for it (MIGRATE_ON_START=false); the named gRPC health
+ * checks; `/readyz` with each service's database and migrations; NOT_SERVING and `draining` from
+ * SIGTERM until the process exits (SHUTDOWN_DRAIN_MS). Database outages: test/faults-postgres.test.ts.
+ */
+const SERVER = process.env.TEST_DATABASE_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
+const DB = `health_${randomBytes(5).toString('hex')}`;
+const { SERVING, NOT_SERVING } = HealthCheckResponse_ServingStatus;
+
+// Log files named after this run's database: a previous run's file never answers for this one.
+const logName = (name: string) => `${name}-${DB}`;
+const log = (name: string) => readFileSync(path.join(ROOT, '.test-run', 'logs', `${logName(name)}.log`), 'utf8');
+const health = (port: string | number) => createRpcClient(Health, `http://127.0.0.1:${port}`, { rpcTimeoutMs: 2000 });
+const status = async (port: string | number, service = '') => (await health(port).check({ service })).status;
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) =>
+    child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code)),
+  );
+
+async function baseEnv(): Promise<Record<string, string>> {
+  return {
+    DATABASE_URL: `${SERVER}/${DB}`,
+    NATS_URL: '',
+    REDIS_URL: '',
+    SMTP_URL: '',
+    SESSION_SECRET: 'health-test-session-secret',
+    ...(await freeServicePorts()),
+  };
+}
+
+afterAll(async () => {
+  const admin = new pg.Client({ connectionString: `${SERVER}/postgres` });
+  await admin.connect();
+  const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
+    `${DB}%`,
+  ]);
+  for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+  await admin.end();
+});
+
+test('MIGRATE_ON_START=false: a service waits, not serving, until `platform --migrate` has run', async () => {
+  const env: Record<string, string> = { ...(await baseEnv()), MIGRATE_ON_START: 'false' };
+  const segments = startPlatform(['segments'], env, logName('health-wait'));
+  try {
+    await waitFor(
+      'the wait for migrations',
+      async () => log('health-wait').includes('waiting for migrations'),
+      segments,
+    );
+    // Still waiting: its RPC port (health included) is not open.
+    await expect(status(env.SEGMENTS_PORT)).rejects.toThrow();
+    expect(segments.exitCode).toBeNull();
+
+    const migrate = startPlatform(['--migrate', 'segments'], { ...env }, logName('health-migrate'));
+    expect(await exited(migrate)).toBe(0);
+    expect(log('health-migrate')).toContain('migrations done');
+
+    await waitFor('segments', async () => (await status(env.SEGMENTS_PORT)) === SERVING, segments, 20_000);
+    expect(log('health-wait')).toContain('migrations applied by the migration job');
+    expect(await status(env.SEGMENTS_PORT, 'migrations')).toBe(SERVING);
+    expect(await status(env.SEGMENTS_PORT, 'database')).toBe(SERVING);
+    expect(await status(env.SEGMENTS_PORT, 'liveness')).toBe(SERVING);
+    const unknown = await status(env.SEGMENTS_PORT, 'no-such-check').catch((err) => err);
+    // NOT_FOUND, as the gRPC health protocol says for an unknown name (the client maps it to a 404 error).
+    expect(unknown).toBeInstanceOf(AppError);
+    expect(unknown).toMatchObject({ status: 404, message: expect.stringContaining('unknown health check') });
+
+    // A second run has nothing left to apply and says so.
+    const again = startPlatform(['--migrate', 'segments'], { ...env }, logName('health-migrate-again'));
+    expect(await exited(again)).toBe(0);
+    expect(log('health-migrate-again')).toMatch(/"service":"segments","applied":0/);
+  } finally {
+    await stopProcess(segments);
+  }
+}, 60_000);
+
+test('a bad option is refused before anything starts', async () => {
+  const child = startPlatform(['--migrat'], await baseEnv(), logName('health-bad-option'));
+  expect(await exited(child)).toBe(1);
+  expect(log('health-bad-option')).toContain('unknown option(s): --migrat; known: --migrate');
+});
+
+test('/readyz details each service; after SIGTERM: NOT_SERVING and "draining" still serving', async () => {
+  const port = await freePort();
+  const env: Record<string, string> = { ...(await baseEnv()), PORT: String(port), SHUTDOWN_DRAIN_MS: '3000' };
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const child = startPlatform([], env, logName('health-drain'));
+  try {
+    await waitFor('platform', () => httpOk(`${baseUrl}/readyz`), child, 60_000);
+    const ready = await call('GET', '/readyz', undefined, { baseUrl });
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({
+      status: 'ok',
+      checks: { ...Object.fromEntries(RPC_SERVICES.map((s) => [s, 'ok'])), bus: 'ok' },
+      services: Object.fromEntries(RPC_SERVICES.map((s) => [s, { database: 'ok', migrations: 'ok' }])),
+    });
+    for (const s of RPC_SERVICES) expect(await status(env[`${s.toUpperCase()}_PORT`])).toBe(SERVING);
+
+    const exit = exited(child);
+    child.kill('SIGTERM');
+    await waitFor('draining', async () => (await status(env.CONTACTS_PORT)) === NOT_SERVING, child, 2000);
+    // Every service of the process drains; the process is alive and still answers.
+    for (const s of RPC_SERVICES) {
+      expect(await status(env[`${s.toUpperCase()}_PORT`])).toBe(NOT_SERVING);
+      expect(await status(env[`${s.toUpperCase()}_PORT`], 'liveness')).toBe(SERVING);
+    }
+    const draining = await call('GET', '/readyz', undefined, { baseUrl });
+    expect(draining.status).toBe(503);
+    expect(draining.body.status).toBe('draining');
+    expect((await call('GET', '/healthz', undefined, { baseUrl })).status).toBe(200);
+    expect(child.exitCode).toBeNull();
+    expect(await exit).toBe(0);
+    expect(log('health-drain')).toContain('"drainMs":3000');
+  } finally {
+    await stopProcess(child);
+  }
+}, 90_000);
