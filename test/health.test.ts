@@ -5,8 +5,8 @@ import path from 'node:path';
 import { AppError } from '@svc/lib/errors';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { Health, HealthCheckResponse_ServingStatus } from '@svc/proto/grpc/health/v1/health_pb';
-import pg from 'pg';
 import { call } from './support/client.js';
+import { dropDatabases, TEST_DATABASE_SERVER } from './support/databases.js';
 import {
   freePort,
   freeServicePorts,
@@ -24,7 +24,7 @@ import {
  * checks; `/readyz` with each service's database and migrations; NOT_SERVING and `draining` from
  * SIGTERM until the process exits (SHUTDOWN_DRAIN_MS). Database outages: test/faults-postgres.test.ts.
  */
-const SERVER = process.env.TEST_DATABASE_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
+const SERVER = TEST_DATABASE_SERVER;
 const DB = `health_${randomBytes(5).toString('hex')}`;
 const { SERVING, NOT_SERVING } = HealthCheckResponse_ServingStatus;
 
@@ -50,13 +50,7 @@ async function baseEnv(): Promise<Record<string, string>> {
 }
 
 afterAll(async () => {
-  const admin = new pg.Client({ connectionString: `${SERVER}/postgres` });
-  await admin.connect();
-  const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
-    `${DB}%`,
-  ]);
-  for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
-  await admin.end();
+  await dropDatabases(DB);
 });
 
 test('MIGRATE_ON_START=false: a service waits, not serving, until `platform --migrate` has run', async () => {

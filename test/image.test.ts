@@ -4,9 +4,9 @@ import { createWriteStream, existsSync, readdirSync, readFileSync, rmSync } from
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { workspaces } from '../scripts/build-dist.js';
 import { call } from './support/client.js';
+import { dropDatabases, TEST_DATABASE_SERVER } from './support/databases.js';
 import { freePort, freeServicePorts, httpOk, ROOT, waitFor } from './support/processes.js';
 
 /**
@@ -18,7 +18,7 @@ import { freePort, freeServicePorts, httpOk, ROOT, waitFor } from './support/pro
  */
 const run = promisify(execFile);
 const OUT = path.join(ROOT, '.test-run', `dist-${randomBytes(4).toString('hex')}`);
-const SERVER = process.env.TEST_DATABASE_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
+const SERVER = TEST_DATABASE_SERVER;
 const DB = `image_${randomBytes(5).toString('hex')}`;
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
 
@@ -37,13 +37,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   rmSync(OUT, { recursive: true, force: true });
-  const admin = new pg.Client({ connectionString: `${SERVER}/postgres` });
-  await admin.connect();
-  const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
-    `${DB}%`,
-  ]);
-  for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
-  await admin.end();
+  await dropDatabases(DB);
 });
 
 test('the build emits JavaScript only: every source file, no test, each workspace linked with .js exports', () => {
@@ -67,7 +61,11 @@ test('what the emitted code imports is in "dependencies" (the image installs no 
   const imported = new Set<string>();
   for (const file of files(OUT).filter((f) => f.endsWith('.js'))) {
     const code = readFileSync(file, 'utf8');
-    for (const [, spec] of code.matchAll(/(?:from\s+|import\(\s*|require\(\s*)['"]([^'"./][^'"]*)['"]/g)) {
+    // Import and export statements (tsc writes each on its own line), dynamic imports and require calls.
+    const statements = /^\s*(?:import|export)\b[^'";]*?from\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]/gm;
+    const calls = /\b(?:import|require)\(\s*['"]([^'"]+)['"]\s*\)/g;
+    const specs = [...code.matchAll(statements), ...code.matchAll(calls)].map((m) => m[1] ?? m[2]);
+    for (const spec of specs.filter((s) => !s.startsWith('.'))) {
       if (spec.startsWith('node:') || builtins.has(spec) || spec.startsWith('@svc/')) continue;
       const parts = spec.split('/');
       imported.add(spec.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]);

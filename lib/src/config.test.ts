@@ -32,6 +32,16 @@ describe('platform config', () => {
     expect(() => parseConfig({ SIGNUP_DISABLED: 'maybe' })).toThrow(/SIGNUP_DISABLED/);
   });
 
+  test('shutdown drain and migrations at start: defaults, values, refusals', () => {
+    expect(parseConfig({})).toMatchObject({ shutdownDrainMs: 0, migrateOnStart: true });
+    expect(parseConfig({ SHUTDOWN_DRAIN_MS: '5000', MIGRATE_ON_START: 'false' })).toMatchObject({
+      shutdownDrainMs: 5000,
+      migrateOnStart: false,
+    });
+    expect(() => parseConfig({ SHUTDOWN_DRAIN_MS: '-1' })).toThrow(/SHUTDOWN_DRAIN_MS/);
+    expect(() => parseConfig({ MIGRATE_ON_START: 'later' })).toThrow(/MIGRATE_ON_START/);
+  });
+
   test('empty strings count as unset', () => {
     expect(parseConfig({ DATABASE_URL: '' }).databaseUrl).toBeUndefined();
   });
