@@ -18,7 +18,7 @@ COPY services/segments/package.json services/segments/
 COPY services/workflows/package.json services/workflows/
 COPY services/gateway/package.json services/gateway/
 
-# Build: every dependency (TypeScript included), then tsc to dist/ (scripts/build-dist.ts).
+# Build: every dependency (TypeScript included), then tsc to dist/ and the web console's bundle (scripts/build-dist.ts).
 FROM manifests AS build
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
@@ -28,6 +28,7 @@ COPY lib/src lib/src
 COPY proto/gen proto/gen
 COPY proto/topics proto/topics
 COPY services services
+COPY apps/console apps/console
 RUN npm run build:dist
 
 # Production dependencies only.

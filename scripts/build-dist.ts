@@ -4,10 +4,11 @@
  * `node dist/bin/platform.js [service...]`. Each workspace package (lib, proto, services/*) gets its
  * package.json with its exports pointing at the emitted .js, linked as dist/node_modules/@svc/<name>;
  * third-party packages resolve from a node_modules above (the repository's, or the image's production
- * install: see Dockerfile).
+ * install: see Dockerfile). The web console (apps/console) is bundled once here, into
+ * dist/apps/console/dist, where the gateway serves it from instead of building it at the first request.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,7 +39,18 @@ function toJs(exports: unknown): unknown {
   return exports;
 }
 
-function main(): void {
+/** The console next to the compiled gateway (its CONSOLE_DIR), with the bundle prebuilt. */
+async function bundleConsole(): Promise<void> {
+  const { buildConsole, CONSOLE_DIR } = await import('../services/gateway/src/routes/console.js');
+  const out = path.join(OUT, path.relative(ROOT, CONSOLE_DIR));
+  mkdirSync(path.join(out, 'dist'), { recursive: true });
+  copyFileSync(path.join(CONSOLE_DIR, 'index.html'), path.join(out, 'index.html'));
+  for (const [name, asset] of await buildConsole()) {
+    if (name !== 'index.html') writeFileSync(path.join(out, 'dist', name), asset.body);
+  }
+}
+
+async function main(): Promise<void> {
   rmSync(OUT, { recursive: true, force: true });
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   execFileSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.build.json'), '--outDir', OUT], {
@@ -60,7 +72,8 @@ function main(): void {
     mkdirSync(path.dirname(link), { recursive: true });
     symlinkSync(path.relative(path.dirname(link), path.join(OUT, ws)), link, 'dir');
   }
+  await bundleConsole();
   process.stdout.write(`built ${path.relative(ROOT, OUT) || '.'}: node ${path.relative(ROOT, OUT)}/bin/platform.js\n`);
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === SELF) main();
+if (process.argv[1] && path.resolve(process.argv[1]) === SELF) await main();

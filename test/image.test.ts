@@ -47,8 +47,10 @@ test('the build emits JavaScript only: every source file, no test, each workspac
   for (const entry of ['bin/platform.js', 'services/registry.js', 'lib/src/runtime.js', 'package.json']) {
     expect(emitted).toContain(entry);
   }
-  // The signing threads are started from their own file.
+  // The signing threads are started from their own file; the console is bundled beside the gateway.
   expect(emitted).toContain('services/messaging/src/workers/signing-thread.js');
+  for (const asset of ['index.html', 'dist/app.js', 'dist/style.css'])
+    expect(emitted).toContain(`apps/console/${asset}`);
   for (const ws of workspaces()) {
     const manifest = JSON.parse(readFileSync(path.join(OUT, ws, 'package.json'), 'utf8'));
     expect(JSON.stringify(manifest.exports)).not.toContain('.ts');
@@ -125,6 +127,10 @@ test('plain node runs the build: --migrate, every service, /readyz, SIGTERM exit
       },
     );
     expect(signup.status).toBe(201);
+    // The console from the prebuilt bundle (the image has no console sources).
+    const bundle = await fetch(`${baseUrl}/app/assets/app.js`);
+    expect(bundle.status).toBe(200);
+    expect(await bundle.text()).toBe(readFileSync(path.join(OUT, 'apps/console/dist/app.js'), 'utf8'));
   } finally {
     platform.kill('SIGTERM');
   }
