@@ -6,7 +6,7 @@ import { AppError } from '@svc/lib/errors';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { Health, HealthCheckResponse_ServingStatus } from '@svc/proto/grpc/health/v1/health_pb';
 import { call } from './support/client.js';
-import { dropDatabases, TEST_DATABASE_SERVER } from './support/databases.js';
+import { PrivatePostgres } from './support/private-postgres.js';
 import {
   freePort,
   freeServicePorts,
@@ -19,12 +19,14 @@ import {
 } from './support/processes.js';
 
 /**
- * Health over a process's life, against the loopback PostgreSQL (a database of this run's own):
+ * Health over a process's life, against a PostgreSQL server of the test's own:
  * `platform --migrate` and services that wait for it (MIGRATE_ON_START=false); the named gRPC health
  * checks; `/readyz` with each service's database and migrations; NOT_SERVING and `draining` from
  * SIGTERM until the process exits (SHUTDOWN_DRAIN_MS). Database outages: test/faults-postgres.test.ts.
  */
-const SERVER = TEST_DATABASE_SERVER;
+// A PostgreSQL server of this test's own: the shared one may run out of connections under parallel runs.
+const server = await PrivatePostgres.create();
+server.start();
 const DB = `health_${randomBytes(5).toString('hex')}`;
 const { SERVING, NOT_SERVING } = HealthCheckResponse_ServingStatus;
 
@@ -40,7 +42,7 @@ const exited = (child: ChildProcess) =>
 
 async function baseEnv(): Promise<Record<string, string>> {
   return {
-    DATABASE_URL: `${SERVER}/${DB}`,
+    DATABASE_URL: server.url,
     NATS_URL: '',
     REDIS_URL: '',
     SMTP_URL: '',
@@ -50,7 +52,7 @@ async function baseEnv(): Promise<Record<string, string>> {
 }
 
 afterAll(async () => {
-  await dropDatabases(DB);
+  server.destroy();
 });
 
 test('MIGRATE_ON_START=false: a service waits, not serving, until `platform --migrate` has run', async () => {

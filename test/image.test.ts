@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { workspaces } from '../scripts/build-dist.js';
 import { call } from './support/client.js';
-import { dropDatabases, TEST_DATABASE_SERVER } from './support/databases.js';
+import { PrivatePostgres } from './support/private-postgres.js';
 import { freePort, freeServicePorts, httpOk, ROOT, waitFor } from './support/processes.js';
 
 /**
@@ -18,7 +18,9 @@ import { freePort, freeServicePorts, httpOk, ROOT, waitFor } from './support/pro
  */
 const run = promisify(execFile);
 const OUT = path.join(ROOT, '.test-run', `dist-${randomBytes(4).toString('hex')}`);
-const SERVER = TEST_DATABASE_SERVER;
+// A PostgreSQL server of this test's own: the shared one may run out of connections under parallel runs.
+const server = await PrivatePostgres.create();
+server.start();
 const DB = `image_${randomBytes(5).toString('hex')}`;
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
 
@@ -37,7 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   rmSync(OUT, { recursive: true, force: true });
-  await dropDatabases(DB);
+  server.destroy();
 });
 
 test('the build emits JavaScript only: every source file, no test, each workspace linked with .js exports', () => {
@@ -83,7 +85,7 @@ test('plain node runs the build: --migrate, every service, /readyz, SIGTERM exit
   const port = await freePort();
   const env = {
     ...process.env,
-    DATABASE_URL: `${SERVER}/${DB}`,
+    DATABASE_URL: server.url,
     NATS_URL: '',
     REDIS_URL: '',
     SMTP_URL: '',
