@@ -383,7 +383,7 @@ describe('the web console (/app) in a real browser', () => {
     expect(await receivedMail(free)).toEqual([]);
   }, 300_000);
 
-  test('account pages: verify the email from its mail, reset a forgotten password, log in with the new one', async () => {
+  test('account pages: verify the email from its mail, reset a forgotten password, log in again', async () => {
     if (!existsSync(CHROMIUM)) {
       console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
       return;
