@@ -13,7 +13,8 @@ const base = {
     ],
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
-  modulePathIgnorePatterns: ['<rootDir>/dist/'],
+  // Built trees (npm run build:dist, test/image.test.ts) hold copies of the workspace manifests.
+  modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/.test-run/'],
 };
 
 export default {

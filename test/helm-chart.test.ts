@@ -369,6 +369,8 @@ if (!haveHelm) {
       ['services.gateway.autoscaling.maxReplicas=0', /maxReplicas.*(minimum|greater)/i],
       ['gateway.service.type=Public', /gateway\.service\.type must be one of the following/],
       ['logLevel=verbose', /logLevel must be one of the following/],
+      ['securityContext.readOnlyRootFileSystem=true', /Additional property readOnlyRootFileSystem is not allowed/],
+      ['podSecurityContext.runAsUser=-1', /runAsUser/],
     ];
     for (const [set, message] of refused) await expect(render('--set', set)).rejects.toThrow(message);
     await expect(
