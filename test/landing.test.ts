@@ -11,9 +11,15 @@ describe('GET / and GET /healthz', () => {
     const html = await page.text();
     expect(html).toContain(`Email engagement platform ${version}`);
     expect(html).toContain('/healthz');
+    expect(html).toContain('href="/docs"');
+    expect(html).toContain('href="/openapi.json"');
 
     const api = await fetch(`${platform.gatewayUrl}/`, { headers: { accept: 'application/json' } });
-    expect(await api.json()).toMatchObject({ version, api: { send: 'POST /v1/send' }, links: { health: '/healthz' } });
+    expect(await api.json()).toMatchObject({
+      version,
+      api: { send: 'POST /v1/send' },
+      links: { health: '/healthz', docs: '/docs', openapi: '/openapi.json' },
+    });
   });
 
   test('/healthz answers ok without a key', async () => {

@@ -1,5 +1,6 @@
 import cookieParser from 'cookie-parser';
 import express from 'express';
+import { z } from 'zod';
 import type { IdempotencyStore } from '@svc/lib/idempotency-store';
 import type { Logger } from '@svc/lib/logger';
 import { scrape } from '@svc/lib/metrics';
@@ -7,6 +8,7 @@ import type { RateLimiter } from '@svc/lib/rate-limit';
 import { parseTrustProxy } from '@svc/lib/trust-proxy';
 import type { Clients } from './clients.js';
 import type { GatewayConfig } from './config.js';
+import { ApiRouter, notInDocument } from './http/api.js';
 import { Authenticator } from './http/auth.js';
 import { errorHandler, routeNotFound } from './http/envelope.js';
 import { chain, keyGuards } from './http/guards.js';
@@ -30,10 +32,23 @@ import { trackingRouter, webhooksRouter } from './routes/tracking.js';
 import { usageRouter } from './routes/usage.js';
 import { uploadsRouter } from './routes/uploads.js';
 import { identityRouter } from './routes/identity.js';
-import { landingRouter } from './routes/landing.js';
+import { landingRouter, VERSION } from './routes/landing.js';
+import { apiDocsRouter } from './routes/api-docs.js';
 import { setupStateRouter } from './routes/setup-state.js';
 import { billingRouter, paymentWebhookRouter } from './routes/billing.js';
 import { stripeProvider } from './billing/stripe-provider.js';
+
+const HEALTH = z.object({ status: z.literal('ok') });
+const READINESS = z.object({
+  status: z.enum(['ok', 'unavailable', 'draining']),
+  checks: z.record(z.enum(['ok', 'down'])),
+  services: z.record(z.record(z.enum(['ok', 'down']))).openapi({ description: 'Per service: database, migrations' }),
+});
+const PUBLIC_CONFIG = z.object({
+  signupEnabled: z.boolean(),
+  oauthProviders: z.array(z.string()),
+  embedded: z.boolean(),
+});
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -63,26 +78,60 @@ export function createApp(deps: GatewayDeps) {
   app.use(requestId(logger));
   app.use(refuseNulInUrl);
   app.use(cookieParser(deps.sessionSecret));
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  app.get('/readyz', readyz(deps.readiness, deps.readinessParts));
+  const meta = new ApiRouter();
+  meta.get(
+    '/healthz',
+    { summary: 'Liveness: the gateway process answers', tag: 'Meta', auth: 'none', responses: { 200: HEALTH } },
+    (_req, res) => {
+      res.json({ status: 'ok' });
+    },
+  );
+  meta.get(
+    '/readyz',
+    {
+      summary: 'Readiness: every service, Redis and the bus can serve',
+      tag: 'Meta',
+      auth: 'none',
+      responses: { 200: READINESS, 503: READINESS },
+    },
+    readyz(deps.readiness, deps.readinessParts),
+  );
   // Prometheus metrics of this process, no API key (keep it off the public edge, or METRICS_ENABLED=false).
   if (config.metricsEnabled) {
-    app.get('/metrics', async (_req, res) => {
-      const { contentType, body } = await scrape();
-      res.type(contentType).send(body);
-    });
+    meta.get(
+      '/metrics',
+      {
+        summary: 'Prometheus metrics of the gateway process',
+        tag: 'Meta',
+        auth: 'none',
+        responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': z.string() } } },
+      },
+      async (_req, res) => {
+        const { contentType, body } = await scrape();
+        res.type(contentType).send(body);
+      },
+    );
   }
+  meta.get(
+    '/config',
+    {
+      summary: 'Public settings of this deployment for the dashboard',
+      tag: 'Meta',
+      auth: 'none',
+      responses: { 200: PUBLIC_CONFIG },
+    },
+    (_req, res) => {
+      res.json({
+        signupEnabled: !config.signupDisabled,
+        oauthProviders: [],
+        embedded: deps.embedded,
+      });
+    },
+  );
+  app.use(meta.router);
   app.use(landingRouter(deps.embedded));
-  app.use(consoleRouter());
-  app.get('/config', (_req, res) => {
-    res.json({
-      signupEnabled: !config.signupDisabled,
-      oauthProviders: [],
-      embedded: deps.embedded,
-    });
-  });
+  app.use(notInDocument(consoleRouter(), 'the web console: pages, not API operations'));
+  app.use(apiDocsRouter(app, { version: VERSION, serverUrl: config.publicUrl }));
 
   // Before the JSON parser: a payment provider signs the raw bytes of its notifications.
   const paymentProvider = stripeProvider(config.stripe);

@@ -1,6 +1,6 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
-import express, { type Request, type RequestHandler, type Response, Router } from 'express';
+import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import { accountEmailKey } from '@svc/lib/account-email';
 import type { Config } from '@svc/lib/config';
 import { AppError } from '@svc/lib/errors';
@@ -10,6 +10,51 @@ import type { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { DevMailService, type SinkMail } from '@svc/proto/svc/messaging/v1/dev_mail_pb';
 import type { Authenticator } from '../http/auth.js';
 import { limitParam } from '../http/query.js';
+import { z } from 'zod';
+import { ApiRouter, limitQuery, type ResponseDoc } from '../http/api.js';
+
+const SinkSummary = z
+  .object({
+    id: z.string(),
+    emailId: z.string().nullable(),
+    projectId: z.string().nullable(),
+    from: z.string(),
+    to: z.array(z.string()),
+    envelope: z.object({ from: z.string(), to: z.array(z.string()) }),
+    subject: z.string(),
+    text: z.string(),
+    receivedAt: z.string().nullable(),
+    size: z.number().int(),
+    attachments: z.number().int(),
+    url: z.string(),
+  })
+  .openapi('SinkMail');
+const SinkMessage = SinkSummary.extend({
+  html: z.string(),
+  headers: z.array(z.object({ name: z.string(), value: z.string() })),
+  attachments: z.array(
+    z.object({
+      filename: z.string(),
+      contentType: z.string(),
+      size: z.number().int(),
+      contentId: z.string().nullable(),
+      disposition: z.string(),
+      url: z.string(),
+    }),
+  ),
+  raw: z.string(),
+  rawUrl: z.string(),
+}).openapi('SinkMessage');
+const Inbox = z.object({ enabled: z.boolean(), data: z.array(SinkSummary) });
+const PAGE = { description: 'A page (for a browser)', content: { 'text/html': z.string() } };
+const mail = (summary: string, responses: Record<number, ResponseDoc>, errors: number[] = []) => ({
+  summary: `${summary} (embedded mode only)`,
+  tag: 'Mail viewer',
+  auth: 'session' as const,
+  responses,
+  errors,
+});
+const inboxQuery = z.object({ limit: limitQuery(50, 200) });
 
 interface DevMailClients {
   identity: Client<typeof IdentityService>;
@@ -188,7 +233,7 @@ export function devMailRouter(
   limiter: RateLimiter,
   config: Config,
 ): Router {
-  const r = Router();
+  const r = new ApiRouter();
   const devMail = createRpcClient(DevMailService, config.rpcUrls.messaging, config);
   const session = auth.session();
 
@@ -209,32 +254,59 @@ export function devMailRouter(
   const list = async (req: Request) =>
     devMail.listSinkMail({ limit: limitParam(req.query, 50, 200), projectIds: await projectIds(req) });
 
-  r.get('/dev/mail.json', signedIn, async (req, res) => {
-    const out = await list(req);
-    res.json({ enabled: out.enabled, data: out.messages.map(summaryJson) });
-  });
+  r.get(
+    '/dev/mail.json',
+    { ...mail('Mail the local SMTP sink received for your projects', { 200: Inbox }), query: inboxQuery },
+    signedIn,
+    async (req, res) => {
+      const out = await list(req);
+      res.json({ enabled: out.enabled, data: out.messages.map(summaryJson) });
+    },
+  );
 
-  r.get('/dev/mail', signedIn, async (req, res) => {
-    const out = await list(req);
-    if (wantsHtml(req)) return page(res, 200, 'Mail viewer', inboxHtml(out.messages));
-    res.json({ enabled: out.enabled, data: out.messages.map(summaryJson) });
-  });
+  r.get(
+    '/dev/mail',
+    {
+      ...mail('Mail viewer inbox: HTML for a browser, JSON by Accept', {
+        200: { ...PAGE, content: { ...PAGE.content, 'application/json': Inbox } },
+      }),
+      query: inboxQuery,
+    },
+    signedIn,
+    async (req, res) => {
+      const out = await list(req);
+      if (wantsHtml(req)) return page(res, 200, 'Mail viewer', inboxHtml(out.messages));
+      res.json({ enabled: out.enabled, data: out.messages.map(summaryJson) });
+    },
+  );
 
-  r.post('/dev/mail/sign-in', express.urlencoded({ extended: false, limit: '8kb' }), async (req, res) => {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const email = typeof body.email === 'string' ? body.email : '';
-    const password = typeof body.password === 'string' ? body.password : '';
-    // The same budget as POST /auth/login (routes/identity.ts).
-    const d = await limiter.hit(`login:${req.ip}:${accountEmailKey(email)}`, LOGIN_ATTEMPTS_PER_MINUTE, 60_000);
-    if (!d.allowed) return signInPage(res, 429, 'Too many sign-in attempts; try again in a minute.');
-    const out = await clients.identity.login({ email, password }).catch((err: unknown) => {
-      if (err instanceof AppError && err.status < 500) return null;
-      throw err;
-    });
-    if (!out) return signInPage(res, 401, 'Wrong email or password.');
-    auth.setSession(res, out.sessionToken);
-    res.redirect(303, '/dev/mail');
-  });
+  r.post(
+    '/dev/mail/sign-in',
+    {
+      summary: 'Sign-in form of the mail viewer (sets the session cookie)',
+      tag: 'Mail viewer',
+      auth: 'none',
+      bodyType: 'application/x-www-form-urlencoded',
+      body: z.object({ email: z.string(), password: z.string() }),
+      responses: { 303: { description: 'Signed in: redirect to /dev/mail' }, 401: PAGE, 429: PAGE },
+    },
+    express.urlencoded({ extended: false, limit: '8kb' }),
+    async (req, res) => {
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      const email = typeof body.email === 'string' ? body.email : '';
+      const password = typeof body.password === 'string' ? body.password : '';
+      // The same budget as POST /auth/login (routes/identity.ts).
+      const d = await limiter.hit(`login:${req.ip}:${accountEmailKey(email)}`, LOGIN_ATTEMPTS_PER_MINUTE, 60_000);
+      if (!d.allowed) return signInPage(res, 429, 'Too many sign-in attempts; try again in a minute.');
+      const out = await clients.identity.login({ email, password }).catch((err: unknown) => {
+        if (err instanceof AppError && err.status < 500) return null;
+        throw err;
+      });
+      if (!out) return signInPage(res, 401, 'Wrong email or password.');
+      auth.setSession(res, out.sessionToken);
+      res.redirect(303, '/dev/mail');
+    },
+  );
 
   const message = async (req: Request) => {
     const id = String(req.params.id).replace(/\.json$/, '');
@@ -242,39 +314,71 @@ export function devMailRouter(
     return out.message!;
   };
 
-  r.get('/dev/mail/:id', signedIn, async (req, res) => {
-    const m = await message(req);
-    if (!String(req.params.id).endsWith('.json') && wantsHtml(req))
-      return page(res, 200, m.subject || 'Message', messageHtml(m));
-    res.json(messageJson(m));
-  });
+  r.get(
+    '/dev/mail/:id',
+    mail(
+      'A message: HTML page, or JSON (by Accept or an id ending in .json)',
+      { 200: { ...PAGE, content: { ...PAGE.content, 'application/json': SinkMessage } } },
+      [404],
+    ),
+    signedIn,
+    async (req, res) => {
+      const m = await message(req);
+      if (!String(req.params.id).endsWith('.json') && wantsHtml(req))
+        return page(res, 200, m.subject || 'Message', messageHtml(m));
+      res.json(messageJson(m));
+    },
+  );
 
-  r.get('/dev/mail/:id/raw', signedIn, async (req, res) => {
-    const m = await message(req);
-    res
-      .set('X-Content-Type-Options', 'nosniff')
-      .set('Content-Disposition', `attachment; filename="${m.id}.eml"`)
-      .type('message/rfc822')
-      .send(Buffer.from(m.raw));
-  });
+  r.get(
+    '/dev/mail/:id/raw',
+    mail(
+      'Raw source of a message',
+      { 200: { description: 'The message', content: { 'message/rfc822': z.string() } } },
+      [404],
+    ),
+    signedIn,
+    async (req, res) => {
+      const m = await message(req);
+      res
+        .set('X-Content-Type-Options', 'nosniff')
+        .set('Content-Disposition', `attachment; filename="${m.id}.eml"`)
+        .type('message/rfc822')
+        .send(Buffer.from(m.raw));
+    },
+  );
 
-  r.get('/dev/mail/:id/attachments/:index', signedIn, async (req, res) => {
-    const m = await message(req);
-    const a = m.attachments[Number(req.params.index)];
-    if (!a || !/^\d+$/.test(String(req.params.index)))
-      throw new AppError({
-        code: 'RESOURCE_NOT_FOUND',
-        status: 404,
-        message: `Attachment ${req.params.index} not found`,
-        details: { resource: 'Attachment', id: String(req.params.index) },
-      });
-    // Always a download: an HTML attachment must not render on this origin.
-    const name = (a.filename || `attachment-${req.params.index}`).replace(/["\\\r\n]/g, '_');
-    res
-      .set('X-Content-Type-Options', 'nosniff')
-      .set('Content-Disposition', `attachment; filename="${name}"`)
-      .type(a.contentType || 'application/octet-stream')
-      .send(Buffer.from(a.content));
-  });
-  return r;
+  r.get(
+    '/dev/mail/:id/attachments/:index',
+    mail(
+      'An attachment of a message (always a download)',
+      {
+        200: {
+          description: 'The attachment',
+          content: { 'application/octet-stream': z.string().openapi({ format: 'binary' }) },
+        },
+      },
+      [404],
+    ),
+    signedIn,
+    async (req, res) => {
+      const m = await message(req);
+      const a = m.attachments[Number(req.params.index)];
+      if (!a || !/^\d+$/.test(String(req.params.index)))
+        throw new AppError({
+          code: 'RESOURCE_NOT_FOUND',
+          status: 404,
+          message: `Attachment ${req.params.index} not found`,
+          details: { resource: 'Attachment', id: String(req.params.index) },
+        });
+      // Always a download: an HTML attachment must not render on this origin.
+      const name = (a.filename || `attachment-${req.params.index}`).replace(/["\\\r\n]/g, '_');
+      res
+        .set('X-Content-Type-Options', 'nosniff')
+        .set('Content-Disposition', `attachment; filename="${name}"`)
+        .type(a.contentType || 'application/octet-stream')
+        .send(Buffer.from(a.content));
+    },
+  );
+  return r.router;
 }

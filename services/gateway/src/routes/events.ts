@@ -1,4 +1,4 @@
-import { Router, type RequestHandler } from 'express';
+import type { Router, RequestHandler } from 'express';
 import type { Client } from '@connectrpc/connect';
 import { CallBatcher, type CallBatcherOptions } from '@svc/lib/call-batcher';
 import { AppError } from '@svc/lib/errors';
@@ -17,6 +17,29 @@ import { wrapped } from '../http/envelope.js';
 import { limitParam, rangeParam, stringParam } from '../http/query.js';
 import { eventJson } from './contacts-json.js';
 import { dataValue } from './contact-data.js';
+import { z } from 'zod';
+import { ApiRouter, cursorPage, id, isoDate, json, limitQuery, stringQuery, wrappedSchema } from '../http/api.js';
+
+const Event = z
+  .object({
+    id,
+    name: z.string(),
+    contactId: id,
+    contactEmail: z.string().nullable(),
+    data: json,
+    createdAt: isoDate.nullable(),
+  })
+  .openapi('Event');
+const TrackInput = z
+  .object({
+    event: z.string().openapi({ example: 'signed-up' }),
+    email: z.string().email(),
+    subscribed: z.boolean().optional(),
+    data: json.optional(),
+  })
+  .openapi('TrackRequest');
+const Tracked = wrappedSchema(z.object({ contact: id, event: id, timestamp: isoDate }));
+const EventPage = cursorPage(Event);
 
 /** The window of GET /events/stats (the contacts service applies the same range). */
 const EVENT_STATS_DAYS = { def: 30, min: 1, max: 3650 };
@@ -48,7 +71,7 @@ export function eventsRouter(
   guards: KeyGuards,
   trackBatch: CallBatcherOptions,
 ): Router {
-  const r = Router();
+  const r = new ApiRouter();
   const secret = guards.secret;
   const trackEvent = trackSender(contacts, trackBatch);
 
@@ -82,52 +105,139 @@ export function eventsRouter(
       );
     },
   ];
-  r.post('/v1/track', ...track(guards.public));
-  r.post('/events/track', ...track(secret));
+  const tracking = {
+    tag: 'Events',
+    body: TrackInput,
+    responses: { 200: Tracked },
+  };
+  r.post(
+    '/v1/track',
+    { ...tracking, summary: 'Track an event for a contact (created if new)', auth: 'public' },
+    ...track(guards.public),
+  );
+  r.post(
+    '/events/track',
+    { ...tracking, summary: 'Track an event (the dashboard twin of /v1/track, secret key)', auth: 'secret' },
+    ...track(secret),
+  );
 
-  r.get('/events', secret, async (req, res) => {
-    const out = await contacts.listEvents({
-      projectId: req.projectId,
-      limit: limitParam(req.query),
-      cursor: stringParam(req.query, 'cursor') ?? '',
-      name: stringParam(req.query, 'name') ?? '',
-    });
-    res.json({ data: out.events.map(eventJson), cursor: out.cursor, hasMore: out.hasMore });
-  });
+  r.get(
+    '/events',
+    {
+      summary: 'List events (cursor pages)',
+      tag: 'Events',
+      auth: 'secret',
+      query: z.object({ limit: limitQuery(), cursor: stringQuery(), name: stringQuery('Only this event name') }),
+      responses: { 200: EventPage },
+    },
+    secret,
+    async (req, res) => {
+      const out = await contacts.listEvents({
+        projectId: req.projectId,
+        limit: limitParam(req.query),
+        cursor: stringParam(req.query, 'cursor') ?? '',
+        name: stringParam(req.query, 'name') ?? '',
+      });
+      res.json({ data: out.events.map(eventJson), cursor: out.cursor, hasMore: out.hasMore });
+    },
+  );
 
-  r.get('/events/stats', secret, async (req, res) => {
-    const days = rangeParam(req.query, 'days', EVENT_STATS_DAYS);
-    const s = await contacts.getEventStats({ projectId: req.projectId, days });
-    res.json({
-      total: Number(s.total),
-      last24h: Number(s.last24h),
-      events: s.names.map((n) => ({
-        name: n.name,
-        count: Number(n.count),
-        contacts: Number(n.contacts),
-        lastSeen: n.lastSeen ? new Date(Number(n.lastSeen.seconds) * 1000).toISOString() : null,
-      })),
-    });
-  });
+  r.get(
+    '/events/stats',
+    {
+      summary: 'Event counts per name over a window',
+      tag: 'Events',
+      auth: 'secret',
+      query: z.object({
+        days: z.coerce
+          .number()
+          .int()
+          .min(1)
+          .max(3650)
+          .optional()
+          .openapi({ description: 'Window in days (default 30)' }),
+      }),
+      responses: {
+        200: z.object({
+          total: z.number().int(),
+          last24h: z.number().int(),
+          events: z.array(
+            z.object({
+              name: z.string(),
+              count: z.number().int(),
+              contacts: z.number().int(),
+              lastSeen: isoDate.nullable(),
+            }),
+          ),
+        }),
+      },
+    },
+    secret,
+    async (req, res) => {
+      const days = rangeParam(req.query, 'days', EVENT_STATS_DAYS);
+      const s = await contacts.getEventStats({ projectId: req.projectId, days });
+      res.json({
+        total: Number(s.total),
+        last24h: Number(s.last24h),
+        events: s.names.map((n) => ({
+          name: n.name,
+          count: Number(n.count),
+          contacts: Number(n.contacts),
+          lastSeen: n.lastSeen ? new Date(Number(n.lastSeen.seconds) * 1000).toISOString() : null,
+        })),
+      });
+    },
+  );
 
-  r.get('/events/names', secret, async (req, res) => {
-    res.json((await contacts.listEventNames({ projectId: req.projectId })).names);
-  });
+  r.get(
+    '/events/names',
+    {
+      summary: 'Names of the events tracked in the project',
+      tag: 'Events',
+      auth: 'secret',
+      responses: { 200: z.array(z.string()) },
+    },
+    secret,
+    async (req, res) => {
+      res.json((await contacts.listEventNames({ projectId: req.projectId })).names);
+    },
+  );
 
-  r.get('/events/contact/:contactId', secret, async (req, res) => {
-    const out = await contacts.listEvents({
-      projectId: req.projectId,
-      limit: limitParam(req.query, 100, 100),
-      contactId: String(req.params.contactId),
-      cursor: stringParam(req.query, 'cursor') ?? '',
-    });
-    res.json({ data: out.events.map(eventJson), cursor: out.cursor, hasMore: out.hasMore });
-  });
+  r.get(
+    '/events/contact/:contactId',
+    {
+      summary: "A contact's events (cursor pages)",
+      tag: 'Events',
+      auth: 'secret',
+      query: z.object({ limit: limitQuery(100), cursor: stringQuery() }),
+      responses: { 200: EventPage },
+    },
+    secret,
+    async (req, res) => {
+      const out = await contacts.listEvents({
+        projectId: req.projectId,
+        limit: limitParam(req.query, 100, 100),
+        contactId: String(req.params.contactId),
+        cursor: stringParam(req.query, 'cursor') ?? '',
+      });
+      res.json({ data: out.events.map(eventJson), cursor: out.cursor, hasMore: out.hasMore });
+    },
+  );
 
-  r.delete('/events/:eventName', secret, async (req, res) => {
-    const out = await contacts.deleteEvents({ projectId: req.projectId, name: String(req.params.eventName) });
-    res.json({ event: String(req.params.eventName), deleted: Number(out.deleted) });
-  });
+  r.delete(
+    '/events/:eventName',
+    {
+      summary: 'Delete every event of a name',
+      tag: 'Events',
+      auth: 'secret',
+      responses: { 200: z.object({ event: z.string(), deleted: z.number().int() }) },
+    },
+    secret,
+    async (req, res) => {
+      const out = await contacts.deleteEvents({ projectId: req.projectId, name: String(req.params.eventName) });
+      res.json({ event: String(req.params.eventName), deleted: Number(out.deleted) });
+    },
+  );
 
-  return r;
+  return r.router;
 }

@@ -1,4 +1,4 @@
-import { Router, type RequestHandler } from 'express';
+import type { Router, RequestHandler } from 'express';
 import { accountEmailKey } from '@svc/lib/account-email';
 import { AppError } from '@svc/lib/errors';
 import type { RateLimiter } from '@svc/lib/rate-limit';
@@ -7,6 +7,47 @@ import type { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import type { Authenticator } from '../http/auth.js';
 import { objectBody, stringField } from '../http/body.js';
 import { invitationJson, memberJson, projectJson, roleValue, userJson } from './identity-json.js';
+import { z } from 'zod';
+import { ApiRouter, id, isoDate } from '../http/api.js';
+
+const Role = z.enum(['owner', 'admin', 'member']);
+
+const User = z
+  .object({ id, email: z.string().email(), emailVerified: z.boolean(), createdAt: isoDate.nullable() })
+  .openapi('User');
+const Project = z
+  .object({
+    id,
+    name: z.string(),
+    publicKey: z.string().optional().openapi({ description: 'Only when just issued (creation, rotation)' }),
+    secretKey: z.string().optional().openapi({ description: 'Only when just issued (creation, rotation)' }),
+    publicKeyPrefix: z.string(),
+    secretKeyPrefix: z.string(),
+    disabled: z.boolean(),
+    role: Role.nullable(),
+    createdAt: isoDate.nullable(),
+    updatedAt: isoDate.nullable(),
+  })
+  .openapi('Project');
+const Member = z
+  .object({ userId: id, email: z.string(), role: Role.nullable(), createdAt: isoDate.nullable() })
+  .openapi('Member');
+const Invitation = z
+  .object({
+    id,
+    projectId: id,
+    projectName: z.string(),
+    email: z.string(),
+    role: Role.nullable(),
+    invitedBy: z.object({ userId: id, email: z.string() }).nullable(),
+    status: z.enum(['pending', 'accepted', 'declined', 'revoked', 'expired']).nullable(),
+    createdAt: isoDate.nullable(),
+    expiresAt: isoDate.nullable(),
+  })
+  .openapi('Invitation');
+const Credentials = z.object({ email: z.string().email(), password: z.string().min(8) });
+const Ok = z.object({ success: z.literal(true) });
+const PROJECT_ID = z.object({ id: id.openapi({ description: 'Project id' }) });
 
 const LOGIN_ATTEMPTS_PER_MINUTE = 10;
 
@@ -16,7 +57,7 @@ export function identityRouter(
   auth: Authenticator,
   limiter: RateLimiter,
 ): Router {
-  const r = Router();
+  const r = new ApiRouter();
   const session = auth.session();
 
   // Password guessing: a few attempts per minute for one account from one client. The email is keyed
@@ -35,155 +76,414 @@ export function identityRouter(
     next();
   };
 
-  r.post('/auth/signup', async (req, res) => {
-    const body = objectBody(req.body);
-    const out = await identity.signUp({
-      email: stringField(body, 'email') ?? '',
-      password: stringField(body, 'password') ?? '',
-    });
-    auth.setSession(res, out.sessionToken);
-    res.status(201).json(userJson(out.user!));
-  });
+  r.post(
+    '/auth/signup',
+    {
+      summary: 'Create an account (and sign in: sets the session cookie)',
+      tag: 'Account',
+      auth: 'none',
+      body: Credentials,
+      responses: { 201: User },
+      errors: [409],
+    },
+    async (req, res) => {
+      const body = objectBody(req.body);
+      const out = await identity.signUp({
+        email: stringField(body, 'email') ?? '',
+        password: stringField(body, 'password') ?? '',
+      });
+      auth.setSession(res, out.sessionToken);
+      res.status(201).json(userJson(out.user!));
+    },
+  );
 
-  r.post('/auth/login', loginThrottle, async (req, res) => {
-    const body = objectBody(req.body);
-    const out = await identity.login({
-      email: stringField(body, 'email') ?? '',
-      password: stringField(body, 'password') ?? '',
-    });
-    auth.setSession(res, out.sessionToken);
-    res.json(userJson(out.user!));
-  });
+  r.post(
+    '/auth/login',
+    {
+      summary: 'Sign in: sets the session cookie',
+      tag: 'Account',
+      auth: 'none',
+      body: Credentials,
+      responses: { 200: User },
+      errors: [401, 429],
+    },
+    loginThrottle,
+    async (req, res) => {
+      const body = objectBody(req.body);
+      const out = await identity.login({
+        email: stringField(body, 'email') ?? '',
+        password: stringField(body, 'password') ?? '',
+      });
+      auth.setSession(res, out.sessionToken);
+      res.json(userJson(out.user!));
+    },
+  );
 
-  r.get('/auth/logout', async (req, res) => {
-    const token = req.signedCookies?.svc_session;
-    if (typeof token === 'string' && token) await identity.logout({ sessionToken: token });
-    auth.clearSession(res);
-    res.json({ success: true });
-  });
+  r.get(
+    '/auth/logout',
+    {
+      summary: 'Sign out: ends the session and clears the cookie',
+      tag: 'Account',
+      auth: 'none',
+      responses: { 200: Ok },
+    },
+    async (req, res) => {
+      const token = req.signedCookies?.svc_session;
+      if (typeof token === 'string' && token) await identity.logout({ sessionToken: token });
+      auth.clearSession(res);
+      res.json({ success: true });
+    },
+  );
 
-  r.get('/auth/oauth-config', async (_req, res) => {
-    const out = await identity.getOAuthConfig({});
-    res.json({ providers: out.providers.map((p) => ({ id: p.id, name: p.name })) });
-  });
+  r.get(
+    '/auth/oauth-config',
+    {
+      summary: 'OAuth providers offered at sign-in',
+      tag: 'Account',
+      auth: 'none',
+      responses: { 200: z.object({ providers: z.array(z.object({ id: z.string(), name: z.string() })) }) },
+    },
+    async (_req, res) => {
+      const out = await identity.getOAuthConfig({});
+      res.json({ providers: out.providers.map((p) => ({ id: p.id, name: p.name })) });
+    },
+  );
 
   // Account lifecycle (README "Account lifecycle"): mailed single-use tokens.
-  r.post('/auth/request-verification', session, async (req, res) => {
-    await identity.requestEmailVerification({ userId: req.userId });
-    res.json({ success: true });
-  });
+  r.post(
+    '/auth/request-verification',
+    {
+      summary: 'Mail a verification link to the signed-in user',
+      tag: 'Account',
+      auth: 'session',
+      responses: { 200: Ok },
+      errors: [429],
+    },
+    session,
+    async (req, res) => {
+      await identity.requestEmailVerification({ userId: req.userId });
+      res.json({ success: true });
+    },
+  );
 
-  r.post('/auth/verify-email', async (req, res) => {
-    const out = await identity.verifyEmail({ token: stringField(objectBody(req.body), 'token') ?? '' });
-    res.json(userJson(out.user!));
-  });
+  r.post(
+    '/auth/verify-email',
+    {
+      summary: 'Verify the account email with the mailed token',
+      tag: 'Account',
+      auth: 'none',
+      body: z.object({ token: z.string() }),
+      responses: { 200: User },
+      errors: [404],
+    },
+    async (req, res) => {
+      const out = await identity.verifyEmail({ token: stringField(objectBody(req.body), 'token') ?? '' });
+      res.json(userJson(out.user!));
+    },
+  );
 
   // Always 200: the answer never tells whether the address has an account.
-  r.post('/auth/request-password-reset', async (req, res) => {
-    await identity.requestPasswordReset({ email: stringField(objectBody(req.body), 'email') ?? '' });
-    res.json({ success: true });
-  });
+  r.post(
+    '/auth/request-password-reset',
+    {
+      summary: 'Mail a password reset link (always 200: never tells whether the account exists)',
+      tag: 'Account',
+      auth: 'none',
+      body: z.object({ email: z.string().email() }),
+      responses: { 200: Ok },
+    },
+    async (req, res) => {
+      await identity.requestPasswordReset({ email: stringField(objectBody(req.body), 'email') ?? '' });
+      res.json({ success: true });
+    },
+  );
 
-  r.post('/auth/reset-password', async (req, res) => {
-    const body = objectBody(req.body);
-    await identity.resetPassword({
-      token: stringField(body, 'token') ?? '',
-      password: stringField(body, 'password') ?? '',
-    });
-    res.json({ success: true });
-  });
+  r.post(
+    '/auth/reset-password',
+    {
+      summary: 'Set a new password with the mailed token',
+      tag: 'Account',
+      auth: 'none',
+      body: z.object({ token: z.string(), password: z.string().min(8) }),
+      responses: { 200: Ok },
+      errors: [404],
+    },
+    async (req, res) => {
+      const body = objectBody(req.body);
+      await identity.resetPassword({
+        token: stringField(body, 'token') ?? '',
+        password: stringField(body, 'password') ?? '',
+      });
+      res.json({ success: true });
+    },
+  );
 
-  r.get('/users/@me', session, async (req, res) => {
-    res.json(userJson((await identity.getUser({ userId: req.userId })).user!));
-  });
+  r.get(
+    '/users/@me',
+    { summary: 'The signed-in user', tag: 'Account', auth: 'session', responses: { 200: User } },
+    session,
+    async (req, res) => {
+      res.json(userJson((await identity.getUser({ userId: req.userId })).user!));
+    },
+  );
 
-  r.get('/users/@me/projects', session, async (req, res) => {
-    res.json((await identity.listProjects({ userId: req.userId })).projects.map(projectJson));
-  });
+  r.get(
+    '/users/@me/projects',
+    {
+      summary: "The signed-in user's projects",
+      tag: 'Projects',
+      auth: 'session',
+      responses: { 200: z.array(Project) },
+    },
+    session,
+    async (req, res) => {
+      res.json((await identity.listProjects({ userId: req.userId })).projects.map(projectJson));
+    },
+  );
 
-  r.post('/users/@me/projects', session, async (req, res) => {
-    const name = stringField(objectBody(req.body), 'name') ?? '';
-    res.status(201).json(projectJson((await identity.createProject({ userId: req.userId, name })).project!));
-  });
+  r.post(
+    '/users/@me/projects',
+    {
+      summary: 'Create a project (its keys are in this answer only)',
+      tag: 'Projects',
+      auth: 'session',
+      body: z.object({ name: z.string().min(1) }),
+      responses: { 201: Project },
+    },
+    session,
+    async (req, res) => {
+      const name = stringField(objectBody(req.body), 'name') ?? '';
+      res.status(201).json(projectJson((await identity.createProject({ userId: req.userId, name })).project!));
+    },
+  );
 
-  r.patch('/users/@me/projects/:id', session, async (req, res) => {
-    const name = stringField(objectBody(req.body), 'name');
-    const out = await identity.updateProject({ userId: req.userId, projectId: String(req.params.id), name });
-    res.json(projectJson(out.project!));
-  });
+  r.patch(
+    '/users/@me/projects/:id',
+    {
+      summary: 'Rename a project',
+      tag: 'Projects',
+      auth: 'session',
+      params: PROJECT_ID,
+      body: z.object({ name: z.string().min(1).optional() }),
+      responses: { 200: Project },
+      errors: [403, 404],
+    },
+    session,
+    async (req, res) => {
+      const name = stringField(objectBody(req.body), 'name');
+      const out = await identity.updateProject({ userId: req.userId, projectId: String(req.params.id), name });
+      res.json(projectJson(out.project!));
+    },
+  );
 
-  r.post('/users/@me/projects/:id/regenerate-keys', session, async (req, res) => {
-    res.json(
-      projectJson((await identity.regenerateKeys({ userId: req.userId, projectId: String(req.params.id) })).project!),
-    );
-  });
+  r.post(
+    '/users/@me/projects/:id/regenerate-keys',
+    {
+      summary: "Rotate the project's keys (the new keys are in this answer only)",
+      tag: 'Projects',
+      auth: 'session',
+      params: PROJECT_ID,
+      responses: { 200: Project },
+      errors: [403, 404],
+    },
+    session,
+    async (req, res) => {
+      res.json(
+        projectJson((await identity.regenerateKeys({ userId: req.userId, projectId: String(req.params.id) })).project!),
+      );
+    },
+  );
 
-  r.delete('/users/@me/projects/:id', session, async (req, res) => {
-    await identity.deleteProject({ userId: req.userId, projectId: String(req.params.id) });
-    res.status(204).end();
-  });
+  r.delete(
+    '/users/@me/projects/:id',
+    {
+      summary: 'Delete a project',
+      tag: 'Projects',
+      auth: 'session',
+      params: PROJECT_ID,
+      responses: { 204: null },
+      errors: [403, 404],
+    },
+    session,
+    async (req, res) => {
+      await identity.deleteProject({ userId: req.userId, projectId: String(req.params.id) });
+      res.status(204).end();
+    },
+  );
 
-  r.get('/projects/:id/members', session, async (req, res) => {
-    res.json(
-      (await identity.listMembers({ userId: req.userId, projectId: String(req.params.id) })).members.map(memberJson),
-    );
-  });
+  r.get(
+    '/projects/:id/members',
+    {
+      summary: 'Members of a project',
+      tag: 'Projects',
+      auth: 'session',
+      params: PROJECT_ID,
+      responses: { 200: z.array(Member) },
+      errors: [404],
+    },
+    session,
+    async (req, res) => {
+      res.json(
+        (await identity.listMembers({ userId: req.userId, projectId: String(req.params.id) })).members.map(memberJson),
+      );
+    },
+  );
 
   // Inviting, not adding: the invited user becomes a member only by accepting.
-  r.post('/projects/:id/members', session, async (req, res) => {
-    const body = objectBody(req.body);
-    const out = await identity.inviteMember({
-      userId: req.userId,
-      projectId: String(req.params.id),
-      email: stringField(body, 'email') ?? '',
-      role: roleValue(body.role ?? 'member'),
-    });
-    res.status(201).json(invitationJson(out.invitation!));
-  });
+  r.post(
+    '/projects/:id/members',
+    {
+      summary: 'Invite a member (they join by accepting)',
+      tag: 'Projects',
+      auth: 'session',
+      params: PROJECT_ID,
+      body: z.object({ email: z.string().email(), role: Role.default('member') }),
+      responses: { 201: Invitation },
+      errors: [403, 404, 409],
+    },
+    session,
+    async (req, res) => {
+      const body = objectBody(req.body);
+      const out = await identity.inviteMember({
+        userId: req.userId,
+        projectId: String(req.params.id),
+        email: stringField(body, 'email') ?? '',
+        role: roleValue(body.role ?? 'member'),
+      });
+      res.status(201).json(invitationJson(out.invitation!));
+    },
+  );
 
-  r.get('/projects/:id/invitations', session, async (req, res) => {
-    const out = await identity.listInvitations({ userId: req.userId, projectId: String(req.params.id) });
-    res.json(out.invitations.map(invitationJson));
-  });
+  r.get(
+    '/projects/:id/invitations',
+    {
+      summary: 'Invitations of a project',
+      tag: 'Projects',
+      auth: 'session',
+      params: PROJECT_ID,
+      responses: { 200: z.array(Invitation) },
+      errors: [403, 404],
+    },
+    session,
+    async (req, res) => {
+      const out = await identity.listInvitations({ userId: req.userId, projectId: String(req.params.id) });
+      res.json(out.invitations.map(invitationJson));
+    },
+  );
 
-  r.delete('/projects/:id/invitations/:invitationId', session, async (req, res) => {
-    const ids = { projectId: String(req.params.id), invitationId: String(req.params.invitationId) };
-    await identity.revokeInvitation({ userId: req.userId, ...ids });
-    res.status(204).end();
-  });
+  r.delete(
+    '/projects/:id/invitations/:invitationId',
+    {
+      summary: 'Revoke an invitation',
+      tag: 'Projects',
+      auth: 'session',
+      params: PROJECT_ID,
+      responses: { 204: null },
+      errors: [403, 404],
+    },
+    session,
+    async (req, res) => {
+      const ids = { projectId: String(req.params.id), invitationId: String(req.params.invitationId) };
+      await identity.revokeInvitation({ userId: req.userId, ...ids });
+      res.status(204).end();
+    },
+  );
 
-  r.get('/users/@me/invitations', session, async (req, res) => {
-    res.json((await identity.listMyInvitations({ userId: req.userId })).invitations.map(invitationJson));
-  });
+  r.get(
+    '/users/@me/invitations',
+    {
+      summary: 'Invitations addressed to the signed-in user',
+      tag: 'Projects',
+      auth: 'session',
+      responses: { 200: z.array(Invitation) },
+    },
+    session,
+    async (req, res) => {
+      res.json((await identity.listMyInvitations({ userId: req.userId })).invitations.map(invitationJson));
+    },
+  );
 
-  r.post('/users/@me/invitations/:invitationId/accept', session, async (req, res) => {
-    const out = await identity.acceptInvitation({ userId: req.userId, invitationId: String(req.params.invitationId) });
-    res.json(invitationJson(out.invitation!));
-  });
+  r.post(
+    '/users/@me/invitations/:invitationId/accept',
+    {
+      summary: 'Accept an invitation',
+      tag: 'Projects',
+      auth: 'session',
+      responses: { 200: Invitation },
+      errors: [404, 409],
+    },
+    session,
+    async (req, res) => {
+      const out = await identity.acceptInvitation({
+        userId: req.userId,
+        invitationId: String(req.params.invitationId),
+      });
+      res.json(invitationJson(out.invitation!));
+    },
+  );
 
-  r.post('/users/@me/invitations/:invitationId/decline', session, async (req, res) => {
-    const out = await identity.declineInvitation({ userId: req.userId, invitationId: String(req.params.invitationId) });
-    res.json(invitationJson(out.invitation!));
-  });
+  r.post(
+    '/users/@me/invitations/:invitationId/decline',
+    {
+      summary: 'Decline an invitation',
+      tag: 'Projects',
+      auth: 'session',
+      responses: { 200: Invitation },
+      errors: [404, 409],
+    },
+    session,
+    async (req, res) => {
+      const out = await identity.declineInvitation({
+        userId: req.userId,
+        invitationId: String(req.params.invitationId),
+      });
+      res.json(invitationJson(out.invitation!));
+    },
+  );
 
-  r.patch('/projects/:id/members/:userId', session, async (req, res) => {
-    const out = await identity.updateMember({
-      userId: req.userId,
-      projectId: String(req.params.id),
-      memberUserId: String(req.params.userId),
-      role: roleValue(objectBody(req.body).role),
-    });
-    res.json(memberJson(out.member!));
-  });
+  r.patch(
+    '/projects/:id/members/:userId',
+    {
+      summary: "Change a member's role",
+      tag: 'Projects',
+      auth: 'session',
+      params: PROJECT_ID,
+      body: z.object({ role: Role }),
+      responses: { 200: Member },
+      errors: [403, 404],
+    },
+    session,
+    async (req, res) => {
+      const out = await identity.updateMember({
+        userId: req.userId,
+        projectId: String(req.params.id),
+        memberUserId: String(req.params.userId),
+        role: roleValue(objectBody(req.body).role),
+      });
+      res.json(memberJson(out.member!));
+    },
+  );
 
-  r.delete('/projects/:id/members/:userId', session, async (req, res) => {
-    await identity.removeMember({
-      userId: req.userId,
-      projectId: String(req.params.id),
-      memberUserId: String(req.params.userId),
-    });
-    res.status(204).end();
-  });
+  r.delete(
+    '/projects/:id/members/:userId',
+    {
+      summary: 'Remove a member',
+      tag: 'Projects',
+      auth: 'session',
+      params: PROJECT_ID,
+      responses: { 204: null },
+      errors: [403, 404],
+    },
+    session,
+    async (req, res) => {
+      await identity.removeMember({
+        userId: req.userId,
+        projectId: String(req.params.id),
+        memberUserId: String(req.params.userId),
+      });
+      res.status(204).end();
+    },
+  );
 
-  return r;
+  return r.router;
 }

@@ -1,9 +1,22 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Client } from '@connectrpc/connect';
-import { Router, type Response } from 'express';
+import type { Router, Response } from 'express';
 import { AppError, unauthorized } from '@svc/lib/errors';
 import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import { webhookError, webhookRequest } from './messaging-json.js';
+import { z } from 'zod';
+import { ApiRouter, type ResponseDoc } from '../http/api.js';
+
+const HTML = { description: 'A page for the recipient', content: { 'text/html': z.string() } };
+const INVALID = { description: 'The link is not valid or has expired (a page)', content: { 'text/html': z.string() } };
+const TOKEN = z.object({ token: z.string().openapi({ description: 'The signed token from the email' }) });
+const link = (summary: string, responses: Record<number, ResponseDoc>) => ({
+  summary,
+  tag: 'Links in email',
+  auth: 'none' as const,
+  params: TOKEN,
+  responses,
+});
 
 // Links inside sent mail: no API key (the signed token is the credential), no rate limit
 // budget of the project, answers meant for mail clients and people rather than programs.
@@ -44,58 +57,79 @@ const form = (action: string, label: string) =>
   `<form method="post" action="${escapeHtml(action)}"><button type="submit">${escapeHtml(label)}</button></form>`;
 
 export function trackingRouter(messaging: Client<typeof MessagingService>): Router {
-  const r = Router();
+  const r = new ApiRouter();
   const client = (req: { get(name: string): string | undefined; ip?: string }) => ({
     userAgent: req.get('user-agent') ?? '',
     ip: req.ip ?? '',
   });
 
-  r.get('/t/o/:token', async (req, res) => {
-    await messaging.trackOpen({ token: String(req.params.token), ...client(req) });
-    res.status(200).set('Cache-Control', 'no-store, max-age=0').type('gif').send(PIXEL);
-  });
+  r.get(
+    '/t/o/:token',
+    link('Open-tracking pixel', {
+      200: { description: '1x1 GIF', content: { 'image/gif': z.string().openapi({ format: 'binary' }) } },
+    }),
+    async (req, res) => {
+      await messaging.trackOpen({ token: String(req.params.token), ...client(req) });
+      res.status(200).set('Cache-Control', 'no-store, max-age=0').type('gif').send(PIXEL);
+    },
+  );
 
-  r.get('/t/c/:token', async (req, res) => {
-    await orInvalid(res, async () => {
-      const out = await messaging.trackClick({ token: String(req.params.token), ...client(req) });
-      res.set('Cache-Control', 'no-store').redirect(302, out.url);
-    });
-  });
+  r.get(
+    '/t/c/:token',
+    link('Tracked link: records the click, redirects to the target', {
+      302: { description: 'Redirect to the link target', headers: { Location: 'The target URL' } },
+      404: INVALID,
+    }),
+    async (req, res) => {
+      await orInvalid(res, async () => {
+        const out = await messaging.trackClick({ token: String(req.params.token), ...client(req) });
+        res.set('Cache-Control', 'no-store').redirect(302, out.url);
+      });
+    },
+  );
 
   // GET only shows a confirmation (link scanners must not unsubscribe anyone); POST acts.
   // RFC 8058 one-click: mail providers POST `List-Unsubscribe=One-Click` to the same URL.
-  r.get('/unsubscribe/:token', async (req, res) => {
-    await orInvalid(res, async () => {
-      const s = await messaging.setSubscription({ token: String(req.params.token) });
-      if (!s.subscribed)
-        return page(
+  r.get(
+    '/unsubscribe/:token',
+    link('Unsubscribe confirmation page (GET never changes anything)', { 200: HTML, 404: INVALID }),
+    async (req, res) => {
+      await orInvalid(res, async () => {
+        const s = await messaging.setSubscription({ token: String(req.params.token) });
+        if (!s.subscribed)
+          return page(
+            res,
+            200,
+            'You are unsubscribed',
+            `<p>${escapeHtml(s.maskedEmail)} receives no more marketing email from this sender.</p>`,
+          );
+        page(
+          res,
+          200,
+          'Unsubscribe',
+          `<p>Stop marketing email to ${escapeHtml(s.maskedEmail)}?</p>${form(req.originalUrl, 'Unsubscribe')}`,
+        );
+      });
+    },
+  );
+
+  r.post(
+    '/unsubscribe/:token',
+    link('Unsubscribe (also RFC 8058 one-click List-Unsubscribe=One-Click)', { 200: HTML, 404: INVALID }),
+    async (req, res) => {
+      await orInvalid(res, async () => {
+        const s = await messaging.setSubscription({ token: String(req.params.token), subscribed: false });
+        page(
           res,
           200,
           'You are unsubscribed',
           `<p>${escapeHtml(s.maskedEmail)} receives no more marketing email from this sender.</p>`,
         );
-      page(
-        res,
-        200,
-        'Unsubscribe',
-        `<p>Stop marketing email to ${escapeHtml(s.maskedEmail)}?</p>${form(req.originalUrl, 'Unsubscribe')}`,
-      );
-    });
-  });
+      });
+    },
+  );
 
-  r.post('/unsubscribe/:token', async (req, res) => {
-    await orInvalid(res, async () => {
-      const s = await messaging.setSubscription({ token: String(req.params.token), subscribed: false });
-      page(
-        res,
-        200,
-        'You are unsubscribed',
-        `<p>${escapeHtml(s.maskedEmail)} receives no more marketing email from this sender.</p>`,
-      );
-    });
-  });
-
-  r.get('/subscribe/:token', async (req, res) => {
+  r.get('/subscribe/:token', link('Subscribe confirmation page', { 200: HTML, 404: INVALID }), async (req, res) => {
     await orInvalid(res, async () => {
       const s = await messaging.setSubscription({ token: String(req.params.token) });
       if (s.subscribed)
@@ -109,14 +143,14 @@ export function trackingRouter(messaging: Client<typeof MessagingService>): Rout
     });
   });
 
-  r.post('/subscribe/:token', async (req, res) => {
+  r.post('/subscribe/:token', link('Subscribe again', { 200: HTML, 404: INVALID }), async (req, res) => {
     await orInvalid(res, async () => {
       const s = await messaging.setSubscription({ token: String(req.params.token), subscribed: true });
       page(res, 200, 'You are subscribed', `<p>${escapeHtml(s.maskedEmail)} is subscribed.</p>`);
     });
   });
 
-  r.get('/manage/:token', async (req, res) => {
+  r.get('/manage/:token', link('Email preferences page', { 200: HTML, 404: INVALID }), async (req, res) => {
     await orInvalid(res, async () => {
       const token = String(req.params.token);
       const s = await messaging.setSubscription({ token });
@@ -132,7 +166,7 @@ export function trackingRouter(messaging: Client<typeof MessagingService>): Rout
     });
   });
 
-  return r;
+  return r.router;
 }
 
 /**
@@ -140,18 +174,32 @@ export function trackingRouter(messaging: Client<typeof MessagingService>): Rout
  * the shared secret in `X-Webhook-Secret` (WEBHOOK_SECRET; unset refuses every call).
  */
 export function webhooksRouter(messaging: Client<typeof MessagingService>, secret: string | undefined): Router {
-  const r = Router();
+  const r = new ApiRouter();
   const expected = secret ? Buffer.from(secret) : undefined;
-  r.post('/webhooks/:provider', async (req, res) => {
-    const given = Buffer.from(req.get('x-webhook-secret') ?? '');
-    if (!expected || given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      throw unauthorized('UNAUTHORIZED', 'Missing or wrong X-Webhook-Secret header');
-    }
-    const provider = String(req.params.provider);
-    const out = await messaging.handleProviderWebhook(webhookRequest(req.body, provider)).catch((err) => {
-      throw webhookError(req.body, err);
-    });
-    res.json({ success: true, processed: out.processed, ignored: out.ignored });
-  });
-  return r;
+  r.post(
+    '/webhooks/:provider',
+    {
+      summary: 'Delivery notifications from the mail infrastructure (bounces, complaints, deliveries)',
+      tag: 'Webhooks',
+      auth: 'webhook',
+      body: z
+        .union([z.object({ events: z.array(z.record(z.unknown())) }), z.record(z.unknown())])
+        .openapi({ description: '{events: [...]} or one notification' }),
+      responses: {
+        200: z.object({ success: z.literal(true), processed: z.number().int(), ignored: z.number().int() }),
+      },
+    },
+    async (req, res) => {
+      const given = Buffer.from(req.get('x-webhook-secret') ?? '');
+      if (!expected || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        throw unauthorized('UNAUTHORIZED', 'Missing or wrong X-Webhook-Secret header');
+      }
+      const provider = String(req.params.provider);
+      const out = await messaging.handleProviderWebhook(webhookRequest(req.body, provider)).catch((err) => {
+        throw webhookError(req.body, err);
+      });
+      res.json({ success: true, processed: out.processed, ignored: out.ignored });
+    },
+  );
+  return r.router;
 }

@@ -1,9 +1,10 @@
-import { Router } from 'express';
 import multer from 'multer';
 import type { Client } from '@connectrpc/connect';
 import { AppError, badRequest } from '@svc/lib/errors';
 import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import type { KeyGuards } from '../http/guards.js';
+import { z } from 'zod';
+import { ApiRouter, id } from '../http/api.js';
 
 const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 /** One file part; a few small other fields are tolerated and anything beyond is refused before it is buffered. */
@@ -37,12 +38,21 @@ function uploadError(err: unknown): AppError {
  * the type is read from the bytes by messaging. GET /u/{id} serves it publicly, cacheable forever.
  */
 export function uploadsRouter(messaging: Client<typeof MessagingService>, guards: KeyGuards, publicUrl: string) {
-  const r = Router();
+  const r = new ApiRouter();
   const upload = multer({ storage: multer.memoryStorage(), limits: UPLOAD_LIMITS }).single('file');
   const base = publicUrl.replace(/\/+$/, '');
 
   r.post(
     '/uploads/image',
+    {
+      summary: 'Upload an image for templates (PNG, JPEG, GIF, WebP)',
+      tag: 'Uploads',
+      auth: 'secret',
+      bodyType: 'multipart/form-data',
+      body: z.object({ file: z.string().openapi({ format: 'binary' }) }),
+      responses: { 201: z.object({ url: z.string().url(), id, contentType: z.string(), size: z.number().int() }) },
+      errors: [400, 413, 415],
+    },
     guards.secret,
     (req, res, next) => {
       if (!req.is('multipart/form-data')) {
@@ -63,16 +73,28 @@ export function uploadsRouter(messaging: Client<typeof MessagingService>, guards
     },
   );
 
-  r.get('/u/:id', async (req, res) => {
-    const out = await messaging.getUpload({ id: String(req.params.id) });
-    res
-      .status(200)
-      .set('Content-Type', out.upload!.contentType)
-      .set('Cache-Control', 'public, max-age=31536000, immutable')
-      .set('X-Content-Type-Options', 'nosniff')
-      .set('Content-Security-Policy', "default-src 'none'")
-      .send(Buffer.from(out.content));
-  });
+  r.get(
+    '/u/:id',
+    {
+      summary: 'An uploaded image (public, cacheable forever)',
+      tag: 'Uploads',
+      auth: 'none',
+      responses: {
+        200: { description: 'The image', content: { 'image/*': z.string().openapi({ format: 'binary' }) } },
+      },
+      errors: [404],
+    },
+    async (req, res) => {
+      const out = await messaging.getUpload({ id: String(req.params.id) });
+      res
+        .status(200)
+        .set('Content-Type', out.upload!.contentType)
+        .set('Cache-Control', 'public, max-age=31536000, immutable')
+        .set('X-Content-Type-Options', 'nosniff')
+        .set('Content-Security-Policy', "default-src 'none'")
+        .send(Buffer.from(out.content));
+    },
+  );
 
-  return r;
+  return r.router;
 }

@@ -1,9 +1,18 @@
 import type { Client } from '@connectrpc/connect';
-import { Router } from 'express';
+import type { Router } from 'express';
 import type { CampaignsService } from '@svc/proto/svc/campaigns/v1/campaigns_pb';
 import type { SegmentsService } from '@svc/proto/svc/segments/v1/segments_pb';
 import type { WorkflowsService, WorkflowUsage } from '@svc/proto/svc/workflows/v1/workflows_pb';
 import type { KeyGuards } from '../http/guards.js';
+import { z } from 'zod';
+import { ApiRouter, id } from '../http/api.js';
+
+const Ref = z.object({ id, name: z.string() });
+const References = z.object({
+  segments: z.array(Ref),
+  campaigns: z.array(Ref.extend({ status: z.string() })),
+  workflows: z.array(Ref.extend({ steps: z.array(Ref.extend({ type: z.string() })) })),
+});
 
 /** The services whose stored conditions can reference a contact field or an event name. */
 export interface UsageSources {
@@ -58,18 +67,38 @@ async function references(
 
 /** GET /contacts/fields/{field}/usage and GET /events/{eventName}/usage (GET /templates/{id}/usage is messaging's). */
 export function usageRouter(sources: UsageSources, guards: KeyGuards): Router {
-  const r = Router();
+  const r = new ApiRouter();
   const secret = guards.secret;
 
-  r.get('/contacts/fields/:field/usage', secret, async (req, res) => {
-    const field = fieldName(String(req.params.field));
-    res.json({ field, ...(await references(sources, req.projectId, { field })) });
-  });
+  r.get(
+    '/contacts/fields/:field/usage',
+    {
+      summary: 'Segments, campaigns and workflows whose conditions read a contact field',
+      tag: 'Contacts',
+      auth: 'secret',
+      responses: { 200: References.extend({ field: z.string() }) },
+    },
+    secret,
+    async (req, res) => {
+      const field = fieldName(String(req.params.field));
+      res.json({ field, ...(await references(sources, req.projectId, { field })) });
+    },
+  );
 
-  r.get('/events/:eventName/usage', secret, async (req, res) => {
-    const event = String(req.params.eventName);
-    res.json({ event, ...(await references(sources, req.projectId, { eventName: event })) });
-  });
+  r.get(
+    '/events/:eventName/usage',
+    {
+      summary: 'Segments, campaigns and workflows that reference an event',
+      tag: 'Events',
+      auth: 'secret',
+      responses: { 200: References.extend({ event: z.string() }) },
+    },
+    secret,
+    async (req, res) => {
+      const event = String(req.params.eventName);
+      res.json({ event, ...(await references(sources, req.projectId, { eventName: event })) });
+    },
+  );
 
-  return r;
+  return r.router;
 }
