@@ -200,6 +200,7 @@ const STATUS_TEXT: Record<number, string> = {
   415: 'Unsupported media type',
   422: 'Validation failed',
   429: 'Rate limit exceeded',
+  501: 'Not configured on this deployment',
   503: 'A dependency is unavailable; retry after Retry-After seconds',
 };
 
