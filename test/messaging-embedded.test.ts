@@ -1,5 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { call, eventually, expectEnvelope, newTenant, uniqueEmail } from './support/client.js';
@@ -52,6 +54,7 @@ describe('GET /dev/mail', () => {
         EMBEDDED_PG_PORT: String(await freePort()),
         EMBEDDED_SMTP_PORT: String(await freePort()),
         DNS_SERVERS: dnsServers(),
+        WEBHOOK_ALLOW_PRIVATE: 'false',
         PUBLIC_URL: `http://localhost:${port}`,
       });
       for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS'])
@@ -144,6 +147,51 @@ describe('GET /dev/mail', () => {
         expect(listeningAddresses(Number(env[`${s}_PORT`]))).toEqual([IPV4_LOOPBACK]);
       }
       expect(listeningAddresses(Number(env.PORT))).toEqual([IPV4_ANY]);
+    });
+
+    test('WEBHOOK_ALLOW_PRIVATE unset: a WEBHOOK to 127.0.0.1, or a name resolving to it, fails unsent', async () => {
+      const hits: string[] = [];
+      const receiver = createServer((req, res) => {
+        hits.push(req.url ?? '');
+        res.end('ok');
+      });
+      await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+      const port = (receiver.address() as AddressInfo).port;
+      try {
+        const { key } = await sender('hooks');
+        const api = (method: string, url: string, body?: unknown) => call(method, url, body, { baseUrl, key });
+        const hostName = uniqueDomain('hooks');
+        await publishDns(hostName, 'A', '127.0.0.1');
+        for (const [url, address] of [
+          [`http://127.0.0.1:${port}/as-written`, '127.0.0.1'],
+          [`http://${hostName}:${port}/resolved`, '127.0.0.1'],
+        ]) {
+          const w = await api('POST', '/workflows', { name: `hook ${url}`, eventName: 'never' });
+          const step = await api('POST', `/workflows/${w.body.id}/steps`, { type: 'WEBHOOK', config: { url } });
+          const link = { fromStepId: w.body.steps[0].id, toStepId: step.body.id };
+          expect((await api('POST', `/workflows/${w.body.id}/transitions`, link)).status).toBe(201);
+          const email = uniqueEmail('hooked');
+          expect((await api('POST', '/contacts', { email })).status).toBe(201);
+          const started = await api('POST', `/workflows/${w.body.id}/executions`, { email });
+          expect(started.status).toBe(201);
+          const failed = await eventually(
+            async () => {
+              const e = await api('GET', `/workflows/${w.body.id}/executions/${started.body.id}`);
+              return e.body.status === 'FAILED' ? e.body : undefined;
+            },
+            20_000,
+            'execution FAILED',
+          );
+          expect(failed.error).toContain(`private address (${address}); refused`);
+          expect(failed.steps.find((x: { stepType: string }) => x.stepType === 'WEBHOOK')).toMatchObject({
+            status: 'FAILED',
+            output: { attempts: 0 },
+          });
+        }
+        expect(hits).toEqual([]);
+      } finally {
+        await new Promise((r) => receiver.close(r));
+      }
     });
   });
 });
