@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { call, platform, signUp, uniqueEmail } from './support/client.js';
+import { call, newTenant, platform, signUp, uniqueEmail } from './support/client.js';
 import { ROOT } from './support/processes.js';
 import { receivedMail, uniqueDomain, waitForMail } from './support/messaging.js';
 
@@ -250,6 +250,17 @@ try {
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.waitForURL(c.base + '/app');
   seen.projectAfterLogin = await page.locator('#project-switch option').first().textContent();
+  // Another account invites this one; the invitation is accepted in Settings and the project joins the switcher.
+  await fetch(c.base + '/projects/' + c.owner.projectId + '/members', {
+    method: 'POST',
+    headers: { cookie: c.owner.cookie, 'content-type': 'application/json' },
+    body: JSON.stringify({ email: c.email, role: 'member' }),
+  });
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings' }).click();
+  const invitations = page.getByRole('region', { name: 'Your invitations' });
+  await invitations.getByRole('button', { name: 'Accept' }).click();
+  await invitations.waitFor({ state: 'detached' });
+  seen.projectsAfterAccept = await page.locator('#project-switch option').allTextContents();
 } finally {
   await browser.close();
 }
@@ -388,12 +399,18 @@ describe('the web console (/app) in a real browser', () => {
       console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
       return;
     }
-    const seen = await inBrowser(ACCOUNT, { email: uniqueEmail('console-account'), smtp: infra.smtp.controlUrl });
+    const owner = await newTenant();
+    const seen = await inBrowser(ACCOUNT, {
+      email: uniqueEmail('console-account'),
+      smtp: infra.smtp.controlUrl,
+      owner,
+    });
     expect(seen.verified).toBe('Your email address is verified.');
     expect(seen.noticeAfter).toBe(0);
     expect(seen.requested).toContain('a reset link is on its way');
     expect(seen.changed).toContain('Your password is changed');
     expect(seen.reused).toMatch(/invalid|expired|used/i);
     expect(seen.projectAfterLogin).toBe('Mine');
+    expect(seen.projectsAfterAccept.sort()).toEqual(['Mine', 'Test project']);
   }, 120_000);
 });

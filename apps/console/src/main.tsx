@@ -8,7 +8,7 @@ import { ContactPage, ContactsPage, ImportPage } from './pages/contacts';
 import { DomainsPage } from './pages/domains';
 import { OverviewPage } from './pages/overview';
 import { SegmentPage, SegmentsPage } from './pages/segments';
-import { SettingsPage } from './pages/settings';
+import { MyInvitations, SettingsPage } from './pages/settings';
 import { TemplatePage, TemplatesPage } from './pages/templates';
 import { WorkflowPage, WorkflowsPage } from './pages/workflows';
 import { ErrorBox, Field, Link, match, navigate, useAction, usePath } from './ui';
@@ -183,6 +183,7 @@ function FirstProject({ onCreated }: { onCreated: () => Promise<unknown> }) {
   return (
     <main class="narrow">
       <h1>Create your first project</h1>
+      <MyInvitations onChanged={onCreated} />
       <form
         onSubmit={async (e) => {
           e.preventDefault();

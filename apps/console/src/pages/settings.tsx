@@ -83,6 +83,7 @@ export function SettingsPage(props: { project: Project; me: Me; onChanged: () =>
       </form>
       <ErrorBox error={rename.error} />
       <NewProject onChanged={props.onChanged} />
+      <MyInvitations onChanged={props.onChanged} />
       <Members project={project} />
     </Page>
   );
@@ -97,6 +98,39 @@ function KeyRow(props: { label: string; full?: string; prefix: string }) {
         {props.full && <CopyButton text={props.full} />}
       </td>
     </tr>
+  );
+}
+
+/** Invitations addressed to the signed-in user: accept (the project joins the switcher) or decline. */
+export function MyInvitations({ onChanged }: { onChanged: () => Promise<unknown> }) {
+  const list = useLoad(() => get('/users/@me/invitations'), []);
+  const action = useAction();
+  const pending = (list.data ?? []).filter((i: { status: string }) => i.status === 'pending');
+  if (pending.length === 0) return <ErrorBox error={list.error} />;
+  const answer = async (id: string, verb: 'accept' | 'decline') => {
+    if (await action.run(() => post(`/users/@me/invitations/${id}/${verb}`))) {
+      list.reload();
+      await onChanged();
+    }
+  };
+  return (
+    <section aria-label="Your invitations">
+      <h2>Invitations for you</h2>
+      <ul>
+        {pending.map((i: { id: string; projectName: string; role: string; invitedBy: { email: string } }) => (
+          <li key={i.id}>
+            {i.projectName} as {i.role}, from {i.invitedBy.email}{' '}
+            <button type="button" class="small" onClick={() => answer(i.id, 'accept')}>
+              Accept
+            </button>{' '}
+            <button type="button" class="small" onClick={() => answer(i.id, 'decline')}>
+              Decline
+            </button>
+          </li>
+        ))}
+      </ul>
+      <ErrorBox error={action.error} />
+    </section>
   );
 }
 
