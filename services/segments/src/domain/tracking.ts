@@ -63,6 +63,9 @@ export class Tracking {
 
   /** One contact changed (data, subscription, an event): re-evaluated against the project's tracked segments only. */
   async contactChanged(projectId: string, contactId: string): Promise<void> {
+    // Most projects track nothing: one plain read instead of a transaction per contact message (a campaign's
+    // email.* events alone are thousands a second). A segment tracked from now on is computed when it is.
+    if (!(await this.store.hasTracked(projectId))) return;
     await withTransaction(this.pool, async (tx) => {
       const tracked = await this.store.trackedForUpdate(tx, projectId);
       if (!tracked.length) return;

@@ -134,6 +134,15 @@ export class SegmentsStore {
     return rows;
   }
 
+  /** Whether the project has any tracked DYNAMIC segment (no lock, no transaction: the common answer is no). */
+  async hasTracked(projectId: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `SELECT 1 FROM segments WHERE project_id = $1 AND track_membership AND type = 'DYNAMIC' LIMIT 1`,
+      [projectId],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
   /** Tracked DYNAMIC segments of a project, locked in id order (one order for every writer: no deadlock). */
   async trackedForUpdate(db: Queryable, projectId: string): Promise<SegmentRow[]> {
     const { rows } = await db.query<SegmentRow>(
