@@ -142,6 +142,9 @@ export function workflowsRouter(workflows: Client<typeof WorkflowsService>, guar
     '/workflows/webhook-secret',
     {
       summary: "The project's webhook signing secret (created on first use)",
+      description:
+        'HMAC-SHA256 key of the X-Webhook-Signature header of WEBHOOK step deliveries. ' +
+        'An addition of this platform: SPEC.md does not say where this secret lives.',
       tag: 'Workflows',
       auth: 'secret',
       responses: { 200: z.object({ secret: z.string() }) },
