@@ -179,6 +179,18 @@ try {
   await page.getByRole('img', { name: 'Emails over time' }).waitFor();
   await shot('analytics');
 
+  // Billing: the campaign's two emails counted for this period; a cap set; no payment provider here.
+  await nav('Billing');
+  await until(async () => Number(await text(page, 'used-emails')) >= 2, 'emails counted');
+  seen.usedEmails = await text(page, 'used-emails');
+  await page.getByLabel('Emails this month').fill('1000');
+  await page.getByRole('button', { name: 'Save caps' }).click();
+  seen.capSaved = await page.getByText('Caps saved.').textContent();
+  seen.noProvider = await page.getByText('No payment provider is configured').count();
+  await page.getByLabel('Contacts').fill('-3');
+  await page.getByRole('button', { name: 'Save caps' }).click();
+  seen.capError = await page.locator('.field-error').first().textContent();
+
   await page.getByRole('button', { name: 'Log out' }).click();
   await page.waitForURL(c.base + '/app/login');
   seen.loggedOut = true;
@@ -385,6 +397,10 @@ describe('the web console (/app) in a real browser', () => {
     expect(seen.invalidMarked).toBe(1);
     expect(seen.history).toContain('UPDATE_CONTACT');
     expect(seen.activity).toContain('email.sent');
+    expect(seen.usedEmails).toBe('2');
+    expect(seen.capSaved).toBe('Caps saved.');
+    expect(seen.noProvider).toBe(1);
+    expect(seen.capError).toMatch(/at least 0/);
     expect(seen.loggedOut).toBe(true);
     // The campaign's mail reached both pro contacts, personalised; the free one got none.
     for (const [i, to] of pro.entries()) {

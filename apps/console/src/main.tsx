@@ -2,6 +2,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, get, post, project, setProject } from './api';
 import { AuthPage } from './pages/auth';
+import { BillingPage } from './pages/billing';
 import { ActivityPage, AnalyticsPage } from './pages/activity';
 import { CampaignPage, CampaignsPage } from './pages/campaigns';
 import { ContactPage, ContactsPage, ImportPage } from './pages/contacts';
@@ -41,6 +42,7 @@ const NAV: [string, string][] = [
   ['/app/domains', 'Domains'],
   ['/app/activity', 'Activity'],
   ['/app/analytics', 'Analytics'],
+  ['/app/billing', 'Billing'],
   ['/app/settings', 'Settings'],
 ];
 
@@ -106,6 +108,7 @@ function App() {
     ['/app/domains', () => <DomainsPage project={current} />],
     ['/app/activity', () => <ActivityPage />],
     ['/app/analytics', () => <AnalyticsPage />],
+    ['/app/billing', () => <BillingPage project={current} />],
     ['/app/settings', () => <SettingsPage project={current} me={me} onChanged={loadProjects} />],
   ];
   let page: preact.JSX.Element = (
