@@ -11,6 +11,7 @@ import {
   ROOT,
   RPC_SERVICES,
   startPlatform,
+  stopProcess,
   waitFor,
 } from './support/processes.js';
 import { startTestSmtpSink } from './support/smtp-sink.js';
@@ -64,10 +65,18 @@ export default async function setup(): Promise<void> {
     children.push(child);
     ready.push(waitFor(s, () => portOpen(Number(env[portVariable({ name: s })])), child));
   }
-  await Promise.all(ready);
-  const gateway = startPlatform(['gateway'], env, 'gateway');
-  children.push(gateway);
-  await waitFor('gateway', () => httpOk(`http://127.0.0.1:${env.PORT}/healthz`), gateway);
+  try {
+    await Promise.all(ready);
+    const gateway = startPlatform(['gateway'], env, 'gateway');
+    children.push(gateway);
+    await waitFor('gateway', () => httpOk(`http://127.0.0.1:${env.PORT}/healthz`), gateway);
+  } catch (err) {
+    // jest runs no teardown after a failed setup: the started services would live on, holding their
+    // database connections (on a shared box they starve the next runs of connections).
+    await Promise.allSettled(children.map((c) => stopProcess(c)));
+    await Promise.allSettled([smtp.close(), dns.close()]);
+    throw err;
+  }
 
   const info = {
     runId,
