@@ -1,5 +1,6 @@
 import type { Logger } from './logger.js';
 import {
+  BusClosed,
   subjectMatches,
   type Bus,
   type BusHandler,
@@ -38,7 +39,7 @@ export class MemoryBus implements Bus {
   constructor(private readonly logger: Logger) {}
 
   async publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void> {
-    if (this.closed) throw new Error('bus closed');
+    if (this.closed) throw new BusClosed();
     if (this.seen.has(id)) return;
     this.remember(id);
     const message: BusMessage = {

@@ -14,6 +14,7 @@ import {
 } from 'nats';
 import type { Logger } from './logger.js';
 import {
+  BusClosed,
   STREAMS,
   streamOf,
   type Bus,
@@ -107,6 +108,7 @@ export class NatsBus implements Bus {
   }
 
   async publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void> {
+    if (this.closed) throw new BusClosed();
     if (!this.js || !this.connected()) {
       throw new Error('message bus unavailable: NATS not connected or streams not ready');
     }

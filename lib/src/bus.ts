@@ -30,6 +30,14 @@ export interface SubscribeOptions {
   concurrency?: number;
 }
 
+/** A publish after `close()`: shutdown, not an outage (an outbox keeps the row for the next start). */
+export class BusClosed extends Error {
+  constructor() {
+    super('bus closed');
+    this.name = 'BusClosed';
+  }
+}
+
 export interface Bus {
   /** `context` travels as headers; consumers' handlers run inside it (lib/request-context.ts). */
   publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void>;

@@ -1,4 +1,4 @@
-import type { Bus } from './bus.js';
+import { type Bus, BusClosed } from './bus.js';
 import { CoalescingTask } from './coalescing-task.js';
 import type { DbHealth } from './db-health.js';
 import { releaseAfterFailure, type Pool, type Queryable } from './db.js';
@@ -93,6 +93,11 @@ export class OutboxRelay {
     this.pass = new CoalescingTask(
       () => this.drain(),
       (err) => {
+        // Shutdown closed the bus before this service stopped: the rows stay for the next start.
+        if (err instanceof PublishFailed && err.cause instanceof BusClosed) {
+          opts.logger.debug({ service: opts.service }, 'outbox relay: bus closed, rows kept for the next start');
+          return;
+        }
         if (!(err instanceof PublishFailed) && opts.health?.report(err)) return;
         opts.logger.warn({ err }, 'outbox relay pass failed; will retry');
       },

@@ -1,0 +1,152 @@
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { call } from './support/client.js';
+import { freePort, httpOk, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
+
+// Ctrl-C (SIGINT) or SIGTERM while requests are in flight: the edge stops, the bus drains, the services
+// stop, then embedded PostgreSQL; the process exits 0 and its last log line says it stopped, with no stack
+// trace and no "Cannot use a pool after calling end" on the way.
+
+const SANDBOX = 'sandbox@sandbox.localhost';
+
+interface Load {
+  done: number;
+  failed: number;
+  stop(): Promise<void>;
+}
+
+/** Concurrent loops of /v1/track, /v1/send (sandbox sender, queued to the local sink) and /contacts reads. */
+function load(baseUrl: string, keys: { publicKey: string; secretKey: string }, loops = 8): Load {
+  let running = true;
+  const state = { done: 0, failed: 0 };
+  const loop = async (i: number) => {
+    for (let n = 0; running; n++) {
+      const email = `load-${i}-${n}@example.com`;
+      const request =
+        n % 3 === 0
+          ? call('POST', '/v1/track', { email, event: 'load' }, { baseUrl, key: keys.publicKey })
+          : n % 3 === 1
+            ? call(
+                'POST',
+                '/v1/send',
+                { to: email, from: SANDBOX, subject: `Load ${n}`, body: '<p>Hello</p>' },
+                { baseUrl, key: keys.secretKey },
+              )
+            : call('GET', '/contacts?limit=5', undefined, { baseUrl, key: keys.secretKey });
+      // During shutdown requests are refused or cut: that is expected, the process must still stop cleanly.
+      const ok = await request.then((r) => r.status < 300).catch(() => false);
+      if (ok) state.done++;
+      else state.failed++;
+    }
+  };
+  const all = Promise.all(Array.from({ length: loops }, (_, i) => loop(i)));
+  return {
+    get done() {
+      return state.done;
+    },
+    get failed() {
+      return state.failed;
+    },
+    async stop() {
+      running = false;
+      await all;
+    },
+  };
+}
+
+async function exitOf(child: ChildProcess, timeoutMs: number): Promise<number | null> {
+  if (child.exitCode !== null) return child.exitCode;
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  clearTimeout(timer);
+  return code;
+}
+
+/** The JSON log lines of a run, parsed; non-JSON lines (the banner) kept as text. */
+function logLines(logName: string): { text: string; lines: Array<Record<string, unknown> | string> } {
+  const text = readFileSync(path.join(ROOT, '.test-run', 'logs', `${logName}.log`), 'utf8');
+  const lines = text
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => {
+      try {
+        return JSON.parse(l) as Record<string, unknown>;
+      } catch {
+        return l;
+      }
+    });
+  return { text, lines };
+}
+
+describe('clean shutdown under load (embedded mode)', () => {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-shutdown-'));
+  let env: Record<string, string>;
+  let keys: { publicKey: string; secretKey: string } | undefined;
+
+  beforeAll(async () => {
+    env = {
+      DATABASE_URL: '',
+      NATS_URL: '',
+      REDIS_URL: '',
+      SMTP_URL: '',
+      DATA_DIR: dataDir,
+      PORT: String(await freePort()),
+      EMBEDDED_PG_PORT: String(await freePort()),
+      METRICS_PORT: '',
+    };
+    for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS'])
+      env[`${s}_PORT`] = String(await freePort());
+  });
+
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    test(`${signal} while requests are in flight: exit 0, last line "stopped", no stack trace`, async () => {
+      const logName = `shutdown-${signal}`;
+      const child = startPlatform([], { ...env }, logName);
+      const baseUrl = `http://127.0.0.1:${env.PORT}`;
+      let traffic: Load | undefined;
+      try {
+        await waitFor('embedded platform', () => httpOk(`${baseUrl}/healthz`), child, 120_000);
+        if (!keys) {
+          const signup = await call(
+            'POST',
+            '/auth/signup',
+            { email: 'shutdown@example.com', password: 'password-123' },
+            { baseUrl },
+          );
+          expect(signup.status).toBe(201);
+          const cookie = signup.headers
+            .getSetCookie()
+            .map((c) => c.split(';')[0])
+            .join('; ');
+          const project = await call('POST', '/users/@me/projects', { name: 'Shutdown' }, { baseUrl, cookie });
+          expect(project.status).toBe(201);
+          keys = { publicKey: project.body.publicKey, secretKey: project.body.secretKey };
+        }
+        traffic = load(baseUrl, keys);
+        const started = traffic;
+        await waitFor('traffic', async () => started.done >= 60, child, 60_000);
+        child.kill(signal);
+        const code = await exitOf(child, 60_000);
+        await traffic.stop();
+        // The log stream may flush after the exit event.
+        await new Promise((r) => setTimeout(r, 100));
+        const { text, lines } = logLines(logName);
+        expect(code).toBe(0);
+        const last = lines[lines.length - 1];
+        expect(last).toMatchObject({ msg: 'stopped', signal });
+        expect(text).not.toContain('Cannot use a pool after calling end');
+        expect(text).not.toMatch(/\n\s+at |\\n\s+at /); // a stack trace, plain or inside a JSON log line
+        const errors = lines.filter((l) => typeof l === 'object' && Number(l.level) >= 50);
+        expect(errors).toEqual([]);
+        expect(lines.some((l) => typeof l === 'object' && l.msg === 'shutting down')).toBe(true);
+      } finally {
+        await traffic?.stop();
+        await stopProcess(child);
+      }
+    }, 240_000);
+  }
+});
