@@ -196,3 +196,75 @@ export function Pager(props: { page: number; totalPages: number; onPage: (p: num
     </nav>
   );
 }
+
+export interface Column<T> {
+  label: ComponentChildren;
+  cell: (row: T) => ComponentChildren;
+  testId?: string;
+}
+
+/** A table of rows by columns; `empty` is shown instead when there is no row. */
+export function DataTable<T>(props: {
+  rows: T[];
+  columns: Column<T>[];
+  rowKey: (row: T) => string;
+  empty?: string;
+  caption?: string;
+}) {
+  if (props.rows.length === 0 && props.empty) return <p class="muted">{props.empty}</p>;
+  return (
+    <table>
+      {props.caption && <caption>{props.caption}</caption>}
+      <thead>
+        <tr>
+          {props.columns.map((c, i) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: columns are fixed for a table
+            <th key={i}>{c.label}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {props.rows.map((row) => (
+          <tr key={props.rowKey(row)}>
+            {props.columns.map((c, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: columns are fixed for a table
+              <td key={i} data-testid={c.testId}>
+                {c.cell(row)}
+              </td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** The "New ..." action of a list page. */
+export const NewLink = ({ href, label }: { href: string; label: string }) => (
+  <Link href={href} class="button">
+    {label}
+  </Link>
+);
+
+/** An offset-paginated list answer (`{data, total, totalPages}`) as a table with its pager. */
+export function PagedTable<T extends { id: string }>(props: {
+  list: { data?: { data: T[]; totalPages: number }; error: unknown };
+  columns: Column<T>[];
+  empty: string;
+  page: number;
+  onPage: (page: number) => void;
+}) {
+  const { list } = props;
+  return (
+    <>
+      <ErrorBox error={list.error} />
+      <Loading what={list.data} />
+      {list.data && (
+        <>
+          <DataTable rows={list.data.data} columns={props.columns} rowKey={(r) => r.id} empty={props.empty} />
+          <Pager page={props.page} totalPages={list.data.totalPages} onPage={props.onPage} />
+        </>
+      )}
+    </>
+  );
+}

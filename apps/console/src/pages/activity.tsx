@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { get, query } from '../api';
-import { ErrorBox, Link, Loading, Page, useLoad, when } from '../ui';
+import { DataTable, ErrorBox, Link, Loading, Page, useLoad, when } from '../ui';
 
 export function ActivityPage() {
   const types = useLoad(() => get('/activity/types'), []);
@@ -125,26 +125,17 @@ export function AnalyticsPage() {
       )}
       <h2>Top events</h2>
       <ErrorBox error={top.error} />
-      <table>
-        <thead>
-          <tr>
-            <th>Event</th>
-            <th>Count</th>
-            <th>Contacts</th>
-            <th>Last seen</th>
-          </tr>
-        </thead>
-        <tbody>
-          {top.data?.data.map((e: any) => (
-            <tr key={e.name}>
-              <td>{e.name}</td>
-              <td>{e.count}</td>
-              <td>{e.contacts}</td>
-              <td>{when(e.lastSeen)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <DataTable
+        rows={top.data?.data ?? []}
+        rowKey={(e: any) => e.name}
+        empty="No events in this period."
+        columns={[
+          { label: 'Event', cell: (e: any) => e.name },
+          { label: 'Count', cell: (e: any) => e.count },
+          { label: 'Contacts', cell: (e: any) => e.contacts },
+          { label: 'Last seen', cell: (e: any) => when(e.lastSeen) },
+        ]}
+      />
       <h2>Top campaigns</h2>
       <ErrorBox error={campaigns.error} />
       <ul>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, get, post, query } from '../api';
-import { ErrorBox, Field, Link, Loading, Page, Pager, TextArea, navigate, useAction, useLoad, when } from '../ui';
+import { ErrorBox, Field, Link, NewLink, Page, PagedTable, TextArea, navigate, useAction, useLoad, when } from '../ui';
 import { FilterBuilder, cleanTree, emptyTree, type Tree } from './filter-builder';
 
 interface Campaign {
@@ -29,14 +29,7 @@ export function CampaignsPage() {
   const [page, setPage] = useState(1);
   const list = useLoad(() => get(`/campaigns${query({ status, page, pageSize: 20 })}`), [status, page]);
   return (
-    <Page
-      title="Campaigns"
-      actions={
-        <Link href="/app/campaigns/new" class="button">
-          New campaign
-        </Link>
-      }
-    >
+    <Page title="Campaigns" actions={<NewLink href="/app/campaigns/new" label="New campaign" />}>
       <div class="field">
         <label for="campaign-status">Status</label>
         <select id="campaign-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
@@ -47,38 +40,18 @@ export function CampaignsPage() {
           ))}
         </select>
       </div>
-      <ErrorBox error={list.error} />
-      <Loading what={list.data} />
-      {list.data && (
-        <>
-          <table>
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Status</th>
-                <th>Recipients</th>
-                <th>Scheduled / sent</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((c: Campaign) => (
-                <tr key={c.id}>
-                  <td>
-                    <Link href={`/app/campaigns/${c.id}`}>{c.name}</Link>
-                  </td>
-                  <td>
-                    <span class={`badge ${c.status.toLowerCase()}`}>{c.status}</span>
-                  </td>
-                  <td>{c.totalRecipients}</td>
-                  <td>{when(c.sentAt ?? c.scheduledFor)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {list.data.total === 0 && <p class="muted">No campaigns yet.</p>}
-          <Pager page={page} totalPages={list.data.totalPages} onPage={setPage} />
-        </>
-      )}
+      <PagedTable<Campaign>
+        list={list}
+        page={page}
+        onPage={setPage}
+        empty="No campaigns yet."
+        columns={[
+          { label: 'Name', cell: (c) => <Link href={`/app/campaigns/${c.id}`}>{c.name}</Link> },
+          { label: 'Status', cell: (c) => <span class={`badge ${c.status.toLowerCase()}`}>{c.status}</span> },
+          { label: 'Recipients', cell: (c) => c.totalRecipients },
+          { label: 'Scheduled / sent', cell: (c) => when(c.sentAt ?? c.scheduledFor) },
+        ]}
+      />
     </Page>
   );
 }

@@ -1,6 +1,20 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, get, post, query } from '../api';
-import { ErrorBox, Field, Link, Loading, Page, Pager, TextArea, navigate, useAction, useLoad, when } from '../ui';
+import {
+  DataTable,
+  ErrorBox,
+  Field,
+  Link,
+  Loading,
+  NewLink,
+  Page,
+  Pager,
+  TextArea,
+  navigate,
+  useAction,
+  useLoad,
+  when,
+} from '../ui';
 import { FilterBuilder, cleanTree, emptyTree, type Tree } from './filter-builder';
 
 interface Segment {
@@ -18,43 +32,23 @@ interface Segment {
 export function SegmentsPage() {
   const list = useLoad(() => get<Segment[]>('/segments'), []);
   return (
-    <Page
-      title="Segments"
-      actions={
-        <Link href="/app/segments/new" class="button">
-          New segment
-        </Link>
-      }
-    >
+    <Page title="Segments" actions={<NewLink href="/app/segments/new" label="New segment" />}>
       <ErrorBox error={list.error} />
       <Loading what={list.data} />
       {list.data && (
-        <table>
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Type</th>
-              <th>Members</th>
-              <th>Tracked</th>
-              <th>Updated</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.map((s) => (
-              <tr key={s.id}>
-                <td>
-                  <Link href={`/app/segments/${s.id}`}>{s.name}</Link>
-                </td>
-                <td>{s.type}</td>
-                <td>{s.memberCount}</td>
-                <td>{s.trackMembership ? 'yes' : 'no'}</td>
-                <td>{when(s.updatedAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          rows={list.data}
+          rowKey={(s) => s.id}
+          empty="No segments yet."
+          columns={[
+            { label: 'Name', cell: (s) => <Link href={`/app/segments/${s.id}`}>{s.name}</Link> },
+            { label: 'Type', cell: (s) => s.type },
+            { label: 'Members', cell: (s) => s.memberCount },
+            { label: 'Tracked', cell: (s) => (s.trackMembership ? 'yes' : 'no') },
+            { label: 'Updated', cell: (s) => when(s.updatedAt) },
+          ]}
+        />
       )}
-      {list.data?.length === 0 && <p class="muted">No segments yet.</p>}
     </Page>
   );
 }

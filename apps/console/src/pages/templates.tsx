@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, get, post, query } from '../api';
-import { ErrorBox, Field, Link, Loading, Page, Pager, TextArea, navigate, useAction, useLoad, when } from '../ui';
+import { ErrorBox, Field, Link, NewLink, Page, PagedTable, TextArea, navigate, useAction, useLoad, when } from '../ui';
 
 interface Template {
   id: string;
@@ -22,48 +22,23 @@ export function TemplatesPage() {
   const [page, setPage] = useState(1);
   const list = useLoad(() => get(`/templates${query({ search, page, pageSize: 20 })}`), [search, page]);
   return (
-    <Page
-      title="Templates"
-      actions={
-        <Link href="/app/templates/new" class="button">
-          New template
-        </Link>
-      }
-    >
+    <Page title="Templates" actions={<NewLink href="/app/templates/new" label="New template" />}>
       <div class="field">
         <label for="template-search">Search</label>
         <input id="template-search" type="search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} />
       </div>
-      <ErrorBox error={list.error} />
-      <Loading what={list.data} />
-      {list.data && (
-        <>
-          <table>
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Subject</th>
-                <th>Type</th>
-                <th>Updated</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((t: Template) => (
-                <tr key={t.id}>
-                  <td>
-                    <Link href={`/app/templates/${t.id}`}>{t.name}</Link>
-                  </td>
-                  <td>{t.subject}</td>
-                  <td>{t.type}</td>
-                  <td>{when(t.updatedAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {list.data.total === 0 && <p class="muted">No templates yet.</p>}
-          <Pager page={page} totalPages={list.data.totalPages} onPage={setPage} />
-        </>
-      )}
+      <PagedTable<Template>
+        list={list}
+        page={page}
+        onPage={setPage}
+        empty="No templates yet."
+        columns={[
+          { label: 'Name', cell: (t) => <Link href={`/app/templates/${t.id}`}>{t.name}</Link> },
+          { label: 'Subject', cell: (t) => t.subject },
+          { label: 'Type', cell: (t) => t.type },
+          { label: 'Updated', cell: (t) => when(t.updatedAt) },
+        ]}
+      />
     </Page>
   );
 }

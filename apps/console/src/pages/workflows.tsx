@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiError, api, get, post, query } from '../api';
-import { ErrorBox, Field, Link, Loading, Page, Pager, TextArea, navigate, useAction, useLoad, when } from '../ui';
+import { ErrorBox, Field, Link, Page, PagedTable, TextArea, navigate, useAction, useLoad, when } from '../ui';
 
 interface Step {
   id: string;
@@ -72,33 +72,18 @@ export function WorkflowsPage() {
           New workflow
         </button>
       </form>
-      <ErrorBox error={create.error ?? list.error} />
-      <Loading what={list.data} />
-      {list.data && (
-        <>
-          <table>
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Trigger</th>
-                <th>Enabled</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((w: Workflow) => (
-                <tr key={w.id}>
-                  <td>
-                    <Link href={`/app/workflows/${w.id}`}>{w.name}</Link>
-                  </td>
-                  <td>{w.triggerConfig?.eventName}</td>
-                  <td>{w.enabled ? 'yes' : 'no'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager page={page} totalPages={list.data.totalPages} onPage={setPage} />
-        </>
-      )}
+      <ErrorBox error={create.error} />
+      <PagedTable<Workflow>
+        list={list}
+        page={page}
+        onPage={setPage}
+        empty="No workflows yet."
+        columns={[
+          { label: 'Name', cell: (w) => <Link href={`/app/workflows/${w.id}`}>{w.name}</Link> },
+          { label: 'Trigger', cell: (w) => w.triggerConfig?.eventName },
+          { label: 'Enabled', cell: (w) => (w.enabled ? 'yes' : 'no') },
+        ]}
+      />
     </Page>
   );
 }
@@ -451,43 +436,32 @@ function Executions({ id }: { id: string }) {
           Refresh
         </button>
       </h2>
-      <ErrorBox error={list.error} />
-      <Loading what={list.data} />
-      {list.data && (
-        <>
-          <table>
-            <thead>
-              <tr>
-                <th>Started</th>
-                <th>Contact</th>
-                <th>Status</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((x: any) => (
-                <tr key={x.id}>
-                  <td>{when(x.startedAt)}</td>
-                  <td>
-                    <Link href={`/app/contacts/${x.contactId}`}>{x.contactId.slice(0, 8)}</Link>
-                  </td>
-                  <td data-testid="execution-status">{x.status}</td>
-                  <td>
-                    <button
-                      type="button"
-                      class="small"
-                      onClick={async () => setOpen(await get(`/workflows/${id}/executions/${x.id}`))}
-                    >
-                      History
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager page={page} totalPages={list.data.totalPages} onPage={setPage} />
-        </>
-      )}
+      <PagedTable<any>
+        list={list}
+        page={page}
+        onPage={setPage}
+        empty="No executions yet."
+        columns={[
+          { label: 'Started', cell: (x) => when(x.startedAt) },
+          {
+            label: 'Contact',
+            cell: (x) => <Link href={`/app/contacts/${x.contactId}`}>{x.contactId.slice(0, 8)}</Link>,
+          },
+          { label: 'Status', cell: (x) => x.status, testId: 'execution-status' },
+          {
+            label: <span class="sr-only">History</span>,
+            cell: (x) => (
+              <button
+                type="button"
+                class="small"
+                onClick={async () => setOpen(await get(`/workflows/${id}/executions/${x.id}`))}
+              >
+                History
+              </button>
+            ),
+          },
+        ]}
+      />
       {open && (
         <ol class="timeline" aria-label="Step history">
           {open.steps.map((s: any) => (
