@@ -154,6 +154,10 @@ describe('enforcement and consumption', () => {
     const job = await importCsv(t, ['email,plan', `${b},team`, `${fresh},free`].join('\n'));
     expect(job).toMatchObject({ status: 'completed', updated: 1, imported: 0, skipped: 1 });
     expect(job.errors).toEqual([{ row: 3, email: fresh, reason: 'billing_limit' }]);
+    const two = [uniqueEmail('csv'), uniqueEmail('csv')];
+    const again = await importCsv(t, ['email', ...two].join('\n'));
+    expect(again).toMatchObject({ status: 'completed', imported: 0, skipped: 2 });
+    expect(again.errors.map((e: { reason: string }) => e.reason)).toEqual(['billing_limit', 'billing_limit']);
 
     const c = await consumption(t);
     expect(c.contacts).toEqual({ used: 2, limit: 2, remaining: 0 });

@@ -14,6 +14,7 @@ import {
   stopProcess,
   waitFor,
 } from './support/processes.js';
+import { startTestS3 } from './support/s3-server.js';
 import { startTestSmtpSink } from './support/smtp-sink.js';
 
 /**
@@ -46,6 +47,9 @@ export default async function setup(): Promise<void> {
   env.STRIPE_WEBHOOK_SECRET = 'whsec_test_billing_0123456789';
   // Inbound mail: the tests send real mail to the messaging service's SMTP listener with nodemailer.
   env.INBOUND_SMTP_PORT = String(await freePort());
+  // Uploads go to a real S3-compatible server on loopback (s3rver).
+  const s3 = await startTestS3('uploads');
+  Object.assign(env, s3.env);
   env.SEND_RETRY_BASE_MS = '300';
   env.SEND_MAX_ATTEMPTS = '4';
   // Workflow WEBHOOK steps call a receiver on loopback in the tests; quick retries.
@@ -89,5 +93,5 @@ export default async function setup(): Promise<void> {
   };
   mkdirSync(path.join(ROOT, '.test-run'), { recursive: true });
   writeFileSync(path.join(ROOT, '.test-run', 'platform.json'), JSON.stringify(info, null, 2));
-  (globalThis as Record<string, unknown>).__PLATFORM__ = { children, info, close: [smtp.close, dns.close] };
+  (globalThis as Record<string, unknown>).__PLATFORM__ = { children, info, close: [smtp.close, dns.close, s3.close] };
 }

@@ -1,7 +1,9 @@
 import { deflateSync } from 'node:zlib';
+import aws4 from 'aws4';
 import { call, expectEnvelope, newTenant, platform, type Tenant } from './support/client.js';
 
-// POST /uploads/image stores an image in messaging's database; GET /u/{id} serves it publicly, cached forever.
+// POST /uploads/image stores an image (the test platform sets S3_*: in the s3rver bucket on loopback; without S3_*
+// in messaging's database); GET /u/{id} serves it publicly, cached forever.
 
 function crc32(buf: Buffer): number {
   let c = ~0;
@@ -71,6 +73,35 @@ describe('image uploads', () => {
     expect(got.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
     expect(got.headers.get('x-content-type-options')).toBe('nosniff');
     expect(Buffer.from(await got.arrayBuffer()).equals(png)).toBe(true);
+  });
+
+  test('with S3_* the bytes are in the bucket (uploads/<id>, signed), served from PUBLIC_URL/u/{id}', async () => {
+    const png = tinyPng();
+    const res = await upload(t, form(png, 'dot.png', 'image/png'));
+    expect(res.status).toBe(201);
+    const env = platform.env;
+    const endpoint = new URL(env.S3_ENDPOINT);
+    const path = `/${env.S3_BUCKET}/uploads/${res.body.id}`;
+    const signedGet = (accessKeyId: string) => {
+      const signed = aws4.sign(
+        { host: endpoint.host, path, method: 'GET', service: 's3', region: env.S3_REGION },
+        { accessKeyId, secretAccessKey: env.S3_SECRET_ACCESS_KEY },
+      );
+      const headers = Object.fromEntries(
+        Object.entries(signed.headers ?? {})
+          .filter(([k]) => k.toLowerCase() !== 'host')
+          .map(([k, v]) => [k, String(v)]),
+      );
+      return fetch(`${env.S3_ENDPOINT}${path}`, { headers });
+    };
+    const inBucket = await signedGet(env.S3_ACCESS_KEY_ID);
+    expect(inBucket.status).toBe(200);
+    expect(inBucket.headers.get('content-type')).toBe('image/png');
+    expect(Buffer.from(await inBucket.arrayBuffer()).equals(png)).toBe(true);
+    // The bucket checks the credentials (s3rver checks the access key of a SigV4 request, not its signature).
+    expect((await signedGet('NOT-A-KEY')).status).toBe(403);
+    const served = await fetch(`${platform.gatewayUrl}/u/${res.body.id}`);
+    expect(Buffer.from(await served.arrayBuffer()).equals(png)).toBe(true);
   });
 
   test('a JPEG is told by its bytes, whatever its name and declared type', async () => {

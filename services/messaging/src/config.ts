@@ -20,6 +20,17 @@ export const messagingEnv = z
     SEND_RETRY_BASE_MS: envPositiveInt.default(30000),
     DOMAIN_CHECK_INTERVAL_SECONDS: envPositiveInt.default(300),
     DNS_SERVERS: envDnsServers,
+    /** S3-compatible bucket of uploaded images (README "Image uploads"); unset S3_BUCKET: the database. */
+    S3_ENDPOINT: envUrl.optional(),
+    S3_BUCKET: z.string().min(1).optional(),
+    S3_REGION: z.string().min(1).default('us-east-1'),
+    S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+    S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+    S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).default('false'),
+  })
+  .refine((e) => !e.S3_BUCKET || (e.S3_ACCESS_KEY_ID && e.S3_SECRET_ACCESS_KEY), {
+    message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are required with S3_BUCKET',
+    path: ['S3_BUCKET'],
   })
   .transform((e) => ({
     smtpUrl: e.SMTP_URL,
@@ -32,6 +43,16 @@ export const messagingEnv = z
     sendRetryBaseMs: e.SEND_RETRY_BASE_MS,
     domainCheckIntervalSeconds: e.DOMAIN_CHECK_INTERVAL_SECONDS,
     dnsServers: e.DNS_SERVERS,
+    s3: e.S3_BUCKET
+      ? {
+          endpoint: e.S3_ENDPOINT,
+          bucket: e.S3_BUCKET,
+          region: e.S3_REGION,
+          accessKeyId: e.S3_ACCESS_KEY_ID!,
+          secretAccessKey: e.S3_SECRET_ACCESS_KEY!,
+          forcePathStyle: e.S3_FORCE_PATH_STYLE === 'true',
+        }
+      : undefined,
   }));
 
 export type MessagingEnv = z.output<typeof messagingEnv>;

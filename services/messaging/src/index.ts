@@ -42,6 +42,7 @@ import { SendRecordsStore } from './store/send-records-store.js';
 import { settingOnce } from './store/settings-store.js';
 import { TemplatesStore } from './store/templates-store.js';
 import { TimeseriesStore } from './store/timeseries-store.js';
+import { S3ObjectStore } from './store/object-store.js';
 import { Uploads } from './domain/uploads.js';
 import { UploadsStore } from './store/uploads-store.js';
 import { DeliveryWorker } from './workers/delivery-worker.js';
@@ -149,7 +150,7 @@ export async function startMessaging(
         history: new EmailHistory(emailsStore),
         dns,
         devMail,
-        uploads: new Uploads(new UploadsStore(db.pool)),
+        uploads: new Uploads(new UploadsStore(db.pool), config.s3 && new S3ObjectStore(config.s3)),
         billing: new EmailBilling(billingCaps.caps, emailsStore),
       }),
     ),

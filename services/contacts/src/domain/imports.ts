@@ -61,6 +61,9 @@ function settle(progress: Progress, written: { imported: number; updated: number
 const refusesRow = (err: unknown): err is AppError =>
   err instanceof AppError && (err.status === 422 || err.code === 'BILLING_LIMIT_REACHED');
 
+const refusalReason = (err: AppError) =>
+  err.code === 'BILLING_LIMIT_REACHED' ? 'billing_limit' : (err.errors?.[0]?.code ?? 'invalid_data');
+
 /**
  * A row that would take the project past MAX_CUSTOM_FIELDS fails alone, before any write; the
  * fields of accepted rows are taken from the budget.
@@ -201,16 +204,16 @@ export class Imports {
       settle(progress, await this.writeBatch(projectId, rows));
       return;
     } catch (err) {
-      if (!refusesRow(err) || rows.length === 1) throw err;
+      if (!refusesRow(err)) throw err;
+      // A batch of one row (e.g. a writer lane's last) is that row's refusal.
+      if (rows.length === 1) return refuse(progress, rowError(rows[0].row, rows[0].email, refusalReason(err)));
     }
     for (const row of rows) {
       try {
         settle(progress, await this.writeBatch(projectId, [row]));
       } catch (err) {
         if (!refusesRow(err)) throw err;
-        const reason =
-          err.code === 'BILLING_LIMIT_REACHED' ? 'billing_limit' : (err.errors?.[0]?.code ?? 'invalid_data');
-        refuse(progress, rowError(row.row, row.email, reason));
+        refuse(progress, rowError(row.row, row.email, refusalReason(err)));
       }
     }
   }

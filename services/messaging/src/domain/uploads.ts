@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, badRequest, notFound } from '@svc/lib/errors';
+import { AppError, badRequest, notFound, serviceUnavailable } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
+import type { ObjectStore } from '../store/object-store.js';
 import type { UploadRow, UploadsStore } from '../store/uploads-store.js';
 
 /** Images are limited to 5 MB (the gateway refuses larger bodies first, with the same 413). */
@@ -29,8 +30,14 @@ export interface StoredUpload extends UploadRow {
   bytes: Buffer;
 }
 
+const objectKey = (id: string) => `uploads/${id}`;
+
 export class Uploads {
-  constructor(private readonly store: UploadsStore) {}
+  /** With `objects` (S3_BUCKET set) new uploads go to the bucket; earlier ones stay where they were written. */
+  constructor(
+    private readonly store: UploadsStore,
+    private readonly objects?: ObjectStore,
+  ) {}
 
   async create(projectId: string, bytes: Buffer): Promise<UploadRow> {
     if (bytes.length === 0) throw badRequest('The file is empty');
@@ -49,12 +56,25 @@ export class Uploads {
       }
       throw unsupported('The file is not a PNG, JPEG, GIF or WebP image (the type is read from its content)');
     }
-    return this.store.insert({ id: randomUUID(), projectId, contentType, bytes: Buffer.from(bytes) });
+    const id = randomUUID();
+    // The object first: a row never points at bytes that are not there (a failed insert leaves an unused object).
+    if (this.objects) await this.objects.put(objectKey(id), bytes, contentType);
+    return this.store.insert({
+      id,
+      projectId,
+      contentType,
+      bytes: this.objects ? null : Buffer.from(bytes),
+      size: bytes.length,
+    });
   }
 
   async get(id: string): Promise<StoredUpload> {
     const row = isUuid(id) ? await this.store.get(id) : undefined;
     if (!row) throw notFound('Upload', id);
-    return row;
+    if (row.bytes) return { ...row, bytes: row.bytes };
+    if (!this.objects) throw serviceUnavailable('This upload is in object storage, which is not configured (S3_*)');
+    const bytes = await this.objects.get(objectKey(row.id));
+    if (!bytes) throw notFound('Upload', id);
+    return { ...row, bytes };
   }
 }

@@ -238,4 +238,13 @@ export const migrations: Migration[] = [
       CREATE INDEX uploads_project ON uploads (project_id, created_at DESC);
     `,
   },
+  {
+    // Uploads kept in an S3-compatible bucket when S3_BUCKET is set: the row keeps the type and size, the bytes
+    // live under `uploads/<id>` in the bucket.
+    id: '010_upload_storage',
+    sql: `
+      ALTER TABLE uploads ALTER COLUMN bytes DROP NOT NULL;
+      ALTER TABLE uploads ADD COLUMN storage text NOT NULL DEFAULT 'database' CHECK (storage IN ('database', 's3'));
+    `,
+  },
 ];
