@@ -160,9 +160,10 @@ describe('identity through the gateway', () => {
       404,
       'RESOURCE_NOT_FOUND',
     );
-    expect((await call('DELETE', `/users/@me/projects/${t.projectId}`, undefined, { cookie: t.cookie })).status).toBe(
-      204,
-    );
+    // A deletion is a saga (test/project-reset.test.ts): 202 with its progress; the project is gone at once.
+    const deleted = await call('DELETE', `/users/@me/projects/${t.projectId}`, undefined, { cookie: t.cookie });
+    expect(deleted.status).toBe(202);
+    expect(deleted.body).toMatchObject({ projectId: t.projectId, kind: 'delete', status: 'running' });
     expect((await call('GET', '/users/@me/projects', undefined, { cookie: t.cookie })).body).toEqual([]);
   });
 

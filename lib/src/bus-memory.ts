@@ -21,6 +21,8 @@ interface Subscription {
   inFlight: Set<Promise<void>>;
 }
 
+type WatchHandler = Parameters<Bus['watch']>[1];
+
 const DEDUPE_WINDOW = 10_000;
 const MAX_ATTEMPTS = 10;
 
@@ -33,6 +35,7 @@ const CLOSE_WAIT_MS = 5000;
 
 export class MemoryBus implements Bus {
   private readonly subs: Subscription[] = [];
+  private readonly watchers: Array<{ subjects: string[]; handler: WatchHandler }> = [];
   private readonly seen = new Set<string>();
   private closed = false;
 
@@ -49,6 +52,9 @@ export class MemoryBus implements Bus {
       requestId: context?.requestId ?? undefined,
       traceparent: context?.traceparent ?? undefined,
     };
+    for (const w of this.watchers) {
+      if (w.subjects.some((p) => subjectMatches(p, subject))) this.notify(w.handler, subject, data);
+    }
     const targets = this.subs.filter((s) => s.subjects.some((p) => subjectMatches(p, subject)));
     await Promise.all(
       targets.map((s) => {
@@ -67,6 +73,18 @@ export class MemoryBus implements Bus {
   async subscribe(durable: string, subjects: string[], handler: BusHandler, options?: SubscribeOptions): Promise<void> {
     const concurrent = (options?.concurrency ?? 1) > 1;
     this.subs.push({ durable, subjects, handler, tail: Promise.resolve(), concurrent, inFlight: new Set() });
+  }
+
+  watch(subjects: string[], handler: WatchHandler): void {
+    this.watchers.push({ subjects, handler });
+  }
+
+  private notify(handler: WatchHandler, subject: string, data: unknown): void {
+    try {
+      handler({ subject, data: structuredClone(data) });
+    } catch (err) {
+      this.logger.warn({ err, subject }, 'bus watcher failed');
+    }
   }
 
   connected(): boolean {

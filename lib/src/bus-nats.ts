@@ -76,6 +76,7 @@ export class NatsBus implements Bus {
   private readonly created = new Map<string, string>();
   private readonly recreatedListeners: Array<(subjects: string[]) => void> = [];
   private readonly wakers = new Set<() => void>();
+  private readonly watchers: Array<{ subjects: string[]; handler: Parameters<Bus['watch']>[1] }> = [];
   private repairing?: Promise<void>;
   private ensuring?: Promise<void>;
   private ensureAgain = false;
@@ -121,6 +122,31 @@ export class NatsBus implements Bus {
       if (!isMissingStream(err)) throw err;
       await this.repair();
       await this.js.publish(full, payload, options);
+    }
+  }
+
+  /** Core NATS subscriptions: a JetStream publish reaches them too, in every process. */
+  watch(subjects: string[], handler: Parameters<Bus['watch']>[1]): void {
+    const w = { subjects, handler };
+    this.watchers.push(w);
+    if (this.nc) this.attachWatcher(this.nc, w);
+  }
+
+  private attachWatcher(nc: NatsConnection, w: (typeof this.watchers)[number]): void {
+    const prefixLength = this.prefix.length + 1;
+    for (const subject of w.subjects) {
+      nc.subscribe(`${this.prefix}.${subject}`, {
+        callback: (err, m) => {
+          if (err) return;
+          const data = parseOrUndefined(m.string());
+          if (data === undefined) return;
+          try {
+            w.handler({ subject: m.subject.slice(prefixLength), data });
+          } catch (e) {
+            this.logger.warn({ err: e, subject }, 'bus watcher failed');
+          }
+        },
+      });
     }
   }
 
@@ -187,6 +213,7 @@ export class NatsBus implements Bus {
         });
         if (this.closed) return void (await nc.close());
         this.nc = nc;
+        for (const w of this.watchers) this.attachWatcher(nc, w);
         this.js = nc.jetstream();
         this.jsm = await nc.jetstreamManager({ checkAPI: false });
         this.logger.info({ event: 'nats.connected', server: nc.getServer() }, 'NATS connected');

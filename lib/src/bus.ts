@@ -43,6 +43,11 @@ export interface Bus {
   publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void>;
   /** `durable` names the consumer; its position survives restarts (JetStream) or the process (in-process). */
   subscribe(durable: string, subjects: string[], handler: BusHandler, options?: SubscribeOptions): Promise<void>;
+  /**
+   * Every process that watches gets every message published from now on, at most once (no durable
+   * position, no redelivery): for dropping cached state, where a missed message only waits for the cache's TTL.
+   */
+  watch(subjects: string[], handler: (message: Pick<BusMessage, 'subject' | 'data'>) => void): void;
   /** Whether publishing can succeed now (broker connected and streams in place); for readiness. */
   connected(): boolean;
   /**

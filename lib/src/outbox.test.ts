@@ -47,6 +47,7 @@ function recordingBus(): Bus & { got: BusMessage[]; failNext: number } {
       if (!got.some((m) => m.id === id)) got.push({ id, subject, data, ...headers }); // JetStream's Nats-Msg-Id dedupe
     },
     async subscribe() {},
+    watch() {},
     connected: () => true,
     async close() {},
   };

@@ -1,9 +1,19 @@
 import { topic } from '@svc/lib/bus-topic';
-import { ProjectCreatedSchema, ProjectDeletedSchema, UserCreatedSchema } from '../gen/svc/identity/v1/events_pb.js';
+import {
+  ProjectCreatedSchema,
+  ProjectDeletedSchema,
+  ProjectReinstatedSchema,
+  ProjectSuspendedSchema,
+  ProjectWipeRequestedSchema,
+  UserCreatedSchema,
+} from '../gen/svc/identity/v1/events_pb.js';
 
 /** Subjects the identity service publishes, and their messages. */
 export const IDENTITY_TOPICS = {
   userCreated: topic('identity.user.created', UserCreatedSchema),
   projectCreated: topic('identity.project.created', ProjectCreatedSchema),
   projectDeleted: topic('identity.project.deleted', ProjectDeletedSchema),
+  projectWipeRequested: topic('identity.project.wipe_requested', ProjectWipeRequestedSchema),
+  projectSuspended: topic('identity.project.suspended', ProjectSuspendedSchema),
+  projectReinstated: topic('identity.project.reinstated', ProjectReinstatedSchema),
 } as const;

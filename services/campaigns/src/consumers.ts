@@ -4,7 +4,7 @@ import { on, subscribeTopics } from '@svc/lib/bus-topic';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
-import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
+import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import type { CampaignsStore } from './store/campaigns-store.js';
 import {
@@ -28,6 +28,7 @@ export async function subscribeCampaignsConsumers(
   bus: Bus,
   recipients: RecipientsStore,
   campaigns: CampaignsStore,
+  identity: WipeReports,
   logger: Logger,
 ) {
   const marks = new GroupCommit<RecipientMark, void>(
@@ -56,14 +57,5 @@ export async function subscribeCampaignsConsumers(
     // written together (one statement per step and batch); each message is acknowledged after its commit.
     { concurrency: CONCURRENCY },
   );
-  await subscribeTopics(
-    bus,
-    'campaigns-projects',
-    [
-      on(IDENTITY_TOPICS.projectDeleted, async ({ projectId }) =>
-        isUuid(projectId) ? campaigns.removeProject(projectId) : undefined,
-      ),
-    ],
-    logger,
-  );
+  await joinProjectWipes(bus, { service: 'campaigns', identity, logger, wipe: (p) => campaigns.removeProject(p) });
 }

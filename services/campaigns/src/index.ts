@@ -2,6 +2,7 @@ import { createRpcClient } from '@svc/lib/rpc-client';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import { SegmentsService } from '@svc/proto/svc/segments/v1/segments_pb';
 import { type CampaignsEnv, campaignsEnv } from './config.js';
@@ -29,7 +30,8 @@ export async function startCampaigns(rt: Runtime<CampaignsEnv>): Promise<Running
   const messaging = messagingPort(createRpcClient(MessagingService, config.rpcUrls.messaging, config));
   const segments = segmentsPort(createRpcClient(SegmentsService, config.rpcUrls.segments, config));
 
-  await subscribeCampaignsConsumers(rt.bus, recipients, store, logger.child({ part: 'bus' }));
+  const identity = createRpcClient(IdentityService, config.rpcUrls.identity, config);
+  await subscribeCampaignsConsumers(rt.bus, recipients, store, identity, logger.child({ part: 'bus' }));
   const server = await serveRpc(
     rt,
     'campaigns',

@@ -1,8 +1,7 @@
 import type { Bus } from '@svc/lib/bus';
 import { on, subscribeTopics } from '@svc/lib/bus-topic';
-import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
-import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
+import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
 import { EMAIL_ACTIVITY_SUBSCRIPTION, type Events } from './domain/events.js';
@@ -14,12 +13,13 @@ interface ConsumerDeps {
   segmentEvents: SegmentEvents;
   contacts: ContactsStore;
   forgetTypes(projectId: string): void;
+  identity: WipeReports;
   logger: Logger;
 }
 
 /**
  * What the contacts service hears on the bus: email lifecycle (for filters), segment entry/exit
- * and project deletion.
+ * and its step of project resets and deletions.
  */
 export async function subscribeContactsConsumers(bus: Bus, d: ConsumerDeps): Promise<void> {
   await subscribeTopics(
@@ -35,16 +35,13 @@ export async function subscribeContactsConsumers(bus: Bus, d: ConsumerDeps): Pro
     [on(SEGMENTS_TOPICS.membershipChanged, (m, meta) => d.segmentEvents.record(meta.id, m))],
     d.logger,
   );
-  await subscribeTopics(
-    bus,
-    'contacts-projects',
-    [
-      on(IDENTITY_TOPICS.projectDeleted, async ({ projectId }) => {
-        if (!isUuid(projectId)) return;
-        await d.contacts.deleteProject(projectId);
-        d.forgetTypes(projectId);
-      }),
-    ],
-    d.logger,
-  );
+  await joinProjectWipes(bus, {
+    service: 'contacts',
+    identity: d.identity,
+    logger: d.logger,
+    async wipe(projectId) {
+      await d.contacts.deleteProject(projectId);
+      d.forgetTypes(projectId);
+    },
+  });
 }

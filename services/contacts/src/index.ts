@@ -1,3 +1,5 @@
+import { createRpcClient } from '@svc/lib/rpc-client';
+import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
 import { Audiences } from './domain/audiences.js';
@@ -71,6 +73,7 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
     segmentEvents: new SegmentEvents(db.pool, eventsStore, contactsStore),
     contacts: contactsStore,
     forgetTypes: (p) => contacts.forgetTypes(p),
+    identity: createRpcClient(IdentityService, rt.config.rpcUrls.identity, rt.config),
     logger: rt.logger.child({ service: 'contacts', part: 'bus' }),
   });
 

@@ -37,6 +37,7 @@ import { apiDocsRouter } from './routes/api-docs.js';
 import { setupStateRouter } from './routes/setup-state.js';
 import { billingRouter, paymentWebhookRouter } from './routes/billing.js';
 import { stripeProvider } from './billing/stripe-provider.js';
+import { projectSafetyRouter } from './routes/project-safety.js';
 
 const HEALTH = z.object({ status: z.literal('ok') });
 const READINESS = z.object({
@@ -143,6 +144,7 @@ export function createApp(deps: GatewayDeps) {
   app.use(identityRouter(clients.identity, auth, deps.limiter));
   app.use(setupStateRouter(clients, auth));
   app.use(billingRouter(clients, auth, paymentProvider, config.publicUrl));
+  app.use(projectSafetyRouter(clients, auth));
   app.use(contactJobsRouter(clients.contacts, guards));
   app.use(contactsRouter(clients.contacts, guards));
   app.use(eventsRouter(clients.contacts, guards, config.trackBatch));

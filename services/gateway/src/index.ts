@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { readBusMessage } from '@svc/lib/bus-topic';
 import { listen } from '@svc/lib/listen';
 import { MemoryIdempotencyStore, RedisIdempotencyStore } from '@svc/lib/idempotency-store';
 import { FailOpenRateLimiter, MemoryRateLimiter, SlicedRateLimiter } from '@svc/lib/rate-limit';
@@ -10,6 +11,7 @@ import { RedisTokenBuckets } from '@svc/lib/token-bucket';
 import { RedisLink } from '@svc/lib/redis';
 import type { RunningService, Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
+import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
 import { createApp } from './app.js';
 import { CALLABLE_SERVICES, createClients } from './clients.js';
 import { type GatewayEnv, gatewayEnv } from './config.js';
@@ -56,6 +58,11 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
     logger.warn('SESSION_SECRET is not set; using a random one for this process');
     sessionSecret = randomBytes(32).toString('hex');
   }
+  const keyCache = new KeyCache(config.keyCacheTtlSeconds, redis, `${prefix}:keys`);
+  // The replica that answered a project's DELETE dropped its keys already; every other replica hears it here.
+  rt.bus.watch([IDENTITY_TOPICS.projectDeleted.subject], (m) => {
+    void keyCache.forgetProject(readBusMessage(IDENTITY_TOPICS.projectDeleted, m.data).projectId);
+  });
   const app = createApp({
     config,
     logger,
@@ -65,7 +72,7 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
       ? new FailOpenRateLimiter(new SlicedRateLimiter(new RedisTokenBuckets(redis, `${prefix}:rl`)))
       : new MemoryRateLimiter(),
     idempotencyStore: redis ? new RedisIdempotencyStore(redis, `${prefix}:idem`) : new MemoryIdempotencyStore(),
-    keyCache: new KeyCache(config.keyCacheTtlSeconds, redis, `${prefix}:keys`),
+    keyCache,
     sessionSecret,
     embedded: opts.embedded,
     readiness: {

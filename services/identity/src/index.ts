@@ -6,12 +6,16 @@ import { Billing } from './domain/billing.js';
 import { Identity } from './domain/identity.js';
 import { createSystemMailer } from './domain/system-mail.js';
 import { Invitations } from './domain/invitations.js';
+import { ProjectWipes } from './domain/project-wipes.js';
+import { Suspensions } from './domain/suspensions.js';
 import { identityRoutes } from './rpc.js';
 import { AccountTokensStore } from './store/account-tokens-store.js';
 import { BillingStore } from './store/billing-store.js';
 import { migrations } from './store/migrations.js';
 import { IdentityStore } from './store/identity-store.js';
 import { InvitationsStore } from './store/invitations-store.js';
+import { SuspensionsStore } from './store/suspensions-store.js';
+import { WipesStore } from './store/wipes-store.js';
 
 export async function startIdentity(rt: Runtime<IdentityEnv>): Promise<RunningService> {
   const db = await openServiceDatabase('identity', rt, migrations);
@@ -28,7 +32,11 @@ export async function startIdentity(rt: Runtime<IdentityEnv>): Promise<RunningSe
     logger: rt.logger.child({ service: 'identity' }),
   });
   const billing = new Billing(identity, new BillingStore(db.pool));
-  const server = await serveRpc(rt, 'identity', identityRoutes(identity, invitations, lifecycle, billing), db);
+  const safety = {
+    wipes: new ProjectWipes(identity, store, new WipesStore(db.pool)),
+    suspensions: new Suspensions(identity, new SuspensionsStore(db.pool)),
+  };
+  const server = await serveRpc(rt, 'identity', identityRoutes(identity, invitations, lifecycle, billing, safety), db);
   return {
     name: 'identity',
     async stop() {

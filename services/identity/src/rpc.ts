@@ -10,16 +10,21 @@ import {
   KeyType,
   MemberSchema,
   ProjectSchema,
+  ProjectWipeSchema,
   Role as ProtoRole,
+  SuspensionSchema,
   UserSchema,
 } from '@svc/proto/svc/identity/v1/identity_pb';
 import type { AccountLifecycle } from './domain/account-lifecycle.js';
 import type { Billing, Limits } from './domain/billing.js';
 import type { Identity, ProjectView } from './domain/identity.js';
 import type { Invitations } from './domain/invitations.js';
+import type { ProjectWipes, WipeView } from './domain/project-wipes.js';
+import type { Suspensions } from './domain/suspensions.js';
 import type { Role } from './domain/roles.js';
 import type { MemberRow, UserRow } from './store/identity-store.js';
 import type { InvitationRow, InvitationStatus as Status } from './store/invitations-store.js';
+import type { SuspensionRow } from './store/suspensions-store.js';
 
 const ROLE_TO_PROTO: Record<Role, ProtoRole> = {
   owner: ProtoRole.OWNER,
@@ -103,11 +108,47 @@ function limitsPatch(l: BillingLimits | undefined, clear: Record<'emails' | 'con
   return out;
 }
 
+const wipe = (w: WipeView) =>
+  create(ProjectWipeSchema, {
+    id: w.id,
+    projectId: w.project_id,
+    kind: w.kind,
+    status: w.status,
+    steps: w.steps.map((s) => ({
+      service: s.service,
+      status: s.status,
+      phase: s.phase,
+      doneAt: s.done_at ? timestampFromDate(s.done_at) : undefined,
+    })),
+    createdAt: timestampFromDate(w.created_at),
+    completedAt: w.completed_at ? timestampFromDate(w.completed_at) : undefined,
+  });
+
+const suspension = (s: SuspensionRow) =>
+  create(SuspensionSchema, {
+    id: s.id,
+    projectId: s.project_id,
+    metric: s.metric,
+    rate: s.rate,
+    threshold: s.threshold,
+    sent: BigInt(s.sent),
+    reason: s.reason,
+    suspendedAt: timestampFromDate(s.suspended_at),
+    liftedAt: s.lifted_at ? timestampFromDate(s.lifted_at) : undefined,
+    liftedBy: s.lifted_by ?? '',
+  });
+
+export interface ProjectSafety {
+  wipes: ProjectWipes;
+  suspensions: Suspensions;
+}
+
 export function identityRoutes(
   identity: Identity,
   invitations: Invitations,
   lifecycle: AccountLifecycle,
   billing: Billing,
+  safety: ProjectSafety,
 ) {
   return (router: ConnectRouter) =>
     router.service(IdentityService, {
@@ -142,8 +183,34 @@ export function identityRoutes(
         return { project: project(await identity.updateProject(req.userId, req.projectId, { name: req.name })) };
       },
       async deleteProject(req) {
-        await identity.deleteProject(req.userId, req.projectId);
+        return { wipe: wipe(await safety.wipes.delete(req.userId, req.projectId)) };
+      },
+      async resetProject(req) {
+        return { wipe: wipe(await safety.wipes.reset(req.userId, req.projectId)) };
+      },
+      async getProjectWipe(req) {
+        return { wipe: wipe(await safety.wipes.latest(req.userId, req.projectId)) };
+      },
+      async getProjectWipeStep(req) {
+        return { pending: await safety.wipes.stepPending(req.wipeId, req.service) };
+      },
+      async completeProjectWipeStep(req) {
+        await safety.wipes.completeStep(req.wipeId, req.service);
         return {};
+      },
+      async suspendProject(req) {
+        const r = await safety.suspensions.suspend({ ...req, sent: Number(req.sent) });
+        return { suspension: r.suspension ? suspension(r.suspension) : undefined, created: r.created };
+      },
+      async reinstateProject(req) {
+        return { suspension: suspension(await safety.suspensions.reinstate(req.userId, req.projectId)) };
+      },
+      async getProjectSuspensions(req) {
+        const state = await safety.suspensions.state(req.userId, req.projectId);
+        return {
+          active: state.active ? suspension(state.active) : undefined,
+          history: state.history.map(suspension),
+        };
       },
       async regenerateKeys(req) {
         return { project: project(await identity.regenerateKeys(req.userId, req.projectId)) };

@@ -19,6 +19,10 @@ export const messagingEnv = z
     /** First retry delay after a temporary (4xx) SMTP failure; doubles per attempt. */
     SEND_RETRY_BASE_MS: envPositiveInt.default(30000),
     DOMAIN_CHECK_INTERVAL_SECONDS: envPositiveInt.default(300),
+    /** Sends in the judged 7-day window below which bounce and complaint rates suspend nothing. */
+    REPUTATION_MIN_VOLUME: envPositiveInt.default(100),
+    /** How long a project's suspension state is cached on the send path (bus messages drop it sooner). */
+    SUSPENSION_CACHE_SECONDS: z.coerce.number().int().min(0).default(30),
     DNS_SERVERS: envDnsServers,
     /** S3-compatible bucket of uploaded images (README "Image uploads"); unset S3_BUCKET: the database. */
     S3_ENDPOINT: envUrl.optional(),
@@ -42,6 +46,8 @@ export const messagingEnv = z
     sendMaxAttempts: e.SEND_MAX_ATTEMPTS,
     sendRetryBaseMs: e.SEND_RETRY_BASE_MS,
     domainCheckIntervalSeconds: e.DOMAIN_CHECK_INTERVAL_SECONDS,
+    reputationMinVolume: e.REPUTATION_MIN_VOLUME,
+    suspensionCacheSeconds: e.SUSPENSION_CACHE_SECONDS,
     dnsServers: e.DNS_SERVERS,
     s3: e.S3_BUCKET
       ? {

@@ -10,8 +10,17 @@ import type { Pool } from '@svc/lib/db';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
+import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
+import { joinProjectWipes } from '@svc/lib/project-wipe';
+import { readBusMessage } from '@svc/lib/bus-topic';
 import { type MessagingEnv, messagingEnv } from './config.js';
 import { contactsDirectory } from './contacts-rpc.js';
+import { suspensionAuthority } from './identity-rpc.js';
+import { Reputation } from './domain/reputation.js';
+import { SendingSuspensions } from './domain/sending-suspension.js';
+import { ProjectWipeStore } from './store/project-wipe-store.js';
+import { ReputationStore } from './store/reputation-store.js';
 import { startSmtpSink, type SmtpSink, type SmtpSinkOptions } from './delivery/smtp-sink.js';
 import { createSmtpTransport } from './delivery/smtp-transport.js';
 import { ActivityFeed, FEED_SUBSCRIPTION } from './domain/activity-feed.js';
@@ -118,6 +127,17 @@ export async function startMessaging(
     emailsStore.countBillable(projectId, since),
   );
   const sendRecords = new SendRecords(new SendRecordsStore(db.pool, config.idempotencyTtlSeconds));
+  const identity = createRpcClient(IdentityService, config.rpcUrls.identity, config);
+  const authority = suspensionAuthority(identity);
+  const suspensions = new SendingSuspensions(authority, config.suspensionCacheSeconds);
+  // Every replica drops its cached view when identity suspends or reinstates the project.
+  const { projectSuspended, projectReinstated } = IDENTITY_TOPICS;
+  rt.bus.watch([projectSuspended.subject, projectReinstated.subject], (m) => {
+    const suspended = m.subject === projectSuspended.subject;
+    const message = suspended ? readBusMessage(projectSuspended, m.data) : readBusMessage(projectReinstated, m.data);
+    suspensions.forget(message.projectId);
+  });
+  const reputation = new Reputation(new ReputationStore(db.pool), suspensions, authority, config.reputationMinVolume);
 
   const server = await serveRpc(
     rt,
@@ -142,6 +162,7 @@ export async function startMessaging(
           }),
           contacts,
           records: sendRecords,
+          suspensions,
         }),
         tracking,
         webhooks: new ProviderWebhooks(db.pool, emailsStore),
@@ -152,6 +173,7 @@ export async function startMessaging(
         devMail,
         uploads: new Uploads(new UploadsStore(db.pool), config.s3 && new S3ObjectStore(config.s3)),
         billing: new EmailBilling(billingCaps.caps, emailsStore),
+        reputation,
       }),
     ),
     db,
@@ -171,6 +193,9 @@ export async function startMessaging(
           fallback: config.inboundSmtpPort === undefined,
         });
   if (inbound) logger.info({ port: inbound.port }, 'inbound SMTP listening');
+  await subscribeTopics(rt.bus, 'messaging-reputation', reputation.routes(), logger);
+  const wipes = new ProjectWipeStore(db.pool);
+  await joinProjectWipes(rt.bus, { service: 'messaging', identity, logger, wipe: (p) => wipes.wipe(p) });
 
   const transport = createSmtpTransport(smtpUrl, config.smtpPoolSize);
   const throttle = sendThrottle(config, logger);

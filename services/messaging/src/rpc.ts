@@ -24,6 +24,7 @@ import type { EmailTimeseries } from './domain/email-timeseries.js';
 import { parseVerifyRequest, verifyEmail, type DnsLookup } from './domain/email-verification.js';
 import type { SendSource as Source } from './domain/priority.js';
 import type { ProviderWebhooks } from './domain/provider-webhooks.js';
+import { THRESHOLDS, WINDOW_DAYS, type Reputation } from './domain/reputation.js';
 import type { QueueInput } from './domain/queue-request.js';
 import type { SenderDomains } from './domain/sender-domains.js';
 import type { SendInput } from './domain/send-request.js';
@@ -62,6 +63,7 @@ export interface MessagingParts {
   uploads: Uploads;
   /** Email usage and the campaign pre-check against the cap (README "Billing"). */
   billing: EmailBilling;
+  reputation: Reputation;
 }
 
 const ts = (d: Date | null | undefined) => (d ? timestampFromDate(d) : undefined);
@@ -410,6 +412,22 @@ export function messagingRoutes(parts: MessagingParts) {
           cursor: page.cursor,
           hasMore: page.hasMore,
           total: BigInt(page.total),
+        };
+      },
+
+      async getSendingReputation(req) {
+        const windows = await parts.reputation.windows(req.projectId);
+        return {
+          windows: windows.map((w) => ({
+            ...w,
+            sent: BigInt(w.sent),
+            bounced: BigInt(w.bounced),
+            complained: BigInt(w.complained),
+          })),
+          bounceThreshold: THRESHOLDS.bounceRate,
+          complaintThreshold: THRESHOLDS.complaintRate,
+          minimumVolume: BigInt(parts.reputation.minVolume),
+          judgedDays: WINDOW_DAYS[0],
         };
       },
 

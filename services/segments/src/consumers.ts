@@ -2,8 +2,8 @@ import type { Bus } from '@svc/lib/bus';
 import { on, subscribeTopics } from '@svc/lib/bus-topic';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
+import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
-import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
 import type { Tracking } from './domain/tracking.js';
 import type { SegmentsStore } from './store/segments-store.js';
 
@@ -12,7 +12,13 @@ import type { SegmentsStore } from './store/segments-store.js';
  * tracked event re-evaluates that one contact (tracking.ts), never a whole segment. Each handler
  * reads the current state, so redelivery and any order of messages converge.
  */
-export async function subscribeSegmentsConsumers(bus: Bus, tracking: Tracking, store: SegmentsStore, logger: Logger) {
+export async function subscribeSegmentsConsumers(
+  bus: Bus,
+  tracking: Tracking,
+  store: SegmentsStore,
+  identity: WipeReports,
+  logger: Logger,
+) {
   const changed = (projectId: string, contactId: string) =>
     isUuid(projectId) && isUuid(contactId) ? tracking.contactChanged(projectId, contactId) : Promise.resolve();
   await subscribeTopics(
@@ -28,14 +34,5 @@ export async function subscribeSegmentsConsumers(bus: Bus, tracking: Tracking, s
     ],
     logger,
   );
-  await subscribeTopics(
-    bus,
-    'segments-projects',
-    [
-      on(IDENTITY_TOPICS.projectDeleted, async ({ projectId }) =>
-        isUuid(projectId) ? store.removeProject(projectId) : undefined,
-      ),
-    ],
-    logger,
-  );
+  await joinProjectWipes(bus, { service: 'segments', identity, logger, wipe: (p) => store.removeProject(p) });
 }

@@ -3,6 +3,7 @@ import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from
 import { serviceModule } from '@svc/lib/services';
 import { CampaignsService } from '@svc/proto/svc/campaigns/v1/campaigns_pb';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { campaignUsage } from './campaigns-rpc.js';
 import { contactsPort } from './contacts-rpc.js';
 import { subscribeSegmentsConsumers } from './consumers.js';
@@ -19,7 +20,9 @@ export async function startSegments(rt: Runtime): Promise<RunningService> {
   const contacts = contactsPort(createRpcClient(ContactsService, rt.config.rpcUrls.contacts, rt.config));
   const campaigns = createRpcClient(CampaignsService, rt.config.rpcUrls.campaigns, rt.config);
   const tracking = new Tracking(db.pool, store, new MembershipsStore(), contacts);
-  await subscribeSegmentsConsumers(rt.bus, tracking, store, rt.logger.child({ service: 'segments', part: 'bus' }));
+  const identity = createRpcClient(IdentityService, rt.config.rpcUrls.identity, rt.config);
+  const busLogger = rt.logger.child({ service: 'segments', part: 'bus' });
+  await subscribeSegmentsConsumers(rt.bus, tracking, store, identity, busLogger);
   const server = await serveRpc(
     rt,
     'segments',

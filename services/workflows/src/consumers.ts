@@ -3,8 +3,8 @@ import type { Bus } from '@svc/lib/bus';
 import { on, subscribeTopics } from '@svc/lib/bus-topic';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
+import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
-import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
 import type { Executions } from './domain/executions.js';
@@ -32,6 +32,7 @@ export async function subscribeWorkflowsConsumers(
   bus: Bus,
   executions: Executions,
   store: WorkflowsStore,
+  identity: WipeReports,
   logger: Logger,
 ) {
   await subscribeTopics(
@@ -85,14 +86,5 @@ export async function subscribeWorkflowsConsumers(
     logger,
     { concurrency: CONCURRENCY },
   );
-  await subscribeTopics(
-    bus,
-    'workflows-projects',
-    [
-      on(IDENTITY_TOPICS.projectDeleted, async ({ projectId }) =>
-        isUuid(projectId) ? store.removeProject(projectId) : undefined,
-      ),
-    ],
-    logger,
-  );
+  await joinProjectWipes(bus, { service: 'workflows', identity, logger, wipe: (p) => store.removeProject(p) });
 }

@@ -3,6 +3,7 @@ import { createRpcClient } from '@svc/lib/rpc-client';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import { type WorkflowsEnv, workflowsEnv } from './config.js';
 import { contactsPort } from './contacts-rpc.js';
@@ -64,7 +65,8 @@ export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<Running
     executionsStore.pruneAwaited(86_400_000).catch((err) => logger.warn({ err }, 'pruning awaited events failed'));
   }, 600_000);
   prune.unref();
-  await subscribeWorkflowsConsumers(rt.bus, executions, store, logger.child({ part: 'bus' }));
+  const identity = createRpcClient(IdentityService, config.rpcUrls.identity, config);
+  await subscribeWorkflowsConsumers(rt.bus, executions, store, identity, logger.child({ part: 'bus' }));
   const server = await serveRpc(rt, 'workflows', workflowsRoutes(workflows, executions, store), db);
   return {
     name: 'workflows',

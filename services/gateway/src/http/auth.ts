@@ -38,6 +38,11 @@ export class Authenticator {
     private readonly secureCookies: boolean,
   ) {}
 
+  /** A deleted project's keys (or rotated ones) answer 401 from now on, not after the cache's TTL. */
+  forgetProject(projectId: string): Promise<void> {
+    return this.cache.forgetProject(projectId);
+  }
+
   private async resolve(key: string): Promise<KeyIdentity> {
     const cached = await this.cache.get(key);
     if (cached) return cached;

@@ -48,8 +48,35 @@ export class KeyCache {
     const id = KeyCache.id(key);
     // Not awaited: the request already has its answer from identity.
     const raw = JSON.stringify(value);
-    void this.redis?.run((r) => r.set(`${this.prefix}:${id}`, raw, 'EX', this.ttlSeconds)).catch(() => undefined);
+    // The project's set of cached key ids lets forgetProject find them (it lives as long as its newest entry).
+    const index = `${this.prefix}:project:${value.projectId}`;
+    void this.redis
+      ?.run((r) =>
+        r
+          .multi()
+          .set(`${this.prefix}:${id}`, raw, 'EX', this.ttlSeconds)
+          .sadd(index, id)
+          .expire(index, this.ttlSeconds)
+          .exec(),
+      )
+      .catch(() => undefined);
     this.remember(id, value, this.redis ? Math.min(LOCAL_TTL_MS, this.ttlSeconds * 1000) : this.ttlSeconds * 1000);
+  }
+
+  /**
+   * Drops every cached key of a project (deleted, or its keys rotated), here and in Redis, so the
+   * keys are asked of identity again at once instead of after the TTL.
+   */
+  async forgetProject(projectId: string): Promise<void> {
+    for (const [id, entry] of this.local) if (entry.value.projectId === projectId) this.local.delete(id);
+    if (!this.redis) return;
+    const index = `${this.prefix}:project:${projectId}`;
+    await this.redis
+      .run(async (r) => {
+        const ids = await r.smembers(index);
+        await r.del(index, ...ids.map((id) => `${this.prefix}:${id}`));
+      })
+      .catch(() => undefined);
   }
 
   private remember(id: string, value: KeyIdentity, ttlMs: number): void {

@@ -5,6 +5,8 @@ import {
   type Invitation,
   type Member,
   type Project,
+  type ProjectWipe,
+  type Suspension,
   type User,
 } from '@svc/proto/svc/identity/v1/identity_pb';
 
@@ -66,4 +68,27 @@ export const invitationJson = (i: Invitation) => ({
   status: STATUS_NAMES[i.status] ?? null,
   createdAt: iso(i.createdAt),
   expiresAt: iso(i.expiresAt),
+});
+
+/** A project reset or deletion and each service's step (waiting, running, done). */
+export const wipeJson = (w: ProjectWipe) => ({
+  id: w.id,
+  projectId: w.projectId,
+  kind: w.kind,
+  status: w.status,
+  steps: w.steps.map((s) => ({ service: s.service, phase: s.phase, status: s.status, doneAt: iso(s.doneAt) })),
+  createdAt: iso(w.createdAt),
+  completedAt: iso(w.completedAt),
+});
+
+export const suspensionJson = (s: Suspension) => ({
+  id: s.id,
+  metric: s.metric,
+  rate: s.rate,
+  threshold: s.threshold,
+  sent: Number(s.sent),
+  reason: s.reason,
+  suspendedAt: iso(s.suspendedAt),
+  liftedAt: iso(s.liftedAt),
+  liftedBy: s.liftedBy || null,
 });

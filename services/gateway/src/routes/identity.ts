@@ -6,7 +6,8 @@ import type { Client } from '@connectrpc/connect';
 import type { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import type { Authenticator } from '../http/auth.js';
 import { objectBody, stringField } from '../http/body.js';
-import { invitationJson, memberJson, projectJson, roleValue, userJson } from './identity-json.js';
+import { invitationJson, memberJson, projectJson, roleValue, userJson, wipeJson } from './identity-json.js';
+import { ProjectWipe } from './project-safety.js';
 import { z } from 'zod';
 import { ApiRouter, id, isoDate } from '../http/api.js';
 
@@ -288,26 +289,30 @@ export function identityRouter(
     },
     session,
     async (req, res) => {
-      res.json(
-        projectJson((await identity.regenerateKeys({ userId: req.userId, projectId: String(req.params.id) })).project!),
-      );
+      const { project } = await identity.regenerateKeys({ userId: req.userId, projectId: String(req.params.id) });
+      await auth.forgetProject(project!.id);
+      res.json(projectJson(project!));
     },
   );
 
   r.delete(
     '/users/@me/projects/:id',
     {
-      summary: 'Delete a project',
+      summary: 'Delete a project: its keys and members at once, its data in every service (owner only)',
+      description:
+        'A saga (README "Project reset and deletion"): 202 with its progress, polled at ' +
+        'GET /users/@me/projects/{id}/reset until that answers 404.',
       tag: 'Projects',
       auth: 'session',
       params: PROJECT_ID,
-      responses: { 204: null },
-      errors: [403, 404],
+      responses: { 202: ProjectWipe },
+      errors: [403, 404, 409],
     },
     session,
     async (req, res) => {
-      await identity.deleteProject({ userId: req.userId, projectId: String(req.params.id) });
-      res.status(204).end();
+      const { wipe } = await identity.deleteProject({ userId: req.userId, projectId: String(req.params.id) });
+      await auth.forgetProject(wipe!.projectId);
+      res.status(202).json(wipeJson(wipe!));
     },
   );
 

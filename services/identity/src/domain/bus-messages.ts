@@ -12,3 +12,21 @@ export const projectCreated = (p: Pick<ProjectRow, 'id' | 'name'>): OutboxMessag
 
 export const projectDeleted = (projectId: string): OutboxMessage =>
   busMessage(IDENTITY_TOPICS.projectDeleted, { projectId });
+
+export const projectWipeRequested = (w: {
+  wipeId: string;
+  projectId: string;
+  kind: string;
+  services: string[];
+}): OutboxMessage => busMessage(IDENTITY_TOPICS.projectWipeRequested, w);
+
+export const projectSuspended = (s: {
+  projectId: string;
+  suspensionId: string;
+  metric: string;
+  rate: number;
+  reason: string;
+}): OutboxMessage => busMessage(IDENTITY_TOPICS.projectSuspended, s);
+
+export const projectReinstated = (s: { projectId: string; suspensionId: string; liftedBy: string }): OutboxMessage =>
+  busMessage(IDENTITY_TOPICS.projectReinstated, s);

@@ -7,10 +7,10 @@ import { isUuid } from '@svc/lib/ids';
 import { enqueueMessage } from '@svc/lib/outbox';
 import { parseOrThrow } from '@svc/lib/zod-errors';
 import type { IdentityStore, KeyHashes, MemberRow, ProjectRow, UserRow } from '../store/identity-store.js';
-import { projectCreated, projectDeleted, userCreated } from './bus-messages.js';
+import { projectCreated, userCreated } from './bus-messages.js';
 import { generateKey, generateSessionToken, hashKey, kindOfKey, type KeyKind } from './api-keys.js';
 import { hashPassword, verifyPassword } from './passwords.js';
-import { canChangeMember, canDeleteProject, canManageProject, type Role } from './roles.js';
+import { canChangeMember, canManageProject, type Role } from './roles.js';
 
 const SESSION_TTL_SECONDS = 30 * 24 * 3600;
 
@@ -129,16 +129,6 @@ export class Identity {
       await this.store.renameProject(projectId, name);
     }
     return this.project(userId, projectId);
-  }
-
-  async deleteProject(userId: string, projectId: string): Promise<void> {
-    const project = await this.project(userId, projectId);
-    if (!canDeleteProject(project.role!))
-      throw forbidden('Only the owner can delete a project', 'PROJECT_ACCESS_DENIED');
-    await withTransaction(this.store.pool, async (tx) => {
-      await this.store.deleteProject(tx, projectId);
-      await enqueueMessage(tx, projectDeleted(projectId));
-    });
   }
 
   /** Both keys rotate together; the old ones stop working at once (gateway caches expire within seconds). */

@@ -99,4 +99,50 @@ export const migrations: Migration[] = [
       CREATE INDEX billing_customer ON billing (provider, customer_id) WHERE customer_id <> '';
     `,
   },
+  {
+    // A project reset or deletion and each service's step of it. No foreign key to projects: a deletion
+    // removes the project row at once and its wipe rows when the last step is done. One running wipe per
+    // project (partial unique index).
+    id: '005_project_wipes',
+    sql: `
+      CREATE TABLE project_wipes (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL,
+        kind text NOT NULL CHECK (kind IN ('reset', 'delete')),
+        requested_by uuid NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        completed_at timestamptz
+      );
+      CREATE UNIQUE INDEX project_wipes_running ON project_wipes (project_id) WHERE completed_at IS NULL;
+      CREATE INDEX project_wipes_project ON project_wipes (project_id, created_at DESC);
+      CREATE TABLE project_wipe_steps (
+        wipe_id uuid NOT NULL REFERENCES project_wipes ON DELETE CASCADE,
+        service text NOT NULL,
+        phase int NOT NULL,
+        started_at timestamptz,
+        done_at timestamptz,
+        PRIMARY KEY (wipe_id, service)
+      );
+    `,
+  },
+  {
+    // Sending suspensions: at most one open (lifted_at NULL) per project; the rows are the history.
+    id: '006_project_suspensions',
+    sql: `
+      CREATE TABLE project_suspensions (
+        id uuid PRIMARY KEY,
+        project_id uuid NOT NULL REFERENCES projects ON DELETE CASCADE,
+        metric text NOT NULL,
+        rate double precision NOT NULL,
+        threshold double precision NOT NULL,
+        sent bigint NOT NULL,
+        reason text NOT NULL,
+        suspended_at timestamptz NOT NULL DEFAULT now(),
+        lifted_at timestamptz,
+        lifted_by uuid
+      );
+      CREATE UNIQUE INDEX project_suspensions_open ON project_suspensions (project_id) WHERE lifted_at IS NULL;
+      CREATE INDEX project_suspensions_project ON project_suspensions (project_id, suspended_at DESC);
+    `,
+  },
 ];

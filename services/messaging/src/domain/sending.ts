@@ -3,6 +3,7 @@ import type { EmailBatches, QueuedBatch, QueuedStatus, SuppressionReason } from 
 import { parseQueueRequest, type QueueInput } from './queue-request.js';
 import { KeyAlreadyRecorded, type RecordedSend, type SendIdempotency, type SendRecords } from './send-records.js';
 import { parseSendRequest, type SendInput, type SendLimits } from './send-request.js';
+import type { SendingSuspensions } from './sending-suspension.js';
 
 export interface SendResult {
   /** status: queued or suppressed (withheld, see reason); answers recorded before it existed have none. */
@@ -22,6 +23,8 @@ export interface SendingDeps {
   limits?: SendLimits;
   /** Idempotency-Key records kept with the queued emails. */
   records: SendRecords;
+  /** A suspended project sends nothing (403 PROJECT_SUSPENDED); replays of committed sends still answer. */
+  suspensions: Pick<SendingSuspensions, 'check'>;
 }
 
 /**
@@ -37,6 +40,7 @@ export class Sending {
     const earlier = idempotency && (await this.d.records.replay(projectId, idempotency));
     if (earlier) return earlier;
     const req = parseSendRequest(input, this.d.limits);
+    await this.d.suspensions.check(projectId);
     // An inline send is transactional; a template send is of the template's type.
     const content = await this.d.batches.prepare(projectId, {
       templateId: req.template,
@@ -75,6 +79,7 @@ export class Sending {
   /** QueueEmails: a batch for contacts the caller already knows (campaigns, workflows). */
   async queue(projectId: string, input: QueueInput): Promise<QueuedBatch> {
     const req = parseQueueRequest(input, this.d.limits);
+    await this.d.suspensions.check(projectId);
     const content = await this.d.batches.prepare(projectId, req.content);
     // The caller's `subscribed` may be old (a campaign's audience snapshot, a workflow's contact read minutes
     // ago): marketing mail asks the contacts service now, so an unsubscribe during a long send is honoured.

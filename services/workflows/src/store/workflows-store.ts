@@ -1,4 +1,4 @@
-import type { Pool, Queryable } from '@svc/lib/db';
+import { withTransaction, type Pool, type Queryable } from '@svc/lib/db';
 import type { StepType } from '../domain/workflow-input.js';
 
 export interface WorkflowRow {
@@ -261,9 +261,12 @@ export class WorkflowsStore {
     return rows;
   }
 
+  /** Every row of the project (executions, steps and timers go with their workflow), in one transaction. */
   async removeProject(projectId: string): Promise<void> {
-    await this.pool.query('DELETE FROM workflows WHERE project_id = $1', [projectId]);
-    await this.pool.query('DELETE FROM project_secrets WHERE project_id = $1', [projectId]);
-    await this.pool.query('DELETE FROM event_fields WHERE project_id = $1', [projectId]);
+    await withTransaction(this.pool, async (tx) => {
+      for (const table of ['workflows', 'executions', 'awaited_events', 'project_secrets', 'event_fields']) {
+        await tx.query(`DELETE FROM ${table} WHERE project_id = $1`, [projectId]);
+      }
+    });
   }
 }

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file svc/identity/v1/events.proto.
  */
 export const file_svc_identity_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChxzdmMvaWRlbnRpdHkvdjEvZXZlbnRzLnByb3RvEg9zdmMuaWRlbnRpdHkudjEiLQoLVXNlckNyZWF0ZWQSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCSIyCg5Qcm9qZWN0Q3JlYXRlZBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiJAoOUHJvamVjdERlbGV0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCWIGcHJvdG8z");
+  fileDesc("ChxzdmMvaWRlbnRpdHkvdjEvZXZlbnRzLnByb3RvEg9zdmMuaWRlbnRpdHkudjEiLQoLVXNlckNyZWF0ZWQSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCSIyCg5Qcm9qZWN0Q3JlYXRlZBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiJAoOUHJvamVjdERlbGV0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCSJbChRQcm9qZWN0V2lwZVJlcXVlc3RlZBIPCgd3aXBlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIQCghzZXJ2aWNlcxgEIAMoCSJrChBQcm9qZWN0U3VzcGVuZGVkEhIKCnByb2plY3RfaWQYASABKAkSFQoNc3VzcGVuc2lvbl9pZBgCIAEoCRIOCgZtZXRyaWMYAyABKAkSDAoEcmF0ZRgEIAEoARIOCgZyZWFzb24YBSABKAkiUQoRUHJvamVjdFJlaW5zdGF0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCRIVCg1zdXNwZW5zaW9uX2lkGAIgASgJEhEKCWxpZnRlZF9ieRgDIAEoCWIGcHJvdG8z");
 
 /**
  * identity.user.created.
@@ -78,4 +78,109 @@ export type ProjectDeleted = Message<"svc.identity.v1.ProjectDeleted"> & {
  */
 export const ProjectDeletedSchema: GenMessage<ProjectDeleted> = /*@__PURE__*/
   messageDesc(file_svc_identity_v1_events, 2);
+
+/**
+ * identity.project.wipe_requested: the services named in `services` (one phase of the saga) wipe
+ * the project's data, then report with CompleteProjectWipeStep.
+ *
+ * @generated from message svc.identity.v1.ProjectWipeRequested
+ */
+export type ProjectWipeRequested = Message<"svc.identity.v1.ProjectWipeRequested"> & {
+  /**
+   * @generated from field: string wipe_id = 1;
+   */
+  wipeId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * reset or delete.
+   *
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: repeated string services = 4;
+   */
+  services: string[];
+};
+
+/**
+ * Describes the message svc.identity.v1.ProjectWipeRequested.
+ * Use `create(ProjectWipeRequestedSchema)` to create a new message.
+ */
+export const ProjectWipeRequestedSchema: GenMessage<ProjectWipeRequested> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_events, 3);
+
+/**
+ * identity.project.suspended: sending is refused for the project from now on.
+ *
+ * @generated from message svc.identity.v1.ProjectSuspended
+ */
+export type ProjectSuspended = Message<"svc.identity.v1.ProjectSuspended"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string suspension_id = 2;
+   */
+  suspensionId: string;
+
+  /**
+   * @generated from field: string metric = 3;
+   */
+  metric: string;
+
+  /**
+   * @generated from field: double rate = 4;
+   */
+  rate: number;
+
+  /**
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.ProjectSuspended.
+ * Use `create(ProjectSuspendedSchema)` to create a new message.
+ */
+export const ProjectSuspendedSchema: GenMessage<ProjectSuspended> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_events, 4);
+
+/**
+ * identity.project.reinstated: the project's owner lifted the suspension.
+ *
+ * @generated from message svc.identity.v1.ProjectReinstated
+ */
+export type ProjectReinstated = Message<"svc.identity.v1.ProjectReinstated"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string suspension_id = 2;
+   */
+  suspensionId: string;
+
+  /**
+   * @generated from field: string lifted_by = 3;
+   */
+  liftedBy: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.ProjectReinstated.
+ * Use `create(ProjectReinstatedSchema)` to create a new message.
+ */
+export const ProjectReinstatedSchema: GenMessage<ProjectReinstated> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_events, 5);
 

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file svc/identity/v1/identity.proto.
  */
 export const file_svc_identity_v1_identity: GenFile = /*@__PURE__*/
-  fileDesc("Ch5zdmMvaWRlbnRpdHkvdjEvaWRlbnRpdHkucHJvdG8SD3N2Yy5pZGVudGl0eS52MSJpCgRVc2VyEgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhYKDmVtYWlsX3ZlcmlmaWVkGAMgASgIEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpgCCgdQcm9qZWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKcHVibGljX2tleRgDIAEoCRISCgpzZWNyZXRfa2V5GAQgASgJEhkKEXB1YmxpY19rZXlfcHJlZml4GAUgASgJEhkKEXNlY3JldF9rZXlfcHJlZml4GAYgASgJEhAKCGRpc2FibGVkGAcgASgIEiMKBHJvbGUYCCABKA4yFS5zdmMuaWRlbnRpdHkudjEuUm9sZRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ9CgZNZW1iZXISDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIjCgRyb2xlGAMgASgOMhUuc3ZjLmlkZW50aXR5LnYxLlJvbGUSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAivwIKCkludml0YXRpb24SCgoCaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIUCgxwcm9qZWN0X25hbWUYAyABKAkSDQoFZW1haWwYBCABKAkSIwoEcm9sZRgFIAEoDjIVLnN2Yy5pZGVudGl0eS52MS5Sb2xlEhoKEmludml0ZWRfYnlfdXNlcl9pZBgGIAEoCRIYChBpbnZpdGVkX2J5X2VtYWlsGAcgASgJEjEKBnN0YXR1cxgIIAEoDjIhLnN2Yy5pZGVudGl0eS52MS5JbnZpdGF0aW9uU3RhdHVzEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjAKDVNpZ25VcFJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiTAoOU2lnblVwUmVzcG9uc2USIwoEdXNlchgBIAEoCzIVLnN2Yy5pZGVudGl0eS52MS5Vc2VyEhUKDXNlc3Npb25fdG9rZW4YAiABKAkiLwoMTG9naW5SZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJIksKDUxvZ2luUmVzcG9uc2USIwoEdXNlchgBIAEoCzIVLnN2Yy5pZGVudGl0eS52MS5Vc2VyEhUKDXNlc3Npb25fdG9rZW4YAiABKAkiJgoNTG9nb3V0UmVxdWVzdBIVCg1zZXNzaW9uX3Rva2VuGAEgASgJIhAKDkxvZ291dFJlc3BvbnNlIioKEUdldFNlc3Npb25SZXF1ZXN0EhUKDXNlc3Npb25fdG9rZW4YASABKAkiOQoSR2V0U2Vzc2lvblJlc3BvbnNlEiMKBHVzZXIYASABKAsyFS5zdmMuaWRlbnRpdHkudjEuVXNlciIhCg5HZXRVc2VyUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIjYKD0dldFVzZXJSZXNwb25zZRIjCgR1c2VyGAEgASgLMhUuc3ZjLmlkZW50aXR5LnYxLlVzZXIiJgoTTGlzdFByb2plY3RzUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIkIKFExpc3RQcm9qZWN0c1Jlc3BvbnNlEioKCHByb2plY3RzGAEgAygLMhguc3ZjLmlkZW50aXR5LnYxLlByb2plY3QiNQoUQ3JlYXRlUHJvamVjdFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIkIKFUNyZWF0ZVByb2plY3RSZXNwb25zZRIpCgdwcm9qZWN0GAEgASgLMhguc3ZjLmlkZW50aXR5LnYxLlByb2plY3QiOAoRR2V0UHJvamVjdFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIj8KEkdldFByb2plY3RSZXNwb25zZRIpCgdwcm9qZWN0GAEgASgLMhguc3ZjLmlkZW50aXR5LnYxLlByb2plY3QiVwoUVXBkYXRlUHJvamVjdFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBAUIHCgVfbmFtZSJCChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USKQoHcHJvamVjdBgBIAEoCzIYLnN2Yy5pZGVudGl0eS52MS5Qcm9qZWN0IjsKFERlbGV0ZVByb2plY3RSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSIXChVEZWxldGVQcm9qZWN0UmVzcG9uc2UiPAoVUmVnZW5lcmF0ZUtleXNSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSJDChZSZWdlbmVyYXRlS2V5c1Jlc3BvbnNlEikKB3Byb2plY3QYASABKAsyGC5zdmMuaWRlbnRpdHkudjEuUHJvamVjdCIiChNWZXJpZnlBcGlLZXlSZXF1ZXN0EgsKA2tleRgBIAEoCSJwChRWZXJpZnlBcGlLZXlSZXNwb25zZRISCgpwcm9qZWN0X2lkGAEgASgJEioKCGtleV90eXBlGAIgASgOMhguc3ZjLmlkZW50aXR5LnYxLktleVR5cGUSGAoQcHJvamVjdF9kaXNhYmxlZBgDIAEoCCI5ChJMaXN0TWVtYmVyc1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIj8KE0xpc3RNZW1iZXJzUmVzcG9uc2USKAoHbWVtYmVycxgBIAMoCzIXLnN2Yy5pZGVudGl0eS52MS5NZW1iZXIibgoTSW52aXRlTWVtYmVyUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDQoFZW1haWwYAyABKAkSIwoEcm9sZRgEIAEoDjIVLnN2Yy5pZGVudGl0eS52MS5Sb2xlIkcKFEludml0ZU1lbWJlclJlc3BvbnNlEi8KCmludml0YXRpb24YASABKAsyGy5zdmMuaWRlbnRpdHkudjEuSW52aXRhdGlvbiJ3ChNVcGRhdGVNZW1iZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5tZW1iZXJfdXNlcl9pZBgDIAEoCRIjCgRyb2xlGAQgASgOMhUuc3ZjLmlkZW50aXR5LnYxLlJvbGUiPwoUVXBkYXRlTWVtYmVyUmVzcG9uc2USJwoGbWVtYmVyGAEgASgLMhcuc3ZjLmlkZW50aXR5LnYxLk1lbWJlciJSChNSZW1vdmVNZW1iZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5tZW1iZXJfdXNlcl9pZBgDIAEoCSIWChRSZW1vdmVNZW1iZXJSZXNwb25zZSI9ChZMaXN0SW52aXRhdGlvbnNSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSJLChdMaXN0SW52aXRhdGlvbnNSZXNwb25zZRIwCgtpbnZpdGF0aW9ucxgBIAMoCzIbLnN2Yy5pZGVudGl0eS52MS5JbnZpdGF0aW9uIlUKF1Jldm9rZUludml0YXRpb25SZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCg1pbnZpdGF0aW9uX2lkGAMgASgJIhoKGFJldm9rZUludml0YXRpb25SZXNwb25zZSIrChhMaXN0TXlJbnZpdGF0aW9uc1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCSJNChlMaXN0TXlJbnZpdGF0aW9uc1Jlc3BvbnNlEjAKC2ludml0YXRpb25zGAEgAygLMhsuc3ZjLmlkZW50aXR5LnYxLkludml0YXRpb24iQQoXQWNjZXB0SW52aXRhdGlvblJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIVCg1pbnZpdGF0aW9uX2lkGAIgASgJIksKGEFjY2VwdEludml0YXRpb25SZXNwb25zZRIvCgppbnZpdGF0aW9uGAEgASgLMhsuc3ZjLmlkZW50aXR5LnYxLkludml0YXRpb24iQgoYRGVjbGluZUludml0YXRpb25SZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSFQoNaW52aXRhdGlvbl9pZBgCIAEoCSJMChlEZWNsaW5lSW52aXRhdGlvblJlc3BvbnNlEi8KCmludml0YXRpb24YASABKAsyGy5zdmMuaWRlbnRpdHkudjEuSW52aXRhdGlvbiIXChVHZXRPQXV0aENvbmZpZ1JlcXVlc3QiKQoNT0F1dGhQcm92aWRlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJIksKFkdldE9BdXRoQ29uZmlnUmVzcG9uc2USMQoJcHJvdmlkZXJzGAEgAygLMh4uc3ZjLmlkZW50aXR5LnYxLk9BdXRoUHJvdmlkZXIiMgofUmVxdWVzdEVtYWlsVmVyaWZpY2F0aW9uUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIiIKIFJlcXVlc3RFbWFpbFZlcmlmaWNhdGlvblJlc3BvbnNlIiMKElZlcmlmeUVtYWlsUmVxdWVzdBINCgV0b2tlbhgBIAEoCSI6ChNWZXJpZnlFbWFpbFJlc3BvbnNlEiMKBHVzZXIYASABKAsyFS5zdmMuaWRlbnRpdHkudjEuVXNlciIsChtSZXF1ZXN0UGFzc3dvcmRSZXNldFJlcXVlc3QSDQoFZW1haWwYASABKAkiHgocUmVxdWVzdFBhc3N3b3JkUmVzZXRSZXNwb25zZSI3ChRSZXNldFBhc3N3b3JkUmVxdWVzdBINCgV0b2tlbhgBIAEoCRIQCghwYXNzd29yZBgCIAEoCSIXChVSZXNldFBhc3N3b3JkUmVzcG9uc2UqTQoHS2V5VHlwZRIYChRLRVlfVFlQRV9VTlNQRUNJRklFRBAAEhMKD0tFWV9UWVBFX1NFQ1JFVBABEhMKD0tFWV9UWVBFX1BVQkxJQxACKk0KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg4KClJPTEVfT1dORVIQARIOCgpST0xFX0FETUlOEAISDwoLUk9MRV9NRU1CRVIQAyrSAQoQSW52aXRhdGlvblN0YXR1cxIhCh1JTlZJVEFUSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEh0KGUlOVklUQVRJT05fU1RBVFVTX1BFTkRJTkcQARIeChpJTlZJVEFUSU9OX1NUQVRVU19BQ0NFUFRFRBACEh4KGklOVklUQVRJT05fU1RBVFVTX0RFQ0xJTkVEEAMSHQoZSU5WSVRBVElPTl9TVEFUVVNfUkVWT0tFRBAEEh0KGUlOVklUQVRJT05fU1RBVFVTX0VYUElSRUQQBTKBFwoPSWRlbnRpdHlTZXJ2aWNlEkkKBlNpZ25VcBIeLnN2Yy5pZGVudGl0eS52MS5TaWduVXBSZXF1ZXN0Gh8uc3ZjLmlkZW50aXR5LnYxLlNpZ25VcFJlc3BvbnNlEkYKBUxvZ2luEh0uc3ZjLmlkZW50aXR5LnYxLkxvZ2luUmVxdWVzdBoeLnN2Yy5pZGVudGl0eS52MS5Mb2dpblJlc3BvbnNlEkkKBkxvZ291dBIeLnN2Yy5pZGVudGl0eS52MS5Mb2dvdXRSZXF1ZXN0Gh8uc3ZjLmlkZW50aXR5LnYxLkxvZ291dFJlc3BvbnNlElUKCkdldFNlc3Npb24SIi5zdmMuaWRlbnRpdHkudjEuR2V0U2Vzc2lvblJlcXVlc3QaIy5zdmMuaWRlbnRpdHkudjEuR2V0U2Vzc2lvblJlc3BvbnNlEkwKB0dldFVzZXISHy5zdmMuaWRlbnRpdHkudjEuR2V0VXNlclJlcXVlc3QaIC5zdmMuaWRlbnRpdHkudjEuR2V0VXNlclJlc3BvbnNlElsKDExpc3RQcm9qZWN0cxIkLnN2Yy5pZGVudGl0eS52MS5MaXN0UHJvamVjdHNSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlEl4KDUNyZWF0ZVByb2plY3QSJS5zdmMuaWRlbnRpdHkudjEuQ3JlYXRlUHJvamVjdFJlcXVlc3QaJi5zdmMuaWRlbnRpdHkudjEuQ3JlYXRlUHJvamVjdFJlc3BvbnNlElUKCkdldFByb2plY3QSIi5zdmMuaWRlbnRpdHkudjEuR2V0UHJvamVjdFJlcXVlc3QaIy5zdmMuaWRlbnRpdHkudjEuR2V0UHJvamVjdFJlc3BvbnNlEl4KDVVwZGF0ZVByb2plY3QSJS5zdmMuaWRlbnRpdHkudjEuVXBkYXRlUHJvamVjdFJlcXVlc3QaJi5zdmMuaWRlbnRpdHkudjEuVXBkYXRlUHJvamVjdFJlc3BvbnNlEl4KDURlbGV0ZVByb2plY3QSJS5zdmMuaWRlbnRpdHkudjEuRGVsZXRlUHJvamVjdFJlcXVlc3QaJi5zdmMuaWRlbnRpdHkudjEuRGVsZXRlUHJvamVjdFJlc3BvbnNlEmEKDlJlZ2VuZXJhdGVLZXlzEiYuc3ZjLmlkZW50aXR5LnYxLlJlZ2VuZXJhdGVLZXlzUmVxdWVzdBonLnN2Yy5pZGVudGl0eS52MS5SZWdlbmVyYXRlS2V5c1Jlc3BvbnNlElsKDFZlcmlmeUFwaUtleRIkLnN2Yy5pZGVudGl0eS52MS5WZXJpZnlBcGlLZXlSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLlZlcmlmeUFwaUtleVJlc3BvbnNlElgKC0xpc3RNZW1iZXJzEiMuc3ZjLmlkZW50aXR5LnYxLkxpc3RNZW1iZXJzUmVxdWVzdBokLnN2Yy5pZGVudGl0eS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlElsKDEludml0ZU1lbWJlchIkLnN2Yy5pZGVudGl0eS52MS5JbnZpdGVNZW1iZXJSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLkludml0ZU1lbWJlclJlc3BvbnNlElsKDFVwZGF0ZU1lbWJlchIkLnN2Yy5pZGVudGl0eS52MS5VcGRhdGVNZW1iZXJSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLlVwZGF0ZU1lbWJlclJlc3BvbnNlElsKDFJlbW92ZU1lbWJlchIkLnN2Yy5pZGVudGl0eS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0GiUuc3ZjLmlkZW50aXR5LnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEmQKD0xpc3RJbnZpdGF0aW9ucxInLnN2Yy5pZGVudGl0eS52MS5MaXN0SW52aXRhdGlvbnNSZXF1ZXN0Giguc3ZjLmlkZW50aXR5LnYxLkxpc3RJbnZpdGF0aW9uc1Jlc3BvbnNlEmcKEFJldm9rZUludml0YXRpb24SKC5zdmMuaWRlbnRpdHkudjEuUmV2b2tlSW52aXRhdGlvblJlcXVlc3QaKS5zdmMuaWRlbnRpdHkudjEuUmV2b2tlSW52aXRhdGlvblJlc3BvbnNlEmoKEUxpc3RNeUludml0YXRpb25zEikuc3ZjLmlkZW50aXR5LnYxLkxpc3RNeUludml0YXRpb25zUmVxdWVzdBoqLnN2Yy5pZGVudGl0eS52MS5MaXN0TXlJbnZpdGF0aW9uc1Jlc3BvbnNlEmcKEEFjY2VwdEludml0YXRpb24SKC5zdmMuaWRlbnRpdHkudjEuQWNjZXB0SW52aXRhdGlvblJlcXVlc3QaKS5zdmMuaWRlbnRpdHkudjEuQWNjZXB0SW52aXRhdGlvblJlc3BvbnNlEmoKEURlY2xpbmVJbnZpdGF0aW9uEikuc3ZjLmlkZW50aXR5LnYxLkRlY2xpbmVJbnZpdGF0aW9uUmVxdWVzdBoqLnN2Yy5pZGVudGl0eS52MS5EZWNsaW5lSW52aXRhdGlvblJlc3BvbnNlEmEKDkdldE9BdXRoQ29uZmlnEiYuc3ZjLmlkZW50aXR5LnYxLkdldE9BdXRoQ29uZmlnUmVxdWVzdBonLnN2Yy5pZGVudGl0eS52MS5HZXRPQXV0aENvbmZpZ1Jlc3BvbnNlEn8KGFJlcXVlc3RFbWFpbFZlcmlmaWNhdGlvbhIwLnN2Yy5pZGVudGl0eS52MS5SZXF1ZXN0RW1haWxWZXJpZmljYXRpb25SZXF1ZXN0GjEuc3ZjLmlkZW50aXR5LnYxLlJlcXVlc3RFbWFpbFZlcmlmaWNhdGlvblJlc3BvbnNlElgKC1ZlcmlmeUVtYWlsEiMuc3ZjLmlkZW50aXR5LnYxLlZlcmlmeUVtYWlsUmVxdWVzdBokLnN2Yy5pZGVudGl0eS52MS5WZXJpZnlFbWFpbFJlc3BvbnNlEnMKFFJlcXVlc3RQYXNzd29yZFJlc2V0Eiwuc3ZjLmlkZW50aXR5LnYxLlJlcXVlc3RQYXNzd29yZFJlc2V0UmVxdWVzdBotLnN2Yy5pZGVudGl0eS52MS5SZXF1ZXN0UGFzc3dvcmRSZXNldFJlc3BvbnNlEl4KDVJlc2V0UGFzc3dvcmQSJS5zdmMuaWRlbnRpdHkudjEuUmVzZXRQYXNzd29yZFJlcXVlc3QaJi5zdmMuaWRlbnRpdHkudjEuUmVzZXRQYXNzd29yZFJlc3BvbnNlEmcKEEdldEJpbGxpbmdMaW1pdHMSKC5zdmMuaWRlbnRpdHkudjEuR2V0QmlsbGluZ0xpbWl0c1JlcXVlc3QaKS5zdmMuaWRlbnRpdHkudjEuR2V0QmlsbGluZ0xpbWl0c1Jlc3BvbnNlEmcKEFNldEJpbGxpbmdMaW1pdHMSKC5zdmMuaWRlbnRpdHkudjEuU2V0QmlsbGluZ0xpbWl0c1JlcXVlc3QaKS5zdmMuaWRlbnRpdHkudjEuU2V0QmlsbGluZ0xpbWl0c1Jlc3BvbnNlEnwKF0dldFByb2plY3RCaWxsaW5nTGltaXRzEi8uc3ZjLmlkZW50aXR5LnYxLkdldFByb2plY3RCaWxsaW5nTGltaXRzUmVxdWVzdBowLnN2Yy5pZGVudGl0eS52MS5HZXRQcm9qZWN0QmlsbGluZ0xpbWl0c1Jlc3BvbnNlEnMKFFJlY29yZEJpbGxpbmdBY2NvdW50Eiwuc3ZjLmlkZW50aXR5LnYxLlJlY29yZEJpbGxpbmdBY2NvdW50UmVxdWVzdBotLnN2Yy5pZGVudGl0eS52MS5SZWNvcmRCaWxsaW5nQWNjb3VudFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_svc_identity_v1_billing]);
+  fileDesc("Ch5zdmMvaWRlbnRpdHkvdjEvaWRlbnRpdHkucHJvdG8SD3N2Yy5pZGVudGl0eS52MSJpCgRVc2VyEgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhYKDmVtYWlsX3ZlcmlmaWVkGAMgASgIEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpgCCgdQcm9qZWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKcHVibGljX2tleRgDIAEoCRISCgpzZWNyZXRfa2V5GAQgASgJEhkKEXB1YmxpY19rZXlfcHJlZml4GAUgASgJEhkKEXNlY3JldF9rZXlfcHJlZml4GAYgASgJEhAKCGRpc2FibGVkGAcgASgIEiMKBHJvbGUYCCABKA4yFS5zdmMuaWRlbnRpdHkudjEuUm9sZRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ9CgZNZW1iZXISDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIjCgRyb2xlGAMgASgOMhUuc3ZjLmlkZW50aXR5LnYxLlJvbGUSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAivwIKCkludml0YXRpb24SCgoCaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIUCgxwcm9qZWN0X25hbWUYAyABKAkSDQoFZW1haWwYBCABKAkSIwoEcm9sZRgFIAEoDjIVLnN2Yy5pZGVudGl0eS52MS5Sb2xlEhoKEmludml0ZWRfYnlfdXNlcl9pZBgGIAEoCRIYChBpbnZpdGVkX2J5X2VtYWlsGAcgASgJEjEKBnN0YXR1cxgIIAEoDjIhLnN2Yy5pZGVudGl0eS52MS5JbnZpdGF0aW9uU3RhdHVzEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjAKDVNpZ25VcFJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiTAoOU2lnblVwUmVzcG9uc2USIwoEdXNlchgBIAEoCzIVLnN2Yy5pZGVudGl0eS52MS5Vc2VyEhUKDXNlc3Npb25fdG9rZW4YAiABKAkiLwoMTG9naW5SZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJIksKDUxvZ2luUmVzcG9uc2USIwoEdXNlchgBIAEoCzIVLnN2Yy5pZGVudGl0eS52MS5Vc2VyEhUKDXNlc3Npb25fdG9rZW4YAiABKAkiJgoNTG9nb3V0UmVxdWVzdBIVCg1zZXNzaW9uX3Rva2VuGAEgASgJIhAKDkxvZ291dFJlc3BvbnNlIioKEUdldFNlc3Npb25SZXF1ZXN0EhUKDXNlc3Npb25fdG9rZW4YASABKAkiOQoSR2V0U2Vzc2lvblJlc3BvbnNlEiMKBHVzZXIYASABKAsyFS5zdmMuaWRlbnRpdHkudjEuVXNlciIhCg5HZXRVc2VyUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIjYKD0dldFVzZXJSZXNwb25zZRIjCgR1c2VyGAEgASgLMhUuc3ZjLmlkZW50aXR5LnYxLlVzZXIiJgoTTGlzdFByb2plY3RzUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIkIKFExpc3RQcm9qZWN0c1Jlc3BvbnNlEioKCHByb2plY3RzGAEgAygLMhguc3ZjLmlkZW50aXR5LnYxLlByb2plY3QiNQoUQ3JlYXRlUHJvamVjdFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIkIKFUNyZWF0ZVByb2plY3RSZXNwb25zZRIpCgdwcm9qZWN0GAEgASgLMhguc3ZjLmlkZW50aXR5LnYxLlByb2plY3QiOAoRR2V0UHJvamVjdFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIj8KEkdldFByb2plY3RSZXNwb25zZRIpCgdwcm9qZWN0GAEgASgLMhguc3ZjLmlkZW50aXR5LnYxLlByb2plY3QiVwoUVXBkYXRlUHJvamVjdFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBAUIHCgVfbmFtZSJCChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USKQoHcHJvamVjdBgBIAEoCzIYLnN2Yy5pZGVudGl0eS52MS5Qcm9qZWN0IjsKFERlbGV0ZVByb2plY3RSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSJDChVEZWxldGVQcm9qZWN0UmVzcG9uc2USKgoEd2lwZRgBIAEoCzIcLnN2Yy5pZGVudGl0eS52MS5Qcm9qZWN0V2lwZSI8ChVSZWdlbmVyYXRlS2V5c1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIkMKFlJlZ2VuZXJhdGVLZXlzUmVzcG9uc2USKQoHcHJvamVjdBgBIAEoCzIYLnN2Yy5pZGVudGl0eS52MS5Qcm9qZWN0IiIKE1ZlcmlmeUFwaUtleVJlcXVlc3QSCwoDa2V5GAEgASgJInAKFFZlcmlmeUFwaUtleVJlc3BvbnNlEhIKCnByb2plY3RfaWQYASABKAkSKgoIa2V5X3R5cGUYAiABKA4yGC5zdmMuaWRlbnRpdHkudjEuS2V5VHlwZRIYChBwcm9qZWN0X2Rpc2FibGVkGAMgASgIIjkKEkxpc3RNZW1iZXJzUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiPwoTTGlzdE1lbWJlcnNSZXNwb25zZRIoCgdtZW1iZXJzGAEgAygLMhcuc3ZjLmlkZW50aXR5LnYxLk1lbWJlciJuChNJbnZpdGVNZW1iZXJSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRINCgVlbWFpbBgDIAEoCRIjCgRyb2xlGAQgASgOMhUuc3ZjLmlkZW50aXR5LnYxLlJvbGUiRwoUSW52aXRlTWVtYmVyUmVzcG9uc2USLwoKaW52aXRhdGlvbhgBIAEoCzIbLnN2Yy5pZGVudGl0eS52MS5JbnZpdGF0aW9uIncKE1VwZGF0ZU1lbWJlclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhYKDm1lbWJlcl91c2VyX2lkGAMgASgJEiMKBHJvbGUYBCABKA4yFS5zdmMuaWRlbnRpdHkudjEuUm9sZSI/ChRVcGRhdGVNZW1iZXJSZXNwb25zZRInCgZtZW1iZXIYASABKAsyFy5zdmMuaWRlbnRpdHkudjEuTWVtYmVyIlIKE1JlbW92ZU1lbWJlclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhYKDm1lbWJlcl91c2VyX2lkGAMgASgJIhYKFFJlbW92ZU1lbWJlclJlc3BvbnNlIj0KFkxpc3RJbnZpdGF0aW9uc1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIksKF0xpc3RJbnZpdGF0aW9uc1Jlc3BvbnNlEjAKC2ludml0YXRpb25zGAEgAygLMhsuc3ZjLmlkZW50aXR5LnYxLkludml0YXRpb24iVQoXUmV2b2tlSW52aXRhdGlvblJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKDWludml0YXRpb25faWQYAyABKAkiGgoYUmV2b2tlSW52aXRhdGlvblJlc3BvbnNlIisKGExpc3RNeUludml0YXRpb25zUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJIk0KGUxpc3RNeUludml0YXRpb25zUmVzcG9uc2USMAoLaW52aXRhdGlvbnMYASADKAsyGy5zdmMuaWRlbnRpdHkudjEuSW52aXRhdGlvbiJBChdBY2NlcHRJbnZpdGF0aW9uUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhUKDWludml0YXRpb25faWQYAiABKAkiSwoYQWNjZXB0SW52aXRhdGlvblJlc3BvbnNlEi8KCmludml0YXRpb24YASABKAsyGy5zdmMuaWRlbnRpdHkudjEuSW52aXRhdGlvbiJCChhEZWNsaW5lSW52aXRhdGlvblJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIVCg1pbnZpdGF0aW9uX2lkGAIgASgJIkwKGURlY2xpbmVJbnZpdGF0aW9uUmVzcG9uc2USLwoKaW52aXRhdGlvbhgBIAEoCzIbLnN2Yy5pZGVudGl0eS52MS5JbnZpdGF0aW9uIhcKFUdldE9BdXRoQ29uZmlnUmVxdWVzdCIpCg1PQXV0aFByb3ZpZGVyEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkiSwoWR2V0T0F1dGhDb25maWdSZXNwb25zZRIxCglwcm92aWRlcnMYASADKAsyHi5zdmMuaWRlbnRpdHkudjEuT0F1dGhQcm92aWRlciIyCh9SZXF1ZXN0RW1haWxWZXJpZmljYXRpb25SZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkiIgogUmVxdWVzdEVtYWlsVmVyaWZpY2F0aW9uUmVzcG9uc2UiIwoSVmVyaWZ5RW1haWxSZXF1ZXN0Eg0KBXRva2VuGAEgASgJIjoKE1ZlcmlmeUVtYWlsUmVzcG9uc2USIwoEdXNlchgBIAEoCzIVLnN2Yy5pZGVudGl0eS52MS5Vc2VyIiwKG1JlcXVlc3RQYXNzd29yZFJlc2V0UmVxdWVzdBINCgVlbWFpbBgBIAEoCSIeChxSZXF1ZXN0UGFzc3dvcmRSZXNldFJlc3BvbnNlIjcKFFJlc2V0UGFzc3dvcmRSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJIhcKFVJlc2V0UGFzc3dvcmRSZXNwb25zZSJuCg9Qcm9qZWN0V2lwZVN0ZXASDwoHc2VydmljZRgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDQoFcGhhc2UYAyABKAUSKwoHZG9uZV9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi3gEKC1Byb2plY3RXaXBlEgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSLwoFc3RlcHMYBSADKAsyIC5zdmMuaWRlbnRpdHkudjEuUHJvamVjdFdpcGVTdGVwEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGNvbXBsZXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOgoTUmVzZXRQcm9qZWN0UmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQgoUUmVzZXRQcm9qZWN0UmVzcG9uc2USKgoEd2lwZRgBIAEoCzIcLnN2Yy5pZGVudGl0eS52MS5Qcm9qZWN0V2lwZSI8ChVHZXRQcm9qZWN0V2lwZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIkQKFkdldFByb2plY3RXaXBlUmVzcG9uc2USKgoEd2lwZRgBIAEoCzIcLnN2Yy5pZGVudGl0eS52MS5Qcm9qZWN0V2lwZSI9ChlHZXRQcm9qZWN0V2lwZVN0ZXBSZXF1ZXN0Eg8KB3dpcGVfaWQYASABKAkSDwoHc2VydmljZRgCIAEoCSItChpHZXRQcm9qZWN0V2lwZVN0ZXBSZXNwb25zZRIPCgdwZW5kaW5nGAEgASgIIkIKHkNvbXBsZXRlUHJvamVjdFdpcGVTdGVwUmVxdWVzdBIPCgd3aXBlX2lkGAEgASgJEg8KB3NlcnZpY2UYAiABKAkiIQofQ29tcGxldGVQcm9qZWN0V2lwZVN0ZXBSZXNwb25zZSLvAQoKU3VzcGVuc2lvbhIKCgJpZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEg4KBm1ldHJpYxgDIAEoCRIMCgRyYXRlGAQgASgBEhEKCXRocmVzaG9sZBgFIAEoARIMCgRzZW50GAYgASgDEg4KBnJlYXNvbhgHIAEoCRIwCgxzdXNwZW5kZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCWxpZnRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJbGlmdGVkX2J5GAogASgJInoKFVN1c3BlbmRQcm9qZWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg4KBm1ldHJpYxgCIAEoCRIMCgRyYXRlGAMgASgBEhEKCXRocmVzaG9sZBgEIAEoARIMCgRzZW50GAUgASgDEg4KBnJlYXNvbhgGIAEoCSJaChZTdXNwZW5kUHJvamVjdFJlc3BvbnNlEi8KCnN1c3BlbnNpb24YASABKAsyGy5zdmMuaWRlbnRpdHkudjEuU3VzcGVuc2lvbhIPCgdjcmVhdGVkGAIgASgIIj4KF1JlaW5zdGF0ZVByb2plY3RSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSJLChhSZWluc3RhdGVQcm9qZWN0UmVzcG9uc2USLwoKc3VzcGVuc2lvbhgBIAEoCzIbLnN2Yy5pZGVudGl0eS52MS5TdXNwZW5zaW9uIkMKHEdldFByb2plY3RTdXNwZW5zaW9uc1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJInoKHUdldFByb2plY3RTdXNwZW5zaW9uc1Jlc3BvbnNlEisKBmFjdGl2ZRgBIAEoCzIbLnN2Yy5pZGVudGl0eS52MS5TdXNwZW5zaW9uEiwKB2hpc3RvcnkYAiADKAsyGy5zdmMuaWRlbnRpdHkudjEuU3VzcGVuc2lvbipNCgdLZXlUeXBlEhgKFEtFWV9UWVBFX1VOU1BFQ0lGSUVEEAASEwoPS0VZX1RZUEVfU0VDUkVUEAESEwoPS0VZX1RZUEVfUFVCTElDEAIqTQoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDgoKUk9MRV9PV05FUhABEg4KClJPTEVfQURNSU4QAhIPCgtST0xFX01FTUJFUhADKtIBChBJbnZpdGF0aW9uU3RhdHVzEiEKHUlOVklUQVRJT05fU1RBVFVTX1VOU1BFQ0lGSUVEEAASHQoZSU5WSVRBVElPTl9TVEFUVVNfUEVORElORxABEh4KGklOVklUQVRJT05fU1RBVFVTX0FDQ0VQVEVEEAISHgoaSU5WSVRBVElPTl9TVEFUVVNfREVDTElORUQQAxIdChlJTlZJVEFUSU9OX1NUQVRVU19SRVZPS0VEEAQSHQoZSU5WSVRBVElPTl9TVEFUVVNfRVhQSVJFRBAFMvIcCg9JZGVudGl0eVNlcnZpY2USSQoGU2lnblVwEh4uc3ZjLmlkZW50aXR5LnYxLlNpZ25VcFJlcXVlc3QaHy5zdmMuaWRlbnRpdHkudjEuU2lnblVwUmVzcG9uc2USRgoFTG9naW4SHS5zdmMuaWRlbnRpdHkudjEuTG9naW5SZXF1ZXN0Gh4uc3ZjLmlkZW50aXR5LnYxLkxvZ2luUmVzcG9uc2USSQoGTG9nb3V0Eh4uc3ZjLmlkZW50aXR5LnYxLkxvZ291dFJlcXVlc3QaHy5zdmMuaWRlbnRpdHkudjEuTG9nb3V0UmVzcG9uc2USVQoKR2V0U2Vzc2lvbhIiLnN2Yy5pZGVudGl0eS52MS5HZXRTZXNzaW9uUmVxdWVzdBojLnN2Yy5pZGVudGl0eS52MS5HZXRTZXNzaW9uUmVzcG9uc2USTAoHR2V0VXNlchIfLnN2Yy5pZGVudGl0eS52MS5HZXRVc2VyUmVxdWVzdBogLnN2Yy5pZGVudGl0eS52MS5HZXRVc2VyUmVzcG9uc2USWwoMTGlzdFByb2plY3RzEiQuc3ZjLmlkZW50aXR5LnYxLkxpc3RQcm9qZWN0c1JlcXVlc3QaJS5zdmMuaWRlbnRpdHkudjEuTGlzdFByb2plY3RzUmVzcG9uc2USXgoNQ3JlYXRlUHJvamVjdBIlLnN2Yy5pZGVudGl0eS52MS5DcmVhdGVQcm9qZWN0UmVxdWVzdBomLnN2Yy5pZGVudGl0eS52MS5DcmVhdGVQcm9qZWN0UmVzcG9uc2USVQoKR2V0UHJvamVjdBIiLnN2Yy5pZGVudGl0eS52MS5HZXRQcm9qZWN0UmVxdWVzdBojLnN2Yy5pZGVudGl0eS52MS5HZXRQcm9qZWN0UmVzcG9uc2USXgoNVXBkYXRlUHJvamVjdBIlLnN2Yy5pZGVudGl0eS52MS5VcGRhdGVQcm9qZWN0UmVxdWVzdBomLnN2Yy5pZGVudGl0eS52MS5VcGRhdGVQcm9qZWN0UmVzcG9uc2USXgoNRGVsZXRlUHJvamVjdBIlLnN2Yy5pZGVudGl0eS52MS5EZWxldGVQcm9qZWN0UmVxdWVzdBomLnN2Yy5pZGVudGl0eS52MS5EZWxldGVQcm9qZWN0UmVzcG9uc2USYQoOUmVnZW5lcmF0ZUtleXMSJi5zdmMuaWRlbnRpdHkudjEuUmVnZW5lcmF0ZUtleXNSZXF1ZXN0Gicuc3ZjLmlkZW50aXR5LnYxLlJlZ2VuZXJhdGVLZXlzUmVzcG9uc2USWwoMVmVyaWZ5QXBpS2V5EiQuc3ZjLmlkZW50aXR5LnYxLlZlcmlmeUFwaUtleVJlcXVlc3QaJS5zdmMuaWRlbnRpdHkudjEuVmVyaWZ5QXBpS2V5UmVzcG9uc2USWAoLTGlzdE1lbWJlcnMSIy5zdmMuaWRlbnRpdHkudjEuTGlzdE1lbWJlcnNSZXF1ZXN0GiQuc3ZjLmlkZW50aXR5LnYxLkxpc3RNZW1iZXJzUmVzcG9uc2USWwoMSW52aXRlTWVtYmVyEiQuc3ZjLmlkZW50aXR5LnYxLkludml0ZU1lbWJlclJlcXVlc3QaJS5zdmMuaWRlbnRpdHkudjEuSW52aXRlTWVtYmVyUmVzcG9uc2USWwoMVXBkYXRlTWVtYmVyEiQuc3ZjLmlkZW50aXR5LnYxLlVwZGF0ZU1lbWJlclJlcXVlc3QaJS5zdmMuaWRlbnRpdHkudjEuVXBkYXRlTWVtYmVyUmVzcG9uc2USWwoMUmVtb3ZlTWVtYmVyEiQuc3ZjLmlkZW50aXR5LnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaJS5zdmMuaWRlbnRpdHkudjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USZAoPTGlzdEludml0YXRpb25zEicuc3ZjLmlkZW50aXR5LnYxLkxpc3RJbnZpdGF0aW9uc1JlcXVlc3QaKC5zdmMuaWRlbnRpdHkudjEuTGlzdEludml0YXRpb25zUmVzcG9uc2USZwoQUmV2b2tlSW52aXRhdGlvbhIoLnN2Yy5pZGVudGl0eS52MS5SZXZva2VJbnZpdGF0aW9uUmVxdWVzdBopLnN2Yy5pZGVudGl0eS52MS5SZXZva2VJbnZpdGF0aW9uUmVzcG9uc2USagoRTGlzdE15SW52aXRhdGlvbnMSKS5zdmMuaWRlbnRpdHkudjEuTGlzdE15SW52aXRhdGlvbnNSZXF1ZXN0Giouc3ZjLmlkZW50aXR5LnYxLkxpc3RNeUludml0YXRpb25zUmVzcG9uc2USZwoQQWNjZXB0SW52aXRhdGlvbhIoLnN2Yy5pZGVudGl0eS52MS5BY2NlcHRJbnZpdGF0aW9uUmVxdWVzdBopLnN2Yy5pZGVudGl0eS52MS5BY2NlcHRJbnZpdGF0aW9uUmVzcG9uc2USagoRRGVjbGluZUludml0YXRpb24SKS5zdmMuaWRlbnRpdHkudjEuRGVjbGluZUludml0YXRpb25SZXF1ZXN0Giouc3ZjLmlkZW50aXR5LnYxLkRlY2xpbmVJbnZpdGF0aW9uUmVzcG9uc2USYQoOR2V0T0F1dGhDb25maWcSJi5zdmMuaWRlbnRpdHkudjEuR2V0T0F1dGhDb25maWdSZXF1ZXN0Gicuc3ZjLmlkZW50aXR5LnYxLkdldE9BdXRoQ29uZmlnUmVzcG9uc2USfwoYUmVxdWVzdEVtYWlsVmVyaWZpY2F0aW9uEjAuc3ZjLmlkZW50aXR5LnYxLlJlcXVlc3RFbWFpbFZlcmlmaWNhdGlvblJlcXVlc3QaMS5zdmMuaWRlbnRpdHkudjEuUmVxdWVzdEVtYWlsVmVyaWZpY2F0aW9uUmVzcG9uc2USWAoLVmVyaWZ5RW1haWwSIy5zdmMuaWRlbnRpdHkudjEuVmVyaWZ5RW1haWxSZXF1ZXN0GiQuc3ZjLmlkZW50aXR5LnYxLlZlcmlmeUVtYWlsUmVzcG9uc2UScwoUUmVxdWVzdFBhc3N3b3JkUmVzZXQSLC5zdmMuaWRlbnRpdHkudjEuUmVxdWVzdFBhc3N3b3JkUmVzZXRSZXF1ZXN0Gi0uc3ZjLmlkZW50aXR5LnYxLlJlcXVlc3RQYXNzd29yZFJlc2V0UmVzcG9uc2USXgoNUmVzZXRQYXNzd29yZBIlLnN2Yy5pZGVudGl0eS52MS5SZXNldFBhc3N3b3JkUmVxdWVzdBomLnN2Yy5pZGVudGl0eS52MS5SZXNldFBhc3N3b3JkUmVzcG9uc2USZwoQR2V0QmlsbGluZ0xpbWl0cxIoLnN2Yy5pZGVudGl0eS52MS5HZXRCaWxsaW5nTGltaXRzUmVxdWVzdBopLnN2Yy5pZGVudGl0eS52MS5HZXRCaWxsaW5nTGltaXRzUmVzcG9uc2USZwoQU2V0QmlsbGluZ0xpbWl0cxIoLnN2Yy5pZGVudGl0eS52MS5TZXRCaWxsaW5nTGltaXRzUmVxdWVzdBopLnN2Yy5pZGVudGl0eS52MS5TZXRCaWxsaW5nTGltaXRzUmVzcG9uc2USfAoXR2V0UHJvamVjdEJpbGxpbmdMaW1pdHMSLy5zdmMuaWRlbnRpdHkudjEuR2V0UHJvamVjdEJpbGxpbmdMaW1pdHNSZXF1ZXN0GjAuc3ZjLmlkZW50aXR5LnYxLkdldFByb2plY3RCaWxsaW5nTGltaXRzUmVzcG9uc2UScwoUUmVjb3JkQmlsbGluZ0FjY291bnQSLC5zdmMuaWRlbnRpdHkudjEuUmVjb3JkQmlsbGluZ0FjY291bnRSZXF1ZXN0Gi0uc3ZjLmlkZW50aXR5LnYxLlJlY29yZEJpbGxpbmdBY2NvdW50UmVzcG9uc2USWwoMUmVzZXRQcm9qZWN0EiQuc3ZjLmlkZW50aXR5LnYxLlJlc2V0UHJvamVjdFJlcXVlc3QaJS5zdmMuaWRlbnRpdHkudjEuUmVzZXRQcm9qZWN0UmVzcG9uc2USYQoOR2V0UHJvamVjdFdpcGUSJi5zdmMuaWRlbnRpdHkudjEuR2V0UHJvamVjdFdpcGVSZXF1ZXN0Gicuc3ZjLmlkZW50aXR5LnYxLkdldFByb2plY3RXaXBlUmVzcG9uc2USbQoSR2V0UHJvamVjdFdpcGVTdGVwEiouc3ZjLmlkZW50aXR5LnYxLkdldFByb2plY3RXaXBlU3RlcFJlcXVlc3QaKy5zdmMuaWRlbnRpdHkudjEuR2V0UHJvamVjdFdpcGVTdGVwUmVzcG9uc2USfAoXQ29tcGxldGVQcm9qZWN0V2lwZVN0ZXASLy5zdmMuaWRlbnRpdHkudjEuQ29tcGxldGVQcm9qZWN0V2lwZVN0ZXBSZXF1ZXN0GjAuc3ZjLmlkZW50aXR5LnYxLkNvbXBsZXRlUHJvamVjdFdpcGVTdGVwUmVzcG9uc2USYQoOU3VzcGVuZFByb2plY3QSJi5zdmMuaWRlbnRpdHkudjEuU3VzcGVuZFByb2plY3RSZXF1ZXN0Gicuc3ZjLmlkZW50aXR5LnYxLlN1c3BlbmRQcm9qZWN0UmVzcG9uc2USZwoQUmVpbnN0YXRlUHJvamVjdBIoLnN2Yy5pZGVudGl0eS52MS5SZWluc3RhdGVQcm9qZWN0UmVxdWVzdBopLnN2Yy5pZGVudGl0eS52MS5SZWluc3RhdGVQcm9qZWN0UmVzcG9uc2USdgoVR2V0UHJvamVjdFN1c3BlbnNpb25zEi0uc3ZjLmlkZW50aXR5LnYxLkdldFByb2plY3RTdXNwZW5zaW9uc1JlcXVlc3QaLi5zdmMuaWRlbnRpdHkudjEuR2V0UHJvamVjdFN1c3BlbnNpb25zUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_svc_identity_v1_billing]);
 
 /**
  * @generated from message svc.identity.v1.User
@@ -578,6 +578,12 @@ export const DeleteProjectRequestSchema: GenMessage<DeleteProjectRequest> = /*@_
  * @generated from message svc.identity.v1.DeleteProjectResponse
  */
 export type DeleteProjectResponse = Message<"svc.identity.v1.DeleteProjectResponse"> & {
+  /**
+   * The deletion's progress: the project and its keys are gone at once, its data when every step is done.
+   *
+   * @generated from field: svc.identity.v1.ProjectWipe wipe = 1;
+   */
+  wipe?: ProjectWipe | undefined;
 };
 
 /**
@@ -1220,6 +1226,466 @@ export const ResetPasswordResponseSchema: GenMessage<ResetPasswordResponse> = /*
   messageDesc(file_svc_identity_v1_identity, 56);
 
 /**
+ * @generated from message svc.identity.v1.ProjectWipeStep
+ */
+export type ProjectWipeStep = Message<"svc.identity.v1.ProjectWipeStep"> & {
+  /**
+   * contacts, messaging, segments, campaigns or workflows.
+   *
+   * @generated from field: string service = 1;
+   */
+  service: string;
+
+  /**
+   * waiting (an earlier phase runs), running (asked on the bus) or done.
+   *
+   * @generated from field: string status = 2;
+   */
+  status: string;
+
+  /**
+   * @generated from field: int32 phase = 3;
+   */
+  phase: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp done_at = 4;
+   */
+  doneAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message svc.identity.v1.ProjectWipeStep.
+ * Use `create(ProjectWipeStepSchema)` to create a new message.
+ */
+export const ProjectWipeStepSchema: GenMessage<ProjectWipeStep> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 57);
+
+/**
+ * @generated from message svc.identity.v1.ProjectWipe
+ */
+export type ProjectWipe = Message<"svc.identity.v1.ProjectWipe"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * reset or delete.
+   *
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * running or completed.
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * @generated from field: repeated svc.identity.v1.ProjectWipeStep steps = 5;
+   */
+  steps: ProjectWipeStep[];
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 6;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp completed_at = 7;
+   */
+  completedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message svc.identity.v1.ProjectWipe.
+ * Use `create(ProjectWipeSchema)` to create a new message.
+ */
+export const ProjectWipeSchema: GenMessage<ProjectWipe> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 58);
+
+/**
+ * @generated from message svc.identity.v1.ResetProjectRequest
+ */
+export type ResetProjectRequest = Message<"svc.identity.v1.ResetProjectRequest"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.ResetProjectRequest.
+ * Use `create(ResetProjectRequestSchema)` to create a new message.
+ */
+export const ResetProjectRequestSchema: GenMessage<ResetProjectRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 59);
+
+/**
+ * @generated from message svc.identity.v1.ResetProjectResponse
+ */
+export type ResetProjectResponse = Message<"svc.identity.v1.ResetProjectResponse"> & {
+  /**
+   * @generated from field: svc.identity.v1.ProjectWipe wipe = 1;
+   */
+  wipe?: ProjectWipe | undefined;
+};
+
+/**
+ * Describes the message svc.identity.v1.ResetProjectResponse.
+ * Use `create(ResetProjectResponseSchema)` to create a new message.
+ */
+export const ResetProjectResponseSchema: GenMessage<ResetProjectResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 60);
+
+/**
+ * @generated from message svc.identity.v1.GetProjectWipeRequest
+ */
+export type GetProjectWipeRequest = Message<"svc.identity.v1.GetProjectWipeRequest"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.GetProjectWipeRequest.
+ * Use `create(GetProjectWipeRequestSchema)` to create a new message.
+ */
+export const GetProjectWipeRequestSchema: GenMessage<GetProjectWipeRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 61);
+
+/**
+ * @generated from message svc.identity.v1.GetProjectWipeResponse
+ */
+export type GetProjectWipeResponse = Message<"svc.identity.v1.GetProjectWipeResponse"> & {
+  /**
+   * @generated from field: svc.identity.v1.ProjectWipe wipe = 1;
+   */
+  wipe?: ProjectWipe | undefined;
+};
+
+/**
+ * Describes the message svc.identity.v1.GetProjectWipeResponse.
+ * Use `create(GetProjectWipeResponseSchema)` to create a new message.
+ */
+export const GetProjectWipeResponseSchema: GenMessage<GetProjectWipeResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 62);
+
+/**
+ * @generated from message svc.identity.v1.GetProjectWipeStepRequest
+ */
+export type GetProjectWipeStepRequest = Message<"svc.identity.v1.GetProjectWipeStepRequest"> & {
+  /**
+   * @generated from field: string wipe_id = 1;
+   */
+  wipeId: string;
+
+  /**
+   * @generated from field: string service = 2;
+   */
+  service: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.GetProjectWipeStepRequest.
+ * Use `create(GetProjectWipeStepRequestSchema)` to create a new message.
+ */
+export const GetProjectWipeStepRequestSchema: GenMessage<GetProjectWipeStepRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 63);
+
+/**
+ * @generated from message svc.identity.v1.GetProjectWipeStepResponse
+ */
+export type GetProjectWipeStepResponse = Message<"svc.identity.v1.GetProjectWipeStepResponse"> & {
+  /**
+   * @generated from field: bool pending = 1;
+   */
+  pending: boolean;
+};
+
+/**
+ * Describes the message svc.identity.v1.GetProjectWipeStepResponse.
+ * Use `create(GetProjectWipeStepResponseSchema)` to create a new message.
+ */
+export const GetProjectWipeStepResponseSchema: GenMessage<GetProjectWipeStepResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 64);
+
+/**
+ * @generated from message svc.identity.v1.CompleteProjectWipeStepRequest
+ */
+export type CompleteProjectWipeStepRequest = Message<"svc.identity.v1.CompleteProjectWipeStepRequest"> & {
+  /**
+   * @generated from field: string wipe_id = 1;
+   */
+  wipeId: string;
+
+  /**
+   * @generated from field: string service = 2;
+   */
+  service: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.CompleteProjectWipeStepRequest.
+ * Use `create(CompleteProjectWipeStepRequestSchema)` to create a new message.
+ */
+export const CompleteProjectWipeStepRequestSchema: GenMessage<CompleteProjectWipeStepRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 65);
+
+/**
+ * @generated from message svc.identity.v1.CompleteProjectWipeStepResponse
+ */
+export type CompleteProjectWipeStepResponse = Message<"svc.identity.v1.CompleteProjectWipeStepResponse"> & {
+};
+
+/**
+ * Describes the message svc.identity.v1.CompleteProjectWipeStepResponse.
+ * Use `create(CompleteProjectWipeStepResponseSchema)` to create a new message.
+ */
+export const CompleteProjectWipeStepResponseSchema: GenMessage<CompleteProjectWipeStepResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 66);
+
+/**
+ * @generated from message svc.identity.v1.Suspension
+ */
+export type Suspension = Message<"svc.identity.v1.Suspension"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * bounce_rate or complaint_rate.
+   *
+   * @generated from field: string metric = 3;
+   */
+  metric: string;
+
+  /**
+   * The rate that crossed the threshold (0..1) and the threshold itself.
+   *
+   * @generated from field: double rate = 4;
+   */
+  rate: number;
+
+  /**
+   * @generated from field: double threshold = 5;
+   */
+  threshold: number;
+
+  /**
+   * @generated from field: int64 sent = 6;
+   */
+  sent: bigint;
+
+  /**
+   * @generated from field: string reason = 7;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp suspended_at = 8;
+   */
+  suspendedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp lifted_at = 9;
+   */
+  liftedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string lifted_by = 10;
+   */
+  liftedBy: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.Suspension.
+ * Use `create(SuspensionSchema)` to create a new message.
+ */
+export const SuspensionSchema: GenMessage<Suspension> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 67);
+
+/**
+ * @generated from message svc.identity.v1.SuspendProjectRequest
+ */
+export type SuspendProjectRequest = Message<"svc.identity.v1.SuspendProjectRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string metric = 2;
+   */
+  metric: string;
+
+  /**
+   * @generated from field: double rate = 3;
+   */
+  rate: number;
+
+  /**
+   * @generated from field: double threshold = 4;
+   */
+  threshold: number;
+
+  /**
+   * @generated from field: int64 sent = 5;
+   */
+  sent: bigint;
+
+  /**
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.SuspendProjectRequest.
+ * Use `create(SuspendProjectRequestSchema)` to create a new message.
+ */
+export const SuspendProjectRequestSchema: GenMessage<SuspendProjectRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 68);
+
+/**
+ * @generated from message svc.identity.v1.SuspendProjectResponse
+ */
+export type SuspendProjectResponse = Message<"svc.identity.v1.SuspendProjectResponse"> & {
+  /**
+   * @generated from field: svc.identity.v1.Suspension suspension = 1;
+   */
+  suspension?: Suspension | undefined;
+
+  /**
+   * False when the project was already suspended (nothing changed).
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message svc.identity.v1.SuspendProjectResponse.
+ * Use `create(SuspendProjectResponseSchema)` to create a new message.
+ */
+export const SuspendProjectResponseSchema: GenMessage<SuspendProjectResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 69);
+
+/**
+ * @generated from message svc.identity.v1.ReinstateProjectRequest
+ */
+export type ReinstateProjectRequest = Message<"svc.identity.v1.ReinstateProjectRequest"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.ReinstateProjectRequest.
+ * Use `create(ReinstateProjectRequestSchema)` to create a new message.
+ */
+export const ReinstateProjectRequestSchema: GenMessage<ReinstateProjectRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 70);
+
+/**
+ * @generated from message svc.identity.v1.ReinstateProjectResponse
+ */
+export type ReinstateProjectResponse = Message<"svc.identity.v1.ReinstateProjectResponse"> & {
+  /**
+   * @generated from field: svc.identity.v1.Suspension suspension = 1;
+   */
+  suspension?: Suspension | undefined;
+};
+
+/**
+ * Describes the message svc.identity.v1.ReinstateProjectResponse.
+ * Use `create(ReinstateProjectResponseSchema)` to create a new message.
+ */
+export const ReinstateProjectResponseSchema: GenMessage<ReinstateProjectResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 71);
+
+/**
+ * @generated from message svc.identity.v1.GetProjectSuspensionsRequest
+ */
+export type GetProjectSuspensionsRequest = Message<"svc.identity.v1.GetProjectSuspensionsRequest"> & {
+  /**
+   * Empty for an internal caller (messaging's send path), else the member asking.
+   *
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.GetProjectSuspensionsRequest.
+ * Use `create(GetProjectSuspensionsRequestSchema)` to create a new message.
+ */
+export const GetProjectSuspensionsRequestSchema: GenMessage<GetProjectSuspensionsRequest> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 72);
+
+/**
+ * @generated from message svc.identity.v1.GetProjectSuspensionsResponse
+ */
+export type GetProjectSuspensionsResponse = Message<"svc.identity.v1.GetProjectSuspensionsResponse"> & {
+  /**
+   * The open suspension, if any.
+   *
+   * @generated from field: svc.identity.v1.Suspension active = 1;
+   */
+  active?: Suspension | undefined;
+
+  /**
+   * Newest first, at most 50.
+   *
+   * @generated from field: repeated svc.identity.v1.Suspension history = 2;
+   */
+  history: Suspension[];
+};
+
+/**
+ * Describes the message svc.identity.v1.GetProjectSuspensionsResponse.
+ * Use `create(GetProjectSuspensionsResponseSchema)` to create a new message.
+ */
+export const GetProjectSuspensionsResponseSchema: GenMessage<GetProjectSuspensionsResponse> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_identity, 73);
+
+/**
  * @generated from enum svc.identity.v1.KeyType
  */
 export enum KeyType {
@@ -1574,6 +2040,74 @@ export const IdentityService: GenService<{
     methodKind: "unary";
     input: typeof RecordBillingAccountRequestSchema;
     output: typeof RecordBillingAccountResponseSchema;
+  },
+  /**
+   * Project reset and deletion (a saga): identity records it and asks each service on the bus
+   * (identity.project.wipe_requested); each service asks whether its step is still pending, wipes the
+   * project's data and reports back. Owners only.
+   *
+   * @generated from rpc svc.identity.v1.IdentityService.ResetProject
+   */
+  resetProject: {
+    methodKind: "unary";
+    input: typeof ResetProjectRequestSchema;
+    output: typeof ResetProjectResponseSchema;
+  },
+  /**
+   * The project's latest reset or deletion, while it runs and (resets) after it ended.
+   *
+   * @generated from rpc svc.identity.v1.IdentityService.GetProjectWipe
+   */
+  getProjectWipe: {
+    methodKind: "unary";
+    input: typeof GetProjectWipeRequestSchema;
+    output: typeof GetProjectWipeResponseSchema;
+  },
+  /**
+   * Internal (services): whether a service still has to wipe for this request; a redelivered
+   * request whose step is done wipes nothing (a reset project keeps its new data).
+   *
+   * @generated from rpc svc.identity.v1.IdentityService.GetProjectWipeStep
+   */
+  getProjectWipeStep: {
+    methodKind: "unary";
+    input: typeof GetProjectWipeStepRequestSchema;
+    output: typeof GetProjectWipeStepResponseSchema;
+  },
+  /**
+   * @generated from rpc svc.identity.v1.IdentityService.CompleteProjectWipeStep
+   */
+  completeProjectWipeStep: {
+    methodKind: "unary";
+    input: typeof CompleteProjectWipeStepRequestSchema;
+    output: typeof CompleteProjectWipeStepResponseSchema;
+  },
+  /**
+   * Sending suspension: messaging suspends a project whose bounce or complaint rate crossed a
+   * threshold (internal); an owner reinstates it; members read the state and history.
+   *
+   * @generated from rpc svc.identity.v1.IdentityService.SuspendProject
+   */
+  suspendProject: {
+    methodKind: "unary";
+    input: typeof SuspendProjectRequestSchema;
+    output: typeof SuspendProjectResponseSchema;
+  },
+  /**
+   * @generated from rpc svc.identity.v1.IdentityService.ReinstateProject
+   */
+  reinstateProject: {
+    methodKind: "unary";
+    input: typeof ReinstateProjectRequestSchema;
+    output: typeof ReinstateProjectResponseSchema;
+  },
+  /**
+   * @generated from rpc svc.identity.v1.IdentityService.GetProjectSuspensions
+   */
+  getProjectSuspensions: {
+    methodKind: "unary";
+    input: typeof GetProjectSuspensionsRequestSchema;
+    output: typeof GetProjectSuspensionsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_svc_identity_v1_identity, 0);
