@@ -5,8 +5,8 @@ import type { EmailCapPort, MessagingPort } from './domain/ports.js';
 /** The messaging service as the campaigns domain's MessagingPort. */
 export function messagingPort(messaging: Client<typeof MessagingService>): MessagingPort & EmailCapPort {
   return {
-    async senderVerified(projectId, from) {
-      return (await messaging.checkSender({ projectId, from })).verified;
+    async senderVerified(projectId, from, forSending = false) {
+      return (await messaging.checkSender({ projectId, from, forSending })).verified;
     },
     async emailAllowance(projectId, emails) {
       const r = await messaging.checkEmailAllowance({ projectId, emails: BigInt(emails) });

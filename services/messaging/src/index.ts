@@ -174,6 +174,7 @@ export async function startMessaging(
         uploads: new Uploads(new UploadsStore(db.pool), config.s3 && new S3ObjectStore(config.s3)),
         billing: new EmailBilling(billingCaps.caps, emailsStore),
         reputation,
+        suspensions,
       }),
     ),
     db,

@@ -25,6 +25,7 @@ import { parseVerifyRequest, verifyEmail, type DnsLookup } from './domain/email-
 import type { SendSource as Source } from './domain/priority.js';
 import type { ProviderWebhooks } from './domain/provider-webhooks.js';
 import { THRESHOLDS, WINDOW_DAYS, type Reputation } from './domain/reputation.js';
+import type { SendingSuspensions } from './domain/sending-suspension.js';
 import type { QueueInput } from './domain/queue-request.js';
 import type { SenderDomains } from './domain/sender-domains.js';
 import type { SendInput } from './domain/send-request.js';
@@ -64,6 +65,7 @@ export interface MessagingParts {
   /** Email usage and the campaign pre-check against the cap (README "Billing"). */
   billing: EmailBilling;
   reputation: Reputation;
+  suspensions: Pick<SendingSuspensions, 'check'>;
 }
 
 const ts = (d: Date | null | undefined) => (d ? timestampFromDate(d) : undefined);
@@ -225,6 +227,7 @@ export function messagingRoutes(parts: MessagingParts) {
         return {};
       },
       async checkSender(req) {
+        if (req.forSending) await parts.suspensions.check(req.projectId);
         const verified = await parts.domains.requireVerifiedSender(req.projectId, req.from).then(
           () => true,
           () => false,

@@ -178,7 +178,8 @@ export class Campaigns {
         throw badRequest('scheduledFor is not a parseable date', { field: 'scheduledFor', received: scheduledFor });
     }
     await this.checkAudience(projectId, contentOf(current));
-    await this.checkSender(projectId, current.from_email);
+    // A suspended project's campaign does not start (messaging answers 403 PROJECT_SUSPENDED).
+    await this.checkSender(projectId, current.from_email, true);
     await this.checkEmailCap(projectId, contentOf(current));
     const later = at && at.getTime() > Date.now();
     const row = later ? await this.store.schedule(projectId, id, at!) : await this.store.sendNow(projectId, id);
@@ -314,7 +315,7 @@ export class Campaigns {
     if (!a.allowed && a.limit !== undefined) throw billingLimitReached('emails', a.used, a.limit, recipients);
   }
 
-  private async checkSender(projectId: string, from: string): Promise<void> {
-    if (!(await this.messaging.senderVerified(projectId, from))) throw unverifiedDomain(from);
+  private async checkSender(projectId: string, from: string, forSending = false): Promise<void> {
+    if (!(await this.messaging.senderVerified(projectId, from, forSending))) throw unverifiedDomain(from);
   }
 }

@@ -59,7 +59,8 @@ export interface EmailCapPort {
 }
 
 export interface MessagingPort {
-  senderVerified(projectId: string, from: string): Promise<boolean>;
+  /** With `forSending`, a suspended project is refused (403 PROJECT_SUSPENDED) whatever the sender. */
+  senderVerified(projectId: string, from: string, forSending?: boolean): Promise<boolean>;
   queue(
     projectId: string,
     content: EmailContent,
