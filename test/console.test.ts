@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { call, newTenant, platform, signUp, uniqueEmail } from './support/client.js';
@@ -134,6 +135,11 @@ try {
   await until(async () => (await text(page, 'stat-sent')) === '2', 'campaign stats: 2 sent', 45000);
   seen.campaignSent = await text(page, 'stat-sent');
   seen.campaignRecipients = await text(page, 'stat-totalRecipients');
+  await page.getByRole('region', { name: 'Statistics' }).getByRole('img', { name: 'Emails over time' }).waitFor();
+  const campaignId = page.url().split('/').pop();
+  seen.campaignSeries = (await api('/analytics/timeseries?interval=hour&campaignId=' + campaignId)).totals;
+  seen.otherCampaign = (await api('/analytics/timeseries?campaignId=' + c.otherId)).totals.sent;
+  seen.badCampaign = await api('/analytics/timeseries?campaignId=nope').then((b) => b.error.code);
   await shot('campaign-stats');
 
   // A two-step workflow: trigger -> update contact; enabled, triggered by the app, its execution completes.
@@ -375,6 +381,7 @@ describe('the web console (/app) in a real browser', () => {
       domain,
       csv,
       pro,
+      otherId: randomUUID(),
       dns: infra.dns.controlUrl,
       shots: process.env.CONSOLE_SCREENSHOTS ?? '',
     });
@@ -393,6 +400,9 @@ describe('the web console (/app) in a real browser', () => {
     expect(seen.segmentCount).toBe('2');
     expect(seen.campaignRecipients).toBe('2');
     expect(seen.campaignSent).toBe('2');
+    expect(seen.campaignSeries.sent).toBe(2);
+    expect(seen.otherCampaign).toBe(0);
+    expect(seen.badCampaign).toBe('BAD_REQUEST');
     expect(seen.enableError).toContain('has no next step');
     expect(seen.invalidMarked).toBe(1);
     expect(seen.history).toContain('UPDATE_CONTACT');

@@ -369,6 +369,7 @@ export function messagingRoutes(parts: MessagingParts) {
           from: req.from || undefined,
           to: req.to || undefined,
           interval: req.interval || undefined,
+          campaignId: req.campaignId || undefined,
         });
         return {
           interval: t.interval,

@@ -149,7 +149,7 @@ export function AnalyticsPage() {
   );
 }
 
-function Chart({ data }: { data: Record<string, number | string>[] }) {
+export function Chart({ data }: { data: Record<string, number | string>[] }) {
   const w = 640;
   const h = 180;
   const max = Math.max(1, ...data.flatMap((d) => SERIES.map(([k]) => Number(d[k]))));

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, get, post, query } from '../api';
 import { ErrorBox, Field, Link, NewLink, Page, PagedTable, TextArea, navigate, useAction, useLoad, when } from '../ui';
+import { Chart } from './activity';
 import { FilterBuilder, cleanTree, emptyTree, type Tree } from './filter-builder';
 
 interface Campaign {
@@ -278,14 +279,18 @@ function CampaignActions({ campaign: c, reload }: { campaign: Campaign; reload: 
 
 const COUNTERS = ['totalRecipients', 'sent', 'delivered', 'opened', 'clicked', 'bounced', 'failed'];
 
-/** Counters, refreshed every 2 s while sending, with the history of what this page saw. */
+/** Counters, refreshed every 2 s while sending, and the campaign's emails per hour (or day) since it started. */
 function Stats({ id, live }: { id: string; live: boolean }) {
   const stats = useLoad(() => get(`/campaigns/${id}/stats`), [id]);
-  const [samples, setSamples] = useState<{ t: number; sent: number; opened: number }[]>([]);
-  useEffect(() => {
-    if (stats.data)
-      setSamples((s) => [...s.slice(-59), { t: Date.now(), sent: stats.data.sent, opened: stats.data.opened }]);
-  }, [stats.data]);
+  const started = stats.data?.sentAt ?? stats.data?.createdAt;
+  const days = started ? (Date.now() - new Date(started).getTime()) / 86_400_000 : 0;
+  const series = useLoad(
+    () =>
+      started
+        ? get(`/analytics/timeseries${query({ campaignId: id, from: started, interval: days > 30 ? 'day' : 'hour' })}`)
+        : Promise.resolve(null),
+    [id, started, stats.data?.sent, stats.data?.opened],
+  );
   useEffect(() => {
     const timer = setInterval(stats.reload, live || stats.data?.status === 'SENDING' ? 2000 : 15000);
     return () => clearInterval(timer);
@@ -293,7 +298,7 @@ function Stats({ id, live }: { id: string; live: boolean }) {
   return (
     <section aria-label="Statistics">
       <h2>Statistics</h2>
-      <ErrorBox error={stats.error} />
+      <ErrorBox error={stats.error ?? series.error} />
       {stats.data && (
         <>
           <dl class="figures">
@@ -308,23 +313,9 @@ function Stats({ id, live }: { id: string; live: boolean }) {
             Open rate {stats.data.openRate} %, click rate {stats.data.clickRate} %, bounce rate {stats.data.bounceRate}{' '}
             %{stats.data.lastError && <> - last error: {stats.data.lastError}</>}
           </p>
-          {samples.length > 1 && <Spark samples={samples} />}
+          {series.data && <Chart data={series.data.data} />}
         </>
       )}
     </section>
-  );
-}
-
-function Spark({ samples }: { samples: { t: number; sent: number; opened: number }[] }) {
-  const max = Math.max(1, ...samples.map((s) => s.sent));
-  const t0 = samples[0].t;
-  const span = Math.max(1, samples[samples.length - 1].t - t0);
-  const line = (k: 'sent' | 'opened') =>
-    samples.map((s) => `${((s.t - t0) / span) * 300},${60 - (s[k] / max) * 55}`).join(' ');
-  return (
-    <svg width="300" height="60" role="img" aria-label="Sent and opened over time">
-      <polyline points={line('sent')} fill="none" stroke="currentColor" />
-      <polyline points={line('opened')} fill="none" stroke="#2a7" />
-    </svg>
   );
 }

@@ -45,6 +45,7 @@ export function analyticsRouter(
         from: stringQuery('Start (date-time)'),
         to: stringQuery('End (date-time)'),
         interval: z.enum(['day', 'hour']).optional(),
+        campaignId: stringQuery('Only the emails of this campaign'),
       }),
       responses: {
         200: z.object({
@@ -65,6 +66,7 @@ export function analyticsRouter(
         from: stringParam(req.query, 'from') ?? '',
         to: stringParam(req.query, 'to') ?? '',
         interval: stringParam(req.query, 'interval') ?? '',
+        campaignId: stringParam(req.query, 'campaignId') ?? '',
       });
       const data = out.buckets.map((b) => ({
         date: iso(b.start),

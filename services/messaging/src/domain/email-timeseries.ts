@@ -1,4 +1,5 @@
 import { badRequest } from '@svc/lib/errors';
+import { isUuid } from '@svc/lib/ids';
 import type { TimeseriesBucketRow, TimeseriesStore } from '../store/timeseries-store.js';
 
 // GET /analytics/timeseries: the project's email lifecycle per UTC day or hour over a range. Parameters
@@ -108,8 +109,16 @@ export interface Timeseries extends TimeseriesRange {
 export class EmailTimeseries {
   constructor(private readonly store: TimeseriesStore) {}
 
-  async get(projectId: string, q: { from?: string; to?: string; interval?: string }): Promise<Timeseries> {
+  async get(
+    projectId: string,
+    q: { from?: string; to?: string; interval?: string; campaignId?: string },
+  ): Promise<Timeseries> {
     const range = timeseriesRange(q);
-    return { ...range, data: await this.store.buckets(projectId, range) };
+    if (q.campaignId !== undefined && !isUuid(q.campaignId))
+      throw badRequest('campaignId must be a campaign id', {
+        parameter: 'campaignId',
+        received: String(q.campaignId).slice(0, 100),
+      });
+    return { ...range, data: await this.store.buckets(projectId, { ...range, campaignId: q.campaignId }) };
   }
 }

@@ -27,12 +27,13 @@ export class TimeseriesStore {
    */
   async buckets(
     projectId: string,
-    range: { interval: 'day' | 'hour'; from: Date; to: Date },
+    range: { interval: 'day' | 'hour'; from: Date; to: Date; campaignId?: string },
   ): Promise<TimeseriesBucketRow[]> {
     const counts = STEPS.map(
       ([step, column]) =>
         `SELECT '${step}' AS step, date_trunc($4, ${column}, 'UTC') AS bucket, count(*) AS n FROM emails
-         WHERE project_id = $1 AND ${column} >= $2 AND ${column} < $3 AND NOT test GROUP BY 2`,
+         WHERE project_id = $1 AND ${column} >= $2 AND ${column} < $3 AND NOT test
+           AND ($6::uuid IS NULL OR campaign_id = $6) GROUP BY 2`,
     ).join(' UNION ALL ');
     const sums = STEPS.map(([step]) => `coalesce(sum(c.n) FILTER (WHERE c.step = '${step}'), 0) AS ${step}`).join(', ');
     const { rows } = await this.pool.query<TimeseriesBucketRow>(
@@ -41,7 +42,14 @@ export class TimeseriesStore {
        FROM generate_series($2::timestamptz, $3::timestamptz - $5::interval, $5::interval) AS s(bucket)
        LEFT JOIN counts c ON c.bucket = s.bucket
        GROUP BY s.bucket ORDER BY s.bucket`,
-      [projectId, range.from, range.to, range.interval, range.interval === 'day' ? '24 hours' : '1 hour'],
+      [
+        projectId,
+        range.from,
+        range.to,
+        range.interval,
+        range.interval === 'day' ? '24 hours' : '1 hour',
+        range.campaignId ?? null,
+      ],
     );
     return rows;
   }
