@@ -184,4 +184,19 @@ describe('in-process bus', () => {
     await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map((n) => bus.publish('events.tracked', { n }, `o-${n}`)));
     expect(seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
   });
+
+  test('watchers get matching messages as published; a failing watcher stops neither publish nor others', async () => {
+    const bus = new MemoryBus(logger);
+    const seen: string[] = [];
+    bus.watch(['identity.project.*'], () => {
+      throw new Error('watcher bug');
+    });
+    bus.watch(['identity.project.deleted'], (m) =>
+      seen.push(`${m.subject}:${(m.data as { projectId: string }).projectId}`),
+    );
+    await bus.publish('identity.project.deleted', { projectId: 'p1' }, 'w-1');
+    await bus.publish('identity.project.created', { projectId: 'p2' }, 'w-2');
+    await bus.publish('identity.project.deleted', { projectId: 'p1' }, 'w-1'); // a duplicate id is dropped
+    expect(seen).toEqual(['identity.project.deleted:p1']);
+  });
 });
