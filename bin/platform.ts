@@ -19,6 +19,7 @@ import { serveMetrics, watchConsumerLag } from '@svc/lib/metrics';
 import { startDraining } from '@svc/lib/lifecycle';
 import { migrateServiceDatabase, type Runtime } from '@svc/lib/runtime';
 import { serviceTokenProblem } from '@svc/lib/service-auth';
+import { startTracing } from '@svc/lib/tracing';
 import type { ServiceDefinition, ServiceModule } from '@svc/lib/services';
 import { SERVICES } from '../services/registry.js';
 
@@ -166,12 +167,20 @@ async function main(): Promise<void> {
   const unknownFlags = process.argv.slice(2).filter((a) => a.startsWith('-') && a !== '--migrate');
   if (unknownFlags.length) refuse(`unknown option(s): ${unknownFlags.join(', ')}; known: --migrate`);
   if (process.argv.includes('--migrate')) return migrateOnly(requested, config, logger);
-  const services = await loadServices(chooseServices(requested));
+  const chosen = chooseServices(requested);
+  // Traces (OTEL_EXPORTER_OTLP_ENDPOINT set): the SDK starts before any service module is imported, so
+  // the instrumented modules (http, express, pg, ioredis) load patched. Off: nothing is loaded.
+  const stopTracing = await startTracing(
+    chosen.map((s) => s.name),
+    logger,
+  );
+  const services = await loadServices(chosen);
   const names = services.map((s) => s.name);
   const embedded = !config.databaseUrl;
   const credentials = serviceTokenProblem(config.serviceToken, embedded);
   if (credentials) refuse(`config error: ${credentials}`);
-  const stops: Array<() => Promise<void>> = [];
+  // Stopped last: the spans of the shutdown itself are exported too.
+  const stops: Array<() => Promise<void>> = stopTracing ? [stopTracing] : [];
 
   if (embedded) {
     const pg = await startEmbeddedPostgres(config, logger);

@@ -34,6 +34,7 @@ const MAX_ATTEMPTS = 10;
 const CLOSE_WAIT_MS = 5000;
 
 export class MemoryBus implements Bus {
+  readonly system = 'in-process';
   private readonly subs: Subscription[] = [];
   private readonly watchers: Array<{ subjects: string[]; handler: WatchHandler }> = [];
   private readonly seen = new Set<string>();

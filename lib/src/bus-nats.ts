@@ -65,6 +65,7 @@ function isMissingStream(err: unknown): boolean {
  * created again, and listeners of onStreamRecreated() refill them from their outboxes.
  */
 export class NatsBus implements Bus {
+  readonly system = 'nats';
   private nc?: NatsConnection;
   private js?: JetStreamClient;
   private jsm?: JetStreamManager;

@@ -9,6 +9,7 @@ import {
 } from '@bufbuild/protobuf';
 import { subjectMatches, type Bus, type BusMessage, type SubscribeOptions } from './bus.js';
 import type { Logger } from './logger.js';
+import { tracedHandler } from './tracing.js';
 
 /**
  * A bus subject and the proto message it carries, declared once by the service that owns it
@@ -100,7 +101,8 @@ export async function subscribeTopics(
   await bus.subscribe(
     durable,
     routes.map((r) => r.subject),
-    async (m) => {
+    // Traces on: each delivery in a consumer span under the message's producer span (lib/tracing.ts).
+    tracedHandler(durable, bus.system, async (m) => {
       const route = routes.find((r) => subjectMatches(r.subject, m.subject));
       if (!route) return;
       try {
@@ -112,7 +114,7 @@ export async function subscribeTopics(
           'malformed bus message skipped (acknowledged, not redelivered)',
         );
       }
-    },
+    }),
     options,
   );
 }

@@ -39,6 +39,8 @@ export class BusClosed extends Error {
 }
 
 export interface Bus {
+  /** What carries the messages, as trace spans name it (`messaging.system`): `nats`, `in-process`. */
+  readonly system?: string;
   /** `context` travels as headers; consumers' handlers run inside it (lib/request-context.ts). */
   publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void>;
   /** `durable` names the consumer; its position survives restarts (JetStream) or the process (in-process). */

@@ -6,6 +6,7 @@ import type { Logger } from './logger.js';
 import type { Migration } from './migrate.js';
 import { PgListener } from './pg-listener.js';
 import { outgoingContext, type PropagatedContext, type RequestContext } from './request-context.js';
+import { tracedPublish } from './tracing.js';
 
 /** Every service's migrations include this table: messages commit with the state they describe. */
 export const OUTBOX_MIGRATION: Migration = {
@@ -134,6 +135,7 @@ export class OutboxRelay {
 
   private async publishBatch(): Promise<number> {
     const client = await this.opts.pool.connect();
+    const bus = this.opts.bus;
     const published: number[] = [];
     try {
       await client.query('BEGIN');
@@ -146,12 +148,13 @@ export class OutboxRelay {
         // Pipelined: every publish of the batch is in flight at once (one connection keeps their
         // order); only acknowledged rows are marked, the rest go out again on the next pass.
         const results = await Promise.allSettled(
-          rows.map((row) =>
-            this.opts.bus.publish(row.subject, row.payload, `${this.opts.service}-${row.id}`, {
-              requestId: row.request_id,
-              traceparent: row.traceparent,
-            }),
-          ),
+          rows.map((row) => {
+            const id = `${this.opts.service}-${row.id}`;
+            // Traces on: a producer span under the request that wrote the row, sent as the message's parent.
+            return tracedPublish(this.opts.service, bus.system, { ...row, id }, (traceparent) =>
+              bus.publish(row.subject, row.payload, id, { requestId: row.request_id, traceparent }),
+            );
+          }),
         );
         const failed = results.findIndex((r) => r.status === 'rejected');
         for (const row of failed === -1 ? rows : rows.slice(0, failed)) published.push(Number(row.id));

@@ -14,6 +14,11 @@ export interface RequestContext {
   parentId: string;
   /** W3C trace flags, two hex digits (`01` = sampled). */
   flags: string;
+  /**
+   * Traces on (lib/tracing.ts): the OpenTelemetry context of this hop's span, whose ids are then
+   * `traceId`/`parentId` above; the next hop's parent is that span instead of a minted id.
+   */
+  otel?: unknown;
 }
 
 /** What crosses a process boundary: the two headers, either possibly absent. */
@@ -23,6 +28,20 @@ export interface PropagatedContext {
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
+
+/** What lib/tracing.ts plugs in when traces are on; unset (traces off), nothing here calls into OpenTelemetry. */
+export interface TraceBridge {
+  /** Runs `fn` inside the OpenTelemetry context of `ctx` (none outside a request, like the request context). */
+  scope<T>(ctx: RequestContext | undefined, fn: () => T): T;
+  /** The active span's ids, for log lines. */
+  activeIds(): { traceId: string; spanId: string } | undefined;
+}
+
+let bridge: TraceBridge | undefined;
+
+export function setTraceBridge(b: TraceBridge | undefined): void {
+  bridge = b;
+}
 
 /** A request id we accept from outside (a proxy, a caller): printable, no spaces, bounded. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -106,6 +125,7 @@ export function currentContext(): RequestContext | undefined {
 
 /** Runs `fn` (and everything it starts) inside `ctx`; undefined runs it outside any request. */
 export function runInContext<T>(ctx: RequestContext | undefined, fn: () => T): T {
+  if (bridge) return bridge.scope(ctx, () => (ctx ? storage.run(ctx, fn) : storage.exit(fn)));
   return ctx ? storage.run(ctx, fn) : storage.exit(fn);
 }
 
@@ -114,16 +134,29 @@ export function childTraceparent(ctx: RequestContext): string {
   return `00-${ctx.traceId}-${mintSpanId()}-${ctx.flags}`;
 }
 
-/** What the next hop (an RPC call, an outbox row) carries; by default from the current context (none outside one). */
+/**
+ * What the next hop (an RPC call, an outbox row) carries; by default from the current context (none outside one).
+ * With traces on, the parent is this hop's span (a recorded one), not a minted id.
+ */
 export function outgoingContext(
   ctx: RequestContext | undefined = storage.getStore(),
 ): { requestId: string; traceparent: string } | undefined {
-  return ctx && { requestId: ctx.requestId, traceparent: childTraceparent(ctx) };
+  return ctx && { requestId: ctx.requestId, traceparent: ctx.otel ? formatTraceparent(ctx) : childTraceparent(ctx) };
 }
 
-/** Log fields of the current context (the logger's mixin): none outside a request. */
-export function logFields(): { requestId?: string; traceId?: string } {
+/**
+ * Log fields of the current context (the logger's mixin): none outside a request. With traces on,
+ * also the active span's id, and the ids of an active span outside any request.
+ */
+export function logFields(): { requestId?: string; traceId?: string; spanId?: string } {
   const ctx = storage.getStore();
   // A fresh object each time: pino merges the log call's fields into it.
-  return ctx ? { requestId: ctx.requestId, traceId: ctx.traceId } : {};
+  if (!bridge) return ctx ? { requestId: ctx.requestId, traceId: ctx.traceId } : {};
+  const span = bridge.activeIds();
+  if (!ctx) return span ? { traceId: span.traceId, spanId: span.spanId } : {};
+  return {
+    requestId: ctx.requestId,
+    traceId: ctx.traceId,
+    ...(span?.traceId === ctx.traceId && { spanId: span.spanId }),
+  };
 }

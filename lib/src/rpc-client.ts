@@ -4,6 +4,7 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 import { contextClientInterceptor } from './rpc-context.js';
 import { fromConnectError } from './rpc-errors.js';
 import { bearerInterceptor } from './service-auth.js';
+import { tracingClientInterceptor, tracingOn } from './tracing.js';
 
 /** What a caller needs from the config (pass the Config itself): required, so no caller forgets the token. */
 export interface RpcClientOptions {
@@ -29,6 +30,8 @@ export function createRpcClient<S extends DescService>(service: S, baseUrl: stri
   // Every call carries the current request id and trace context (see rpc-context.ts).
   const interceptors = [
     contextClientInterceptor(),
+    // Traces on: a client span, sent as the callee's parent (lib/tracing.ts).
+    ...(tracingOn() ? [tracingClientInterceptor()] : []),
     ...(opts.serviceToken ? [bearerInterceptor(opts.serviceToken)] : []),
   ];
   const transport = createGrpcTransport({ baseUrl, interceptors, defaultTimeoutMs: opts.rpcTimeoutMs });

@@ -19,7 +19,7 @@ export function contextClientInterceptor(): Interceptor {
 }
 
 /** A streamed answer is produced while the adapter reads it, outside the interceptor's call: each step re-enters. */
-async function* inContext<T>(ctx: RequestContext, messages: AsyncIterable<T>): AsyncIterable<T> {
+export async function* inContext<T>(ctx: RequestContext, messages: AsyncIterable<T>): AsyncIterable<T> {
   const it = messages[Symbol.asyncIterator]();
   try {
     for (;;) {

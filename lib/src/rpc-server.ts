@@ -18,6 +18,7 @@ import { rpcMetricsInterceptor } from './metrics.js';
 import { contextServerInterceptor } from './rpc-context.js';
 import { toConnectError } from './rpc-errors.js';
 import { serviceAuthInterceptor } from './service-auth.js';
+import { tracingOn, tracingServerInterceptor } from './tracing.js';
 
 export interface RpcServer {
   port: number;
@@ -97,6 +98,8 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer>
       // Metrics first of all: refused and failed calls are counted with their code too.
       rpcMetricsInterceptor(),
       contextServerInterceptor(opts.logger),
+      // Traces on: the call's span, under the caller's (lib/tracing.ts); nothing at all when off.
+      ...(tracingOn() ? [tracingServerInterceptor(opts.name)] : []),
       ...(opts.serviceToken ? [serviceAuthInterceptor(opts.serviceToken, opts.logger)] : []),
       errorInterceptor(opts.logger, opts.health),
     ],

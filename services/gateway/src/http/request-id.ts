@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import type { Logger } from '@svc/lib/logger';
 import { observeHttp } from '@svc/lib/metrics';
 import { contextFrom, runInContext } from '@svc/lib/request-context';
+import { adoptHttpSpan } from '@svc/lib/tracing';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -17,7 +18,9 @@ declare module 'express-serve-static-core' {
  */
 export function requestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
-    const ctx = contextFrom({ requestId: req.get('x-request-id'), traceparent: req.get('traceparent') });
+    const incoming = contextFrom({ requestId: req.get('x-request-id'), traceparent: req.get('traceparent') });
+    // Traces on: the request's trace is the http server span's (which honoured that traceparent).
+    const ctx = adoptHttpSpan(incoming, 'gateway');
     req.requestId = ctx.requestId;
     req.log = logger;
     res.setHeader('X-Request-Id', ctx.requestId);
