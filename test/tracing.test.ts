@@ -136,6 +136,7 @@ const consumed = (s: ReceivedSpan) => s.kind === CONSUMER && s.name === 'process
 const untilConsumed = (traceId: string) =>
   eventually(async () => (inTrace(traceId).some(consumed) ? true : undefined), 20_000, 'the consumer span');
 const TRACK_RPC = 'svc.contacts.v1.ContactsService/TrackEvent';
+const TRACK_BATCH_RPC = 'svc.contacts.v1.ContactsService/TrackEvents';
 
 function logLines(name: string): Array<Record<string, unknown>> {
   return readFileSync(path.join(ROOT, '.test-run', 'logs', `${logName(name)}.log`), 'utf8')
@@ -172,22 +173,28 @@ test('one /v1/track is one trace: gateway, RPC to contacts, outbox relay, the co
   // Redis (rate limit, key cache) answered inside the request.
   expect(spans.some((s) => s.scope.endsWith('instrumentation-ioredis') && descends(spans, s, http))).toBe(true);
 
-  // gateway -> contacts over gRPC: the client span is the server span's parent, across processes.
-  const rpcClient = only(spans, 'the gRPC client span', (s) => s.kind === CLIENT && s.name === TRACK_RPC);
-  expect(rpcClient.attributes).toMatchObject({ 'platform.service': 'gateway', 'rpc.system': 'grpc' });
-  expect(descends(spans, rpcClient, http)).toBe(true);
-  const rpcServer = only(spans, 'the gRPC server span', (s) => s.kind === SERVER && s.name === TRACK_RPC);
-  expect(rpcServer).toMatchObject({ parentSpanId: rpcClient.spanId, service: 'contacts' });
-  expect(rpcServer.attributes).toMatchObject({ 'platform.service': 'contacts', 'rpc.grpc.status_code': 0 });
-  // Its database work (the group commit's statements) is in the trace, under the RPC.
+  // gateway -> contacts: the gateway sends concurrent tracks in one TrackEvents call (TRACK_BATCH_WINDOW_MS), so
+  // the call has a trace of its own; the request's item is a span of the request's trace in contacts, under
+  // the HTTP span (the item's traceparent), linked to the batch call's server span.
+  const item = only(spans, 'the track item span', (s) => s.name === 'TrackEvents item');
+  expect(item).toMatchObject({ parentSpanId: http.spanId, service: 'contacts' });
+  expect(item.attributes['platform.service']).toBe('contacts');
+  expect(item.links).toHaveLength(1);
+  const batchServer = receiver.spans.find((s) => s.spanId === item.links[0].spanId);
+  expect(batchServer).toMatchObject({ kind: SERVER, name: TRACK_BATCH_RPC, service: 'contacts' });
+  expect(batchServer!.attributes['rpc.grpc.status_code']).toBe(0);
+  const batchClient = receiver.spans.find((s) => s.spanId === batchServer!.parentSpanId);
+  expect(batchClient).toMatchObject({ kind: CLIENT, name: TRACK_BATCH_RPC, service: 'platform' });
+  expect(batchClient!.attributes).toMatchObject({ 'platform.service': 'gateway', 'rpc.system': 'grpc' });
+  // The item's database work (the group commit's statements) is in the request's trace, under the item.
   const queries = spans.filter((s) => s.scope.endsWith('instrumentation-pg') && s.service === 'contacts');
   expect(queries.length).toBeGreaterThan(0);
   expect(queries.every((s) => s.attributes['platform.service'] === 'contacts')).toBe(true);
-  expect(queries.some((s) => descends(spans, s, rpcServer))).toBe(true);
+  expect(queries.some((s) => descends(spans, s, item))).toBe(true);
 
-  // The outbox row carried the RPC's span: the relay's publish continues it after the commit.
+  // The outbox row carried the item's span: the relay's publish continues it after the commit.
   const publish = only(spans, 'the relay publish', (s) => s.kind === PRODUCER && s.name === 'publish events.tracked');
-  expect(publish).toMatchObject({ parentSpanId: rpcServer.spanId, service: 'contacts' });
+  expect(publish).toMatchObject({ parentSpanId: item.spanId, service: 'contacts' });
   expect(publish.attributes).toMatchObject({
     'messaging.system': 'nats',
     'messaging.destination.name': 'events.tracked',
@@ -220,12 +227,12 @@ test('one /v1/track is one trace: gateway, RPC to contacts, outbox relay, the co
   expect(consumerLine).toBeDefined();
 });
 
-test('all services in one process (in-process bus): one resource, spans told apart by platform.service', async () => {
+test('in one process (in-process bus, a TrackEvent call per request): spans told apart by service', async () => {
   const env = await tracedEnv(`${runId}_one`);
   const url = `http://127.0.0.1:${env.PORT}`;
   const child = startPlatform(
     ['identity', 'contacts', 'segments', 'gateway'],
-    { ...env, NATS_URL: '' },
+    { ...env, NATS_URL: '', TRACK_BATCH_WINDOW_MS: '0' },
     logName('one'),
   );
   children.one = child;
@@ -243,8 +250,13 @@ test('all services in one process (in-process bus): one resource, spans told apa
     (s) => s.kind === SERVER && s.scope.endsWith('instrumentation-http'),
   );
   expect(http.attributes['platform.service']).toBe('gateway');
+  // gateway -> contacts over gRPC: the client span is the server span's parent.
+  const rpcClient = only(spans, 'the gRPC client span', (s) => s.kind === CLIENT && s.name === TRACK_RPC);
+  expect(rpcClient.attributes).toMatchObject({ 'platform.service': 'gateway', 'rpc.system': 'grpc' });
+  expect(descends(spans, rpcClient, http)).toBe(true);
   const rpcServer = only(spans, 'the gRPC server span', (s) => s.kind === SERVER && s.name === TRACK_RPC);
-  expect(rpcServer.attributes['platform.service']).toBe('contacts');
+  expect(rpcServer.parentSpanId).toBe(rpcClient.spanId);
+  expect(rpcServer.attributes).toMatchObject({ 'platform.service': 'contacts', 'rpc.grpc.status_code': 0 });
   const publish = only(spans, 'the relay publish', (s) => s.kind === PRODUCER && s.name === 'publish events.tracked');
   expect(publish.parentSpanId).toBe(rpcServer.spanId);
   expect(publish.attributes).toMatchObject({ 'platform.service': 'contacts', 'messaging.system': 'in-process' });

@@ -31,7 +31,10 @@ const storage = new AsyncLocalStorage<RequestContext>();
 
 /** What lib/tracing.ts plugs in when traces are on; unset (traces off), nothing here calls into OpenTelemetry. */
 export interface TraceBridge {
-  /** Runs `fn` inside the OpenTelemetry context of `ctx` (none outside a request, like the request context). */
+  /**
+   * Runs `fn` inside the OpenTelemetry context of `ctx`: its hop's span, else (a context made from a caller's
+   * `traceparent` without a span of its own) that caller's span as a remote parent; none outside a request.
+   */
   scope<T>(ctx: RequestContext | undefined, fn: () => T): T;
   /** The active span's ids, for log lines. */
   activeIds(): { traceId: string; spanId: string } | undefined;
@@ -136,12 +139,12 @@ export function childTraceparent(ctx: RequestContext): string {
 
 /**
  * What the next hop (an RPC call, an outbox row) carries; by default from the current context (none outside one).
- * With traces on, the parent is this hop's span (a recorded one), not a minted id.
+ * With traces on, the parent is a recorded span (this hop's, else the caller's), not a minted id.
  */
 export function outgoingContext(
   ctx: RequestContext | undefined = storage.getStore(),
 ): { requestId: string; traceparent: string } | undefined {
-  return ctx && { requestId: ctx.requestId, traceparent: ctx.otel ? formatTraceparent(ctx) : childTraceparent(ctx) };
+  return ctx && { requestId: ctx.requestId, traceparent: bridge ? formatTraceparent(ctx) : childTraceparent(ctx) };
 }
 
 /**

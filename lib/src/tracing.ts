@@ -7,6 +7,7 @@ import {
   trace,
   type Attributes,
   type Context,
+  type Link,
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
@@ -20,6 +21,7 @@ import {
   runInContext,
   setTraceBridge,
   type RequestContext,
+  type Traceparent,
 } from './request-context.js';
 import { TRACEPARENT_HEADER, inContext } from './rpc-context.js';
 
@@ -73,7 +75,7 @@ export async function startTracing(
   tracer = trace.getTracer('svc-platform');
   httpSpanOf = sdk.httpSpanOf;
   setTraceBridge({
-    scope: (ctx, fn) => context.with((ctx?.otel as Context | undefined) ?? ROOT_CONTEXT, fn),
+    scope: (ctx, fn) => context.with(ctx ? ((ctx.otel as Context | undefined) ?? remoteParent(ctx)) : ROOT_CONTEXT, fn),
     activeIds: () => {
       const span = trace.getActiveSpan();
       return span && { traceId: span.spanContext().traceId, spanId: span.spanContext().spanId };
@@ -100,9 +102,9 @@ function tag(span: Span, fallback: string | undefined): void {
   if (typeof service === 'string') span.setAttribute(SERVICE_ATTRIBUTE, service);
 }
 
-/** The parent a `traceparent` names (from another process), or a new trace when it names none. */
-function remoteParent(traceparent: string | null | undefined): Context {
-  const tp = parseTraceparent(traceparent);
+/** The parent a `traceparent` (or a request context) names, from another process; a new trace when none. */
+function remoteParent(from: string | null | undefined | Traceparent): Context {
+  const tp = typeof from === 'object' && from ? from : parseTraceparent(from);
   if (!tp) return ROOT_CONTEXT;
   const traceFlags = Number.parseInt(tp.flags, 16);
   return trace.setSpanContext(ROOT_CONTEXT, { traceId: tp.traceId, spanId: tp.parentId, traceFlags, isRemote: true });
@@ -120,11 +122,12 @@ function startSpan(
   parent: Context,
   attributes: Attributes,
   service = parent.getValue(SERVICE_KEY) as string | undefined,
+  links: Link[] = [],
 ): { span: Span; ctx: Context } {
   const withService = service ? parent.setValue(SERVICE_KEY, service) : parent;
   const span = tracer!.startSpan(
     name,
-    { kind, attributes: service ? { ...attributes, [SERVICE_ATTRIBUTE]: service } : attributes },
+    { kind, attributes: service ? { ...attributes, [SERVICE_ATTRIBUTE]: service } : attributes, links },
     withService,
   );
   return { span, ctx: trace.setSpan(withService, span) };
@@ -147,6 +150,21 @@ function fail(span: Span, err: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : undefined });
 }
 
+/** Ends `span` when `work` settles, marked failed if it rejects; answers what `work` answers. */
+function endWith<T>(span: Span, work: Promise<T>): Promise<T> {
+  return work.then(
+    (value) => {
+      span.end();
+      return value;
+    },
+    (err) => {
+      fail(span, err);
+      span.end();
+      throw err;
+    },
+  );
+}
+
 /** Ends `span` once `messages` is read to its end (or abandoned): a streamed answer's span covers the stream. */
 async function* endingWith<T>(span: Span, messages: AsyncIterable<T>): AsyncIterable<T> {
   try {
@@ -167,10 +185,14 @@ export function adoptHttpSpan(ctx: RequestContext, service: string): RequestCont
   if (!tracer) return ctx;
   const active = context.active();
   const span = httpSpanOf(active) ?? trace.getActiveSpan();
-  if (!span) return ctx; // a probe, left out of traces
+  // A probe, left out of traces: what it calls is not sampled either (the flag travels on).
+  if (!span) return { ...ctx, flags: '00' };
   span.setAttribute(SERVICE_ATTRIBUTE, service);
   return hopContext(ctx, span, trace.setSpan(active, span).setValue(SERVICE_KEY, service));
 }
+
+/** Health checks (probes, readiness fan-out) every few seconds: not worth a trace. */
+const HEALTH = 'grpc.health.v1.Health';
 
 const rpcName = (req: Parameters<ReturnType<Interceptor>>[0]) => `${req.service.typeName}/${req.method.name}`;
 
@@ -198,6 +220,7 @@ function endRpc(span: Span, err: unknown, server: boolean): void {
 /** Client side of a gRPC call: a CLIENT span, whose id the callee receives as its parent (`traceparent`). */
 export function tracingClientInterceptor(): Interceptor {
   return (next) => async (req) => {
+    if (req.service.typeName === HEALTH) return next(req);
     const url = new URL(req.url);
     const { span, ctx } = startSpan(rpcName(req), SpanKind.CLIENT, context.active(), {
       ...rpcAttributes(req),
@@ -223,6 +246,7 @@ export function tracingClientInterceptor(): Interceptor {
  */
 export function tracingServerInterceptor(service: string): Interceptor {
   return (next) => async (req) => {
+    if (req.service.typeName === HEALTH) return next(req);
     const { span, ctx } = startSpan(
       rpcName(req),
       SpanKind.SERVER,
@@ -241,6 +265,25 @@ export function tracingServerInterceptor(service: string): Interceptor {
       throw err;
     }
   };
+}
+
+/**
+ * One item of a batch call, done for the request `ctx` came from (its `traceparent`): runs in a span of
+ * that request's trace, linked to the batch call's span, so the request's trace shows its own work and
+ * the messages it wrote. Traces off: `runInContext(ctx, fn)`.
+ */
+export function runItemInContext<T>(ctx: RequestContext, name: string, fn: () => Promise<T>): Promise<T> {
+  if (!tracer) return runInContext(ctx, fn);
+  const batch = trace.getActiveSpan();
+  const { span, ctx: inSpan } = startSpan(
+    name,
+    SpanKind.INTERNAL,
+    remoteParent(ctx),
+    {},
+    context.active().getValue(SERVICE_KEY) as string | undefined,
+    batch ? [{ context: batch.spanContext() }] : [],
+  );
+  return endWith(span, runInContext(hopContext(ctx, span, inSpan), fn));
 }
 
 /**
@@ -266,14 +309,7 @@ export function tracedPublish(
     },
     service,
   );
-  return publish(traceparentOf(span)).then(
-    () => span.end(),
-    (err) => {
-      fail(span, err);
-      span.end();
-      throw err;
-    },
-  );
+  return endWith(span, publish(traceparentOf(span)));
 }
 
 /**
@@ -298,13 +334,9 @@ export function tracedHandler(durable: string, system: string | undefined, handl
       service,
     );
     const hop = hopContext(currentContext() ?? contextFrom({ requestId: m.requestId }), span, ctx);
-    return runInContext(hop, () => handler(m)).then(
-      () => span.end(),
-      (err) => {
-        fail(span, err);
-        span.end();
-        throw err;
-      },
+    return endWith(
+      span,
+      runInContext(hop, () => handler(m)),
     );
   };
 }

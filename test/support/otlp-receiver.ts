@@ -14,6 +14,7 @@ export interface ReceivedSpan {
   /** The instrumentation scope (`@opentelemetry/instrumentation-pg`, `svc-platform`, ...). */
   scope: string;
   attributes: Record<string, unknown>;
+  links: Array<{ traceId: string; spanId: string }>;
   /** 2 is ERROR. */
   status?: number;
 }
@@ -41,6 +42,7 @@ interface OtlpTraces {
         name: string;
         kind: number;
         attributes?: OtlpAttribute[];
+        links?: Array<{ traceId: string; spanId: string }>;
         status?: { code?: number };
       }>;
     }>;
@@ -93,6 +95,7 @@ export async function startOtlpReceiver(): Promise<{
               service,
               scope: ss.scope?.name ?? '',
               attributes: attributes(s.attributes),
+              links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId })),
               status: s.status?.code,
             });
           }

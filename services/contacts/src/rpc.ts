@@ -16,7 +16,8 @@ import {
   TrackEventRequestSchema,
   type TrackEventRequest,
 } from '@svc/proto/svc/contacts/v1/contacts_pb';
-import { contextFrom, runInContext } from '@svc/lib/request-context';
+import { contextFrom } from '@svc/lib/request-context';
+import { runItemInContext } from '@svc/lib/tracing';
 import type { Audiences } from './domain/audiences.js';
 import type { Bulk } from './domain/bulk.js';
 import type { ContactUpserts } from './domain/contact-upserts.js';
@@ -215,8 +216,11 @@ export function contactsRoutes(d: ContactsDomain, logger: Logger) {
         // Every item is submitted in this tick, inside its own request, so they share one group commit.
         const outcomes = await Promise.allSettled(
           req.items.map((i) =>
-            runInContext(contextFrom({ requestId: i.requestId, traceparent: i.traceparent }), () =>
-              trackItem(d, logger, i.event ?? create(TrackEventRequestSchema)),
+            // Traces on: each item is a span of its own request's trace (lib/tracing.ts).
+            runItemInContext(
+              contextFrom({ requestId: i.requestId, traceparent: i.traceparent }),
+              'TrackEvents item',
+              () => trackItem(d, logger, i.event ?? create(TrackEventRequestSchema)),
             ),
           ),
         );
