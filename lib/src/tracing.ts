@@ -75,7 +75,8 @@ export async function startTracing(
   tracer = trace.getTracer('svc-platform');
   httpSpanOf = sdk.httpSpanOf;
   setTraceBridge({
-    scope: (ctx, fn) => context.with(ctx ? ((ctx.otel as Context | undefined) ?? remoteParent(ctx)) : ROOT_CONTEXT, fn),
+    scope: (ctx, fn) =>
+      context.with(ctx ? ((ctx.otel as Context | undefined) ?? keepService(remoteParent(ctx))) : keepService(), fn),
     activeIds: () => {
       const span = trace.getActiveSpan();
       return span && { traceId: span.spanContext().traceId, spanId: span.spanContext().spanId };
@@ -94,6 +95,15 @@ function endpointForLog(url: string | undefined): string {
   } catch {
     return 'set (not a URL)';
   }
+}
+
+/**
+ * `target` (no span: a new trace) with the current service kept: work a service starts outside any request
+ * (a batch call, a relay pass) is still that service's.
+ */
+function keepService(target: Context = ROOT_CONTEXT): Context {
+  const service = context.active().getValue(SERVICE_KEY);
+  return service ? target.setValue(SERVICE_KEY, service) : target;
 }
 
 /** The service of an instrumentation's span: the hop it runs in, else the process's HTTP service. */
