@@ -17,7 +17,8 @@ import { StartupError } from '@svc/lib/listen';
 import { createLogger, type Logger } from '@svc/lib/logger';
 import { serveMetrics, watchConsumerLag } from '@svc/lib/metrics';
 import { startDraining } from '@svc/lib/lifecycle';
-import { migrateServiceDatabase, type Runtime } from '@svc/lib/runtime';
+// Types only: lib/runtime imports pg, which must load after the trace SDK starts (main), so it is imported there.
+import type { Runtime } from '@svc/lib/runtime';
 import { serviceTokenProblem } from '@svc/lib/service-auth';
 import { startTracing } from '@svc/lib/tracing';
 import type { ServiceDefinition, ServiceModule } from '@svc/lib/services';
@@ -149,6 +150,7 @@ function banner(gatewayUrl: string, config: Config, embedded: boolean, bus: Bus)
 async function migrateOnly(requested: string[], config: Config, logger: Logger): Promise<void> {
   if (!config.databaseUrl) refuse('config error: --migrate needs DATABASE_URL');
   const rt: Runtime = { config, logger, bus: new MemoryBus(logger), embedded: false };
+  const { migrateServiceDatabase } = await import('@svc/lib/runtime');
   for (const s of chooseServices(requested)) {
     const { migrations } = await s.load!();
     if (!migrations) continue;

@@ -11,6 +11,7 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
+import { createRequire } from 'node:module';
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import type { BusHandler } from './bus.js';
 import type { Logger } from './logger.js';
@@ -39,6 +40,8 @@ import { TRACEPARENT_HEADER, inContext } from './rpc-context.js';
  */
 export const SERVICE_ATTRIBUTE = 'platform.service';
 const SERVICE_KEY = createContextKey(SERVICE_ATTRIBUTE);
+
+const INSTRUMENTED = /[\\/]node_modules[\\/](pg|pg-pool|ioredis|express)[\\/]/;
 
 let tracer: Tracer | undefined;
 /** The http instrumentation's server span of a request (it is not always the active span inside express). */
@@ -70,6 +73,9 @@ export async function startTracing(
   const serviceName = env.OTEL_SERVICE_NAME?.trim() || (services.length === 1 ? services[0] : 'platform');
   // HTTP/1 is served by the edge service only; in a process without it, its own single service.
   const httpService = services.includes('gateway') ? 'gateway' : services.length === 1 ? services[0] : undefined;
+  // An instrumented module loaded already (a static import in bin/platform.ts's graph) stays unpatched: say so.
+  const early = Object.keys(createRequire(import.meta.url).cache).filter((f) => INSTRUMENTED.test(f));
+  if (early.length) logger.warn({ modules: early.slice(0, 5) }, 'loaded before the trace SDK started: no spans');
   const { startSdk } = await import('./tracing-sdk.js');
   const sdk = await startSdk({ serviceName, tag: (span) => tag(span, httpService) });
   tracer = trace.getTracer('svc-platform');
