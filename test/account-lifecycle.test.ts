@@ -143,6 +143,6 @@ describe('password reset', () => {
   });
 });
 
-test('GET /auth/oauth-config lists no providers (OAuth is not implemented)', async () => {
+test('GET /auth/oauth-config lists no providers when none is configured', async () => {
   expect(await call('GET', '/auth/oauth-config')).toMatchObject({ status: 200, body: { providers: [] } });
 });

@@ -130,6 +130,8 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/auth/login', auth: 'none', body: ['email', 'password'] },
   { method: 'GET', path: '/auth/logout', auth: 'none' },
   { method: 'GET', path: '/auth/oauth-config', auth: 'none' },
+  { method: 'GET', path: '/auth/oauth/:p', auth: 'none' },
+  { method: 'GET', path: '/auth/oauth/:p/callback', auth: 'none', query: ['code', 'state', 'error'] },
   { method: 'GET', path: '/users/@me', auth: 'session' },
   { method: 'GET', path: '/users/@me/projects', auth: 'session' },
   { method: 'POST', path: '/users/@me/projects', auth: 'session', body: ['name'] },

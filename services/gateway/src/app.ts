@@ -32,6 +32,7 @@ import { trackingRouter, webhooksRouter } from './routes/tracking.js';
 import { usageRouter } from './routes/usage.js';
 import { uploadsRouter } from './routes/uploads.js';
 import { identityRouter } from './routes/identity.js';
+import { oauthRouter } from './routes/oauth.js';
 import { landingRouter, VERSION } from './routes/landing.js';
 import { apiDocsRouter } from './routes/api-docs.js';
 import { setupStateRouter } from './routes/setup-state.js';
@@ -121,10 +122,11 @@ export function createApp(deps: GatewayDeps) {
       auth: 'none',
       responses: { 200: PUBLIC_CONFIG },
     },
-    (_req, res) => {
+    async (_req, res) => {
+      const { providers } = await clients.identity.getOAuthConfig({});
       res.json({
         signupEnabled: !config.signupDisabled,
-        oauthProviders: [],
+        oauthProviders: providers.map((p) => p.id),
         embedded: deps.embedded,
       });
     },
@@ -142,6 +144,7 @@ export function createApp(deps: GatewayDeps) {
   app.use((req, res, next) => (req.path === '/v1/send' ? next() : json(req, res, next)));
 
   app.use(identityRouter(clients.identity, auth, deps.limiter));
+  app.use(oauthRouter(clients.identity, auth, config.publicUrl));
   app.use(setupStateRouter(clients, auth));
   app.use(billingRouter(clients, auth, paymentProvider, config.publicUrl));
   app.use(projectSafetyRouter(clients, auth));

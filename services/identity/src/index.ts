@@ -8,6 +8,7 @@ import { createSystemMailer } from './domain/system-mail.js';
 import { Invitations } from './domain/invitations.js';
 import { ProjectWipes } from './domain/project-wipes.js';
 import { Suspensions } from './domain/suspensions.js';
+import { OAuth } from './domain/oauth.js';
 import { identityRoutes } from './rpc.js';
 import { AccountTokensStore } from './store/account-tokens-store.js';
 import { BillingStore } from './store/billing-store.js';
@@ -36,7 +37,9 @@ export async function startIdentity(rt: Runtime<IdentityEnv>): Promise<RunningSe
     wipes: new ProjectWipes(identity, store, new WipesStore(db.pool)),
     suspensions: new Suspensions(identity, new SuspensionsStore(db.pool)),
   };
-  const server = await serveRpc(rt, 'identity', identityRoutes(identity, invitations, lifecycle, billing, safety), db);
+  const oauth = new OAuth(identity, config.oauthProviders, config.publicUrl);
+  const routes = identityRoutes(identity, invitations, lifecycle, billing, safety, oauth);
+  const server = await serveRpc(rt, 'identity', routes, db);
   return {
     name: 'identity',
     async stop() {

@@ -21,6 +21,7 @@ import type { Identity, ProjectView } from './domain/identity.js';
 import type { Invitations } from './domain/invitations.js';
 import type { ProjectWipes, WipeView } from './domain/project-wipes.js';
 import type { Suspensions } from './domain/suspensions.js';
+import type { OAuth } from './domain/oauth.js';
 import type { Role } from './domain/roles.js';
 import type { MemberRow, UserRow } from './store/identity-store.js';
 import type { InvitationRow, InvitationStatus as Status } from './store/invitations-store.js';
@@ -149,6 +150,7 @@ export function identityRoutes(
   lifecycle: AccountLifecycle,
   billing: Billing,
   safety: ProjectSafety,
+  oauth: OAuth,
 ) {
   return (router: ConnectRouter) =>
     router.service(IdentityService, {
@@ -258,8 +260,14 @@ export function identityRoutes(
         return { invitation: invitation(await invitations.decline(req.userId, req.invitationId)) };
       },
       async getOAuthConfig() {
-        // No OAuth provider is configurable yet: the list is empty, as the spine issue asks.
-        return { providers: [] };
+        return { providers: oauth.list() };
+      },
+      async startOAuth(req) {
+        return oauth.start(req.provider);
+      },
+      async completeOAuth(req) {
+        const out = await oauth.complete(req.provider, req.code, req.codeVerifier);
+        return { user: user(out.user), sessionToken: out.sessionToken, created: out.created };
       },
       async requestEmailVerification(req) {
         await lifecycle.requestVerification(req.userId);

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { post } from '../api';
+import { get, post } from '../api';
 import type { Me } from '../main';
 import { ErrorBox, Field, Link, useAction } from '../ui';
 
@@ -13,14 +13,50 @@ interface Props {
 export function AuthPage({ path, signupEnabled, onSignedIn }: Props) {
   const [bare, search] = path.split('?');
   const token = new URLSearchParams(search ?? '').get('token') ?? '';
+  const oauthError = new URLSearchParams(search ?? '').get('error') ?? '';
   if (bare === '/app/signup') return <Credentials mode="signup" enabled={signupEnabled} onSignedIn={onSignedIn} />;
   if (bare === '/app/forgot') return <Forgot />;
   if (bare === '/app/reset') return <Reset token={token} />;
   if (bare === '/app/verify') return <Verify token={token} />;
-  return <Credentials mode="login" enabled={signupEnabled} onSignedIn={onSignedIn} />;
+  return <Credentials mode="login" enabled={signupEnabled} onSignedIn={onSignedIn} oauthError={oauthError} />;
 }
 
-function Credentials(props: { mode: 'login' | 'signup'; enabled: boolean; onSignedIn: Props['onSignedIn'] }) {
+/** What `/auth/oauth/{provider}/callback` puts in `?error=` (gateway routes/oauth.ts). */
+const OAUTH_ERRORS: Record<string, string> = {
+  oauth_state: 'The sign-in expired or did not start in this browser. Try again.',
+  oauth_denied: 'You declined the sign-in at the provider.',
+  oauth_provider: 'The provider refused the sign-in. Try again.',
+  oauth_email_unverified: 'The provider reports no verified email address for your account.',
+  signup_disabled: 'Sign-up is disabled on this deployment, and no account uses that address.',
+};
+
+/** "Continue with GitHub/Google": the providers `/auth/oauth-config` lists (none: nothing shown). */
+function OAuthButtons() {
+  const [providers, setProviders] = useState<{ id: string; name: string }[]>([]);
+  useEffect(() => {
+    get<{ providers: { id: string; name: string }[] }>('/auth/oauth-config').then(
+      (c) => setProviders(c.providers),
+      () => undefined,
+    );
+  }, []);
+  if (providers.length === 0) return null;
+  return (
+    <div class="oauth">
+      {providers.map((p) => (
+        <a key={p.id} class="button" href={`/auth/oauth/${encodeURIComponent(p.id)}`}>
+          Continue with {p.name}
+        </a>
+      ))}
+    </div>
+  );
+}
+
+function Credentials(props: {
+  mode: 'login' | 'signup';
+  enabled: boolean;
+  onSignedIn: Props['onSignedIn'];
+  oauthError?: string;
+}) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const action = useAction();
@@ -28,6 +64,12 @@ function Credentials(props: { mode: 'login' | 'signup'; enabled: boolean; onSign
   return (
     <main class="narrow">
       <h1>{signup ? 'Create an account' : 'Log in'}</h1>
+      {props.oauthError && (
+        <div class="error" role="alert">
+          {OAUTH_ERRORS[props.oauthError] ?? `Sign-in failed (${props.oauthError}).`}
+        </div>
+      )}
+      <OAuthButtons />
       <form
         onSubmit={async (e) => {
           e.preventDefault();

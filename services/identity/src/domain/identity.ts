@@ -79,6 +79,34 @@ export class Identity {
     return { user, sessionToken: token.key };
   }
 
+  /**
+   * Sign-in with an address an OAuth provider says is verified: the account of that address (linked, and
+   * its address marked verified) or a new one without a password (a password reset sets one).
+   */
+  async signInVerifiedEmail(email: string): Promise<{ user: UserRow; sessionToken: string; created: boolean }> {
+    const address = parseOrThrow(z.object({ email: accountEmailSchema }), { email }).email;
+    const token = generateSessionToken();
+    return withTransaction(this.store.pool, async (tx) => {
+      let user = await this.store.verifiedUserByEmail(tx, accountEmailKey(address));
+      let created = false;
+      if (!user) {
+        if (this.opts.signupDisabled) throw forbidden('Sign-up is disabled on this deployment', 'SIGNUP_DISABLED');
+        // No password: '' never verifies (passwords.ts), so only OAuth or a password reset opens the account.
+        user = await this.store.insertUser(tx, {
+          id: randomUUID(),
+          email: address,
+          passwordHash: '',
+          emailVerified: true,
+        });
+        if (!user) throw conflict('A user with this email was created concurrently; sign in again');
+        await enqueueMessage(tx, userCreated(user));
+        created = true;
+      }
+      await this.store.insertSession(tx, token.hash, user.id, SESSION_TTL_SECONDS);
+      return { user, sessionToken: token.key, created };
+    });
+  }
+
   async logout(sessionToken: string): Promise<void> {
     if (sessionToken) await this.store.deleteSession(hashKey(sessionToken));
   }

@@ -40,11 +40,23 @@ const PROJECT_COLUMNS =
 export class IdentityStore {
   constructor(readonly pool: Pool) {}
 
-  async insertUser(db: Queryable, u: { id: string; email: string; passwordHash: string }): Promise<UserRow | null> {
+  async insertUser(
+    db: Queryable,
+    u: { id: string; email: string; passwordHash: string; emailVerified?: boolean },
+  ): Promise<UserRow | null> {
     const { rows } = await db.query<UserRow>(
-      `INSERT INTO users (id, email, password_hash) VALUES ($1, $2, $3)
+      `INSERT INTO users (id, email, password_hash, email_verified) VALUES ($1, $2, $3, $4)
        ON CONFLICT (lower(email)) DO NOTHING RETURNING *`,
-      [u.id, u.email, u.passwordHash],
+      [u.id, u.email, u.passwordHash, u.emailVerified ?? false],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** The user of that address with the address marked verified (an OAuth provider vouched for it). */
+  async verifiedUserByEmail(db: Queryable, emailKey: string): Promise<UserRow | null> {
+    const { rows } = await db.query<UserRow>(
+      'UPDATE users SET email_verified = true WHERE lower(email) = $1 RETURNING *',
+      [emailKey],
     );
     return rows[0] ?? null;
   }

@@ -1,0 +1,277 @@
+import type { ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { call, expectEnvelope, platform, uniqueEmail } from './support/client.js';
+import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
+
+// Sign-in with GitHub through a real OAuth 2.0 provider written for this test on loopback: it checks the
+// client secret, the redirect URI and the PKCE verifier like GitHub does. Identity and the gateway run in a
+// process of their own (on the run's database and bus) whose GitHub endpoints point at it.
+
+const CLIENT_ID = 'test-client-id';
+const CLIENT_SECRET = 'test-client-secret-0123456789';
+
+interface ProviderUser {
+  email: string;
+  verified: boolean;
+}
+
+/** The provider: /authorize signs in as `nextUser`, /token exchanges a code, /user/emails lists addresses. */
+function startProvider() {
+  const codes = new Map<string, { challenge: string; redirectUri: string; user: ProviderUser }>();
+  const tokens = new Map<string, ProviderUser>();
+  const seen = { tokenRequests: 0, refusedVerifiers: 0, authorizeQueries: [] as URLSearchParams[] };
+  let nextUser: ProviderUser = { email: 'nobody@example.com', verified: true };
+  const json = (res: http.ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  };
+  const server = http.createServer(async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://provider');
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    if (req.method === 'GET' && url.pathname === '/login/oauth/authorize') {
+      const q = url.searchParams;
+      seen.authorizeQueries.push(q);
+      if (q.get('client_id') !== CLIENT_ID || q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge'))
+        return json(res, 400, { error: 'invalid_request' });
+      const code = randomBytes(16).toString('hex');
+      codes.set(code, { challenge: q.get('code_challenge')!, redirectUri: q.get('redirect_uri')!, user: nextUser });
+      const back = new URL(q.get('redirect_uri')!);
+      back.searchParams.set('code', code);
+      back.searchParams.set('state', q.get('state') ?? '');
+      res.writeHead(302, { location: back.toString() }).end();
+      return;
+    }
+    if (req.method === 'POST' && url.pathname === '/login/oauth/access_token') {
+      seen.tokenRequests++;
+      const f = new URLSearchParams(body);
+      const grant = codes.get(f.get('code') ?? '');
+      if (f.get('client_id') !== CLIENT_ID || f.get('client_secret') !== CLIENT_SECRET)
+        return json(res, 200, { error: 'incorrect_client_credentials' });
+      if (!grant || grant.redirectUri !== f.get('redirect_uri'))
+        return json(res, 200, { error: 'bad_verification_code' });
+      const challenge = createHash('sha256')
+        .update(f.get('code_verifier') ?? '')
+        .digest('base64url');
+      if (challenge !== grant.challenge) {
+        seen.refusedVerifiers++;
+        return json(res, 200, { error: 'bad_verification_code', error_description: 'code_verifier mismatch' });
+      }
+      codes.delete(f.get('code')!);
+      const token = randomBytes(16).toString('hex');
+      tokens.set(token, grant.user);
+      return json(res, 200, { access_token: token, token_type: 'bearer', scope: 'read:user,user:email' });
+    }
+    if (req.method === 'GET' && url.pathname === '/user/emails') {
+      const user = tokens.get((req.headers.authorization ?? '').replace(/^Bearer /, ''));
+      if (!user) return json(res, 401, { message: 'Bad credentials' });
+      return json(res, 200, [
+        { email: `other-${user.email}`, primary: false, verified: true, visibility: null },
+        { email: user.email, primary: true, verified: user.verified, visibility: 'private' },
+      ]);
+    }
+    json(res, 404, { message: 'Not Found' });
+  });
+  return {
+    server,
+    seen,
+    signInAs(user: ProviderUser) {
+      nextUser = user;
+    },
+  };
+}
+
+const provider = startProvider();
+let child: ChildProcess;
+let base: string;
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => provider.server.listen(0, '127.0.0.1', resolve));
+  const providerUrl = `http://127.0.0.1:${(provider.server.address() as AddressInfo).port}`;
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  child = startPlatform(
+    ['identity', 'gateway'],
+    {
+      ...platform.env,
+      PORT: String(port),
+      PUBLIC_URL: base,
+      IDENTITY_PORT: String(await freePort()),
+      GITHUB_CLIENT_ID: CLIENT_ID,
+      GITHUB_CLIENT_SECRET: CLIENT_SECRET,
+      OAUTH_GITHUB_AUTHORIZE_URL: `${providerUrl}/login/oauth/authorize`,
+      OAUTH_GITHUB_TOKEN_URL: `${providerUrl}/login/oauth/access_token`,
+      OAUTH_GITHUB_EMAILS_URL: `${providerUrl}/user/emails`,
+    },
+    'oauth',
+  );
+  await waitFor('oauth platform', () => httpOk(`${base}/healthz`), child);
+}, 120_000);
+
+afterAll(async () => {
+  if (child) await stopProcess(child);
+  await new Promise((resolve) => provider.server.close(resolve));
+});
+
+/** A request that does not follow redirects; `cookies` is what the browser holds (name -> value). */
+async function visit(url: string, cookies: Map<string, string>) {
+  const cookie = [...cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  const res = await fetch(url, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+  for (const c of res.headers.getSetCookie()) {
+    const [pair] = c.split(';');
+    const eq = pair!.indexOf('=');
+    const [name, value] = [pair!.slice(0, eq), pair!.slice(eq + 1)];
+    if (value === '' || /expires=Thu, 01 Jan 1970/i.test(c)) cookies.delete(name);
+    else cookies.set(name, value);
+  }
+  return { status: res.status, location: res.headers.get('location') ?? '' };
+}
+
+/** Clicks "Continue with GitHub" and follows the provider back: the callback URL, not yet visited. */
+async function toProviderAndBack(cookies: Map<string, string>): Promise<string> {
+  const start = await visit(`${base}/auth/oauth/github`, cookies);
+  expect(start.status).toBe(302);
+  const back = await visit(start.location, cookies);
+  expect(back.status).toBe(302);
+  expect(back.location.startsWith(`${base}/auth/oauth/github/callback?`)).toBe(true);
+  return back.location;
+}
+
+async function signIn(user: ProviderUser) {
+  provider.signInAs(user);
+  const cookies = new Map<string, string>();
+  const done = await visit(await toProviderAndBack(cookies), cookies);
+  return { ...done, cookies, session: cookies.get('svc_session') };
+}
+
+const me = (session: string) =>
+  call('GET', '/users/@me', undefined, { baseUrl: base, cookie: `svc_session=${session}` });
+
+test('the configured provider is listed; an unconfigured one is a 404', async () => {
+  expect(await call('GET', '/auth/oauth-config', undefined, { baseUrl: base })).toMatchObject({
+    status: 200,
+    body: { providers: [{ id: 'github', name: 'GitHub' }] },
+  });
+  expect((await call('GET', '/config', undefined, { baseUrl: base })).body.oauthProviders).toEqual(['github']);
+  expectEnvelope(
+    await call('GET', '/auth/oauth/google', undefined, { baseUrl: base }),
+    404,
+    'OAUTH_PROVIDER_NOT_FOUND',
+  );
+  expectEnvelope(
+    await call('GET', '/auth/oauth/google/callback?code=x&state=y', undefined, { baseUrl: base }),
+    404,
+    'OAUTH_PROVIDER_NOT_FOUND',
+  );
+});
+
+test('the redirect to the provider carries a PKCE S256 challenge, a state and the callback URI', async () => {
+  const cookies = new Map<string, string>();
+  const start = await visit(`${base}/auth/oauth/github`, cookies);
+  const q = new URL(start.location).searchParams;
+  expect(q.get('client_id')).toBe(CLIENT_ID);
+  expect(q.get('redirect_uri')).toBe(`${base}/auth/oauth/github/callback`);
+  expect(q.get('code_challenge_method')).toBe('S256');
+  expect(q.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  expect(q.get('state')!.length).toBeGreaterThanOrEqual(32);
+  // The verifier is not in the browser's readable state: the cookie is signed and httpOnly.
+  expect(cookies.get('svc_oauth')).toMatch(/^s%3A/);
+});
+
+test('signing in creates the account with the verified address, a second sign-in reuses it', async () => {
+  const email = uniqueEmail('oauth-new');
+  const first = await signIn({ email, verified: true });
+  expect(first).toMatchObject({ status: 302, location: '/app' });
+  expect(first.cookies.has('svc_oauth')).toBe(false);
+  const user = await me(first.session!);
+  expect(user).toMatchObject({ status: 200, body: { email, emailVerified: true } });
+
+  const second = await signIn({ email, verified: true });
+  expect(second.location).toBe('/app');
+  expect(second.session).not.toBe(first.session);
+  expect((await me(second.session!)).body.id).toBe(user.body.id);
+  // The account has no password to guess: only OAuth (or a password reset) opens it.
+  const login = await call('POST', '/auth/login', { email, password: 'password-123' }, { baseUrl: base });
+  expectEnvelope(login, 401, 'INVALID_CREDENTIALS');
+});
+
+test('an existing password account is linked when the provider verified the address', async () => {
+  const email = uniqueEmail('oauth-link');
+  const signup = await call('POST', '/auth/signup', { email, password: 'password-123' }, { baseUrl: base });
+  expect(signup).toMatchObject({ status: 201, body: { emailVerified: false } });
+  const done = await signIn({ email: email.toUpperCase(), verified: true });
+  expect(done.location).toBe('/app');
+  expect((await me(done.session!)).body).toMatchObject({ id: signup.body.id, email, emailVerified: true });
+});
+
+test('an unverified address is refused and neither creates nor links an account', async () => {
+  const fresh = uniqueEmail('oauth-unverified');
+  const refused = await signIn({ email: fresh, verified: false });
+  expect(refused).toMatchObject({ status: 302, location: '/app/login?error=oauth_email_unverified' });
+  expect(refused.session).toBeUndefined();
+  // Nobody holds the address: signing up with it works.
+  expect(
+    (await call('POST', '/auth/signup', { email: fresh, password: 'password-123' }, { baseUrl: base })).status,
+  ).toBe(201);
+  // An existing account is not opened either.
+  const again = await signIn({ email: fresh, verified: false });
+  expect(again.location).toBe('/app/login?error=oauth_email_unverified');
+  expect(again.session).toBeUndefined();
+});
+
+test('a forged, missing or foreign state is refused before any code exchange', async () => {
+  provider.signInAs({ email: uniqueEmail('oauth-state'), verified: true });
+  const before = provider.seen.tokenRequests;
+
+  const cookies = new Map<string, string>();
+  const callback = new URL(await toProviderAndBack(cookies));
+  const forged = new URL(callback);
+  forged.searchParams.set('state', `${callback.searchParams.get('state')!.slice(0, -2)}xx`);
+  expect(await visit(forged.toString(), new Map(cookies))).toMatchObject({
+    status: 302,
+    location: '/app/login?error=oauth_state',
+  });
+  const noState = new URL(callback);
+  noState.searchParams.delete('state');
+  expect((await visit(noState.toString(), new Map(cookies))).location).toBe('/app/login?error=oauth_state');
+  // Another browser (no state cookie) with the right state and code.
+  expect((await visit(callback.toString(), new Map())).location).toBe('/app/login?error=oauth_state');
+  // A tampered cookie (its signature no longer matches).
+  const tampered = new Map(cookies);
+  tampered.set(
+    'svc_oauth',
+    cookies.get('svc_oauth')!.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
+  );
+  expect((await visit(callback.toString(), tampered)).location).toBe('/app/login?error=oauth_state');
+  expect(provider.seen.tokenRequests).toBe(before);
+
+  // The genuine callback still works once, and the state is spent after it.
+  const ok = await visit(callback.toString(), cookies);
+  expect(ok.location).toBe('/app');
+  expect((await visit(callback.toString(), cookies)).location).toBe('/app/login?error=oauth_state');
+});
+
+test("a code injected into another browser's flow fails the PKCE check at the provider", async () => {
+  provider.signInAs({ email: uniqueEmail('oauth-pkce'), verified: true });
+  const victim = new Map<string, string>();
+  const attacker = new Map<string, string>();
+  const attackerCallback = new URL(await toProviderAndBack(attacker));
+  const victimCallback = new URL(await toProviderAndBack(victim));
+  // The victim's state (so the state check passes) with the attacker's code: bound to another verifier.
+  const injected = new URL(victimCallback);
+  injected.searchParams.set('code', attackerCallback.searchParams.get('code')!);
+  const refusedBefore = provider.seen.refusedVerifiers;
+  const res = await visit(injected.toString(), victim);
+  expect(res).toMatchObject({ status: 302, location: '/app/login?error=oauth_provider' });
+  expect(victim.get('svc_session')).toBeUndefined();
+  expect(provider.seen.refusedVerifiers).toBe(refusedBefore + 1);
+});
+
+test('the user declining at the provider is reported', async () => {
+  const cookies = new Map<string, string>();
+  const start = await visit(`${base}/auth/oauth/github`, cookies);
+  const state = new URL(start.location).searchParams.get('state')!;
+  const res = await visit(`${base}/auth/oauth/github/callback?error=access_denied&state=${state}`, cookies);
+  expect(res.location).toBe('/app/login?error=oauth_denied');
+});
