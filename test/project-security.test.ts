@@ -186,4 +186,31 @@ describe('project security and suspension', () => {
       expect.arrayContaining(['identity.project.suspended', 'identity.project.reinstated']),
     );
   }, 90_000);
+
+  test('bounces refused at SMTP time count: 5 in 100 suspend sending', async () => {
+    const t = await newTenant();
+    const { domain } = await verifiedDomain(t);
+    const send = (to: string[]) =>
+      call('POST', '/v1/send', { to, from: `hi@${domain}`, subject: 'Hi', body: '<p>hi</p>' }, { key: t.secretKey });
+    for (const n of [50, 45]) expect((await send(Array.from({ length: n }, () => uniqueEmail('ok')))).status).toBe(200);
+    await eventually(
+      async () => ((await security(t, t.projectId)).body.windows[0].sent === 95 ? true : undefined),
+      30_000,
+      '95 emails sent',
+    );
+    // The test SMTP server answers 550 to bounce-* recipients.
+    const bouncing = Array.from({ length: 5 }, (_, i) => `bounce-${i}-${uniqueEmail('b')}`);
+    expect((await send(bouncing)).status).toBe(200);
+    const suspended = await eventually(
+      async () => {
+        const res = await security(t, t.projectId);
+        return res.body.status === 'suspended' ? res.body : undefined;
+      },
+      30_000,
+      'suspension',
+    );
+    expect(suspended.suspension).toMatchObject({ metric: 'bounce_rate', rate: 0.05, threshold: 0.05, sent: 100 });
+    expect(suspended.windows[0]).toMatchObject({ sent: 100, bounced: 5, bounceRate: 0.05 });
+    expectEnvelope(await send([uniqueEmail('late')]), 403, 'PROJECT_SUSPENDED');
+  }, 90_000);
 });
