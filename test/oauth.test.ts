@@ -1,9 +1,32 @@
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { call, expectEnvelope, platform, uniqueEmail } from './support/client.js';
-import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
+import { freePort, httpOk, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+
+/** A person on the console's login page: the error a failed sign-in shows, then "Continue with GitHub". */
+const BROWSER_SCRIPT = `
+import { chromium } from 'playwright-core';
+const c = JSON.parse(process.env.OAUTH_CHECK);
+const browser = await chromium.launch({ executablePath: c.chromium });
+const seen = {};
+try {
+  const page = await browser.newPage();
+  await page.goto(c.base + '/app/login?error=oauth_email_unverified');
+  seen.alert = (await page.getByRole('alert').first().textContent()).trim();
+  await page.getByRole('link', { name: 'Continue with GitHub' }).click();
+  await page.waitForURL(c.base + '/app');
+  seen.url = page.url();
+  seen.me = await page.evaluate(async () => (await fetch('/users/@me')).json());
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(seen));
+`;
 
 // Sign-in with GitHub through a real OAuth 2.0 provider written for this test on loopback: it checks the
 // client secret, the redirect URI and the PKCE verifier like GitHub does. Identity and the gateway run in a
@@ -275,3 +298,28 @@ test('the user declining at the provider is reported', async () => {
   const res = await visit(`${base}/auth/oauth/github/callback?error=access_denied&state=${state}`, cookies);
   expect(res.location).toBe('/app/login?error=oauth_denied');
 });
+
+test('the console offers "Continue with GitHub", explains ?error= and lands signed in on /app', async () => {
+  if (!existsSync(CHROMIUM)) {
+    console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
+    return;
+  }
+  const email = uniqueEmail('oauth-browser');
+  provider.signInAs({ email, verified: true });
+  const stdout = await new Promise<string>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', BROWSER_SCRIPT],
+      {
+        cwd: ROOT,
+        timeout: 120_000,
+        env: { ...process.env, OAUTH_CHECK: JSON.stringify({ chromium: CHROMIUM, base }) },
+      },
+      (err, out) => (err ? reject(err) : resolve(out)),
+    );
+  });
+  const seen = JSON.parse(stdout);
+  expect(seen.alert).toMatch(/no verified email address/);
+  expect(seen.url).toBe(`${base}/app`);
+  expect(seen.me).toMatchObject({ email, emailVerified: true });
+}, 150_000);
