@@ -7,7 +7,7 @@ import { uniqueDomain, verifiedDomain, waitForMail } from './support/messaging.j
 
 const inbound = nodemailer.createTransport({
   host: '127.0.0.1',
-  port: Number(platform.env.INBOUND_SMTP_PORT),
+  port: Number((platform as unknown as { inboundSmtpPort: string }).inboundSmtpPort),
   secure: false,
   ignoreTLS: true,
 });

@@ -45,8 +45,9 @@ export default async function setup(): Promise<void> {
   env.WEBHOOK_SECRET = 'test-webhook-secret-0123456789';
   // Payment-provider webhooks are signed by the tests themselves; no STRIPE_SECRET_KEY: no call ever reaches Stripe.
   env.STRIPE_WEBHOOK_SECRET = 'whsec_test_billing_0123456789';
-  // Inbound mail: the tests send real mail to the messaging service's SMTP listener with nodemailer.
-  env.INBOUND_SMTP_PORT = String(await freePort());
+  // Inbound mail: the tests send real mail to the messaging service's SMTP listener with nodemailer. Only the
+  // shared messaging process listens (not in `env`: tests that start more processes from it would collide).
+  const inboundSmtpPort = String(await freePort());
   // Uploads go to a real S3-compatible server on loopback (s3rver).
   const s3 = await startTestS3('uploads');
   Object.assign(env, s3.env);
@@ -65,7 +66,8 @@ export default async function setup(): Promise<void> {
   for (const s of started) {
     const metricsPort = String(await freePort());
     metricsUrls[s] = `http://127.0.0.1:${metricsPort}/metrics`;
-    const child = startPlatform([s], { ...env, METRICS_PORT: metricsPort }, s);
+    const own = s === 'messaging' ? { INBOUND_SMTP_PORT: inboundSmtpPort } : {};
+    const child = startPlatform([s], { ...env, ...own, METRICS_PORT: metricsPort }, s);
     children.push(child);
     ready.push(waitFor(s, () => portOpen(Number(env[portVariable({ name: s })])), child));
   }
@@ -88,6 +90,7 @@ export default async function setup(): Promise<void> {
     gatewayUrl: `http://127.0.0.1:${env.PORT}`,
     pids: children.map((c) => c.pid),
     metricsUrls,
+    inboundSmtpPort,
     smtp: { url: smtp.url, controlUrl: smtp.controlUrl },
     dns: { address: dns.address, controlUrl: dns.controlUrl },
   };

@@ -14,6 +14,10 @@ describe("the messaging service's own environment variables", () => {
       sendRetryBaseMs: 30000,
       domainCheckIntervalSeconds: 300,
       dnsServers: [],
+      inboundSmtpPort: undefined,
+      reputationMinVolume: 100,
+      s3: undefined,
+      suspensionCacheSeconds: 30,
     });
   });
 

@@ -68,6 +68,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const app = err instanceof AppError ? err : (fromExpressError(err) ?? internal());
     // A 503 is an outage, logged once per state change where it is detected, not once per request.
     if (app.status === 503) logger.debug({ requestId: req.requestId, path: req.path }, 'dependency unavailable');
+    // A 501 is a deliberate answer (e.g. no payment provider on this deployment), not a failure.
+    else if (app.status === 501) logger.debug({ requestId: req.requestId, path: req.path }, 'not configured here');
     else if (app.status >= 500) logger.error({ err, requestId: req.requestId, path: req.path }, 'request failed');
     const retryAfter = typeof app.details?.retryAfter === 'number' ? app.details.retryAfter : RETRY_AFTER_SECONDS;
     if (app.status === 503 || (app.status === 429 && typeof app.details?.retryAfter === 'number')) {
