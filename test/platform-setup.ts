@@ -66,7 +66,7 @@ export default async function setup(): Promise<void> {
   for (const s of started) {
     const metricsPort = String(await freePort());
     metricsUrls[s] = `http://127.0.0.1:${metricsPort}/metrics`;
-    const own = s === 'messaging' ? { INBOUND_SMTP_PORT: inboundSmtpPort } : {};
+    const own: Record<string, string> = s === 'messaging' ? { INBOUND_SMTP_PORT: inboundSmtpPort } : {};
     const child = startPlatform([s], { ...env, ...own, METRICS_PORT: metricsPort }, s);
     children.push(child);
     ready.push(waitFor(s, () => portOpen(Number(env[portVariable({ name: s })])), child));
