@@ -408,43 +408,27 @@ export function identityRouter(
     },
   );
 
-  r.post(
-    '/users/@me/invitations/:invitationId/accept',
-    {
-      summary: 'Accept an invitation',
-      tag: 'Projects',
-      auth: 'session',
-      responses: { 200: Invitation },
-      errors: [404, 409],
-    },
-    session,
-    async (req, res) => {
-      const out = await identity.acceptInvitation({
-        userId: req.userId,
-        invitationId: String(req.params.invitationId),
-      });
-      res.json(invitationJson(out.invitation!));
-    },
-  );
-
-  r.post(
-    '/users/@me/invitations/:invitationId/decline',
-    {
-      summary: 'Decline an invitation',
-      tag: 'Projects',
-      auth: 'session',
-      responses: { 200: Invitation },
-      errors: [404, 409],
-    },
-    session,
-    async (req, res) => {
-      const out = await identity.declineInvitation({
-        userId: req.userId,
-        invitationId: String(req.params.invitationId),
-      });
-      res.json(invitationJson(out.invitation!));
-    },
-  );
+  const answers = [
+    ['accept', 'Accept', 'acceptInvitation'],
+    ['decline', 'Decline', 'declineInvitation'],
+  ] as const;
+  for (const [verb, title, rpc] of answers) {
+    r.post(
+      `/users/@me/invitations/:invitationId/${verb}`,
+      {
+        summary: `${title} an invitation`,
+        tag: 'Projects',
+        auth: 'session',
+        responses: { 200: Invitation },
+        errors: [404, 409],
+      },
+      session,
+      async (req, res) => {
+        const out = await identity[rpc]({ userId: req.userId, invitationId: String(req.params.invitationId) });
+        res.json(invitationJson(out.invitation!));
+      },
+    );
+  }
 
   r.patch(
     '/projects/:id/members/:userId',
