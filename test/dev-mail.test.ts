@@ -51,6 +51,48 @@ try {
 process.stdout.write(JSON.stringify(seen));
 `;
 
+/** The console in embedded mode: a campaign from the sandbox sender, read in the mail viewer the console links. */
+const CONSOLE_SCRIPT = `
+import { chromium } from 'playwright-core';
+const c = JSON.parse(process.env.BROWSER_CHECK);
+const browser = await chromium.launch({ executablePath: c.chromium });
+const seen = {};
+try {
+  const page = await browser.newPage();
+  const nav = (name) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+  await page.goto(c.base + '/app/signup');
+  await page.getByLabel('Email').fill(c.email);
+  await page.getByLabel('Password').fill('a-long-password-1');
+  await page.getByRole('button', { name: 'Sign up' }).click();
+  await page.getByLabel('Project name').fill('Embedded shop');
+  await page.getByRole('button', { name: 'Create project' }).click();
+  await page.waitForURL(c.base + '/app/settings');
+  await nav('Contacts');
+  await page.getByLabel('Add a contact').fill(c.to);
+  await page.getByRole('button', { name: 'Add', exact: true }).click();
+  await page.getByRole('link', { name: c.to }).waitFor();
+  await nav('Campaigns');
+  await page.getByRole('link', { name: 'New campaign' }).click();
+  await page.getByLabel('Name', { exact: true }).fill('Hello embedded');
+  await page.getByLabel('Subject').fill(c.subject);
+  await page.getByLabel('From (email)').fill('news@sandbox.localhost');
+  await page.getByRole('button', { name: 'Create campaign' }).click();
+  await page.waitForURL(/\\/app\\/campaigns\\/[0-9a-f-]{36}$/);
+  await page.getByRole('button', { name: 'Send now' }).click();
+  for (const end = Date.now() + 30000; Date.now() < end; await page.waitForTimeout(250)) {
+    if ((await page.getByTestId('stat-sent').textContent().catch(() => '')) === '1') break;
+  }
+  seen.sent = await page.getByTestId('stat-sent').textContent();
+  await nav('Mail viewer');
+  await page.waitForURL(c.base + '/dev/mail');
+  await page.getByRole('link', { name: c.subject }).click();
+  seen.h1 = await page.locator('h1').textContent();
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(seen));
+`;
+
 interface Listed {
   id: string;
   emailId: string;
@@ -314,4 +356,27 @@ describe('embedded mode with the local sink: the sandbox sender and the mail vie
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('Welcome aboard');
   }, 180_000);
+  test('the console in embedded mode: a sandbox campaign, opened in the linked mail viewer', async () => {
+    if (!existsSync(CHROMIUM)) {
+      console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
+      return;
+    }
+    const { stdout } = await execFileAsync(process.execPath, ['--input-type=module', '-e', CONSOLE_SCRIPT], {
+      cwd: ROOT,
+      timeout: 120_000,
+      env: {
+        ...process.env,
+        BROWSER_CHECK: JSON.stringify({
+          chromium: CHROMIUM,
+          base: baseUrl,
+          email: uniqueEmail('console-embedded'),
+          to: uniqueEmail('reader'),
+          subject: 'Greetings from the console',
+        }),
+      },
+    });
+    const seen = JSON.parse(stdout);
+    expect(seen.sent).toBe('1');
+    expect(seen.h1).toBe('Greetings from the console');
+  }, 150_000);
 });
