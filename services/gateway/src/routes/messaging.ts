@@ -1,7 +1,7 @@
 import type { Client } from '@connectrpc/connect';
 import type { Router, Request } from 'express';
 import type { JsonObject } from '@bufbuild/protobuf';
-import { notFound, validationError } from '@svc/lib/errors';
+import { notFound } from '@svc/lib/errors';
 import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import type { CampaignsService } from '@svc/proto/svc/campaigns/v1/campaigns_pb';
 import type { WorkflowsService } from '@svc/proto/svc/workflows/v1/workflows_pb';
@@ -296,23 +296,19 @@ export function messagingRouter(
       body: z.object({
         subject: z.string(),
         body: z.string(),
-        data: json.optional().openapi({ description: 'Sample custom data of the recipient' }),
+        data: z
+          .record(z.string(), z.unknown())
+          .optional()
+          .openapi({ description: 'Sample custom data of the recipient' }),
       }),
       responses: { 200: z.object({ subject: z.string(), body: z.string() }) },
+      errors: [422],
+      validate: true,
     },
     secret,
     async (req, res) => {
-      const body = objectBody(req.body);
-      const data = body.data ?? {};
-      if (typeof data !== 'object' || data === null || Array.isArray(data)) {
-        throw validationError([{ field: 'data', message: 'Expected object', code: 'invalid_type', received: data }]);
-      }
-      const out = await messaging.previewTemplate({
-        projectId: req.projectId,
-        subject: stringField(body, 'subject') ?? '',
-        body: stringField(body, 'body') ?? '',
-        data: data as JsonObject,
-      });
+      const { subject, body, data } = req.body as { subject: string; body: string; data?: JsonObject };
+      const out = await messaging.previewTemplate({ projectId: req.projectId, subject, body, data: data ?? {} });
       res.json({ subject: out.subject, body: out.body });
     },
   );
