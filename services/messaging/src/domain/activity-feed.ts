@@ -127,14 +127,14 @@ export class ActivityFeed {
       : undefined;
     if (q.contactId && !isUuid(q.contactId)) return { items: [], cursor: '', hasMore: false, total: 0 };
     const filter = { types, contactId: q.contactId || undefined };
-    const rows = await this.store.page(projectId, {
+    const { rows, total } = await this.store.page(projectId, {
       ...filter,
       after: q.cursor ? decodeCursor(q.cursor) : undefined,
       limit: limit + 1,
+      withTotal: !q.cursor,
     });
     const hasMore = rows.length > limit;
     const items = rows.slice(0, limit);
-    const total = q.cursor ? 0 : await this.store.count(projectId, filter);
     return { items, cursor: hasMore ? encodeCursor(items[items.length - 1]) : '', hasMore, total };
   }
 

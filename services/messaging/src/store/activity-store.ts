@@ -55,18 +55,28 @@ export class ActivityStore {
     return { where, params };
   }
 
-  async page(projectId: string, q: ActivityQuery): Promise<ActivityRow[]> {
+  /**
+   * One keyset page, newest first. With `withTotal` the same statement counts every row the filter matches
+   * (a window over the rows before LIMIT), so the page and its total come from one snapshot: a row written
+   * between two separate reads can no longer be counted but missing from the page.
+   */
+  async page(
+    projectId: string,
+    q: ActivityQuery & { withTotal?: boolean },
+  ): Promise<{ rows: ActivityRow[]; total: number }> {
     const { where, params } = this.filter(projectId, q);
     if (q.after) {
       params.push(q.after.occurredAt, q.after.id);
       where.push(`(occurred_at, id) < ($${params.length - 1}, $${params.length})`);
     }
     params.push(q.limit);
-    const { rows } = await this.pool.query<ActivityRow>(
-      `SELECT * FROM activity WHERE ${where.join(' AND ')} ORDER BY occurred_at DESC, id DESC LIMIT $${params.length}`,
+    const total = q.withTotal ? ', count(*) OVER ()::int AS total' : '';
+    const { rows } = await this.pool.query<ActivityRow & { total?: number }>(
+      `SELECT *${total} FROM activity WHERE ${where.join(' AND ')}
+       ORDER BY occurred_at DESC, id DESC LIMIT $${params.length}`,
       params,
     );
-    return rows;
+    return { rows: rows.map(({ total: _, ...row }) => row), total: rows[0]?.total ?? 0 };
   }
 
   async count(projectId: string, q: Pick<ActivityQuery, 'types' | 'contactId'> & { since?: Date }): Promise<number> {
