@@ -11,7 +11,7 @@ declare module 'autocannon' {
       setupRequest?: (req: Request, context: Record<string, unknown>) => Request;
     }
     interface Options {
-      url: string;
+      url: string | string[];
       connections?: number;
       duration?: number;
       amount?: number;

@@ -25,7 +25,7 @@ import {
   newTenant,
   onCleanup,
   PG_SERVER,
-  peakRssMiB,
+  platformPeakRss,
   run,
   runPrefix,
   startPlatform,
@@ -229,7 +229,6 @@ run(
     const cpu = Object.entries(cpuAfter)
       .map(([s, v]) => `${s} ${fmt(v - cpuBefore[s], 1)} s (${fmt((100 * (v - cpuBefore[s])) / seconds)}%)`)
       .join(', ');
-    const rss = platform.children.map((c) => `${c.spawnargs.at(-1)} ${fmt(peakRssMiB(c.pid))} MiB`).join(', ');
     const complete = received >= CONTACTS;
     console.log(
       [
@@ -245,7 +244,7 @@ run(
         `CPU from the send to the last message (100% = one core): ${cpu}; ` +
           `PostgreSQL backends of the run ${fmt(pgCpu, 1)} s (${fmt((100 * pgCpu) / seconds)}%); ` +
           `bench process (SMTP sink, polling) ${fmt((bench.user + bench.system) / 1e6, 1)} s`,
-        `peak RSS: ${rss}`,
+        platformPeakRss(platform),
         `load average: ${loadBefore.toFixed(1)} at the send, ${os.loadavg()[0].toFixed(1)} at the end; ` +
           `503 answers retried during the run: ${retried503}`,
         `aim (issue 9): < 60 s to the last message for 100,000 recipients: ${

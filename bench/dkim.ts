@@ -17,7 +17,7 @@ import { createLogger } from '@svc/lib/logger';
 import { buildMessage } from '../services/messaging/src/delivery/mime-build.js';
 import type { MailMessage } from '../services/messaging/src/delivery/smtp-transport.js';
 import { SigningPool } from '../services/messaging/src/workers/signing-pool.js';
-import { fmt, machine, run } from './support.js';
+import { fmt, machine, peakRssReport, run } from './support.js';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 3000);
 const INFLIGHT = Number(process.env.BENCH_INFLIGHT ?? 64);
@@ -110,7 +110,8 @@ async function main(): Promise<void> {
         `${fmt(r.mainLoopPct)}% busy, ${((10 * r.mainLoopPct) / r.perSecond).toFixed(2)} ms per message)\n`,
     );
   }
-  process.stdout.write(`load average after: ${os.loadavg()[0].toFixed(1)}\n`);
+  // The signing threads run in this process: its peak covers them.
+  process.stdout.write(`${peakRssReport({})}; load average after: ${os.loadavg()[0].toFixed(1)}\n`);
 }
 
 run(main, import.meta.url);

@@ -9,16 +9,19 @@
  *   BENCH_ROWS=60000 BENCH_POLL_MS=50 node --import tsx bench/import.ts
  */
 import pg from 'pg';
+import { loadavg } from 'node:os';
 import {
-  cpuByService,
+  cpuPerUnit,
+  cpuSnapshot,
   fmt,
   machine,
   newTenant,
   PG_SERVER,
+  type Platform,
+  platformPeakRss,
   run,
   runPrefix,
   startPlatform,
-  type Platform,
 } from './support.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 60_000);
@@ -75,12 +78,13 @@ async function unpublished(db: pg.Client): Promise<number> {
 async function importOnce(
   platform: Platform,
   db: pg.Client,
+  admin: pg.Client,
   secretKey: string,
   csv: Buffer,
   label: string,
 ): Promise<number> {
   const gatewayUrl = platform.gatewayUrl;
-  const cpuBefore = cpuByService(platform);
+  const cpuBefore = await cpuSnapshot(platform, admin);
   const form = new FormData();
   form.append('file', new Blob([Uint8Array.from(csv)], { type: 'text/csv' }), 'contacts.csv');
   const t0 = performance.now();
@@ -108,7 +112,7 @@ async function importOnce(
   }
   const seconds = (performance.now() - t0) / 1000;
   if (job.status !== 'completed') throw new Error(`import ${job.status}: ${job.failure ?? ''}`);
-  const cpuAfter = cpuByService(platform);
+  const cpuAfter = await cpuSnapshot(platform, admin);
   const backlog = await unpublished(db);
   const tDrain = performance.now();
   while ((await unpublished(db)) > 0 && performance.now() - tDrain < 300_000)
@@ -123,12 +127,18 @@ async function importOnce(
       `rows ${fmt(job.totalRows)}: imported ${fmt(job.imported)}, ` +
       `updated ${fmt(job.updated)}, skipped ${fmt(job.skipped)}`,
   );
-  const cpu = Object.entries(cpuAfter)
-    .map(([s, v]) => `${s} ${(((v - cpuBefore[s]) / seconds) * 100).toFixed(0)}%`)
+  const cpu = Object.entries(cpuAfter.services)
+    .map(([s, v]) => `${s} ${(((v - cpuBefore.services[s]) / seconds) * 100).toFixed(0)}%`)
     .join(', ');
   console.log(
     `  CPU until completed (100% = one core): ${cpu}; outbox messages not yet on the bus at completion: ` +
       `${fmt(backlog)} (relay drained them ${drain.toFixed(1)} s later)`,
+  );
+  console.log(`  ${cpuPerUnit(cpuBefore, cpuAfter, job.totalRows, 'row')}`);
+  console.log(
+    `  load average at completion: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(', ')}`,
   );
   return seconds;
 }
@@ -156,9 +166,12 @@ run(
 
     const db = new pg.Client({ connectionString: `${PG_SERVER}/${prefix}_contacts` });
     await db.connect();
-    const first = await importOnce(platform, db, tenant.secretKey, csv, 'import (all new)');
-    const again = await importOnce(platform, db, tenant.secretKey, csv, 're-import (same file)');
+    const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
+    await admin.connect();
+    const first = await importOnce(platform, db, admin, tenant.secretKey, csv, 'import (all new)');
+    const again = await importOnce(platform, db, admin, tenant.secretKey, csv, 're-import (same file)');
     await db.end();
+    await admin.end();
 
     // Sanity: the nested column landed as a nested, typed value.
     const list = await fetch(`${platform.gatewayUrl}/contacts?limit=1`, {
@@ -169,6 +182,7 @@ run(
       `\ncontacts in the project: ${fmt(page.total ?? Number.NaN)}; ` +
         `one contact's data: ${JSON.stringify(page.data?.[0]?.data)}`,
     );
+    console.log(platformPeakRss(platform));
     console.log(
       `\nRESULT import ${first.toFixed(2)} s (${fmt(rows / first)} rows/s), ` +
         `re-import ${again.toFixed(2)} s (${fmt(rows / again)} rows/s) ` +

@@ -18,7 +18,7 @@ import { startRpcServer } from '@svc/lib/rpc-server';
 import { createLogger } from '@svc/lib/logger';
 import { runInContext, contextFrom } from '@svc/lib/request-context';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
-import { cpuSeconds, fmt, machine } from './support.js';
+import { cpuSeconds, fmt, machine, peakRssReport } from './support.js';
 
 const INFLIGHT = Number(process.env.BENCH_INFLIGHT ?? 50);
 const BATCH = Number(process.env.BENCH_BATCH ?? 0);
@@ -123,5 +123,6 @@ if (process.argv[2] === 'server') {
       `client ${fmt(clientMs / calls, 3)} ms, server ${fmt((serverCpu * 1000) / calls, 3)} ms; ` +
       `client ${fmt((clientMs / 1000 / secs) * 100)}% server ${fmt((serverCpu / secs) * 100)}% of a core`,
   );
+  console.log(peakRssReport({ server: child.pid }));
   child.send('stop');
 }

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { startSmtpSink } from '@svc/messaging';
 import { startTestDnsServer, type TestZoneRecords } from '@svc/lib/test-dns-server';
 import { freePort, httpOk, stopProcess, waitFor } from '../test/support/processes.js';
-import { cpuDelta, descendants, formatCpu, LOG_DIR, peakRssMiB, treeCpu } from './support.js';
+import { cpuDelta, descendants, formatCpu, LOG_DIR, peakRssReport, treeCpu } from './support.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -176,10 +176,10 @@ async function main(): Promise<void> {
         `CPU from the first request to the last message (100% is one core; self is the platform's Node process, ` +
           `postgres the embedded server's processes): ${formatCpu(cpu, totalSeconds)}`,
         `platform CPU per delivered message: ${((1000 * nodeCpu) / delivered).toFixed(2)} ms (Node process)`,
-        `platform Node process peak RSS: ${peakRssMiB(child.pid).toFixed(0)} MiB; ` +
-          `load average ${loadBefore} before, ${load()} after`,
+        `${peakRssReport({ platform: child.pid })}; load average ${loadBefore} before, ${load()} after`,
       ].join('\n') + '\n',
     );
+    process.stdout.write(`${await rpcCallsPerMessage(base, delivered)}\n`);
   } finally {
     const stopping = performance.now();
     // PostgreSQL of embedded mode: stopped by the platform on a clean exit, by us if the platform was killed.
@@ -199,6 +199,16 @@ async function main(): Promise<void> {
     await dns.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** RPC calls served per delivered message, by method (the embedded process's metrics: every service's calls). */
+async function rpcCallsPerMessage(base: string, delivered: number): Promise<string> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const calls = new Map<string, number>();
+  for (const m of text.matchAll(/^rpc_server_calls_total\{[^}]*method="([^"]+)"[^}]*\} (\d+)/gm))
+    calls.set(m[1], (calls.get(m[1]) ?? 0) + Number(m[2]));
+  const top = [...calls].filter(([, n]) => n >= delivered / 100).sort((a, b) => b[1] - a[1]);
+  return `RPC calls per delivered message: ${top.map(([m, n]) => `${m} ${(n / delivered).toFixed(2)}`).join(', ')}`;
 }
 
 main().catch((err) => {

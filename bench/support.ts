@@ -25,23 +25,82 @@ export function runPrefix(name: string): string {
 
 export interface Platform {
   prefix: string;
+  /** The first gateway's address. */
   gatewayUrl: string;
+  /** Every gateway replica's address (BENCH_REPLICAS). */
+  gatewayUrls: string[];
   env: Record<string, string>;
   children: ChildProcess[];
+  /** Each child's name in reports: the service, `#2` for a second replica. */
+  labels: Map<ChildProcess, string>;
+  /** When each child was spawned (ms since the epoch): where a run sits in its CPU profile. */
+  startedAt: Map<ChildProcess, number>;
 }
+
+/**
+ * BENCH_REPLICAS=2: two gateway processes and two of each service in BENCH_REPLICATED (contacts). Replica
+ * i of the gateway calls replica i of those services on its own port (no balancer); the others are shared.
+ */
+const REPLICAS = Math.max(1, Number(process.env.BENCH_REPLICAS ?? 1));
+const REPLICATED = (process.env.BENCH_REPLICATED ?? 'contacts').split(',').filter(Boolean);
 
 /** BENCH_PROFILE=contacts,gateway writes a V8 CPU profile of those services (on exit) under LOG_DIR/prof. */
 const PROFILED = new Set((process.env.BENCH_PROFILE ?? '').split(',').filter(Boolean));
 
-function spawnService(service: string, env: Record<string, string>, prefix: string): ChildProcess {
+/** BENCH_COUNT=1: services count SQL statements, RPCs served and bus messages acknowledged (count-calls.ts). */
+const COUNTING = process.env.BENCH_COUNT === '1';
+const COUNT_DIR = path.join(LOG_DIR, 'counts');
+
+/** Every process's counts so far (BENCH_COUNT=1), by process label; empty when not counting. */
+export async function callCounts(platform: Platform): Promise<Record<string, Record<string, number>>> {
+  if (!COUNTING) return {};
+  mkdirSync(COUNT_DIR, { recursive: true });
+  for (const c of platform.children) c.kill('SIGUSR2');
+  await new Promise((r) => setTimeout(r, 500));
+  const out: Record<string, Record<string, number>> = {};
+  for (const c of platform.children) {
+    try {
+      out[platform.labels.get(c) ?? String(c.pid)] = JSON.parse(
+        readFileSync(path.join(COUNT_DIR, `${c.pid}.json`), 'utf8'),
+      );
+    } catch {
+      // a process that did not answer in time is left out
+    }
+  }
+  return out;
+}
+
+/** Per unit of work between two `callCounts`: SQL statements (of which BEGIN), RPCs served and bus messages taken. */
+export function callsPerUnit(
+  a: Record<string, Record<string, number>>,
+  b: Record<string, Record<string, number>>,
+  units: number,
+): string {
+  const per = (n: number) => fmt(n / Math.max(units, 1), 2);
+  return Object.entries(b)
+    .map(([label, counts]) => {
+      const sum = (kind: string) =>
+        Object.entries(counts)
+          .filter(([k]) => k.startsWith(kind))
+          .reduce((n, [k, v]) => n + v - (a[label]?.[k] ?? 0), 0);
+      const sql = `${per(sum('sql '))} sql (${per(sum('sql BEGIN'))} BEGIN)`;
+      return `${label} ${sql}, ${per(sum('rpc '))} rpc, ${per(sum('msg '))} msg`;
+    })
+    .join('; ');
+}
+
+function spawnService(service: string, env: Record<string, string>, prefix: string, label = service): ChildProcess {
   mkdirSync(LOG_DIR, { recursive: true });
-  const log = createWriteStream(path.join(LOG_DIR, `${prefix}-${service}.log`));
+  const file = label.replace('#', '-');
+  const log = createWriteStream(path.join(LOG_DIR, `${prefix}-${file}.log`));
   const profile = PROFILED.has(service)
-    ? ['--cpu-prof', `--cpu-prof-dir=${path.join(LOG_DIR, 'prof', `${prefix}-${service}`)}`]
+    ? ['--cpu-prof', `--cpu-prof-dir=${path.join(LOG_DIR, 'prof', `${prefix}-${file}`)}`]
     : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, 'bin/platform.ts'), service], {
+  const count = COUNTING ? ['--import', path.join(ROOT, 'bench/count-calls.ts')] : [];
+  const args = [...profile, '--import', 'tsx', ...count, path.join(ROOT, 'bin/platform.ts'), service];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...env, BENCH_COUNT_DIR: COUNT_DIR },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.pipe(log);
@@ -70,19 +129,42 @@ export async function startPlatform(
   for (const [k, v] of Object.entries(env)) if (v === '') delete env[k]; // '' in extraEnv unsets a variable
   for (const s of services) env[`${s.toUpperCase()}_PORT`] = String(await freePort());
   env.PUBLIC_URL = `http://127.0.0.1:${env.PORT}`;
-  const platform: Platform = { prefix, env, children: [], gatewayUrl: `http://127.0.0.1:${env.PORT}` };
+  const gatewayUrl = `http://127.0.0.1:${env.PORT}`;
+  const platform: Platform = {
+    prefix,
+    env,
+    children: [],
+    gatewayUrl,
+    gatewayUrls: [],
+    labels: new Map(),
+    startedAt: new Map(),
+  };
   registerCleanup(platform);
+  const start = (service: string, label: string, replicaEnv: Record<string, string>) => {
+    const child = spawnService(service, replicaEnv, prefix, label);
+    platform.children.push(child);
+    platform.labels.set(child, label);
+    platform.startedAt.set(child, Date.now());
+    return child;
+  };
 
-  await Promise.all(
-    services.map((s) => {
-      const child = spawnService(s, env, prefix);
-      platform.children.push(child);
-      return waitFor(s, () => portOpen(Number(env[`${s.toUpperCase()}_PORT`])), child);
-    }),
-  );
-  const gateway = spawnService('gateway', env, prefix);
-  platform.children.push(gateway);
-  await waitFor('gateway', () => httpOk(`${platform.gatewayUrl}/healthz`), gateway);
+  // Replica 1 first (it migrates the databases), then the others alike with ports of their own.
+  for (let i = 1; i <= REPLICAS; i++) {
+    const replicaEnv = { ...env };
+    const suffix = i === 1 ? '' : `#${i}`;
+    const mine = i === 1 ? services : services.filter((s) => REPLICATED.includes(s));
+    for (const s of i === 1 ? [] : mine) replicaEnv[`${s.toUpperCase()}_PORT`] = String(await freePort());
+    if (i > 1) replicaEnv.PORT = String(await freePort());
+    await Promise.all(
+      mine.map((s) => {
+        const child = start(s, `${s}${suffix}`, replicaEnv);
+        return waitFor(s, () => portOpen(Number(replicaEnv[`${s.toUpperCase()}_PORT`])), child);
+      }),
+    );
+    const url = `http://127.0.0.1:${replicaEnv.PORT}`;
+    await waitFor('gateway', () => httpOk(`${url}/healthz`), start('gateway', `gateway${suffix}`, replicaEnv));
+    platform.gatewayUrls.push(url);
+  }
   return platform;
 }
 
@@ -251,7 +333,7 @@ export function cpuPerUnit(a: CpuSnapshot, b: CpuSnapshot, units: number, unit: 
 
 /** CPU seconds per started service, to tell which process saturates during a run. */
 export function cpuByService(platform: Platform): Record<string, number> {
-  return Object.fromEntries(platform.children.map((c) => [c.spawnargs[c.spawnargs.length - 1], cpuSeconds(c.pid)]));
+  return Object.fromEntries(platform.children.map((c) => [platform.labels.get(c), cpuSeconds(c.pid)]));
 }
 
 /** Peak resident set size of a process in MiB (`VmHWM` in /proc/<pid>/status, Linux); NaN elsewhere. */
@@ -262,6 +344,32 @@ export function peakRssMiB(pid: number | undefined): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * "Peak RSS (MiB): gateway 120, contacts 140, postgres x29 up to 22, bench 150": each named process, the
+ * processes below them grouped by command (embedded PostgreSQL's backends, esbuild), and this bench process.
+ * Read it before stopping them: a process that ended has no figure.
+ */
+export function peakRssReport(processes: Record<string, number | undefined>): string {
+  const parts = Object.entries(processes).map(([name, pid]) => `${name} ${fmt(peakRssMiB(pid))}`);
+  const below = new Map<string, number[]>();
+  for (const pid of Object.values(processes)) {
+    if (pid === undefined) continue;
+    for (const d of descendants(pid)) below.set(d.comm, [...(below.get(d.comm) ?? []), peakRssMiB(d.pid)]);
+  }
+  for (const [comm, peaks] of below) {
+    parts.push(
+      peaks.length === 1 ? `${comm} ${fmt(peaks[0])}` : `${comm} x${peaks.length} up to ${fmt(Math.max(...peaks))}`,
+    );
+  }
+  parts.push(`bench ${fmt(peakRssMiB(process.pid))}`);
+  return `peak RSS (MiB): ${parts.join(', ')}`;
+}
+
+/** peakRssReport of a distributed platform's processes, each named by the service it runs. */
+export function platformPeakRss(platform: Platform): string {
+  return peakRssReport(Object.fromEntries(platform.children.map((c) => [c.spawnargs.at(-1), c.pid])));
 }
 
 /** The pids below `pid` (children, grandchildren, ...) with their command names, from /proc (Linux). */

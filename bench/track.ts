@@ -89,7 +89,7 @@ type Body = 'valid' | 'gateway-rejects' | 'contacts-rejects';
 
 /** One autocannon run; every request carries a different email (EMAILS distinct ones, cycling). */
 async function load(
-  url: string,
+  url: string | string[],
   publicKey: string,
   duration: number,
   body: Body = 'valid',
@@ -161,6 +161,16 @@ function cpuReport(
   return parts.join(', ');
 }
 
+/** Where the run sits in each process's profile: `bench/profile-top.ts <dir> 15 <from> <to>` reads that window. */
+function profileWindow(platform: Platform, from: Date): string {
+  return platform.children
+    .map((c) => {
+      const at = (t: number) => ((t - platform.startedAt.get(c)!) / 1000).toFixed(1);
+      return `${platform.labels.get(c)} ${at(from.getTime())}-${at(Date.now())} s`;
+    })
+    .join(', ');
+}
+
 run(
   async () => {
     console.log(
@@ -177,7 +187,7 @@ run(
     const t0 = Date.now();
     const platform = await startPlatform(prefix, SERVICES);
     console.log(
-      `platform (${[...SERVICES, 'gateway'].join(', ')}; one process each) ` +
+      `platform (${platform.children.map((c) => platform.labels.get(c)).join(', ')}; one process each) ` +
         `ready in ${((Date.now() - t0) / 1000).toFixed(1)} s, prefix ${prefix}`,
     );
     const tenant = await newTenant(platform.gatewayUrl);
@@ -196,7 +206,7 @@ run(
     onCleanup(() => empty.stop());
 
     if (WARMUP > 0) {
-      await load(platform.gatewayUrl, tenant.publicKey, WARMUP);
+      await load(platform.gatewayUrls, tenant.publicKey, WARMUP);
       await load(empty.url, tenant.publicKey, WARMUP);
     }
     console.log('');
@@ -205,8 +215,9 @@ run(
     const cpuBefore = cpuByService(platform);
     const selfBefore = cpuSeconds(process.pid);
     const startedAt = new Date();
-    const r = await load(platform.gatewayUrl, tenant.publicKey, DURATION);
+    const r = await load(platform.gatewayUrls, tenant.publicKey, DURATION);
     const t = summary('POST /v1/track', r, 200, e);
+    if (process.env.BENCH_PROFILE) console.log(`  in the CPU profiles: ${profileWindow(platform, startedAt)}`);
     console.log(
       `  CPU during that run (100% = one core of ${os.cpus().length}): ` +
         cpuReport(platform, cpuBefore, selfBefore, r),
@@ -233,13 +244,13 @@ run(
       ] as const) {
         const before = cpuByService(platform);
         const self = cpuSeconds(process.pid);
-        const rr = await load(platform.gatewayUrl, tenant.publicKey, DURATION, body);
+        const rr = await load(platform.gatewayUrls, tenant.publicKey, DURATION, body);
         summary(label, rr, 422, e);
         console.log(`  CPU during that run: ${cpuReport(platform, before, self, rr)}`);
       }
     }
 
-    const rss = platform.children.map((c) => `${c.spawnargs.at(-1)} ${fmt(peakRssMiB(c.pid))} MiB`);
+    const rss = platform.children.map((c) => `${platform.labels.get(c)} ${fmt(peakRssMiB(c.pid))} MiB`);
     console.log(`\npeak RSS: ${rss.join(', ')}, bench process ${fmt(peakRssMiB(process.pid))} MiB`);
     const met = t.rps / e.rps >= 0.3 && t.p99 < 50;
     console.log(

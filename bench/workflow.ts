@@ -16,6 +16,8 @@ import { startSmtpSink } from '@svc/messaging';
 import { startTestDnsServer, type TestZoneRecords } from '@svc/lib/test-dns-server';
 import pg from 'pg';
 import {
+  callCounts,
+  callsPerUnit,
   cpuPerUnit,
   cpuSnapshot,
   fmt,
@@ -23,6 +25,7 @@ import {
   newTenant,
   onCleanup,
   PG_SERVER,
+  platformPeakRss,
   run,
   runPrefix,
   startPlatform,
@@ -109,6 +112,7 @@ async function main(): Promise<void> {
   await admin.connect();
   onCleanup(() => admin.end());
   console.log(`machine: ${machine()}; load average ${os.loadavg()[0].toFixed(1)}`);
+  const calls0 = await callCounts(platform);
   const cpu0 = await cpuSnapshot(platform, admin);
   const started = performance.now();
   let next = 0;
@@ -149,6 +153,7 @@ async function main(): Promise<void> {
   }
   const seconds = (lastExitAt - started) / 1000;
   const cpu1 = await cpuSnapshot(platform, admin);
+  const calls1 = await callCounts(platform);
   lags.sort((a, b) => a - b);
   const pct = (p: number) => fmt(lags[Math.min(lags.length - 1, Math.floor((p / 100) * lags.length))] / 1000, 2);
   console.log(
@@ -161,6 +166,7 @@ async function main(): Promise<void> {
       `track -> mail lag: p50 ${pct(50)} s, p90 ${pct(90)} s, p99 ${pct(99)} s, max ${pct(100)} s`,
       `${cpuPerUnit(cpu0, cpu1, exited, 'execution (track, enrolment, 4 steps, email queued and delivered)')}; ` +
         `load average ${os.loadavg()[0].toFixed(1)}`,
+      ...(Object.keys(calls1).length ? [`per execution: ${callsPerUnit(calls0, calls1, exited)}`] : []),
     ].join('\n'),
   );
 
@@ -225,6 +231,7 @@ async function main(): Promise<void> {
         `${fmt(DUE / dueSeconds)} executions/s (statuses: ${st.map((s) => `${s.status} ${s.n}`).join(', ')})`,
       `remaining by time after due: ${progress.join(' ')}`,
       `${cpuPerUnit(cpu2, cpu3, DUE, 'execution (DELAY -> EXIT)')}; load average ${os.loadavg()[0].toFixed(1)}`,
+      platformPeakRss(platform),
     ].join('\n'),
   );
 }

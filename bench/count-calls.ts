@@ -1,0 +1,42 @@
+/**
+ * BENCH_COUNT=1 loads this into each service process (bench/support.ts): it counts the SQL
+ * statements the process sends (by their first words), the RPCs it serves and the bus messages it
+ * acknowledges (by subject), and writes the totals to LOG_DIR/counts/<pid>.json on SIGUSR2, so a
+ * benchmark can print statements, RPCs and messages per unit of work.
+ */
+import { writeFileSync } from 'node:fs';
+import http2 from 'node:http2';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const counts: Record<string, number> = {};
+const bump = (k: string) => {
+  counts[k] = (counts[k] ?? 0) + 1;
+};
+const require = createRequire(import.meta.url);
+
+const createServer = http2.createServer;
+(http2 as { createServer: typeof createServer }).createServer = ((...args: Parameters<typeof createServer>) => {
+  const server = createServer(...args);
+  server.on('stream', (_stream, headers) => bump(`rpc ${headers[':path']}`));
+  return server;
+}) as typeof createServer;
+
+const pg = require('pg');
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function (q: string | { text?: string }, ...rest: unknown[]) {
+  const text = typeof q === 'string' ? q : q?.text;
+  if (text) bump(`sql ${text.replace(/\s+/g, ' ').trim().slice(0, 60)}`);
+  return query.call(this, q, ...rest);
+};
+
+const { JsMsgImpl } = require('nats/lib/jetstream/jsmsg.js');
+const ack = JsMsgImpl.prototype.ack;
+JsMsgImpl.prototype.ack = function (this: { subject: string }) {
+  bump(`msg ${this.subject.split('.').slice(1, 3).join('.')}`);
+  return ack.call(this);
+};
+
+process.on('SIGUSR2', () => {
+  writeFileSync(path.join(process.env.BENCH_COUNT_DIR ?? '.', `${process.pid}.json`), JSON.stringify(counts));
+});
