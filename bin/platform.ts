@@ -10,7 +10,6 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import type { Bus } from '@svc/lib/bus';
 import { MemoryBus } from '@svc/lib/bus-memory';
-import { NatsBus } from '@svc/lib/bus-nats';
 import { installCrashPolicy } from '@svc/lib/crash-policy';
 import { loadConfig, orExitOnConfigError, parseEnv, type Config } from '@svc/lib/config';
 import { StartupError } from '@svc/lib/listen';
@@ -115,6 +114,17 @@ async function startEmbeddedPostgres(config: Config, logger: Logger): Promise<{ 
   return { url: `postgres://postgres:postgres@127.0.0.1:${config.embeddedPgPort}/platform`, stop: () => pg.stop() };
 }
 
+/**
+ * The NATS bus, imported only when NATS_URL is set: embedded mode does not load the NATS client. Its connection
+ * is not awaited: services start and serve while NATS is unreachable; the outbox holds messages meanwhile.
+ */
+async function startNatsBus(url: string, prefix: string, name: string, logger: Logger): Promise<Bus> {
+  const { NatsBus } = await import('@svc/lib/bus-nats');
+  const bus = NatsBus.start(url, prefix, name, logger);
+  watchConsumerLag(() => bus.consumerLag());
+  return bus;
+}
+
 /** `scheme://host:port/path` of a URL, without user or password. */
 function withoutCredentials(url: string | undefined): string {
   if (!url) return 'not set';
@@ -193,10 +203,8 @@ async function main(): Promise<void> {
     logger.warn('NATS_URL is not set: messages reach only services in this process');
   }
   const bus: Bus = config.natsUrl
-    ? // Not awaited: services start and serve while NATS is unreachable; the outbox holds messages meanwhile.
-      NatsBus.start(config.natsUrl, config.busPrefix, `platform-${names.join('-')}`, logger)
+    ? await startNatsBus(config.natsUrl, config.busPrefix, `platform-${names.join('-')}`, logger)
     : new MemoryBus(logger);
-  if (bus instanceof NatsBus) watchConsumerLag(() => bus.consumerLag());
 
   // Shutdown order: the edge stops taking requests, the bus stops delivering (its handlers in
   // flight finish while their databases are still open), then the services, then PostgreSQL.

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { createHash } from 'node:crypto';
 import { serviceDatabaseUrl } from '@svc/lib/db';
-import { call, expectEnvelope, platform, signUp, uniqueEmail } from './support/client.js';
+import { call, expectEnvelope, platform, sessionCookie, signUp, uniqueEmail } from './support/client.js';
 import { waitForMail, type ReceivedMail } from './support/messaging.js';
 
 // Email verification and password reset through the gateway: the mail reaches the test SMTP sink,
@@ -24,11 +24,7 @@ const expire = (token: string) =>
     sha256(token),
   ]);
 const login = (email: string, password: string) => call('POST', '/auth/login', { email, password });
-const cookieOf = (res: { headers: Headers }) =>
-  res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
+const cookieOf = (res: { headers: Headers }) => sessionCookie(res.headers);
 
 describe('email verification', () => {
   test('the signed-in user gets a link; its token marks the email verified once', async () => {

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
-import { call, eventually, expectEnvelope, platform, uniqueEmail } from './support/client.js';
+import { call, eventually, expectEnvelope, platform, sessionCookie, uniqueEmail } from './support/client.js';
 import { publishDns, smtpAttempts, uniqueDomain } from './support/messaging.js';
 import {
   freePort,
@@ -71,10 +71,7 @@ beforeAll(async () => {
 
   const email = uniqueEmail('owner');
   const signup = await call('POST', '/auth/signup', { email, password: 'password-123' }, { baseUrl });
-  const cookie = signup.headers
-    .getSetCookie()
-    .map((x) => x.split(';')[0])
-    .join('; ');
+  const cookie = sessionCookie(signup.headers);
   const project = await call('POST', '/users/@me/projects', { name: 'Fan-out' }, { cookie, baseUrl });
   key = project.body.secretKey;
   domain = uniqueDomain('fan');

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import pg from 'pg';
-import { call, eventually, expectEnvelope, uniqueEmail } from './support/client.js';
+import { call, eventually, expectEnvelope, sessionCookie, uniqueEmail } from './support/client.js';
 import { freePort, httpOk, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 const execFileAsync = promisify(execFile);
@@ -105,11 +105,7 @@ interface Listed {
   url: string;
 }
 
-const cookieOf = (res: { headers: Headers }) =>
-  res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
+const cookieOf = (res: { headers: Headers }) => sessionCookie(res.headers);
 
 describe('embedded mode with the local sink: the sandbox sender and the mail viewer', () => {
   let child: ChildProcess;

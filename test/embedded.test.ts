@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { call } from './support/client.js';
+import { call, sessionCookie } from './support/client.js';
 import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 /** The `npm start` path: one process, embedded PostgreSQL, in-process bus and limiter. */
@@ -30,10 +30,7 @@ describe('embedded mode', () => {
         { baseUrl },
       );
       expect(signup.status).toBe(201);
-      const cookie = signup.headers
-        .getSetCookie()
-        .map((c) => c.split(';')[0])
-        .join('; ');
+      const cookie = sessionCookie(signup.headers);
       const project = await call('POST', '/users/@me/projects', { name: 'Embedded' }, { baseUrl, cookie });
       expect(project.body.secretKey).toMatch(/^sk_/);
       const tracked = await call(

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { connect, type NatsConnection } from 'nats';
 import pg from 'pg';
-import { call, eventually, platform, uniqueEmail } from './support/client.js';
+import { call, eventually, platform, sessionCookie, uniqueEmail } from './support/client.js';
 import { PrivateNats } from './support/private-nats.js';
 import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
@@ -66,10 +66,7 @@ test('starts and takes tracks while NATS is down; the events reach the consumers
   const email = uniqueEmail('owner');
   const signup = await call('POST', '/auth/signup', { email, password: 'password-123' }, { baseUrl });
   expect(signup.status).toBe(201);
-  const cookie = signup.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
+  const cookie = sessionCookie(signup.headers);
   const project = await call('POST', '/users/@me/projects', { name: 'NATS faults' }, { cookie, baseUrl });
   expect(project.status).toBe(201);
   ({ secretKey, publicKey } = project.body);

@@ -4,7 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { Health, HealthCheckResponse_ServingStatus } from '@svc/proto/grpc/health/v1/health_pb';
-import { call, expectEnvelope, uniqueEmail, type Answer } from './support/client.js';
+import { call, expectEnvelope, sessionCookie, type Answer, uniqueEmail } from './support/client.js';
 import { PrivatePostgres } from './support/private-postgres.js';
 import {
   freePort,
@@ -101,10 +101,7 @@ beforeAll(async () => {
   const owner = { email: uniqueEmail('owner'), password: 'password-123' };
   const signup = await call('POST', '/auth/signup', owner, { baseUrl });
   expect(signup.status).toBe(201);
-  cookie = signup.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
+  cookie = sessionCookie(signup.headers);
   const project = await call('POST', '/users/@me/projects', { name: 'PostgreSQL faults' }, { cookie, baseUrl });
   expect(project.status).toBe(201);
   ({ secretKey, publicKey } = project.body);

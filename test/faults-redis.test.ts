@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { call, platform, uniqueEmail, type Answer } from './support/client.js';
+import { call, platform, sessionCookie, type Answer, uniqueEmail } from './support/client.js';
 import { publishDns, uniqueDomain, waitForMail } from './support/messaging.js';
 import { PrivateRedis } from './support/private-redis.js';
 import { freePort, httpOk, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
@@ -91,10 +91,7 @@ beforeAll(async () => {
 
   const owner = { email: uniqueEmail('owner'), password: 'password-123' };
   const signup = await call('POST', '/auth/signup', owner, { baseUrl });
-  const cookie = signup.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
+  const cookie = sessionCookie(signup.headers);
   const project = await call('POST', '/users/@me/projects', { name: 'Redis faults' }, { cookie, baseUrl });
   expect(project.status).toBe(201);
   ({ id: projectId, secretKey, publicKey } = project.body);

@@ -5,6 +5,10 @@ const byEmail = async (t: Tenant, email: string) =>
   (await call('POST', '/contacts/lookup', { emails: [email] }, { key: t.secretKey })).body.found[0];
 const full = async (t: Tenant, email: string) =>
   (await call('GET', `/contacts/${(await byEmail(t, email)).id}`, undefined, { key: t.secretKey })).body;
+const fieldTypes = async (t: Tenant) => {
+  const fields = await call('GET', '/contacts/fields', undefined, { key: t.secretKey });
+  return Object.fromEntries(fields.body.fields.map((f: { field: string; type: string }) => [f.field, f.type]));
+};
 
 describe('CSV import', () => {
   test('types cells per SPEC.md; drops reserved columns; bad emails by row; new contacts are subscribed', async () => {
@@ -41,8 +45,7 @@ describe('CSV import', () => {
       score: 0.5,
       zip: 0,
     });
-    const fields = await call('GET', '/contacts/fields', undefined, { key: t.secretKey });
-    const types = Object.fromEntries(fields.body.fields.map((f: { field: string; type: string }) => [f.field, f.type]));
+    const types = await fieldTypes(t);
     expect(types).toMatchObject({
       'data.age': 'number',
       'data.active': 'boolean',
@@ -71,6 +74,49 @@ describe('CSV import', () => {
     expect(list.body.total).toBe(2);
     const other = await full(t, 'other@example.com');
     expect(other).toMatchObject({ subscribed: false, data: { city: 'Nice', kept: 1 } });
+  });
+
+  test('a file mixing new and stored contacts: each email patched in file order, stored state kept', async () => {
+    const t = await newTenant();
+    const stored = await call(
+      'POST',
+      '/contacts',
+      {
+        email: 'Kept@Example.com',
+        subscribed: false,
+        data: { plan: 'free', profile: { tier: 'bronze', since: 2019 } },
+      },
+      { key: t.secretKey },
+    );
+    expect(stored.status).toBe(201);
+    const csv = [
+      'email,plan,profile.tier,seats',
+      'new@example.com,pro,,1',
+      'kept@example.com,team,gold,',
+      'NEW@example.com,,silver,2',
+      'nul@example.com,a\u0000b,,',
+      'KEPT@example.com,,,5',
+      'other@example.com,free,,',
+    ].join('\n');
+    const job = await importCsv(t, csv);
+    expect(job).toMatchObject({ status: 'completed', totalRows: 6, imported: 2, updated: 3, skipped: 1 });
+    expect(job.errors).toEqual([{ row: 5, email: 'nul@example.com', reason: 'invalid_character' }]);
+    expect(await full(t, 'new@example.com')).toMatchObject({
+      email: 'new@example.com',
+      subscribed: true,
+      data: { plan: 'pro', seats: 2, profile: { tier: 'silver' } },
+    });
+    expect(await full(t, 'kept@example.com')).toMatchObject({
+      id: stored.body.id,
+      email: 'Kept@Example.com',
+      subscribed: false,
+      data: { plan: 'team', seats: 5, profile: { tier: 'gold', since: 2019 } },
+    });
+    expect((await full(t, 'other@example.com')).data).toEqual({ plan: 'free' });
+    expect(await byEmail(t, 'nul@example.com')).toBeUndefined();
+    expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).body.total).toBe(3);
+    const types = await fieldTypes(t);
+    expect(types).toMatchObject({ 'data.plan': 'string', 'data.seats': 'number', 'data.profile.tier': 'string' });
   });
 
   test('files over 5 MB, without an email column, not UTF-8, or missing are refused with a clear error', async () => {

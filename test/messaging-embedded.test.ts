@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { call, eventually, expectEnvelope, newTenant, uniqueEmail } from './support/client.js';
+import { call, eventually, expectEnvelope, newTenant, sessionCookie, uniqueEmail } from './support/client.js';
 import { dnsServers, publishDns, uniqueDomain } from './support/messaging.js';
 import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
@@ -77,10 +77,7 @@ describe('GET /dev/mail', () => {
         { email: uniqueEmail(tag), password: 'password-123' },
         { baseUrl },
       );
-      const cookie = signup.headers
-        .getSetCookie()
-        .map((c) => c.split(';')[0])
-        .join('; ');
+      const cookie = sessionCookie(signup.headers);
       const project = await call('POST', '/users/@me/projects', { name: tag }, { baseUrl, cookie });
       const key: string = project.body.secretKey;
       const domain = uniqueDomain(tag);
@@ -135,10 +132,7 @@ describe('GET /dev/mail', () => {
         { email: uniqueEmail('nobody'), password: 'password-123' },
         { baseUrl },
       );
-      const nobody = signup.headers
-        .getSetCookie()
-        .map((c) => c.split(';')[0])
-        .join('; ');
+      const nobody = sessionCookie(signup.headers);
       expect((await devMail(nobody)).data).toEqual([]);
     });
 

@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { portVariable } from '@svc/lib/config';
+import { buildStart } from '../scripts/build-start.js';
 import { startTestDns } from './support/dns-server.js';
 import {
   freePort,
@@ -23,6 +24,8 @@ import { startTestSmtpSink } from './support/smtp-sink.js';
  * stream names unique to this run. The services and their ports come from the registry.
  */
 export default async function setup(): Promise<void> {
+  // Embedded-mode tests start what `npm start` runs: the bundle, built (or found up to date) here.
+  await buildStart();
   const runId = `t${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
   const env: Record<string, string> = {
     DATABASE_URL: process.env.TEST_DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/${runId}`,

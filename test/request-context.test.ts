@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { call, eventually, platform, uniqueEmail } from './support/client.js';
+import { call, eventually, platform, sessionCookie, uniqueEmail } from './support/client.js';
 import { publishDns, uniqueDomain } from './support/messaging.js';
 import { freePort, httpOk, portOpen, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
@@ -69,10 +69,7 @@ beforeAll(async () => {
     { email: uniqueEmail('rctx'), password: 'password-123' },
     { baseUrl },
   );
-  const cookie = signup.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
+  const cookie = sessionCookie(signup.headers);
   const project = await call('POST', '/users/@me/projects', { name: 'Request context' }, { cookie, baseUrl });
   tenant = { secretKey: project.body.secretKey, publicKey: project.body.publicKey, projectId: project.body.id };
 });
@@ -192,7 +189,12 @@ test('a /v1/send request id reaches contacts through messaging (a second RPC hop
   );
   expect(res.status).toBe(200);
 
-  const send = await logged('messaging', 'the send RPC', (l) => l.msg === 'rpc handled' && l.requestId === requestId);
+  // The gateway sends concurrent requests in one SendEmails call: each item is logged under its own request id.
+  const send = await logged(
+    'messaging',
+    'the send RPC',
+    (l) => (l.msg === 'rpc handled' || l.msg === 'send handled') && l.requestId === requestId,
+  );
   expect(send.traceId).toBe(traceId);
   const upsert = await logged(
     'contacts',

@@ -2,7 +2,16 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type Answer, call, expectEnvelope, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
+import {
+  call,
+  expectEnvelope,
+  newTenant,
+  platform,
+  sessionCookie,
+  type Answer,
+  type Tenant,
+  uniqueEmail,
+} from './support/client.js';
 import { receivedMail } from './support/messaging.js';
 import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
@@ -115,10 +124,7 @@ describe('the sandbox sender in embedded mode with SMTP_URL set', () => {
       { email: uniqueEmail('relay'), password: 'password-123' },
       { baseUrl },
     );
-    const cookie = signup.headers
-      .getSetCookie()
-      .map((c) => c.split(';')[0])
-      .join('; ');
+    const cookie = sessionCookie(signup.headers);
     const project = await call('POST', '/users/@me/projects', { name: 'relay' }, { baseUrl, cookie });
     const to = uniqueEmail('relay-sandbox');
     const res = await call(

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { call } from './support/client.js';
+import { call, sessionCookie } from './support/client.js';
 import { freePort, httpOk, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 // Ctrl-C (SIGINT) or SIGTERM while requests are in flight: the edge stops, the bus drains, the services
@@ -118,10 +118,7 @@ describe('clean shutdown under load (embedded mode)', () => {
             { baseUrl },
           );
           expect(signup.status).toBe(201);
-          const cookie = signup.headers
-            .getSetCookie()
-            .map((c) => c.split(';')[0])
-            .join('; ');
+          const cookie = sessionCookie(signup.headers);
           const project = await call('POST', '/users/@me/projects', { name: 'Shutdown' }, { baseUrl, cookie });
           expect(project.status).toBe(201);
           keys = { publicKey: project.body.publicKey, secretKey: project.body.secretKey };

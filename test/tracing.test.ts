@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { connect } from 'nats';
-import { call, eventually, platform, uniqueEmail } from './support/client.js';
+import { call, eventually, platform, sessionCookie, uniqueEmail } from './support/client.js';
 import { startOtlpReceiver, type ReceivedSpan } from './support/otlp-receiver.js';
 import { PrivatePostgres } from './support/private-postgres.js';
 import { freePort, httpOk, portOpen, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
@@ -52,7 +52,7 @@ async function tracedEnv(dbName: string): Promise<Record<string, string>> {
   return env;
 }
 
-/** A new owner's project on the platform at `url`: its public key. */
+/** A new owner's project on the platform at `url`, tracking one segment: its public key. */
 async function projectKey(url: string): Promise<string> {
   const signup = await call(
     'POST',
@@ -61,12 +61,22 @@ async function projectKey(url: string): Promise<string> {
     { baseUrl: url },
   );
   expect(signup.status).toBe(201);
-  const cookie = signup.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
+  const cookie = sessionCookie(signup.headers);
   const project = await call('POST', '/users/@me/projects', { name: 'Traces' }, { cookie, baseUrl: url });
   expect(project.status).toBe(201);
+  // A tracked segment nobody enters: segments' consumer then reads membership for each event (a project that
+  // tracks none is answered from a cache, without a statement), and publishes nothing of its own.
+  const condition = {
+    logic: 'AND',
+    groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'none' }] }],
+  };
+  const segment = await call(
+    'POST',
+    '/segments',
+    { name: 'Traced', trackMembership: true, condition },
+    { key: project.body.secretKey, baseUrl: url },
+  );
+  expect(segment.status).toBe(201);
   return project.body.publicKey;
 }
 
@@ -267,10 +277,12 @@ test('in one process (in-process bus, a TrackEvent call per request): spans told
   expect(queries.filter((s) => descends(spans, s, rpcServer)).map((s) => s.attributes['platform.service'])).toEqual(
     expect.arrayContaining(['contacts']),
   );
+  // Under the consumer: segments' own statements, and contacts' for the membership match it asks for.
+  const consumerQueries = queries.filter((s) => descends(spans, s, consumer));
+  expect(consumerQueries.some((s) => s.attributes['platform.service'] === 'segments')).toBe(true);
   expect(
-    queries.filter((s) => descends(spans, s, consumer)).every((s) => s.attributes['platform.service'] === 'segments'),
+    consumerQueries.every((s) => ['segments', 'contacts'].includes(String(s.attributes['platform.service']))),
   ).toBe(true);
-  expect(queries.some((s) => descends(spans, s, consumer))).toBe(true);
   expect(
     queries.every((s) => ['identity', 'contacts', 'segments'].includes(String(s.attributes['platform.service']))),
   ).toBe(true);

@@ -1,5 +1,6 @@
 import { AppError } from './errors.js';
 import type { Logger } from './logger.js';
+import { SingleFlight } from './single-flight.js';
 import type { UsageCounters } from './usage-counters.js';
 
 /** What a project's billing caps count (README "Billing"). */
@@ -64,6 +65,8 @@ export interface BillingCapsOptions {
  */
 export class BillingCaps {
   private readonly cache = new Map<string, { limits: BillingLimits; expiresAt: number }>();
+  /** One read of a project's caps at a time: the requests that find them expired together share it. */
+  private readonly reading = new SingleFlight<BillingLimits>();
   private readonly limitsTtlMs: number;
   private readonly counterTtlMs: number;
 
@@ -76,21 +79,26 @@ export class BillingCaps {
   async limitOf(projectId: string, category: BillingCategory): Promise<number | undefined> {
     const hit = this.cache.get(projectId);
     if (hit && hit.expiresAt > Date.now()) return hit.limits[category];
+    return (await this.reading.run(projectId, () => this.readLimits(projectId, hit?.limits)))[category];
+  }
+
+  private async readLimits(projectId: string, last: BillingLimits | undefined): Promise<BillingLimits> {
     let limits: BillingLimits;
     try {
       limits = await this.o.limits(projectId);
     } catch (err) {
       this.o.logger.warn({ err, projectId }, 'billing caps unavailable: using the last known caps');
-      limits = hit?.limits ?? {};
+      limits = last ?? {};
     }
     if (this.cache.size >= 50_000) this.cache.clear();
     this.cache.set(projectId, { limits, expiresAt: Date.now() + this.limitsTtlMs });
-    return limits[category];
+    return limits;
   }
 
   /** Forget a project's cached caps (its caps changed). */
   invalidate(projectId: string): void {
     this.cache.delete(projectId);
+    this.reading.forget(projectId);
   }
 
   private key(projectId: string, category: BillingCategory): string {

@@ -1,6 +1,7 @@
 import type { Logger } from './logger.js';
 import {
   BusClosed,
+  payloadValue,
   subjectMatches,
   type Bus,
   type BusHandler,
@@ -42,10 +43,11 @@ export class MemoryBus implements Bus {
 
   constructor(private readonly logger: Logger) {}
 
-  async publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void> {
+  async publish(subject: string, payload: unknown, id: string, context?: MessageContext): Promise<void> {
     if (this.closed) throw new BusClosed();
     if (this.seen.has(id)) return;
     this.remember(id);
+    const data = payloadValue(payload);
     const message: BusMessage = {
       id,
       subject,

@@ -15,6 +15,7 @@ import {
 import type { Logger } from './logger.js';
 import {
   BusClosed,
+  JsonText,
   STREAMS,
   streamOf,
   type Bus,
@@ -112,10 +113,12 @@ export class NatsBus implements Bus {
   async publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void> {
     if (this.closed) throw new BusClosed();
     if (!this.js || !this.connected()) {
+      // Connected but streams not ready: make sure a repair loop runs (a deletion seen as a loop ended).
+      if (this.js && this.nc && !this.nc.isClosed()) void this.keepEnsuring();
       throw new Error('message bus unavailable: NATS not connected or streams not ready');
     }
     const full = `${this.prefix}.${subject}`;
-    const payload = Buffer.from(JSON.stringify(data));
+    const payload = Buffer.from(data instanceof JsonText ? data.text : JSON.stringify(data));
     const options = publishOptions(id, context);
     try {
       await this.js.publish(full, payload, options);
@@ -290,7 +293,11 @@ export class NatsBus implements Bus {
           await this.pause(delay);
         }
       }
-    })().finally(() => (this.ensuring = undefined));
+    })().finally(() => {
+      this.ensuring = undefined;
+      // A stream reported between the loop's last pass and here still gets its pass.
+      if (this.ensureAgain && !this.closed) void this.keepEnsuring();
+    });
     return this.ensuring;
   }
 
@@ -384,19 +391,30 @@ export class NatsBus implements Bus {
     });
   }
 
-  /** Handles the messages one at a time, or up to `reg.concurrency` at once (each acked when its handler is done). */
+  /**
+   * Handles the messages one at a time, or up to `reg.concurrency` at once (each acked when its handler is done).
+   * A count and one waiter, not a `Promise.race` over the messages in flight: a race per message subscribes to
+   * every one of them again, hundreds of reactions per message at a campaign's pace.
+   */
   private async run(messages: ConsumerMessages, reg: Registration): Promise<void> {
-    const inFlight = new Set<Promise<void>>();
-    for await (const m of messages) {
-      if (reg.concurrency === 1) {
-        await this.handle(m, reg);
-        continue;
-      }
-      const handled: Promise<void> = this.handle(m, reg).finally(() => inFlight.delete(handled));
-      inFlight.add(handled);
-      if (inFlight.size >= reg.concurrency) await Promise.race(inFlight);
+    if (reg.concurrency === 1) {
+      for await (const m of messages) await this.handle(m, reg);
+      return;
     }
-    await Promise.allSettled(inFlight);
+    let inFlight = 0;
+    let freed: (() => void) | undefined;
+    const release = () => {
+      inFlight--;
+      freed?.();
+      freed = undefined;
+    };
+    const slotFreed = () => new Promise<void>((resolve) => (freed = resolve));
+    for await (const m of messages) {
+      inFlight++;
+      this.handle(m, reg).then(release, release);
+      if (inFlight >= reg.concurrency) await slotFreed();
+    }
+    while (inFlight > 0) await slotFreed();
   }
 
   private async handle(m: JsMsg, reg: Registration): Promise<void> {

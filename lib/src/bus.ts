@@ -30,6 +30,17 @@ export interface SubscribeOptions {
   concurrency?: number;
 }
 
+/**
+ * A payload already serialised as JSON (an outbox row read as text): the bus sends the text as it is,
+ * instead of the relay parsing the row and the bus encoding it again, once per message.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/** A published payload as the JSON value consumers get (an in-process bus hands over values, not bytes). */
+export const payloadValue = (data: unknown): unknown => (data instanceof JsonText ? JSON.parse(data.text) : data);
+
 /** A publish after `close()`: shutdown, not an outage (an outbox keeps the row for the next start). */
 export class BusClosed extends Error {
   constructor() {
@@ -41,7 +52,10 @@ export class BusClosed extends Error {
 export interface Bus {
   /** What carries the messages, as trace spans name it (`messaging.system`): `nats`, `in-process`. */
   readonly system?: string;
-  /** `context` travels as headers; consumers' handlers run inside it (lib/request-context.ts). */
+  /**
+   * `data` is a JSON value, or its text (`JsonText`). `context` travels as headers; consumers' handlers run
+   * inside it (lib/request-context.ts).
+   */
   publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void>;
   /** `durable` names the consumer; its position survives restarts (JetStream) or the process (in-process). */
   subscribe(durable: string, subjects: string[], handler: BusHandler, options?: SubscribeOptions): Promise<void>;

@@ -6,6 +6,11 @@ export const isUuid = (value: unknown): value is string => typeof value === 'str
 let lastMs = 0;
 let sequence = 0;
 
+/** Random bytes drawn 4 KiB at a time (one getRandomValues per 512 ids, not one per id); each byte used once. */
+const randomPool = new Uint8Array(4096);
+let randomAt = randomPool.length;
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+
 /**
  * A UUIDv7 (RFC 9562): time-ordered, with a 12-bit sequence (method 1) so ids minted in one
  * process within one millisecond still sort in minting order. Rows that share a timestamp
@@ -19,13 +24,18 @@ export function uuidv7(now = Date.now()): string {
     lastMs++; // more than 3,000 ids in one millisecond: borrow the next one
     sequence = 0;
   }
-  const bytes = new Uint8Array(16);
-  crypto.getRandomValues(bytes);
-  const ms = lastMs;
-  for (let i = 5; i >= 0; i--) bytes[5 - i] = Math.floor(ms / 2 ** (8 * i)) & 0xff;
-  bytes[6] = 0x70 | (sequence >> 8);
-  bytes[7] = sequence & 0xff;
-  bytes[8] = 0x80 | (bytes[8] & 0x3f);
-  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  if (randomAt + 8 > randomPool.length) {
+    crypto.getRandomValues(randomPool);
+    randomAt = 0;
+  }
+  const r = randomPool;
+  const at = randomAt;
+  randomAt += 8;
+  let time = '';
+  for (let i = 5; i >= 0; i--) time += HEX[Math.floor(lastMs / 2 ** (8 * i)) & 0xff];
+  const seq = HEX[0x70 | (sequence >> 8)] + HEX[sequence & 0xff];
+  const variant = HEX[0x80 | (r[at] & 0x3f)] + HEX[r[at + 1]];
+  let rest = '';
+  for (let i = 2; i < 8; i++) rest += HEX[r[at + i]];
+  return `${time.slice(0, 8)}-${time.slice(8)}-${seq}-${variant}-${rest}`;
 }

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Bus, BusMessage } from './bus.js';
+import { payloadValue, type Bus, type BusMessage } from './bus.js';
 import { MemoryBus } from './bus-memory.js';
 import { createPool, withTransaction, type Pool } from './db.js';
 import { createLogger } from './logger.js';
@@ -44,7 +44,8 @@ function recordingBus(): Bus & { got: BusMessage[]; failNext: number } {
         throw new Error('bus down');
       }
       const headers = { requestId: context?.requestId ?? undefined, traceparent: context?.traceparent ?? undefined };
-      if (!got.some((m) => m.id === id)) got.push({ id, subject, data, ...headers }); // JetStream's Nats-Msg-Id dedupe
+      // JetStream's Nats-Msg-Id dedupe
+      if (!got.some((m) => m.id === id)) got.push({ id, subject, data: payloadValue(data), ...headers });
     },
     async subscribe() {},
     watch() {},

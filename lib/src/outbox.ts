@@ -1,4 +1,4 @@
-import { type Bus, BusClosed } from './bus.js';
+import { type Bus, BusClosed, JsonText } from './bus.js';
 import { CoalescingTask } from './coalescing-task.js';
 import type { DbHealth } from './db-health.js';
 import { releaseAfterFailure, type Pool, type Queryable } from './db.js';
@@ -140,8 +140,9 @@ export class OutboxRelay {
     try {
       await client.query('BEGIN');
       const { rows } = await client.query<OutboxRow>(
-        `SELECT id::text, subject, payload, request_id, traceparent FROM outbox WHERE published_at IS NULL
-         ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        // payload as text: published as stored, never parsed here (JsonText).
+        `SELECT id::text, subject, payload::text AS payload, request_id, traceparent FROM outbox
+         WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [this.opts.batchSize ?? 500],
       );
       try {
@@ -152,7 +153,10 @@ export class OutboxRelay {
             const id = `${this.opts.service}-${row.id}`;
             // Traces on: a producer span under the request that wrote the row, sent as the message's parent.
             return tracedPublish(this.opts.service, bus.system, { ...row, id }, (traceparent) =>
-              bus.publish(row.subject, row.payload, id, { requestId: row.request_id, traceparent }),
+              bus.publish(row.subject, new JsonText(row.payload), id, {
+                requestId: row.request_id,
+                traceparent,
+              }),
             );
           }),
         );
@@ -183,7 +187,8 @@ export class OutboxRelay {
 interface OutboxRow {
   id: string;
   subject: string;
-  payload: unknown;
+  /** The jsonb payload as its text. */
+  payload: string;
   request_id: string | null;
   traceparent: string | null;
 }

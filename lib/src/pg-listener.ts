@@ -21,6 +21,11 @@ export class PgListener {
     private readonly logger: Logger,
   ) {}
 
+  /** True while the LISTEN connection is up (a notification sent now will reach us). */
+  get listening(): boolean {
+    return this.client !== undefined;
+  }
+
   /** Resolves once listening, or after the first failure (a retry is then scheduled). */
   async start(): Promise<void> {
     await this.connect();

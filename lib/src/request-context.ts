@@ -27,7 +27,7 @@ export interface PropagatedContext {
   traceparent?: string | null;
 }
 
-const storage = new AsyncLocalStorage<RequestContext>();
+const storage = new AsyncLocalStorage<RequestContext | undefined>();
 
 /** What lib/tracing.ts plugs in when traces are on; unset (traces off), nothing here calls into OpenTelemetry. */
 export interface TraceBridge {
@@ -126,10 +126,13 @@ export function currentContext(): RequestContext | undefined {
   return storage.getStore();
 }
 
-/** Runs `fn` (and everything it starts) inside `ctx`; undefined runs it outside any request. */
+/**
+ * Runs `fn` (and everything it starts) inside `ctx`; undefined runs it outside any request. `run(undefined)`,
+ * not `exit()`: exit turns the async hooks off and on again around `fn` (Node 20), a cost per bus message.
+ */
 export function runInContext<T>(ctx: RequestContext | undefined, fn: () => T): T {
-  if (bridge) return bridge.scope(ctx, () => (ctx ? storage.run(ctx, fn) : storage.exit(fn)));
-  return ctx ? storage.run(ctx, fn) : storage.exit(fn);
+  if (bridge) return bridge.scope(ctx, () => storage.run(ctx, fn));
+  return storage.run(ctx, fn);
 }
 
 /** The traceparent for the next hop out of `ctx`: same trace, a new span id. */

@@ -76,12 +76,17 @@ export async function signUp(
     body: JSON.stringify({ email, password }),
   });
   if (res.status !== 201) throw new Error(`signup failed: ${res.status} ${await res.text()}`);
-  const cookie = res.headers
+  const cookie = sessionCookie(res.headers);
+  const user = (await res.json()) as { id: string };
+  return { cookie, userId: user.id, email };
+}
+
+/** The cookies an answer sets, as a request's `cookie` header (the session cookie after a sign-up or sign-in). */
+export function sessionCookie(headers: Headers): string {
+  return headers
     .getSetCookie()
     .map((c) => c.split(';')[0])
     .join('; ');
-  const user = (await res.json()) as { id: string };
-  return { cookie, userId: user.id, email };
 }
 
 /** A fresh user with a fresh project and its keys: the bootstrap contract of DESIGN.md. */

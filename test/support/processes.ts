@@ -3,6 +3,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { portVariable } from '@svc/lib/config';
+import { START_ENTRY } from '../../scripts/build-start.js';
 import { SERVICES } from '../../services/registry.js';
 
 export const ROOT = path.resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../..');
@@ -32,15 +33,20 @@ export async function freeServicePorts(): Promise<Record<string, string>> {
 export const DEFAULT_SERVICE_TOKEN = 'test-service-token-0123456789abcdef';
 
 /**
- * Starts `bin/platform.ts` with the given service names (none: all in one process). A caller that
- * talks to a service port itself reads the token it used from `env.SERVICE_TOKEN` (set here when missing).
+ * Starts the platform with the given service names as `npm run start:service` does (tsx), or with none (all in
+ * one process) as `npm start` does: the bundle scripts/build-start.ts makes of bin/platform.ts, which the test
+ * setup builds first. A caller that talks to a service port itself reads the token it used from
+ * `env.SERVICE_TOKEN` (set here when missing).
  */
 export function startPlatform(args: string[], env: Record<string, string>, logName: string): ChildProcess {
   env.SERVICE_TOKEN ??= DEFAULT_SERVICE_TOKEN;
   const logDir = path.join(ROOT, '.test-run', 'logs');
   mkdirSync(logDir, { recursive: true });
   const log = createWriteStream(path.join(logDir, `${logName}.log`));
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bin/platform.ts'), ...args], {
+  const entry = args.length
+    ? ['--import', 'tsx', path.join(ROOT, 'bin/platform.ts')]
+    : ['--enable-source-maps', START_ENTRY];
+  const child = spawn(process.execPath, [...entry, ...args], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

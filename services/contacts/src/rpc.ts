@@ -16,8 +16,7 @@ import {
   TrackEventRequestSchema,
   type TrackEventRequest,
 } from '@svc/proto/svc/contacts/v1/contacts_pb';
-import { contextFrom } from '@svc/lib/request-context';
-import { runItemInContext } from '@svc/lib/tracing';
+import { settleItems } from '@svc/lib/batch-items';
 import type { Audiences } from './domain/audiences.js';
 import type { Bulk } from './domain/bulk.js';
 import type { ContactUpserts } from './domain/contact-upserts.js';
@@ -214,26 +213,14 @@ export function contactsRoutes(d: ContactsDomain, logger: Logger) {
           ]);
         }
         // Every item is submitted in this tick, inside its own request, so they share one group commit.
-        const outcomes = await Promise.allSettled(
-          req.items.map((i) =>
-            // Traces on: each item is a span of its own request's trace (lib/tracing.ts).
-            runItemInContext(
-              contextFrom({ requestId: i.requestId, traceparent: i.traceparent }),
-              'TrackEvents item',
-              () => trackItem(d, logger, i.event ?? create(TrackEventRequestSchema)),
-            ),
-          ),
+        const outcomes = await settleItems(req.items, 'TrackEvents item', (i) =>
+          trackItem(d, logger, i.event ?? create(TrackEventRequestSchema)),
         );
-        // Nothing written for a reason of the service's own (its database is down): the whole call fails,
-        // so the error interceptor reports it to the health check, as for a TrackEvent.
-        const internal = outcomes.find((o) => o.status === 'rejected' && !(o.reason instanceof AppError));
-        if (internal && outcomes.every((o) => o.status === 'rejected'))
-          throw (internal as PromiseRejectedResult).reason;
         return {
           results: outcomes.map((o) =>
-            o.status === 'fulfilled'
+            o.ok
               ? { result: { case: 'tracked' as const, value: o.value } }
-              : { result: { case: 'error' as const, value: errorInfo(o.reason) } },
+              : { result: { case: 'error' as const, value: o.error } },
           ),
         };
       },

@@ -71,6 +71,9 @@ export function createApp(deps: GatewayDeps) {
   const { config, logger, clients } = deps;
   const app = express();
   app.disable('x-powered-by');
+  // No ETag (a SHA-1 of every JSON answer) on API answers: only a GET could use it, and no client revalidates
+  // them. The console's static files keep theirs (express.static sets its own).
+  app.set('etag', false);
   // X-Forwarded-For is believed only from the proxies TRUST_PROXY names: req.ip keys the login throttle.
   app.set('trust proxy', (config.trustProxy && parseTrustProxy(config.trustProxy)) || false);
 
@@ -143,6 +146,8 @@ export function createApp(deps: GatewayDeps) {
   const json = chain(...jsonBody(config.bodyLimit));
   app.use((req, res, next) => (req.path === '/v1/send' ? next() : json(req, res, next)));
 
+  // The ingestion routes first: every /v1/track then skips the route matching of the routers below.
+  app.use(eventsRouter(clients.contacts, guards, config.trackBatch));
   app.use(identityRouter(clients.identity, auth, deps.limiter));
   app.use(oauthRouter(clients.identity, auth, config.publicUrl));
   app.use(setupStateRouter(clients, auth));
@@ -150,8 +155,7 @@ export function createApp(deps: GatewayDeps) {
   app.use(projectSafetyRouter(clients, auth));
   app.use(contactJobsRouter(clients.contacts, guards));
   app.use(contactsRouter(clients.contacts, guards));
-  app.use(eventsRouter(clients.contacts, guards, config.trackBatch));
-  app.use(messagingRouter(clients.messaging, guards, clients.workflows, clients.campaigns));
+  app.use(messagingRouter(clients.messaging, guards, config.sendBatch, clients.workflows, clients.campaigns));
   app.use(emailsRouter(clients.messaging, guards));
   app.use(segmentsRouter(clients.segments, guards));
   app.use(usageRouter(clients, guards));

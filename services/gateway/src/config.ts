@@ -16,6 +16,9 @@ export const gatewayEnv = z
      */
     TRACK_BATCH_WINDOW_MS: z.coerce.number().min(0).max(100).default(1),
     TRACK_BATCH_MAX: z.coerce.number().int().min(1).max(1000).default(100),
+    /** The same for /v1/send and SendEmails (requests with attachments always go alone); 0: one SendEmail each. */
+    SEND_BATCH_WINDOW_MS: z.coerce.number().min(0).max(100).default(1),
+    SEND_BATCH_MAX: z.coerce.number().int().min(1).max(100).default(100),
     SESSION_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
     BODY_LIMIT: z
       .string()
@@ -42,6 +45,7 @@ export const gatewayEnv = z
     sendRateLimitPerMinute: e.RATE_LIMIT_SEND_PER_MINUTE ?? e.RATE_LIMIT_PER_MINUTE,
     keyCacheTtlSeconds: e.KEY_CACHE_TTL_SECONDS,
     trackBatch: { windowMs: e.TRACK_BATCH_WINDOW_MS, maxBatch: e.TRACK_BATCH_MAX },
+    sendBatch: { windowMs: e.SEND_BATCH_WINDOW_MS, maxBatch: e.SEND_BATCH_MAX },
     sessionSecret: e.SESSION_SECRET,
     bodyLimit: e.BODY_LIMIT,
     webhookSecret: e.WEBHOOK_SECRET,

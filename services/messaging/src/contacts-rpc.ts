@@ -1,8 +1,15 @@
-import type { JsonObject } from '@bufbuild/protobuf';
+import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
 import type { Client } from '@connectrpc/connect';
+import { CallBatcher, type Settled } from '@svc/lib/call-batcher';
 import { AppError } from '@svc/lib/errors';
+import { currentContext, runInContext, type RequestContext } from '@svc/lib/request-context';
 import { appErrorOf } from '@svc/lib/rpc-errors';
-import type { Contact, ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
+import type {
+  Contact,
+  ContactsService,
+  ContactUpsertSchema,
+  UpsertContactsResponse,
+} from '@svc/proto/svc/contacts/v1/contacts_pb';
 import type { ContactDirectory, ContactView } from './domain/contact-directory.js';
 
 const view = (c: Contact | undefined): ContactView => {
@@ -17,11 +24,65 @@ function recipientError(err: AppError, index: number): AppError {
   return new AppError({ ...err.toJSON(), errors });
 }
 
+/** UpsertContacts takes at most this many items per call (a send has at most 50 recipients). */
+const MAX_UPSERT_CALL_ITEMS = 1000;
+
 /** LookupContacts takes at most this many ids per call. */
 const LOOKUP_LIMIT = 1000;
 
+type Upsert = MessageInitShape<typeof ContactUpsertSchema>;
+type UpsertResult = UpsertContactsResponse['results'];
+interface UpsertCall {
+  items: Upsert[];
+  context: RequestContext | undefined;
+}
+
+/** Sends arriving within this window share one UpsertContacts call per project; at most this many calls. */
+const UPSERT_WINDOW_MS = 2;
+const UPSERT_MAX_SENDS = MAX_UPSERT_CALL_ITEMS / 50;
+
+/**
+ * Concurrent sends of a project share one UpsertContacts call (one RPC instead of one per request). A call
+ * of one send runs in its request's context; a shared call that fails as a whole (a billing cap, the contacts
+ * service down) is retried one send per call, so a send fails only for its own reasons.
+ */
+function upsertCoalescer(contacts: Client<typeof ContactsService>) {
+  const one = (projectId: string, c: UpsertCall) =>
+    runInContext(c.context, async () => (await contacts.upsertContacts({ projectId, items: c.items })).results);
+  const batchers = new Map<string, CallBatcher<UpsertCall, UpsertResult>>();
+  const batcher = (projectId: string) => {
+    let b = batchers.get(projectId);
+    if (!b) {
+      b = new CallBatcher<UpsertCall, UpsertResult>(
+        async (calls) => {
+          if (batchers.get(projectId) === b) batchers.delete(projectId);
+          if (calls.length === 1) return [{ ok: true, value: await one(projectId, calls[0]) }];
+          const all = await contacts.upsertContacts({ projectId, items: calls.flatMap((c) => c.items) }).then(
+            (r) => r.results,
+            () => null,
+          );
+          if (!all) return Promise.all(calls.map((c) => settle(one(projectId, c))));
+          let at = 0;
+          return calls.map((c) => ({ ok: true, value: all.slice(at, (at += c.items.length)) }));
+        },
+        { windowMs: UPSERT_WINDOW_MS, maxBatch: UPSERT_MAX_SENDS },
+      );
+      batchers.set(projectId, b);
+    }
+    return b;
+  };
+  return (projectId: string, items: Upsert[]) => batcher(projectId).submit({ items, context: currentContext() });
+}
+
+const settle = <O>(p: Promise<O>): Promise<Settled<O>> =>
+  p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+
 /** The contacts service as messaging's contact directory. */
 export function contactsDirectory(contacts: Client<typeof ContactsService>): ContactDirectory {
+  const upsert = upsertCoalescer(contacts);
   return {
     async upsertMany(projectId, emails, opts) {
       const items = emails.map((email) => ({
@@ -30,7 +91,7 @@ export function contactsDirectory(contacts: Client<typeof ContactsService>): Con
         defaultSubscribed: false, // SPEC.md: new contacts created by /v1/send start unsubscribed
         data: opts.data as JsonObject | undefined,
       }));
-      const { results } = await contacts.upsertContacts({ projectId, items });
+      const results = await upsert(projectId, items);
       return results.map((r, index) => {
         if (r.result.case === 'error') throw recipientError(appErrorOf(r.result.value), index);
         if (r.result.case !== 'upserted') throw new Error('contacts service answered an item without a result');

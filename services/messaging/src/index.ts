@@ -145,6 +145,7 @@ export async function startMessaging(
     withDevMailRoutes(
       devMail,
       messagingRoutes({
+        logger,
         domains,
         templates,
         sending: new Sending({

@@ -1,6 +1,10 @@
-import { create, type JsonObject } from '@bufbuild/protobuf';
+import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { settleItems } from '@svc/lib/batch-items';
 import { billingPeriod } from '@svc/lib/billing-caps';
+import { AppError, validationError } from '@svc/lib/errors';
+import { isDependencyUnavailable } from '@svc/lib/dependency-errors';
+import type { Logger } from '@svc/lib/logger';
 import type { EmailBilling } from './domain/email-billing.js';
 import type { ConnectRouter } from '@connectrpc/connect';
 import {
@@ -8,6 +12,8 @@ import {
   DomainSchema,
   EmailSummarySchema,
   MessagingService,
+  SendEmailRequestSchema,
+  type SendEmailResponseSchema,
   SendSource,
   TemplateSchema,
   type Address,
@@ -48,6 +54,7 @@ const upload = (u: UploadRow) => ({
 });
 
 export interface MessagingParts {
+  logger: Logger;
   domains: SenderDomains;
   templates: Templates;
   sending: Sending;
@@ -105,6 +112,41 @@ const sendInput = (req: SendEmailRequest): SendInput => ({
   reply: req.reply,
   attachments: attachmentInputs(req.attachments),
 });
+
+/** SendEmails takes at most this many requests per call. */
+const MAX_SEND_ITEMS = 100;
+
+async function sendEmail(
+  sending: Sending,
+  req: SendEmailRequest,
+): Promise<MessageInitShape<typeof SendEmailResponseSchema>> {
+  const idem = req.idempotencyKey ? { key: req.idempotencyKey, fingerprint: req.idempotencyFingerprint } : undefined;
+  const r = await sending.send(req.projectId, sendInput(req), idem);
+  return {
+    emails: r.emails.map((e) => ({
+      contactId: e.contactId,
+      contactEmail: e.contactEmail,
+      emailId: e.emailId,
+      status: e.status ?? 'queued',
+      reason: e.reason ?? '',
+    })),
+    timestamp: timestampFromDate(r.timestamp),
+    replayed: r.replayed ?? false,
+  };
+}
+
+/** A SendEmails item: logged like a unary call (which the RPC interceptors log), under its own request id. */
+async function sendItem(parts: MessagingParts, req: SendEmailRequest) {
+  const started = performance.now();
+  try {
+    const out = await sendEmail(parts.sending, req);
+    parts.logger.debug({ procedure: 'SendEmails', ms: performance.now() - started }, 'send handled');
+    return out;
+  } catch (err) {
+    if (!(err instanceof AppError) && !isDependencyUnavailable(err)) parts.logger.error({ err }, 'send failed');
+    throw err;
+  }
+}
 
 const templateInput = (f: TemplateFields | undefined): TemplateInput => ({
   name: f?.name,
@@ -278,21 +320,23 @@ export function messagingRoutes(parts: MessagingParts) {
         return { campaigns: [], workflowSteps: [] };
       },
 
-      async sendEmail(req) {
-        const idem = req.idempotencyKey
-          ? { key: req.idempotencyKey, fingerprint: req.idempotencyFingerprint }
-          : undefined;
-        const r = await parts.sending.send(req.projectId, sendInput(req), idem);
+      sendEmail: (req) => sendEmail(parts.sending, req),
+      async sendEmails(req) {
+        if (req.items.length > MAX_SEND_ITEMS) {
+          throw validationError([
+            { field: 'items', code: 'too_big', message: `At most ${MAX_SEND_ITEMS} items per call` },
+          ]);
+        }
+        // Every item starts in this tick: their contacts share one upsert call, their emails one commit.
+        const outcomes = await settleItems(req.items, 'SendEmails item', (i) =>
+          sendItem(parts, i.request ?? create(SendEmailRequestSchema)),
+        );
         return {
-          emails: r.emails.map((e) => ({
-            contactId: e.contactId,
-            contactEmail: e.contactEmail,
-            emailId: e.emailId,
-            status: e.status ?? 'queued',
-            reason: e.reason ?? '',
-          })),
-          timestamp: timestampFromDate(r.timestamp),
-          replayed: r.replayed ?? false,
+          results: outcomes.map((o) =>
+            o.ok
+              ? { result: { case: 'sent' as const, value: o.value } }
+              : { result: { case: 'error' as const, value: o.error } },
+          ),
         };
       },
       async queueEmails(req) {

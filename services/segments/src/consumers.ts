@@ -7,6 +7,9 @@ import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import type { Tracking } from './domain/tracking.js';
 import type { SegmentsStore } from './store/segments-store.js';
 
+/** Tracked-event messages handled at once (a project that tracks segments still takes them one by one: its lock). */
+const EVENT_CONCURRENCY = 64;
+
 /**
  * Incremental membership of tracked segments: a contact's data change, subscription change or
  * tracked event re-evaluates that one contact (tracking.ts), never a whole segment. Each handler
@@ -27,12 +30,20 @@ export async function subscribeSegmentsConsumers(
     [
       on(CONTACTS_TOPICS.created, async (m) => changed(m.projectId, m.contact?.id ?? '')),
       on(CONTACTS_TOPICS.updated, async (m) => changed(m.projectId, m.contact?.id ?? '')),
-      on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId)),
       on(CONTACTS_TOPICS.deleted, async (m) =>
         isUuid(m.contactId) ? tracking.contactDeleted(m.contactId) : undefined,
       ),
     ],
     logger,
+  );
+  // Tracked events come by the thousand during a campaign (its email.* events): handled many at once (most
+  // projects track nothing, a cached answer: tracking.ts), not one ack round after another. Same durable.
+  await subscribeTopics(
+    bus,
+    'segments-membership',
+    [on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId))],
+    logger,
+    { concurrency: EVENT_CONCURRENCY },
   );
   await joinProjectWipes(bus, { service: 'segments', identity, logger, wipe: (p) => store.removeProject(p) });
 }

@@ -1,3 +1,4 @@
+import { NotifiedCache } from '@svc/lib/notified-cache';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
@@ -19,7 +20,9 @@ export async function startSegments(rt: Runtime): Promise<RunningService> {
   const store = new SegmentsStore(db.pool);
   const contacts = contactsPort(createRpcClient(ContactsService, rt.config.rpcUrls.contacts, rt.config));
   const campaigns = createRpcClient(CampaignsService, rt.config.rpcUrls.campaigns, rt.config);
-  const tracking = new Tracking(db.pool, store, new MembershipsStore(), contacts);
+  const tracksAny = new NotifiedCache(db.pool, 'segments_tracking_changed', rt.logger.child({ service: 'segments' }));
+  await tracksAny.start();
+  const tracking = new Tracking(db.pool, store, new MembershipsStore(), contacts, tracksAny);
   const identity = createRpcClient(IdentityService, rt.config.rpcUrls.identity, rt.config);
   const busLogger = rt.logger.child({ service: 'segments', part: 'bus' });
   await subscribeSegmentsConsumers(rt.bus, tracking, store, identity, busLogger);
@@ -33,6 +36,7 @@ export async function startSegments(rt: Runtime): Promise<RunningService> {
     name: 'segments',
     async stop() {
       await server.close();
+      await tracksAny.stop();
       await db.close();
     },
   };

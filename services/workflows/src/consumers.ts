@@ -16,8 +16,9 @@ const fromOwnSubject = (name: string) => name.startsWith('email.') || /^segment\
 /**
  * Messages handled at a time by each consumer. Order does not matter to them: re-entry is decided
  * under a per-(workflow, contact) lock, and waits compare the events' own times (waiting_since, at).
+ * The enrolments of the messages in hand share one transaction (Executions' group commit).
  */
-const CONCURRENCY = 4;
+const CONCURRENCY = 32;
 
 /**
  * Start workflows and resume WAIT_FOR_EVENT steps: events.tracked (client events and contact.*),

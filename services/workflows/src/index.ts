@@ -1,4 +1,5 @@
 import { DueWorkLoop } from '@svc/lib/due-work';
+import { NotifiedCache } from '@svc/lib/notified-cache';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
@@ -33,7 +34,10 @@ export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<Running
     },
   };
   const workflows = new Workflows(store, executionsStore, fields);
-  const executions = new Executions(store, executionsStore, contacts, logger);
+  // Trigger interests and graphs, forgotten on any workflow edit (store migration 003).
+  const cache = new NotifiedCache(db.pool, 'workflows_changed', logger);
+  await cache.start();
+  const executions = new Executions(store, executionsStore, contacts, logger, cache);
   const engine = new Engine(
     store,
     executionsStore,
@@ -48,6 +52,7 @@ export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<Running
     },
     logger.child({ part: 'engine' }),
     config.workflowLeaseMs,
+    cache,
   );
   const worker = new DueWorkLoop<ExecutionRow>({
     name: 'workflow-executions',
@@ -74,6 +79,7 @@ export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<Running
       clearInterval(prune);
       await server.close();
       await worker.stop();
+      await cache.stop();
       await db.close();
     },
   };

@@ -255,13 +255,25 @@ export class Contacts {
   }
 
   async recordTypes(tx: Queryable, projectId: string, data: Record<string, unknown>): Promise<void> {
+    await this.recordTypesOfMany(tx, projectId, [data]);
+  }
+
+  /**
+   * The types of the fields these contacts' data brings for the first time, in one statement (none
+   * when nothing is new); the first contact to bring a field fixes its type, as one recordTypes each.
+   */
+  async recordTypesOfMany(tx: Queryable, projectId: string, datas: Array<Record<string, unknown>>): Promise<void> {
     let known = this.knownTypes.get(projectId);
     if (!known) {
       known = new Map((await this.fields.types(projectId)).map((t) => [t.path, t.type]));
       this.knownTypes.set(projectId, known);
     }
-    const fresh = newFieldTypes(known, data);
-    if (!fresh.length) return;
+    const found = new Map<string, FieldType>();
+    for (const data of datas) {
+      for (const f of newFieldTypes(known, data)) if (!found.has(f.path)) found.set(f.path, f.type);
+    }
+    if (!found.size) return;
+    const fresh = [...found].map(([path, type]) => ({ path, type }));
     await recordNewFields(this.fields, tx, projectId, fresh);
     // Reloaded from committed rows on the next write: this transaction may still roll back.
     this.knownTypes.delete(projectId);

@@ -72,6 +72,7 @@ describe('rowToContact', () => {
       ok: true,
       email: 'ada@example.com',
       data: { plan: 'pro', seats: 3, vip: true },
+      json: '{"plan":"pro","seats":3,"vip":true}',
     });
   });
 
@@ -95,7 +96,7 @@ describe('rowToContact', () => {
       'plan',
     ];
     const cells = ['a@example.com', '9', 'false', '2020-01-01', '2020-01-01', 'x', 'x', 'u', 's', 'm', 'pro'];
-    expect(rowToContact(header, cells, 2)).toEqual({ ok: true, email: 'a@example.com', data: { plan: 'pro' } });
+    expect(rowToContact(header, cells, 2)).toMatchObject({ ok: true, email: 'a@example.com', data: { plan: 'pro' } });
   });
 
   test('empty cells do not overwrite stored data (they are left out of the patch)', () => {

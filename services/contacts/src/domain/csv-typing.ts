@@ -16,7 +16,10 @@ export interface RowError {
   reason: string;
 }
 
-export type CsvRow = { ok: true; email: string; data: Record<string, unknown> } | { ok: false; error: RowError };
+/** `json` is `data` serialized (the limits check measures it), what an insert stores. */
+export type CsvRow =
+  | { ok: true; email: string; data: Record<string, unknown>; json: string }
+  | { ok: false; error: RowError };
 
 /** A row's error as the job reports it: the email cut short and free of NULs, which PostgreSQL cannot store. */
 export function rowError(row: number, email: string, reason: string): RowError {
@@ -63,33 +66,46 @@ export function validateCsvHeader(header: string[]): void {
 
 /** Turns one data row into the contact upsert it asks for, or the row error SPEC.md reports. */
 export function rowToContact(header: string[], cells: string[], rowNumber: number): CsvRow {
+  return csvRowReader(header)(cells, rowNumber);
+}
+
+/**
+ * rowToContact with the header read once: a file's rows share its column plan (email column,
+ * dropped columns, dotted paths), so a row only types its cells.
+ */
+export function csvRowReader(header: string[]): (cells: string[], rowNumber: number) => CsvRow {
   const names = normalizeHeader(header);
   const emailIndex = emailColumn(names);
-  const email = (cells[emailIndex] ?? '').trim();
-  // A missing email is reported with the same reason as a malformed one: `invalid_email` is the one SPEC.md shows.
-  if (!isValidEmail(email)) return { ok: false, error: rowError(rowNumber, email, 'invalid_email') };
-
-  const data: Record<string, unknown> = {};
-  let nul = false;
-  names.forEach((name, i) => {
-    if (i === emailIndex || name === '' || DROPPED_COLUMNS.has(name.toLowerCase())) return;
-    const value = typeCsvCell(cells[i] ?? '');
-    if (value === undefined) return;
-    nul ||= name.includes('\u0000') || (typeof value === 'string' && value.includes('\u0000'));
-    setPath(data, columnPath(name), value);
-  });
-  if (nul) return { ok: false, error: rowError(rowNumber, email, 'invalid_character') };
-  const limit = limitViolation(data);
-  return limit ? { ok: false, error: rowError(rowNumber, email, limit) } : { ok: true, email, data };
+  const columns = names.flatMap((name, index) =>
+    index === emailIndex || name === '' || DROPPED_COLUMNS.has(name.toLowerCase())
+      ? []
+      : [{ index, path: columnPath(name), nul: name.includes('\u0000') }],
+  );
+  return (cells, rowNumber) => {
+    const email = (cells[emailIndex] ?? '').trim();
+    // A missing email is reported with the same reason as a malformed one: `invalid_email` is the one SPEC.md shows.
+    if (!isValidEmail(email)) return { ok: false, error: rowError(rowNumber, email, 'invalid_email') };
+    const data: Record<string, unknown> = {};
+    let nul = false;
+    for (const column of columns) {
+      const value = typeCsvCell(cells[column.index] ?? '');
+      if (value === undefined) continue;
+      nul ||= column.nul || (typeof value === 'string' && value.includes('\u0000'));
+      setPath(data, column.path, value);
+    }
+    if (nul) return { ok: false, error: rowError(rowNumber, email, 'invalid_character') };
+    const checked = checkLimits(data);
+    if ('error' in checked) return { ok: false, error: rowError(rowNumber, email, checked.error) };
+    return { ok: true, email, data, json: checked.json };
+  };
 }
 
 // The API's custom-data rules (size, key length, depth) hold for a row as for a request body.
-function limitViolation(data: Record<string, unknown>): string | undefined {
+function checkLimits(data: Record<string, unknown>): { json: string } | { error: string } {
   try {
-    checkDataLimits(data);
-    return undefined;
+    return { json: checkDataLimits(data) };
   } catch (err) {
-    if (err instanceof AppError && err.status === 422) return err.errors?.[0]?.code ?? 'invalid_data';
+    if (err instanceof AppError && err.status === 422) return { error: err.errors?.[0]?.code ?? 'invalid_data' };
     throw err;
   }
 }
@@ -119,8 +135,9 @@ function setPath(target: Record<string, unknown>, path: string[], value: unknown
   setOwn(node, path[path.length - 1], value);
 }
 
-// defineProperty, not assignment: a `__proto__` column must become a key, not a prototype.
+// A `__proto__` column must become a key, not a prototype: defineProperty for it, plain (cheaper) assignment otherwise.
 function setOwn<T>(node: Record<string, unknown>, key: string, value: T): T {
-  Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key !== '__proto__') node[key] = value;
+  else Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });
   return value;
 }

@@ -83,13 +83,18 @@ function isValueWrapper(raw: unknown): raw is { value: unknown; persistent: bool
   return Object.keys(raw).length === 2;
 }
 
-/** The 64 KiB, key length and depth rules (422 `too_big`); CSV import applies them per row. */
-export function checkDataLimits(data: DataObject): void {
-  const bytes = Buffer.byteLength(JSON.stringify(data), 'utf8');
+/**
+ * The 64 KiB, key length and depth rules (422 `too_big`); CSV import applies them per row and
+ * keeps the answer, `data` serialized, for its insert.
+ */
+export function checkDataLimits(data: DataObject): string {
+  const json = JSON.stringify(data);
+  const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > MAX_PAYLOAD_BYTES) {
     throw tooBig(`data must be at most ${MAX_PAYLOAD_BYTES} bytes when serialized (got ${bytes})`);
   }
   walkLimits(data, 1);
+  return json;
 }
 
 // Arrays count as a nesting level too, so a deep structure cannot hide inside one.

@@ -255,6 +255,59 @@ describe('compiled filters on PostgreSQL', () => {
     expect(rows.map((r) => r.id).sort()).toEqual(expected.sort());
   });
 
+  test('within/olderThan near the cutoff whatever the offset; impossible dates and year 0000 never match', async () => {
+    const project = randomUUID();
+    const cutoff = Date.now() - 3 * DAY;
+    // The instant `ms` written with a UTC offset of `minutes`: its date part can be a day off the UTC date.
+    const inZone = (ms: number, minutes: number) => {
+      const local = new Date(ms + minutes * 60_000).toISOString().slice(0, 19);
+      const abs = Math.abs(minutes);
+      const hh = String(Math.floor(abs / 60)).padStart(2, '0');
+      return `${local}${minutes < 0 ? '-' : '+'}${hh}:${String(abs % 60).padStart(2, '0')}`;
+    };
+    const texts: Record<string, string> = {
+      insideEast: inZone(cutoff + 10 * 60_000, 14 * 60 + 59),
+      insideWest: inZone(cutoff + 10 * 60_000, -(14 * 60 + 59)),
+      insideZ: new Date(cutoff + 10 * 60_000).toISOString(),
+      insideFarFuture: '2999-12-31T23:59:59.999999999-14:00',
+      outsideEast: inZone(cutoff - 10 * 60_000, 14 * 60),
+      outsideWest: inZone(cutoff - 10 * 60_000, -14 * 60),
+      outsideZ: new Date(cutoff - 10 * 60_000).toISOString(),
+      outsideLeap400: '0400-02-29T00:00:00Z',
+      outsideYear1: '0001-01-01T00:00:00+01:00',
+      yearZero: '0000-06-01T00:00:00Z',
+      feb30: '2026-02-30T00:00:00Z',
+      feb29NotLeap: '2026-02-29T00:00:00Z',
+      feb29Century: '2100-02-29T00:00:00Z',
+      apr31Future: '2999-04-31T00:00:00Z',
+      june31: '2020-06-31T00:00:00Z',
+      offsetTooLarge: '2999-01-01T00:00:00+15:00',
+      noZone: '2999-01-01T00:00:00',
+      tenDigitFraction: '2999-01-01T00:00:00.1234567890Z',
+    };
+    const byId = new Map<string, string>();
+    for (const [label, text] of Object.entries(texts)) {
+      const id = randomUUID();
+      byId.set(id, label);
+      await contact(id, project, `${id}@example.com`, true, { at: text }, 0);
+    }
+    const labels = async (operator: string) => {
+      const params = new SqlParams([project]);
+      const tree = parseFilterTree({ groups: [{ filters: [{ field: 'data.at', operator, value: 3 }] }] });
+      const where = compileFilter(tree, params);
+      const { rows } = await db.query(`SELECT id FROM contacts c WHERE c.project_id = $1 AND ${where}`, params.values);
+      return rows.map((r) => byId.get(r.id)).sort();
+    };
+    expect(await labels('within')).toEqual(['insideEast', 'insideFarFuture', 'insideWest', 'insideZ']);
+    expect(await labels('olderThan')).toEqual([
+      'outsideEast',
+      'outsideLeap400',
+      'outsideWest',
+      'outsideYear1',
+      'outsideZ',
+    ]);
+  });
+
   test('triggered operators check the contact’s events in its own project', async () => {
     expect(await one({ field: 'event.signup', operator: 'triggered' })).toEqual(['ada', 'bob']);
     expect(await one({ field: 'event.signup', operator: 'triggeredWithin', value: 7 })).toEqual(['ada']);

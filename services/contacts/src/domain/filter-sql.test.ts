@@ -85,14 +85,18 @@ describe('compileFilter', () => {
     });
   });
 
-  test('within on data only casts texts matching a full ISO 8601 date-time; the interval is a parameter', () => {
+  test('within on data only casts validated texts near the cutoff; bounds computed once per query', () => {
     const { sql, values } = compile({ field: 'data.lastSeen', operator: 'within', value: 2, unit: 'hours' });
+    const text = String.raw`\(c\.data #>> \$2::text\[\]\)`;
+    const date = String.raw`left\(${text}, 10\) COLLATE "C"`;
+    const day = (sign: string) =>
+      String.raw`\(SELECT to_char\(\(now\(\) - make_interval\(secs => \$3::double precision\) [${sign}] ` +
+      String.raw`interval '1 day'\) AT TIME ZONE 'UTC', 'YYYY-MM-DD'\)\)`;
     expect(sql).toMatch(
       new RegExp(
-        String.raw`^\(left\(\(c\.data #>> \$2::text\[\]\), 10\) >= to_char\(.*'YYYY-MM-DD'\) AND ` +
-          String.raw`\(CASE WHEN \(c\.data #>> \$2::text\[\]\) ~ '\^.*\$' ` +
-          String.raw`THEN \(c\.data #>> \$2::text\[\]\)::timestamptz END\) ` +
-          String.raw`>= \(now\(\) - make_interval\(secs => \$3::double precision\)\)\)$`,
+        String.raw`^\(${date} >= ${day('-')} AND \(CASE WHEN \(${text} ~ '\^.*\$'.* ` +
+          String.raw`THEN ${date} > ${day('+')} OR ${text}::timestamptz >= ` +
+          String.raw`\(SELECT now\(\) - make_interval\(secs => \$3::double precision\)\) END\)\)$`,
       ),
     );
     expect(values).toEqual([PROJECT, ['lastSeen'], 7200]);
@@ -100,7 +104,7 @@ describe('compileFilter', () => {
 
   test('olderThan on createdAt compares the column directly', () => {
     expect(compile({ field: 'createdAt', operator: 'olderThan', value: 30 })).toEqual({
-      sql: '(c.created_at < (now() - make_interval(secs => $2::double precision)))',
+      sql: '(c.created_at < (SELECT now() - make_interval(secs => $2::double precision)))',
       values: [PROJECT, 30 * 86400],
     });
   });
@@ -124,7 +128,7 @@ describe('compileFilter', () => {
       sql:
         '(NOT EXISTS (SELECT 1 FROM email_activity f_act WHERE f_act.project_id = c.project_id ' +
         'AND f_act.contact_id = c.id AND f_act.type = $2 ' +
-        'AND f_act.created_at >= (now() - make_interval(secs => $3::double precision))))',
+        'AND f_act.created_at >= (SELECT now() - make_interval(secs => $3::double precision))))',
       values: [PROJECT, 'open', 600],
     });
   });

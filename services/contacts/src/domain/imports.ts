@@ -1,6 +1,7 @@
 import type { BillingCaps } from '@svc/lib/billing-caps';
 import { randomUUID } from 'node:crypto';
 import { CsvError, parse } from 'csv-parse';
+import { CoalescingTask } from '@svc/lib/coalescing-task';
 import { withTransaction } from '@svc/lib/db';
 import { AppError, badRequest, notFound } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
@@ -10,9 +11,11 @@ import type { ContactRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
 import type { FieldsStore } from '../store/fields-store.js';
 import type { ImportJobRow, JobsStore } from '../store/jobs-store.js';
-import { contactCreated, contactUpdated } from './bus-messages.js';
+import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
+import { outgoingContext } from '@svc/lib/request-context';
+import { contactUpdated } from './bus-messages.js';
 import type { Contacts } from './contacts.js';
-import { rowError, rowToContact, validateCsvHeader, type RowError } from './csv-typing.js';
+import { csvRowReader, rowError, validateCsvHeader, type CsvRow, type RowError } from './csv-typing.js';
 import { applyDataPatch } from './custom-data.js';
 import { MAX_CUSTOM_FIELDS } from './fields.js';
 import { newFieldTypes, type FieldType } from './type-inference.js';
@@ -22,7 +25,8 @@ const BATCH_ROWS = 2000;
 const WRITER_LANES = 2;
 const MAX_REPORTED_ERRORS = 1000;
 
-type CsvContact = { row: number; email: string; data: Record<string, unknown> };
+/** `json` is `data` serialized, what the insert of a new contact sends. */
+type CsvContact = { row: number; email: string; data: Record<string, unknown>; json: string };
 
 /**
  * A job's counts. Rows count once settled: `imported`/`updated` when their batch has committed,
@@ -133,6 +137,13 @@ export class Imports {
       // Surfaces a failure at the next await of this lane, never as an unhandled rejection.
       lane.writing.catch(() => undefined);
     };
+    // Progress (which renews the lease) is written beside the parser, never in its way: one write
+    // at a time, the next one with the counts of then; a failed write fails the job at the next batch.
+    let progressFailed: { err: unknown } | undefined;
+    const saveProgress = new CoalescingTask(
+      () => this.jobs.importProgress(job.id, progress),
+      (err) => void (progressFailed ??= { err }),
+    );
     try {
       const known = new Map((await this.fields.types(job.project_id)).map((t) => [t.path, t.type]));
       // The parser runs ahead of the writes: a malformed line is noted when parsed, and the job
@@ -148,21 +159,23 @@ export class Imports {
         on_skip: (err) => void (stop.malformed ??= err),
       });
       let header: string[] | undefined;
+      let readRow: ((cells: string[], rowNumber: number) => CsvRow) | undefined;
       let rowNumber = 1;
       for await (const { info, record } of parser as AsyncIterable<{ info: { lines: number }; record: string[] }>) {
         if (stop.malformed && info.lines >= Number(stop.malformed.lines)) break;
-        if (!header) {
+        if (!readRow) {
           header = record;
           validateCsvHeader(header);
+          readRow = csvRowReader(header);
           continue;
         }
         rowNumber++;
-        const parsed = rowToContact(header, record, rowNumber);
+        const parsed = readRow(record, rowNumber);
         if (!parsed.ok) {
           refuse(progress, parsed.error);
           continue;
         }
-        const row = { row: rowNumber, email: parsed.email, data: parsed.data };
+        const row = { row: rowNumber, email: parsed.email, data: parsed.data, json: parsed.json };
         const overBudget = claimFields(known, row);
         if (overBudget) {
           refuse(progress, overBudget);
@@ -172,16 +185,18 @@ export class Imports {
         lane.rows.push(row);
         if (lane.rows.length >= BATCH_ROWS) {
           await flush(lane);
-          await this.jobs.importProgress(job.id, progress);
+          if (progressFailed) throw progressFailed.err;
+          saveProgress.kick();
         }
       }
       for (const lane of lanes) await flush(lane);
       for (const lane of lanes) await lane.writing;
+      await saveProgress.stop();
       if (stop.malformed) throw stop.malformed;
       if (!header) throw badRequest('The CSV file has no header row');
       await this.finish(job.id, progress, 'completed');
     } catch (err) {
-      await Promise.allSettled(lanes.map((l) => l.writing));
+      await Promise.allSettled([...lanes.map((l) => l.writing), saveProgress.stop()]);
       const expected = err instanceof AppError || err instanceof CsvError;
       if (!expected) this.logger.error({ err, jobId: job.id }, 'import failed');
       await this.finish(job.id, progress, 'failed', failureMessage(err));
@@ -221,26 +236,26 @@ export class Imports {
   /**
    * One transaction per batch: rows for the same email (in the file or already stored) patch
    * one contact in file order, so a re-run updates in place and duplicates create nothing twice.
+   * New contacts and their `created` messages go in one statement; existing ones are merged here.
    */
   private async writeBatch(projectId: string, rows: CsvContact[]): Promise<{ imported: number; updated: number }> {
     const written = { imported: 0, updated: 0 };
     if (!rows.length) return written;
     let release: (() => Promise<void>) | undefined;
     await withTransaction(this.batches.db, async (tx) => {
-      const existing = new Map(
-        (
-          await this.batches.lockByEmails(
-            tx,
-            projectId,
-            rows.map((r) => r.email),
-          )
-        ).map((c) => [c.email.toLowerCase(), c]),
+      const locked = await this.batches.lockByEmails(
+        tx,
+        projectId,
+        rows.map((r) => r.email),
       );
-      const fresh = new Map<string, { id: string; email: string; data: Record<string, unknown> }>();
+      const existing = new Map(locked.map((c) => [c.email.toLowerCase(), c]));
+      // `json` is dropped once a later row of the same email changes `data`.
+      const fresh = new Map<string, { email: string; data: Record<string, unknown>; json?: string }>();
       const changed = new Map<string, ContactRow>();
       for (const row of rows) {
         const key = row.email.toLowerCase();
         const known = existing.get(key);
+        const first = fresh.get(key);
         if (known) {
           const merged = applyDataPatch(known.data, row.data);
           if (merged.changed) {
@@ -249,35 +264,45 @@ export class Imports {
             changed.set(known.id, next);
           }
           written.updated++;
-        } else if (fresh.has(key)) {
-          fresh.get(key)!.data = applyDataPatch(fresh.get(key)!.data, row.data).data;
+        } else if (first) {
+          first.data = applyDataPatch(first.data, row.data).data;
+          first.json = undefined;
           written.updated++;
         } else {
-          fresh.set(key, { id: randomUUID(), email: row.email, data: applyDataPatch({}, row.data).data });
+          fresh.set(key, { email: row.email, data: row.data, json: row.json });
           written.imported++;
         }
       }
       release = await this.caps?.reserve(projectId, 'contacts', fresh.size);
-      const inserted = await this.batches.insertMany(
-        tx,
-        projectId,
-        [...fresh.values()].map((f) => ({ ...f, subscribed: true })),
-      );
-      const updated = await this.batches.updateMany(tx, projectId, [...changed.values()]);
-      if (inserted.length < fresh.size) {
-        // Created concurrently by another writer since the lock: patch them through the single-row path.
-        const have = new Set(inserted.map((c) => c.email.toLowerCase()));
-        for (const f of fresh.values()) {
-          if (have.has(f.email.toLowerCase())) continue;
-          await this.contacts.upsertIn(
+      const news = [...fresh.values()];
+      await this.contacts.recordTypesOfMany(tx, projectId, [
+        ...news.map((f) => f.data),
+        ...[...changed.values()].map((c) => c.data),
+      ]);
+      const context = outgoingContext();
+      const inserted = news.length
+        ? await this.batches.insertWithCreated(
             tx,
-            { projectId, email: f.email, defaultSubscribed: true, data: f.data, mode: 'set' },
-            { patch: f.data, oneOff: {} },
-          );
-        }
+            projectId,
+            `[${news.map((f) => `[${JSON.stringify(f.email)},${f.json ?? JSON.stringify(f.data)}]`).join(',')}]`,
+            {
+              subject: CONTACTS_TOPICS.created.subject,
+              requestId: context?.requestId ?? null,
+              traceparent: context?.traceparent ?? null,
+            },
+          )
+        : new Set<string>();
+      const updated = await this.batches.updateMany(tx, projectId, [...changed.values()]);
+      // Created concurrently by another writer since the lock: patch them through the single-row path.
+      for (const f of inserted.size < news.length ? news : []) {
+        if (inserted.has(f.email.toLowerCase())) continue;
+        await this.contacts.upsertIn(
+          tx,
+          { projectId, email: f.email, defaultSubscribed: true, data: f.data, mode: 'set' },
+          { patch: f.data, oneOff: {} },
+        );
       }
-      for (const c of [...inserted, ...updated]) await this.contacts.recordTypes(tx, projectId, c.data);
-      await enqueueMany(tx, [...inserted.map(contactCreated), ...updated.map(contactUpdated)]);
+      await enqueueMany(tx, updated.map(contactUpdated));
     }).catch(async (err) => {
       await release?.();
       throw err;

@@ -55,9 +55,11 @@ export function newFieldTypes(
 ): Array<{ path: string; type: FieldType }> {
   const found = new Map<string, FieldType>();
   for (const { path, value } of flattenPaths(data)) {
+    // Known paths first: most writes add no field, and typing a value (the date pattern) costs more.
+    if (known.has(path) || found.has(path)) continue;
     const type = inferType(value);
     // First value wins within one payload too (a literal "a.b" key and {a: {b}} share a path).
-    if (type !== null && !known.has(path) && !found.has(path)) found.set(path, type);
+    if (type !== null) found.set(path, type);
   }
   return [...found].map(([path, type]) => ({ path, type }));
 }

@@ -252,13 +252,35 @@ export class ContactsStore {
   }
 }
 
+/** RFC 3339 as a proto3 Timestamp of a JS Date prints it (milliseconds, no ".000"). */
+const timestampJson = (column: string) =>
+  `replace(to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '.000Z', 'Z')`;
+
+/**
+ * The payload `contactCreated`/`contactUpdated` (bus-messages.ts) build from a contacts row, built
+ * by PostgreSQL from the row `alias`: a set-based write then sends each contact's data once and
+ * parses nothing back. contact-batches.pg.test.ts holds the two equal.
+ */
+export const contactChangedJson = (alias: string) =>
+  `jsonb_build_object('projectId', ${alias}.project_id, 'contact', jsonb_build_object(
+     'id', ${alias}.id, 'email', ${alias}.email, 'subscribed', ${alias}.subscribed, 'data', ${alias}.data,
+     'createdAt', ${timestampJson(`${alias}.created_at`)}, 'updatedAt', ${timestampJson(`${alias}.updated_at`)}))`;
+
 /** Set-based writes for CSV import batches. */
 export class ContactBatches {
   constructor(private readonly pool: Pool) {}
 
+  /**
+   * One index probe per email (a lateral lookup on contacts_project_email), whatever the statistics
+   * say: with `= ANY(array)` a project that grows within minutes (an import) is planned as a scan of
+   * all its rows, rechecking each against thousands of emails. Locks in (project, lower(email)) order.
+   */
   async lockByEmails(tx: Queryable, projectId: string, emails: string[]): Promise<ContactRow[]> {
     const { rows } = await tx.query<ContactRow>(
-      'SELECT * FROM contacts WHERE project_id = $1 AND lower(email) = ANY($2::text[]) FOR UPDATE',
+      `SELECT c.* FROM (SELECT DISTINCT e FROM unnest($2::text[]) AS e ORDER BY e) AS k(email)
+       CROSS JOIN LATERAL (
+         SELECT * FROM contacts WHERE project_id = $1 AND lower(email) = k.email FOR UPDATE
+       ) c`,
       [projectId, emails.map((e) => e.toLowerCase())],
     );
     return rows;
@@ -273,6 +295,38 @@ export class ContactBatches {
       [keys.map((k) => k.projectId), keys.map((k) => k.email.toLowerCase())],
     );
     return rows;
+  }
+
+  /**
+   * New subscribed contacts and their `created` outbox rows in one statement. `rowsJson` is one JSON
+   * text, `[[email, data], ...]` with distinct emails: PostgreSQL parses it once, where array
+   * parameters cost an escaped literal per element. The payloads are built here from the inserted
+   * rows (`contactChangedJson`). A row whose email exists already (a concurrent writer) is skipped;
+   * the answer is the lower-case emails inserted.
+   */
+  async insertWithCreated(
+    tx: Queryable,
+    projectId: string,
+    rowsJson: string,
+    outbox: { subject: string; requestId: string | null; traceparent: string | null },
+  ): Promise<Set<string>> {
+    const { rows } = await tx.query<{ email: string }>(
+      `WITH input AS (
+         SELECT x.r->>0 AS email, (x.r->1)::jsonb AS data, x.n
+         FROM json_array_elements($2::json) WITH ORDINALITY AS x(r, n)
+       ), ins AS (
+         INSERT INTO contacts (id, project_id, email, subscribed, data)
+         SELECT gen_random_uuid(), $1, email, true, data FROM input ORDER BY n
+         ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING *
+       ), created AS (
+         INSERT INTO outbox (subject, payload, request_id, traceparent)
+         SELECT $3, ${contactChangedJson('ins')}, $4, $5
+         FROM ins JOIN input ON lower(input.email) = lower(ins.email) ORDER BY input.n
+       )
+       SELECT lower(email) AS email FROM ins`,
+      [projectId, rowsJson, outbox.subject, outbox.requestId, outbox.traceparent],
+    );
+    return new Set(rows.map((r) => r.email));
   }
 
   /** A row whose email exists already (a concurrent writer) is skipped and absent from the answer. */

@@ -1,6 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Client } from '@connectrpc/connect';
 import { AppError, forbidden, unauthorized } from '@svc/lib/errors';
+import { SingleFlight } from '@svc/lib/single-flight';
 import { type IdentityService, KeyType } from '@svc/proto/svc/identity/v1/identity_pb';
 import type { KeyCache, KeyIdentity } from './key-cache.js';
 
@@ -32,6 +33,9 @@ function bearer(req: Request): string | null {
 }
 
 export class Authenticator {
+  /** One identity lookup per key at a time: the requests that find it expired together share it. */
+  private readonly resolving = new SingleFlight<KeyIdentity>();
+
   constructor(
     private readonly identity: Client<typeof IdentityService>,
     private readonly cache: KeyCache,
@@ -40,12 +44,17 @@ export class Authenticator {
 
   /** A deleted project's keys (or rotated ones) answer 401 from now on, not after the cache's TTL. */
   forgetProject(projectId: string): Promise<void> {
+    this.resolving.forget();
     return this.cache.forgetProject(projectId);
   }
 
   private async resolve(key: string): Promise<KeyIdentity> {
     const cached = await this.cache.get(key);
     if (cached) return cached;
+    return this.resolving.run(key, () => this.verify(key));
+  }
+
+  private async verify(key: string): Promise<KeyIdentity> {
     const r = await this.identity.verifyApiKey({ key });
     const found: KeyIdentity = {
       projectId: r.projectId,

@@ -14,7 +14,7 @@ const LOCAL_MAX_ENTRIES = 10_000;
 /**
  * Caches key -> project for a few seconds (a rotated key stops working within the TTL):
  * a one-second in-process layer in front of Redis (shared by gateway replicas), or the
- * in-process layer alone for the TTL when there is no Redis. Keyed by the key's hash.
+ * in-process layer alone for the TTL when there is no Redis. Redis keys by the key's hash.
  * A Redis failure is a miss (the caller asks identity), never an error.
  */
 export class KeyCache {
@@ -32,14 +32,15 @@ export class KeyCache {
 
   async get(key: string): Promise<KeyIdentity | null> {
     if (this.ttlSeconds === 0) return null;
-    const id = KeyCache.id(key);
-    const hit = this.local.get(id);
+    // The in-process layer is keyed by the key itself (this process holds it anyway): a hit hashes nothing.
+    const hit = this.local.get(key);
     if (hit && hit.expiresAt > Date.now()) return hit.value;
     if (!this.redis) return null;
+    const id = KeyCache.id(key);
     const raw = await this.redis.run((r) => r.get(`${this.prefix}:${id}`)).catch(() => null);
     if (!raw) return null;
     const value = JSON.parse(raw) as KeyIdentity;
-    this.remember(id, value, Math.min(LOCAL_TTL_MS, this.ttlSeconds * 1000));
+    this.remember(key, value, Math.min(LOCAL_TTL_MS, this.ttlSeconds * 1000));
     return value;
   }
 
@@ -60,7 +61,7 @@ export class KeyCache {
           .exec(),
       )
       .catch(() => undefined);
-    this.remember(id, value, this.redis ? Math.min(LOCAL_TTL_MS, this.ttlSeconds * 1000) : this.ttlSeconds * 1000);
+    this.remember(key, value, this.redis ? Math.min(LOCAL_TTL_MS, this.ttlSeconds * 1000) : this.ttlSeconds * 1000);
   }
 
   /**
@@ -68,7 +69,7 @@ export class KeyCache {
    * keys are asked of identity again at once instead of after the TTL.
    */
   async forgetProject(projectId: string): Promise<void> {
-    for (const [id, entry] of this.local) if (entry.value.projectId === projectId) this.local.delete(id);
+    for (const [key, entry] of this.local) if (entry.value.projectId === projectId) this.local.delete(key);
     if (!this.redis) return;
     const index = `${this.prefix}:project:${projectId}`;
     await this.redis
@@ -79,8 +80,8 @@ export class KeyCache {
       .catch(() => undefined);
   }
 
-  private remember(id: string, value: KeyIdentity, ttlMs: number): void {
+  private remember(key: string, value: KeyIdentity, ttlMs: number): void {
     if (this.local.size >= LOCAL_MAX_ENTRIES) this.local.clear();
-    this.local.set(id, { value, expiresAt: Date.now() + ttlMs });
+    this.local.set(key, { value, expiresAt: Date.now() + ttlMs });
   }
 }

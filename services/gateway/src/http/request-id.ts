@@ -31,6 +31,8 @@ export function requestId(logger: Logger): RequestHandler {
       observeHttp(req.route ? `${req.baseUrl}${req.route.path}` : undefined, req.method, res.statusCode, ms / 1000);
       // One line per request; probes only at debug, so a cluster's health checks do not fill the log.
       const probe = req.path === '/healthz' || req.path === '/readyz';
+      const level = probe ? 'debug' : 'info';
+      if (!logger.isLevelEnabled(level)) return;
       const line = {
         method: req.method,
         route: req.route?.path ?? req.path,
@@ -38,7 +40,7 @@ export function requestId(logger: Logger): RequestHandler {
         ms: Math.round(ms * 10) / 10,
         ...(req.projectId ? { projectId: req.projectId } : {}),
       };
-      runInContext(ctx, () => logger[probe ? 'debug' : 'info'](line, `${req.method} ${line.route} ${res.statusCode}`));
+      runInContext(ctx, () => logger[level](line, `${req.method} ${line.route} ${res.statusCode}`));
     });
     runInContext(ctx, next);
   };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -12,6 +13,14 @@ interface Asset {
   type: string;
   body: Buffer;
 }
+
+/** Computed once per asset (the app's ETags are off): the browser revalidates with it and gets a 304. */
+const etags = new WeakMap<Asset, string>();
+const etagOf = (a: Asset) => {
+  let tag = etags.get(a);
+  if (!tag) etags.set(a, (tag = `"${createHash('sha256').update(a.body).digest('base64url').slice(0, 27)}"`));
+  return tag;
+};
 
 /**
  * The console bundle: `apps/console/dist` when a build put it there (the container image does), else built once
@@ -67,6 +76,7 @@ export function consoleRouter(): Router {
     res.setHeader('Content-Security-Policy', CSP);
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Cache-Control', 'no-cache');
+    res.setHeader('ETag', etagOf(a));
     res.type(a.type).send(a.body);
   };
   r.get('/app/assets/:name', async (req, res) => {

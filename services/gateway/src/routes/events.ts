@@ -1,16 +1,14 @@
 import type { Router, RequestHandler } from 'express';
 import type { Client } from '@connectrpc/connect';
-import { CallBatcher, type CallBatcherOptions } from '@svc/lib/call-batcher';
+import type { CallBatcherOptions } from '@svc/lib/call-batcher';
 import { AppError } from '@svc/lib/errors';
-import { outgoingContext } from '@svc/lib/request-context';
-import { appErrorOf } from '@svc/lib/rpc-errors';
 import type {
   ContactsService,
   TrackEventRequestSchema,
   TrackEventResponse,
-  TrackEventsItemSchema,
 } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
+import { coalescedCall } from '../http/coalesced-call.js';
 import type { KeyGuards } from '../http/guards.js';
 import { boolField, objectBody, stringField } from '../http/body.js';
 import { wrapped } from '../http/envelope.js';
@@ -49,21 +47,15 @@ type Track = MessageInitShape<typeof TrackEventRequestSchema>;
  * Tracks go to contacts in batches: one TrackEvents call carries the tracks of every request that
  * arrived within `windowMs`, each with its own request id and trace, each answered (or failed) alone.
  */
-function trackSender(contacts: Client<typeof ContactsService>, opts: CallBatcherOptions) {
-  if (opts.windowMs <= 0) return (t: Track) => contacts.trackEvent(t);
-  const batcher = new CallBatcher<MessageInitShape<typeof TrackEventsItemSchema>, TrackEventResponse>(
-    async (items) =>
-      (await contacts.trackEvents({ items })).results.map((r) =>
-        r.result.case === 'tracked'
-          ? { ok: true as const, value: r.result.value }
-          : r.result.case === 'error'
-            ? { ok: false as const, error: appErrorOf(r.result.value) }
-            : { ok: false as const, error: new Error('contacts answered a track without a result') },
-      ),
-    opts,
-  );
-  return (t: Track) => batcher.submit({ event: t, ...outgoingContext() });
-}
+const trackSender = (contacts: Client<typeof ContactsService>, opts: CallBatcherOptions) =>
+  coalescedCall<Track, TrackEventResponse>({
+    ...opts,
+    unary: (t) => contacts.trackEvent(t),
+    batch: async (items) =>
+      (await contacts.trackEvents({ items: items.map(({ request, ...from }) => ({ event: request, ...from })) }))
+        .results,
+    ok: 'tracked',
+  });
 
 /** `/v1/track` (public key), its dashboard twin `/events/track`, and the events endpoints. */
 export function eventsRouter(

@@ -2,9 +2,11 @@ import type { Client } from '@connectrpc/connect';
 import type { Router, Request } from 'express';
 import type { JsonObject } from '@bufbuild/protobuf';
 import { notFound } from '@svc/lib/errors';
-import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
+import type { CallBatcherOptions } from '@svc/lib/call-batcher';
+import type { MessagingService, SendEmailRequest, SendEmailResponse } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import type { CampaignsService } from '@svc/proto/svc/campaigns/v1/campaigns_pb';
 import type { WorkflowsService } from '@svc/proto/svc/workflows/v1/workflows_pb';
+import { coalescedCall } from '../http/coalesced-call.js';
 import type { KeyGuards } from '../http/guards.js';
 import { objectBody, stringField } from '../http/body.js';
 import { wrapped } from '../http/envelope.js';
@@ -152,11 +154,20 @@ function requireOwnProject(req: Request, projectId: unknown): void {
 export function messagingRouter(
   messaging: Client<typeof MessagingService>,
   guards: KeyGuards,
+  sendBatch: CallBatcherOptions,
   workflows?: Client<typeof WorkflowsService>,
   campaigns?: Client<typeof CampaignsService>,
 ): Router {
   const r = new ApiRouter();
   const secret = guards.secret;
+  // Concurrent sends reach messaging in one SendEmails call; a send with attachments (up to 40 MB) goes alone.
+  const sendEmail = coalescedCall<SendEmailRequest, SendEmailResponse>({
+    ...sendBatch,
+    unary: (request) => messaging.sendEmail(request),
+    batch: async (items) => (await messaging.sendEmails({ items })).results,
+    ok: 'sent',
+    alone: (request) => request.attachments.length > 0,
+  });
 
   r.post(
     '/domains',
@@ -450,7 +461,7 @@ export function messagingRouter(
         idempotencyKey: idem?.key ?? '',
         idempotencyFingerprint: idem?.fingerprint ?? '',
       });
-      const out = await messaging.sendEmail(request).catch((err) => {
+      const out = await sendEmail(request).catch((err) => {
         throw sendError(req.body, err);
       });
       if (out.replayed) res.setHeader('Idempotent-Replayed', 'true');

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { BillingCaps } from '@svc/lib/billing-caps';
 import { AppError, validationError } from '@svc/lib/errors';
+import type { PoolClient } from '@svc/lib/db';
+import { CallBatcher } from '@svc/lib/call-batcher';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { uuidv7 } from '@svc/lib/ids';
 import type { ActivityRow, ActivityStore } from '../store/activity-store.js';
@@ -165,24 +167,42 @@ export class EmailBatches {
   /** Concurrent batches share the commit that queues their emails. */
   private readonly commits: GroupCommit<PendingBatch, Set<string>>;
 
+  /** Batches queued together (a SendEmails call, one upsert call's sends) look their suppressions up in one query. */
+  private readonly suppressions: CallBatcher<{ projectId: string; emails: string[] }, Map<string, string>>;
+
   constructor(private readonly d: EmailBatchDeps) {
-    // Answers the ids inserted: an email missing from it lost its dedupe key to another email.
-    this.commits = new GroupCommit(
-      () => d.emails.pool.connect(),
-      async (tx, b) => {
-        if (b.idempotency) await d.records.record(tx, b.projectId, b.idempotency, b.answer);
-        if (!b.emails.length) return new Set<string>();
-        await d.attachments.insert(tx, b.sendId, b.attachments);
-        const inserted = await d.emails.insertMany(tx, b.emails);
-        // A withheld email is in the feed as soon as it exists (no bus message: it never leaves the service).
-        const withheld = b.emails.filter((e) => inserted.has(e.id) && b.withheld.has(e.id));
-        await d.activity.insertMany(
-          tx,
-          withheld.map((e) => suppressedActivity(e, b.withheld.get(e.id)!)),
-        );
-        return inserted;
-      },
+    this.suppressions = new CallBatcher(
+      async (lookups) => (await d.emails.suppressed(lookups)).map((value) => ({ ok: true as const, value })),
+      { windowMs: 1, maxBatch: 200 },
     );
+    // Answers the ids inserted: an email missing from it lost its dedupe key to another email.
+    this.commits = new GroupCommit<PendingBatch, Set<string>>(
+      () => d.emails.pool.connect(),
+      async (tx, b) => (await this.write(tx, [b]))[0],
+      // The batches of one commit share their statements: one INSERT of every email, one of the feed rows.
+      { writeMany: (tx, batches) => this.write(tx, batches) },
+    );
+  }
+
+  private async write(tx: PoolClient, batches: PendingBatch[]): Promise<Set<string>[]> {
+    for (const b of batches) {
+      if (b.idempotency) await this.d.records.record(tx, b.projectId, b.idempotency, b.answer);
+      if (b.emails.length) await this.d.attachments.insert(tx, b.sendId, b.attachments);
+    }
+    const inserted = await this.d.emails.insertMany(
+      tx,
+      batches.flatMap((b) => b.emails),
+    );
+    // A withheld email is in the feed as soon as it exists (no bus message: it never leaves the service).
+    await this.d.activity.insertMany(
+      tx,
+      batches.flatMap((b) =>
+        b.emails
+          .filter((e) => inserted.has(e.id) && b.withheld.has(e.id))
+          .map((e) => suppressedActivity(e, b.withheld.get(e.id)!)),
+      ),
+    );
+    return batches.map((b) => new Set(b.emails.filter((e) => inserted.has(e.id)).map((e) => e.id)));
   }
 
   /** Template and overrides resolved, the sender's domain checked, subject and body parsed (422 on syntax). */
@@ -229,10 +249,7 @@ export class EmailBatches {
     const attachmentBytes = content.attachments.reduce((n, a) => n + encodedBytes(a), 0);
     const keys = [...new Set(recipients.flatMap((r) => (r.dedupeKey ? [r.dedupeKey] : [])))];
     const [suppressed, known] = await Promise.all([
-      this.d.emails.suppressed(
-        projectId,
-        recipients.map((r) => r.email),
-      ),
+      this.suppressions.submit({ projectId, emails: recipients.map((r) => r.email) }),
       // Keys queued earlier (or earlier in this batch, added below) answer their first email.
       this.d.emails.byDedupeKeys(projectId, keys),
     ]);

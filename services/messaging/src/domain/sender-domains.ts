@@ -105,8 +105,18 @@ export interface SenderDomainsOptions {
   sandbox?: SandboxSender;
 }
 
+/**
+ * How long a verified sender stays verified for sends without asking the database again (every send asks).
+ * This replica's own changes (create, delete, a check) forget it at once; another replica's, and a project
+ * wipe, are seen within this time.
+ */
+const VERIFIED_SENDER_CACHE_MS = 5_000;
+const VERIFIED_SENDER_CACHE_MAX = 10_000;
+
 /** Sender domains: DKIM keys, the records to publish, and their verification through DNS. */
 export class SenderDomains {
+  private readonly verifiedSenders = new Map<string, { row: DomainRow; at: number }>();
+
   constructor(
     private readonly store: DomainsStore,
     private readonly dns: DnsResolver,
@@ -140,6 +150,7 @@ export class SenderDomains {
       dkim_public_key: publicKey.toString('base64'),
     });
     if (!row) throw conflict(`The domain ${domain} is already added to this project`, { domain });
+    this.forget(projectId);
     return row;
   }
 
@@ -155,6 +166,7 @@ export class SenderDomains {
 
   async delete(projectId: string, id: string): Promise<void> {
     if (!isUuid(id) || !(await this.store.delete(projectId, id))) throw notFound('Domain', id);
+    this.forget(projectId);
   }
 
   async verifyNow(projectId: string, id: string): Promise<DomainRow> {
@@ -186,6 +198,7 @@ export class SenderDomains {
       dkim: result.dkim,
       spf: result.spf,
     });
+    this.forget(d.project_id);
     if (saved && saved.status !== d.status)
       this.opts.logger.info({ domain: d.domain, projectId: d.project_id, status }, 'domain status changed');
     return saved ?? d;
@@ -207,9 +220,20 @@ export class SenderDomains {
   async requireVerifiedSender(projectId: string, email: string): Promise<DomainRow> {
     if (isSandboxAddress(email)) return this.sandboxRow(projectId);
     const domain = domainOf(email);
+    const key = `${projectId}:${domain}`;
+    const hit = this.verifiedSenders.get(key);
+    if (hit && Date.now() - hit.at < VERIFIED_SENDER_CACHE_MS) return hit.row;
     const row = await this.store.verifiedCovering(projectId, domain);
     if (!row) throw unverifiedDomain(domain, !!this.opts.sandbox);
+    if (this.verifiedSenders.size >= VERIFIED_SENDER_CACHE_MAX) this.verifiedSenders.clear();
+    this.verifiedSenders.set(key, { row, at: Date.now() });
     return row;
+  }
+
+  /** Drops the project's cached verified senders (its domains changed here). */
+  private forget(projectId: string): void {
+    for (const key of this.verifiedSenders.keys())
+      if (key.startsWith(`${projectId}:`)) this.verifiedSenders.delete(key);
   }
 
   /** The sandbox sender as a verified domain of every project, or 403 where there is no sandbox. */

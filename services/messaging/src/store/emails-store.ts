@@ -207,13 +207,28 @@ export class EmailsStore {
     return new Map(rows.map((r) => [r.dedupe_key, r.id]));
   }
 
-  /** Lower-cased addresses among `emails` that the project must not mail, with why (bounce or complaint). */
-  async suppressed(projectId: string, emails: string[]): Promise<Map<string, string>> {
-    const { rows } = await this.pool.query<{ email: string; reason: string }>(
-      'SELECT email, reason FROM suppressions WHERE project_id = $1 AND email = ANY($2::text[])',
-      [projectId, emails.map((e) => e.toLowerCase())],
+  /**
+   * For each lookup, the lower-cased addresses among its `emails` that its project must not mail, with why
+   * (bounce or complaint). All lookups in one statement: the primary key probed once per (project, address).
+   */
+  async suppressed(lookups: { projectId: string; emails: string[] }[]): Promise<Map<string, string>[]> {
+    const projects = lookups.flatMap((l) => l.emails.map(() => l.projectId));
+    const emails = lookups.flatMap((l) => l.emails.map((e) => e.toLowerCase()));
+    const { rows } = await this.pool.query<{ project_id: string; email: string; reason: string }>(
+      `SELECT s.project_id::text, s.email, s.reason
+       FROM suppressions s JOIN unnest($1::uuid[], $2::text[]) AS x(p, e) ON s.project_id = x.p AND s.email = x.e`,
+      [projects, emails],
     );
-    return new Map(rows.map((r) => [r.email, r.reason]));
+    const found = new Map(rows.map((r) => [`${r.project_id}:${r.email}`, r.reason]));
+    return lookups.map(
+      (l) =>
+        new Map(
+          l.emails.flatMap((e) => {
+            const reason = found.get(`${l.projectId}:${e.toLowerCase()}`);
+            return reason ? [[e.toLowerCase(), reason] as const] : [];
+          }),
+        ),
+    );
   }
 
   async suppress(tx: Queryable, projectId: string, email: string, reason: string, emailId: string): Promise<void> {

@@ -1,5 +1,6 @@
 import { busMessage, type OutboxMessage } from '@svc/lib/bus-topic';
 import { withTransaction, type Pool } from '@svc/lib/db';
+import type { NotifiedCache } from '@svc/lib/notified-cache';
 import { enqueueMany } from '@svc/lib/outbox';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
@@ -31,6 +32,8 @@ export class Tracking {
     private readonly store: SegmentsStore,
     private readonly memberships: MembershipsStore,
     private readonly contacts: ContactsPort,
+    /** Whether a project tracks any segment, kept until a segment's tracking changes (store migration 002). */
+    private readonly tracksAny?: NotifiedCache,
   ) {}
 
   /** The whole segment against its condition; `events: false` takes a silent baseline (tracking just turned on). */
@@ -63,9 +66,10 @@ export class Tracking {
 
   /** One contact changed (data, subscription, an event): re-evaluated against the project's tracked segments only. */
   async contactChanged(projectId: string, contactId: string): Promise<void> {
-    // Most projects track nothing: one plain read instead of a transaction per contact message (a campaign's
+    // Most projects track nothing: a cached read instead of a transaction per contact message (a campaign's
     // email.* events alone are thousands a second). A segment tracked from now on is computed when it is.
-    if (!(await this.store.hasTracked(projectId))) return;
+    const load = () => this.store.hasTracked(projectId);
+    if (!(await (this.tracksAny ? this.tracksAny.get(projectId, load) : load()))) return;
     await withTransaction(this.pool, async (tx) => {
       const tracked = await this.store.trackedForUpdate(tx, projectId);
       if (!tracked.length) return;

@@ -34,4 +34,19 @@ export const migrations: Migration[] = [
       CREATE INDEX memberships_contact ON memberships (contact_id);
     `,
   },
+  {
+    id: '002_tracked_notify',
+    sql: `
+      -- Whether a project tracks any segment is cached by each segments process (lib/notified-cache.ts):
+      -- a segment created, deleted or with its tracking or type changed tells them to forget it.
+      CREATE FUNCTION segments_tracking_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('segments_tracking_changed', '');
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER segments_tracking_changed
+        AFTER INSERT OR UPDATE OF track_membership, type, project_id OR DELETE OR TRUNCATE ON segments
+        FOR EACH STATEMENT EXECUTE FUNCTION segments_tracking_changed();
+    `,
+  },
 ];

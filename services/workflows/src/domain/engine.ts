@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { isDependencyUnavailable } from '@svc/lib/dependency-errors';
 import { isAppError } from '@svc/lib/errors';
 import type { Logger } from '@svc/lib/logger';
+import type { NotifiedCache } from '@svc/lib/notified-cache';
 import { Liquid } from 'liquidjs';
 import { TickBatch } from '@svc/lib/tick-batch';
 import {
@@ -97,6 +98,8 @@ export class Engine {
     private readonly webhook: WebhookOptions,
     private readonly logger: Logger,
     private readonly leaseMs = LEASE_MS,
+    /** Graphs kept until a workflow, step or transition changes (edits are refused while executions are active). */
+    private readonly cache?: NotifiedCache,
   ) {}
 
   /** Runs a claimed batch; each workflow's graph is read once per batch (edits are refused while it runs). */
@@ -105,7 +108,8 @@ export class Engine {
     const graph = (r: ExecutionRow) => {
       let g = graphs.get(r.workflow_id);
       if (!g) {
-        g = this.graph(r.project_id, r.workflow_id);
+        const load = () => this.graph(r.project_id, r.workflow_id);
+        g = this.cache ? this.cache.get(`graph:${r.project_id}:${r.workflow_id}`, load) : load();
         graphs.set(r.workflow_id, g);
       }
       return g;

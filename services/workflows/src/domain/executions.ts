@@ -1,8 +1,10 @@
 import { withTransaction } from '@svc/lib/db';
 import { conflict, notFound } from '@svc/lib/errors';
+import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
-import type { ExecutionRow, ExecutionsStore, HistoryRow } from '../store/executions-store.js';
+import type { NotifiedCache } from '@svc/lib/notified-cache';
+import type { ExecutionRow, ExecutionsStore, HistoryRow, TriggeredEnrolment } from '../store/executions-store.js';
 import type { WorkflowRow, WorkflowsStore } from '../store/workflows-store.js';
 import { assertRunnable } from './graph.js';
 import type { ContactsPort } from './ports.js';
@@ -25,13 +27,29 @@ function dataFields(data: Record<string, unknown>, prefix = ''): { field: string
 export class Executions {
   /** Event data fields already recorded (event_fields only grows: a known field needs no write). */
   private readonly knownFields = new Set<string>();
+  /** Enrolments of events handled side by side share one transaction (two statements for all of them). */
+  private readonly enrolments: GroupCommit<TriggeredEnrolment, ExecutionRow[]>;
 
   constructor(
     private readonly workflows: WorkflowsStore,
     private readonly store: ExecutionsStore,
     private readonly contacts: ContactsPort,
     private readonly logger: Logger,
-  ) {}
+    /** Which events a project's workflows start on or await, kept until a workflow or step changes. */
+    private readonly cache?: NotifiedCache,
+  ) {
+    this.enrolments = new GroupCommit(
+      () => store.pool.connect(),
+      async (db, e) => (await store.enrolTriggered(db, [e]))[0],
+      { writeMany: (db, events) => store.enrolTriggered(db, events) },
+    );
+  }
+
+  /** Whether enabled workflows start on the event name, and whether a WAIT_FOR_EVENT step awaits it. */
+  private interest(projectId: string, name: string) {
+    const load = () => this.workflows.interest(projectId, name);
+    return this.cache ? this.cache.get(`interest:${projectId}:${name}`, load) : load();
+  }
 
   private async workflow(projectId: string, id: string): Promise<WorkflowRow> {
     const w = isUuid(id) ? await this.workflows.get(this.workflows.pool, projectId, id) : null;
@@ -52,7 +70,7 @@ export class Executions {
     at: Date;
   }): Promise<void> {
     // One query for the many events no workflow cares about (most email lifecycle messages).
-    const interest = await this.workflows.interest(m.projectId, m.name);
+    const interest = await this.interest(m.projectId, m.name);
     // Otherwise no WAIT_FOR_EVENT step awaits the name, so no execution waits for it (no step edits while active).
     if (interest.awaited) {
       await this.store.recordAwaited(m.projectId, m.contactId, m.name, m.at, m.data);
@@ -60,16 +78,14 @@ export class Executions {
     }
     if (!interest.triggered) return;
     await this.recordEventFields(m.projectId, m.name, m.data);
-    await withTransaction(this.store.pool, (db) =>
-      this.store.enrolTriggered(db, {
-        projectId: m.projectId,
-        contactId: m.contactId,
-        eventName: m.name,
-        context: { event: { id: m.eventId, name: m.name, data: m.data } },
-        triggerKey: m.eventId,
-        since: m.at,
-      }),
-    );
+    await this.enrolments.submit({
+      projectId: m.projectId,
+      contactId: m.contactId,
+      eventName: m.name,
+      context: { event: { id: m.eventId, name: m.name, data: m.data } },
+      triggerKey: m.eventId,
+      since: m.at,
+    });
   }
 
   /** Keeps the trigger event's data fields for GET /workflows/fields (each one written once per process). */

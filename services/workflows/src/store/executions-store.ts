@@ -39,6 +39,16 @@ export interface HistoryRow {
   error: string | null;
 }
 
+/** A tracked event to enrol its contact in the workflows it triggers (keyed by the event's id). */
+export interface TriggeredEnrolment {
+  projectId: string;
+  contactId: string;
+  eventName: string;
+  context: object;
+  triggerKey: string;
+  since: Date;
+}
+
 /** NOTIFY channel of the execution worker: a row became due now. */
 export const DUE_CHANNEL = 'workflow_executions_due';
 
@@ -137,52 +147,90 @@ export class ExecutionsStore {
   }
 
   /**
-   * Enrols a contact in every enabled workflow an event triggers, in one transaction of two
-   * statements whatever the number of workflows: the workflows are locked FOR SHARE (not beside a
-   * structural edit) with the per-(workflow, contact) advisory locks of `enrol`, then one INSERT
-   * applies the re-entry rule and the (workflow, trigger key) uniqueness to all of them.
+   * Enrols the contacts of tracked events in every enabled workflow each event triggers, two
+   * statements for the whole list: the workflows are locked FOR SHARE (not beside a structural edit)
+   * with the per-(workflow, contact) advisory locks of `enrol`, then one INSERT applies the re-entry
+   * rule and the (workflow, trigger key) uniqueness to all of them. A contact that comes twice in the
+   * list is enrolled in a later pair of statements of the same transaction, which sees the first
+   * one's rows (one statement cannot see its own inserts). Answers the new executions of each event.
    */
-  async enrolTriggered(
+  async enrolTriggered(db: PoolClient, events: TriggeredEnrolment[]): Promise<ExecutionRow[][]> {
+    const out: ExecutionRow[][] = events.map(() => []);
+    let rest = events.map((e, i) => ({ e, i }));
+    while (rest.length) {
+      const seen = new Set<string>();
+      const wave: typeof rest = [];
+      const later: typeof rest = [];
+      for (const x of rest) {
+        const key = `${x.e.projectId}:${x.e.contactId}`;
+        (seen.has(key) ? later : wave).push(x);
+        seen.add(key);
+      }
+      rest = later;
+      for (const r of await this.enrolWave(
+        db,
+        wave.map((x) => x.e),
+      )) {
+        out[wave[r.index].i].push(r.row);
+      }
+    }
+    return out;
+  }
+
+  /** One enrolment round for events of distinct contacts (see enrolTriggered). */
+  private async enrolWave(
     db: PoolClient,
-    e: { projectId: string; contactId: string; eventName: string; context: object; triggerKey: string; since: Date },
-  ): Promise<ExecutionRow[]> {
-    const { rows: triggered } = await db.query<{ id: string; trigger_step: string; allow_reentry: boolean }>(
-      `SELECT w.id, s.id AS trigger_step, w.allow_reentry,
-         pg_advisory_xact_lock(hashtextextended(w.id::text || ':' || $3, 0))
-       FROM workflows w JOIN workflow_steps s ON s.workflow_id = w.id AND s.type = 'TRIGGER'
-       WHERE w.project_id = $1 AND w.enabled AND w.trigger_type = 'EVENT' AND w.trigger_config->>'eventName' = $2
-       ORDER BY w.id
+    events: TriggeredEnrolment[],
+  ): Promise<{ index: number; row: ExecutionRow }[]> {
+    const { rows: triggered } = await db.query<{ i: number; id: string; trigger_step: string; allow_reentry: boolean }>(
+      `SELECT e.i::int - 1 AS i, w.id, s.id AS trigger_step, w.allow_reentry,
+         pg_advisory_xact_lock(hashtextextended(w.id::text || ':' || e.contact_id, 0))
+       FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS e (project_id, event_name, contact_id, i)
+       JOIN workflows w ON w.project_id = e.project_id AND w.enabled AND w.trigger_type = 'EVENT'
+         AND w.trigger_config->>'eventName' = e.event_name
+       JOIN workflow_steps s ON s.workflow_id = w.id AND s.type = 'TRIGGER'
+       ORDER BY w.id, e.contact_id
        FOR SHARE OF w`,
-      [e.projectId, e.eventName, e.contactId],
+      [events.map((e) => e.projectId), events.map((e) => e.eventName), events.map((e) => e.contactId)],
     );
     if (!triggered.length) return [];
+    const input = triggered.map((t) => {
+      const e = events[t.i];
+      return {
+        id: uuidv7(),
+        i: t.i,
+        project_id: e.projectId,
+        workflow_id: t.id,
+        contact_id: e.contactId,
+        context: e.context,
+        trigger_key: e.triggerKey,
+        step_id: t.trigger_step,
+        since: e.since,
+        reentry: t.allow_reentry,
+      };
+    });
     const { rows } = await db.query<ExecutionRow>(
-      `WITH ins AS (
+      `WITH t AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS t (id uuid, project_id uuid, workflow_id uuid, contact_id uuid,
+           context jsonb, trigger_key text, step_id uuid, since timestamptz, reentry boolean)
+       ), ins AS (
          INSERT INTO executions
            (id, project_id, workflow_id, contact_id, status, context, trigger_key, current_step_id, due_at, since)
-         SELECT t.id, $1, t.workflow_id, $2, 'RUNNING', $3, $4, t.step_id, now(), $5
-         FROM unnest($6::uuid[], $7::uuid[], $8::uuid[], $9::boolean[]) AS t (id, workflow_id, step_id, reentry)
+         SELECT t.id, t.project_id, t.workflow_id, t.contact_id, 'RUNNING', t.context, t.trigger_key, t.step_id, now(),
+           t.since
+         FROM t
          WHERE NOT EXISTS (
-           SELECT 1 FROM executions x WHERE x.workflow_id = t.workflow_id AND x.contact_id = $2
+           SELECT 1 FROM executions x WHERE x.workflow_id = t.workflow_id AND x.contact_id = t.contact_id
              AND (NOT t.reentry OR x.status IN ('RUNNING', 'WAITING'))
          )
          ON CONFLICT (workflow_id, trigger_key) WHERE trigger_key IS NOT NULL DO NOTHING
          RETURNING *
        )
        SELECT ins.*, pg_notify('${DUE_CHANNEL}', '') FROM ins`,
-      [
-        e.projectId,
-        e.contactId,
-        JSON.stringify(e.context),
-        e.triggerKey,
-        e.since,
-        triggered.map(() => uuidv7()),
-        triggered.map((t) => t.id),
-        triggered.map((t) => t.trigger_step),
-        triggered.map((t) => t.allow_reentry),
-      ],
+      [JSON.stringify(input)],
     );
-    return rows;
+    const index = new Map(input.map((x) => [x.id, x.i]));
+    return rows.map((row) => ({ index: index.get(row.id)!, row }));
   }
 
   /**

@@ -129,4 +129,23 @@ export const migrations: Migration[] = [
       CREATE INDEX workflow_steps_awaits ON workflow_steps ((config->>'eventName')) WHERE type = 'WAIT_FOR_EVENT';
     `,
   },
+  {
+    id: '003_changes_notify',
+    sql: `
+      -- Each workflows process caches which events a project's workflows start on or await, and the
+      -- graphs it runs (lib/notified-cache.ts): any change to a workflow, step or transition tells them
+      -- to forget (edits are rare; executions never write these tables).
+      CREATE FUNCTION workflows_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('workflows_changed', '');
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER workflows_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON workflows
+        FOR EACH STATEMENT EXECUTE FUNCTION workflows_changed();
+      CREATE TRIGGER workflow_steps_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON workflow_steps
+        FOR EACH STATEMENT EXECUTE FUNCTION workflows_changed();
+      CREATE TRIGGER workflow_transitions_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON workflow_transitions
+        FOR EACH STATEMENT EXECUTE FUNCTION workflows_changed();
+    `,
+  },
 ];
