@@ -170,7 +170,11 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
 
-  // 2. DUE executions waiting in a DELAY (DELAY -> EXIT) that fall due at the same instant.
+  // 2. DUE executions waiting in a DELAY (DELAY -> EXIT) that fall due at the same instant (BENCH_DUE=0: none).
+  if (DUE === 0) {
+    console.log(platformPeakRss(platform));
+    return;
+  }
   const w2 = await api('POST', '/workflows', { name: 'bench due', eventName: 'bench.never' });
   const delay = (await api('POST', `/workflows/${w2.id}/steps`, { type: 'DELAY', config: { amount: 1, unit: 'days' } }))
     .id as string;

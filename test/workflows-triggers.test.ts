@@ -82,7 +82,7 @@ describe('workflow triggers from the bus', () => {
     const contact = await api('GET', `/contacts/${e.contactId}`);
     expect(contact.body.data).toMatchObject({ openedSomething: true });
 
-    // contacts also records the open as an event and publishes it on events.tracked: that copy starts
+    // contacts also records the open as an event and publishes it on events.email: that copy starts
     // nothing more. Wait for it to be recorded, then for a later tracked event to be handled.
     await eventually(
       async () => ((await contactEvents(e.contactId)).includes('email.open') ? true : undefined),

@@ -7,4 +7,9 @@ export const CONTACTS_TOPICS = {
   updated: topic('contacts.updated', ContactChangedSchema),
   deleted: topic('contacts.deleted', ContactDeletedSchema),
   eventTracked: topic('events.tracked', EventTrackedSchema),
+  /**
+   * The `email.<type>` events contacts records from messaging's `emails.<type>`, on their own subject: the
+   * services that take the lifecycle itself (workflows, the activity feed) need not receive them twice.
+   */
+  emailEventTracked: topic('events.email', EventTrackedSchema),
 } as const;

@@ -7,3 +7,6 @@ export const MESSAGING_TOPICS = {
 } as const;
 
 export const emailLifecycleSubject = (type: string) => `emails.${type}`;
+
+/** One member of the `emails.>` family, for a consumer that needs only some types (fewer deliveries). */
+export const emailLifecycleTopic = (type: string) => topic(emailLifecycleSubject(type), EmailLifecycleSchema);

@@ -41,7 +41,11 @@ export async function subscribeSegmentsConsumers(
   await subscribeTopics(
     bus,
     'segments-membership',
-    [on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId))],
+    [
+      on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId)),
+      // The email.* events contacts records (a filter may count them) come on their own subject.
+      on(CONTACTS_TOPICS.emailEventTracked, async (m) => changed(m.projectId, m.contactId)),
+    ],
     logger,
     { concurrency: EVENT_CONCURRENCY },
   );

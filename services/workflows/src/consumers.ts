@@ -24,8 +24,9 @@ const CONCURRENCY = 32;
  * Start workflows and resume WAIT_FOR_EVENT steps: events.tracked (client events and contact.*),
  * emails.<type> as `email.<type>` (data: emailId and the step's values) and
  * segments.membership.changed as `segment.<slug>.entry|exit` (data: segmentId), straight from the
- * services that publish them. contacts records the last two kinds as events too and publishes them
- * on events.tracked: those copies are skipped here, so each starts a workflow once. Durable and
+ * services that publish them. contacts records the last two kinds as events too: the segment.* copies
+ * (and email.* copies published on events.tracked before they had events.email) are skipped here, so
+ * each starts a workflow once. Durable and
  * idempotent: an execution is keyed by (workflow, event or message id), so a redelivered message
  * starts nothing new.
  */

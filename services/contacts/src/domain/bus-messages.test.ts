@@ -70,4 +70,18 @@ describe('contacts bus messages (README "Messages on the bus")', () => {
     expect(read.data).toEqual(event.data);
     expect(read.createdAt && Number(read.createdAt.seconds) * 1000).toBe(event.created_at.getTime());
   });
+
+  test('events.email: the email.* events, same payload on their own subject', () => {
+    const event: EventRow = {
+      id: '44444444-4444-7444-8444-444444444444',
+      project_id: projectId,
+      contact_id: contact.id,
+      name: 'email.sent',
+      data: { emailId: '55555555-5555-7555-8555-555555555555' },
+      created_at: new Date('2026-01-02T03:04:05.000Z'),
+    };
+    const m = eventTracked(event);
+    expect(m.subject).toBe('events.email');
+    expect(readBusMessage(CONTACTS_TOPICS.emailEventTracked, m.payload).name).toBe('email.sent');
+  });
 });

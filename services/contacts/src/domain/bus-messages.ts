@@ -28,8 +28,9 @@ export const contactUpdated = (c: ContactRow): OutboxMessage => busMessage(CONTA
 export const contactDeleted = (projectId: string, contactId: string, email: string): OutboxMessage =>
   busMessage(CONTACTS_TOPICS.deleted, { projectId, contactId, email });
 
+/** `events.tracked`, or `events.email` for the `email.*` events recorded from the email lifecycle. */
 export const eventTracked = (e: EventRow): OutboxMessage =>
-  busMessage(CONTACTS_TOPICS.eventTracked, {
+  busMessage(e.name.startsWith('email.') ? CONTACTS_TOPICS.emailEventTracked : CONTACTS_TOPICS.eventTracked, {
     projectId: e.project_id,
     contactId: e.contact_id,
     eventId: e.id,

@@ -33,7 +33,8 @@ export function lifecycleActivity(sourceId: string, m: EmailLifecycle): Activity
 
 /**
  * A tracked event (`events.tracked`) -> a feed row, or none for `email.*` names: contacts records
- * those from the same lifecycle messages, which are already in the feed.
+ * those from the same lifecycle messages, which are already in the feed (and publishes them on
+ * `events.email` now; older ones came on `events.tracked`).
  */
 export function trackedActivity(sourceId: string, m: EventTracked): ActivityRow | null {
   if (!isUuid(m.projectId) || !m.name || m.name.startsWith('email.')) return null;

@@ -1,7 +1,7 @@
 import type { TopicRoute } from '@svc/lib/bus-topic';
 import { on } from '@svc/lib/bus-topic';
 import { isUuid } from '@svc/lib/ids';
-import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
+import { emailLifecycleTopic } from '@svc/proto/topics/messaging';
 import type { ReputationStore, VolumeCounts } from '../store/reputation-store.js';
 import type { SendingSuspensions, SuspensionAuthority, Verdict } from './sending-suspension.js';
 
@@ -88,12 +88,13 @@ export class Reputation {
     return verdict;
   }
 
+  /** Only `emails.bounce` and `emails.complaint`: the bus does not deliver every sent email here to be ignored. */
   routes(): TopicRoute[] {
-    return [
-      on(MESSAGING_TOPICS.emailLifecycle, async (m) => {
-        if (m.test || !isUuid(m.projectId) || (m.type !== 'bounce' && m.type !== 'complaint')) return;
+    return ['bounce', 'complaint'].map((type) =>
+      on(emailLifecycleTopic(type), async (m) => {
+        if (m.test || !isUuid(m.projectId) || m.type !== type) return;
         await this.judgeProject(m.projectId);
       }),
-    ];
+    );
   }
 }

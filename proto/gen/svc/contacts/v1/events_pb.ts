@@ -112,7 +112,8 @@ export const ContactDeletedSchema: GenMessage<ContactDeleted> = /*@__PURE__*/
   messageDesc(file_svc_contacts_v1_events, 2);
 
 /**
- * events.tracked: client events and the contact.* and email.* events recorded for a contact.
+ * events.tracked: client events and the contact.* and segment.* events recorded for a contact;
+ * events.email: the email.* events recorded for a contact (same message).
  *
  * @generated from message svc.contacts.v1.EventTracked
  */
