@@ -62,6 +62,8 @@ beforeAll(async () => {
     CAMPAIGN_SEND_WINDOW: '20',
     CAMPAIGN_LEASE_SECONDS: '2',
     CAMPAIGN_POLL_MS: '100',
+    // A greylisted (`tempfail-`) recipient's mail waits in messaging's queue for ten minutes before its retry.
+    SEND_RETRY_BASE_MS: '600000',
   };
   baseUrl = `http://127.0.0.1:${port}`;
   const first = startCampaigns('campaigns-1');
@@ -228,4 +230,48 @@ test('a contact who unsubscribes during the send gets nothing: withheld as unsub
   const withheld = await c('GET', `/emails?campaignId=${id}&status=suppressed&limit=100`);
   expect(withheld.body.data.map((e: { to: string }) => e.to).sort()).toEqual(leaving.map((p) => p.email).sort());
   expect(withheld.body.data.every((e: { reason: string }) => e.reason === 'unsubscribed')).toBe(true);
+}, 120_000);
+
+test('queued marketing mail of an unsubscribing contact is withdrawn: never sent, counted as suppressed', async () => {
+  const batch = `wd${Date.now().toString(36)}`;
+  // Greylisted on their first attempt, these two wait in messaging's queue for a retry after the campaign is SENT.
+  const held: { id: string; email: string }[] = [];
+  for (const tag of ['tempfail-wa', 'tempfail-wb']) {
+    const email = uniqueEmail(tag);
+    const res = await c('POST', '/contacts', { email, subscribed: true, data: { batch } });
+    expect(res.status).toBe(201);
+    held.push({ id: res.body.id, email });
+  }
+  const others = await audience(batch, 3);
+  const id = await sendTo(batch);
+  await eventually(
+    async () => ((await reached([...others, ...held.map((h) => h.email)])) === 5 ? true : undefined),
+    30_000,
+    'first attempts',
+  );
+  await eventually(async () => ((await get(id)).status === 'SENT' ? true : undefined), 30_000, 'SENT');
+  const queued = async () =>
+    (await c('GET', `/emails?campaignId=${id}&status=queued&limit=100`)).body.data.map((e: { to: string }) => e.to);
+  expect((await queued()).sort()).toEqual(held.map((h) => h.email).sort());
+
+  const [leaving, staying] = held;
+  expect((await c('PATCH', `/contacts/${leaving.id}`, { subscribed: false })).status).toBe(200);
+  const withdrawn = await eventually(async () => {
+    const res = await c('GET', `/emails?campaignId=${id}&status=suppressed&limit=100`);
+    return res.body.data.length ? res.body.data : undefined;
+  });
+  expect(withdrawn).toEqual([expect.objectContaining({ to: leaving.email, reason: 'unsubscribed' })]);
+  // The other greylisted recipient's mail still waits for its retry; the withdrawn one had a single attempt.
+  expect(await queued()).toEqual([staying.email]);
+  expect(await attempts([leaving.email])).toEqual([1]);
+  const stats = await eventually(async () => {
+    const body = (await c('GET', `/campaigns/${id}/stats`)).body;
+    return body.suppressed === 1 ? body : undefined;
+  });
+  expect(stats).toMatchObject({ totalRecipients: 5, suppressed: 1, queued: 4, pending: 0 });
+  const feed = await eventually(async () => {
+    const res = await c('GET', `/activity?type=email.suppressed&contactId=${leaving.id}`);
+    return res.body.data.length ? res.body.data : undefined;
+  });
+  expect(feed[0]).toMatchObject({ email: leaving.email, data: { reason: 'unsubscribed', withdrawn: true } });
 }, 120_000);

@@ -89,7 +89,9 @@ export function on<D extends DescMessage>(
  * (with its id `<service>-<outbox id>`, to find the outbox row) and acknowledged, so it cannot
  * wedge the consumer with endless redeliveries. A handler's own failure (database down) is not
  * acknowledged: the bus redelivers it with backoff. `options.concurrency` > 1: messages are handled
- * that many at once, out of order (for handlers that batch their writes).
+ * that many at once, out of order (for handlers that batch their writes). Several routes may read one
+ * topic: each gets every message of it from the one delivery, in the order given (a later route's failure
+ * redelivers the message to the earlier ones too, which their idempotence absorbs).
  */
 export async function subscribeTopics(
   bus: Bus,
@@ -100,19 +102,20 @@ export async function subscribeTopics(
 ): Promise<void> {
   await bus.subscribe(
     durable,
-    routes.map((r) => r.subject),
+    [...new Set(routes.map((r) => r.subject))],
     // Traces on: each delivery in a consumer span under the message's producer span (lib/tracing.ts).
     tracedHandler(durable, bus.system, async (m) => {
-      const route = routes.find((r) => subjectMatches(r.subject, m.subject));
-      if (!route) return;
-      try {
-        await route.deliver(m);
-      } catch (err) {
-        if (!(err instanceof MalformedMessage)) throw err;
-        logger.error(
-          { event: 'bus.malformed', err, durable, subject: m.subject, id: m.id },
-          'malformed bus message skipped (acknowledged, not redelivered)',
-        );
+      for (const route of routes) {
+        if (!subjectMatches(route.subject, m.subject)) continue;
+        try {
+          await route.deliver(m);
+        } catch (err) {
+          if (!(err instanceof MalformedMessage)) throw err;
+          logger.error(
+            { event: 'bus.malformed', err, durable, subject: m.subject, id: m.id },
+            'malformed bus message skipped (acknowledged, not redelivered)',
+          );
+        }
       }
     }),
     options,

@@ -47,7 +47,9 @@ export async function subscribeCampaignsConsumers(
     'campaigns-counters',
     [
       on(MESSAGING_TOPICS.emailLifecycle, async (m) => {
-        if (m.test || !isUuid(m.campaignId) || !isUuid(m.contactId) || !isStep(m.type)) return;
+        if (m.test || !isUuid(m.campaignId) || !isUuid(m.contactId)) return;
+        if (m.type === 'suppressed') return void (await recipients.markWithdrawn(m.campaignId, m.contactId));
+        if (!isStep(m.type)) return;
         const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
         await marks.submit({ campaignId: m.campaignId, contactId: m.contactId, step: m.type, at });
       }),

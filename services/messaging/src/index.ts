@@ -25,6 +25,7 @@ import { startSmtpSink, type SmtpSink, type SmtpSinkOptions } from './delivery/s
 import { createSmtpTransport } from './delivery/smtp-transport.js';
 import { ActivityFeed, FEED_SUBSCRIPTION } from './domain/activity-feed.js';
 import { DevMail } from './domain/dev-mail.js';
+import { MarketingWithdrawals } from './domain/withdrawals.js';
 import { withDevMailRoutes } from './dev-mail-rpc.js';
 import { loadSandboxSender, SANDBOX_SENDER } from './domain/sandbox-sender.js';
 import { DevMailStore } from './store/dev-mail-store.js';
@@ -181,7 +182,15 @@ export async function startMessaging(
     db,
   );
 
-  await subscribeTopics(rt.bus, 'messaging-activity', activity.routes(), logger, FEED_SUBSCRIPTION);
+  // Withdrawals read the feed's delivery of `events.tracked` rather than a consumer of their own.
+  const withdrawals = new MarketingWithdrawals(db.pool, emailsStore);
+  await subscribeTopics(
+    rt.bus,
+    'messaging-activity',
+    [...activity.routes(), ...withdrawals.routes()],
+    logger,
+    FEED_SUBSCRIPTION,
+  );
 
   // Inbound mail (README "Inbound mail"): on with INBOUND_SMTP_PORT, and in embedded mode on 2526 (or a free port).
   const inboundPort = config.inboundSmtpPort ?? (opts.embedded ? EMBEDDED_INBOUND_PORT : undefined);

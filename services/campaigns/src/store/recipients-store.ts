@@ -43,6 +43,19 @@ export class RecipientsStore {
   }
 
   /**
+   * Messaging withdrew the recipient's queued email (the contact unsubscribed before it went): the recipient is
+   * suppressed, like one withheld at hand-over, and leaves the send window. Answers whether it was still queued.
+   */
+  async markWithdrawn(campaignId: string, contactId: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE campaign_recipients SET queue_status = 'suppressed', error = 'unsubscribed'
+       WHERE campaign_id = $1 AND contact_id = $2 AND queue_status = 'queued' AND sent_at IS NULL`,
+      [campaignId, contactId],
+    );
+    return rowCount === 1;
+  }
+
+  /**
    * `mark` for many messages at once, set-based: one statement per step present (flags, then each
    * campaign's counter by the number of flags this statement set). Repeats within the batch count once,
    * at their earliest time. Answers how many flags were set.

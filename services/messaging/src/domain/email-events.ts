@@ -5,8 +5,11 @@ import { emailLifecycleSubject, MESSAGING_TOPICS } from '@svc/proto/topics/messa
 import type { EmailRow } from '../store/emails-store.js';
 
 /** The email lifecycle on the bus (`emails.<type>`); contacts records them as `email.<type>` events. */
-/** `received`: inbound mail from the contact (README "Inbound mail"). */
-export type LifecycleType = 'sent' | 'delivery' | 'open' | 'click' | 'bounce' | 'complaint' | 'received';
+/**
+ * `received`: inbound mail from the contact (README "Inbound mail"); `suppressed`: queued marketing mail withdrawn
+ * because the contact unsubscribed before it went (domain/withdrawals.ts).
+ */
+export type LifecycleType = 'sent' | 'delivery' | 'open' | 'click' | 'bounce' | 'complaint' | 'received' | 'suppressed';
 
 /** The step's own values; an undefined one is left out, as JSON.stringify would. */
 export type LifecycleData = Record<string, JsonValue | undefined>;

@@ -181,6 +181,23 @@ export class EmailsStore {
   }
 
   /**
+   * A contact's MARKETING mail still waiting in the queue (a campaign's send window, a workflow's step, a retry
+   * after a deferral) is withheld as `unsubscribed`. Mail a worker has claimed (`sending`) is left to go: the
+   * claim holds the row's lock, so this statement waits for it and then no longer sees the row as queued.
+   * `emails_project_contact` finds the contact's rows.
+   */
+  async withdrawMarketing(tx: Queryable, projectId: string, contactId: string): Promise<EmailRow[]> {
+    const { rows } = await tx.query<EmailRow>(
+      `UPDATE emails SET status = 'suppressed', bounce_reason = 'unsubscribed', locked_until = NULL,
+         last_error = 'withdrawn from the queue: the contact unsubscribed'
+       WHERE project_id = $1 AND contact_id = $2 AND status = 'queued' AND type = 'MARKETING'
+       RETURNING ${SUMMARY_COLUMNS}`,
+      [projectId, contactId],
+    );
+    return rows;
+  }
+
+  /**
    * Inserts the emails and answers the ids actually inserted: an email whose dedupe_key the project
    * already has (committed, or earlier in this transaction) is skipped, not an error.
    */
