@@ -56,6 +56,44 @@ describe('ContactUpserts', () => {
     expect(rows.map((r) => r.email)).toEqual(['b@example.com', 'seed@example.com']);
   });
 
+  test('distinct addresses: new, changed and unchanged contacts answered in order, one message per write', async () => {
+    const project = randomUUID();
+    await upserts.upsertMany(project, [
+      { email: 'old@example.com', defaultSubscribed: true, data: { plan: 'free' } },
+      { email: 'same@example.com', defaultSubscribed: false, data: { plan: 'pro' } },
+    ]);
+    const { rows: before } = await db.pool.query('SELECT max(id) AS id FROM outbox');
+
+    const results = await upserts.upsertMany(project, [
+      { email: 'new@example.com', defaultSubscribed: false, data: { plan: 'team', seats: 3 } },
+      { email: 'Old@example.com', defaultSubscribed: false, data: { plan: 'pro' } },
+      { email: 'same@example.com', defaultSubscribed: true, data: { plan: 'pro' } },
+      { email: 'fresh@example.com', defaultSubscribed: true, subscribed: false },
+    ]);
+    expect(results).toMatchObject([
+      { ok: true, value: { isNew: true, contact: { email: 'new@example.com', subscribed: false } } },
+      {
+        ok: true,
+        value: { isNew: false, isUpdate: true, contact: { email: 'old@example.com', data: { plan: 'pro' } } },
+      },
+      { ok: true, value: { isNew: false, isUpdate: true, contact: { email: 'same@example.com', subscribed: false } } },
+      { ok: true, value: { isNew: true, contact: { email: 'fresh@example.com', subscribed: false } } },
+    ]);
+    const { rows: messages } = await db.pool.query(
+      `SELECT subject, payload->'contact'->>'email' AS email FROM outbox WHERE id > $1 ORDER BY email`,
+      [before[0].id],
+    );
+    expect(messages).toEqual([
+      { subject: expect.stringMatching(/created$/), email: 'fresh@example.com' },
+      { subject: expect.stringMatching(/created$/), email: 'new@example.com' },
+      { subject: expect.stringMatching(/updated$/), email: 'old@example.com' },
+    ]);
+    const { rows: fields } = await db.pool.query('SELECT path FROM field_types WHERE project_id = $1 ORDER BY 1', [
+      project,
+    ]);
+    expect(fields.map((f) => f.path)).toEqual(['plan', 'seats']);
+  });
+
   test('more than 1000 items is a 422', async () => {
     const items = Array.from({ length: 1001 }, (_, i) => ({ email: `u${i}@example.com`, defaultSubscribed: false }));
     await expect(upserts.upsertMany(randomUUID(), items)).rejects.toMatchObject({ status: 422 });

@@ -329,6 +329,36 @@ export class ContactBatches {
     return new Set(rows.map((r) => r.email));
   }
 
+  /**
+   * New contacts (each with its own subscription) and their `created` outbox rows in one statement,
+   * like `insertWithCreated`: `rowsJson` is `[[email, subscribed, data], ...]` with distinct emails. A row
+   * whose email exists already (a concurrent writer) is skipped and absent from the answer.
+   */
+  async insertReturningCreated(
+    tx: Queryable,
+    projectId: string,
+    rowsJson: string,
+    outbox: { subject: string; requestId: string | null; traceparent: string | null },
+  ): Promise<ContactRow[]> {
+    const { rows } = await tx.query<ContactRow>(
+      `WITH input AS (
+         SELECT x.r->>0 AS email, (x.r->>1)::boolean AS subscribed, (x.r->2)::jsonb AS data, x.n
+         FROM json_array_elements($2::json) WITH ORDINALITY AS x(r, n)
+       ), ins AS (
+         INSERT INTO contacts (id, project_id, email, subscribed, data)
+         SELECT gen_random_uuid(), $1, email, subscribed, data FROM input ORDER BY n
+         ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING *
+       ), created AS (
+         INSERT INTO outbox (subject, payload, request_id, traceparent)
+         SELECT $3, ${contactChangedJson('ins')}, $4, $5
+         FROM ins JOIN input ON lower(input.email) = lower(ins.email) ORDER BY input.n
+       )
+       SELECT * FROM ins`,
+      [projectId, rowsJson, outbox.subject, outbox.requestId, outbox.traceparent],
+    );
+    return rows;
+  }
+
   /** A row whose email exists already (a concurrent writer) is skipped and absent from the answer. */
   async insertMany(
     tx: Queryable,
