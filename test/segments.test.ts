@@ -1,4 +1,5 @@
 import { call, eventually, expectEnvelope, newTenant, uniqueEmail, type Tenant } from './support/client.js';
+import { importCsv } from './support/csv.js';
 
 const tree = (...filters: object[]) => ({ logic: 'AND', groups: [{ filters }] });
 const planIs = (plan: string) => tree({ field: 'data.plan', operator: 'equals', value: plan });
@@ -276,5 +277,47 @@ describe('segments', () => {
 
     const untracked = (await s('POST', '/segments', { name: 'Untracked', condition: planIs('pro') })).body;
     expectEnvelope(await s('POST', `/segments/${untracked.id}/compute`), 400, 'BAD_REQUEST');
+  });
+
+  test('tracked: contacts a CSV import creates enter in seconds (contacts.imported carries their ids)', async () => {
+    const fresh = await newTenant();
+    const seg = (
+      await call(
+        'POST',
+        '/segments',
+        {
+          name: 'Gold',
+          trackMembership: true,
+          condition: tree({ field: 'data.tier', operator: 'equals', value: 'gold' }),
+        },
+        { key: fresh.secretKey },
+      )
+    ).body;
+    const job = await importCsv(
+      fresh,
+      'email,tier\ngold1@example.com,gold\nbasic@example.com,basic\ngold2@example.com,gold\n',
+    );
+    expect(job).toMatchObject({ status: 'completed', imported: 3 });
+    await eventually(
+      async () => {
+        const got = await call('GET', `/segments/${seg.id}`, undefined, { key: fresh.secretKey });
+        return got.body.memberCount === 2 ? true : undefined;
+      },
+      10_000,
+      'imported contacts entered',
+    );
+    const contacts = await call('GET', '/contacts?limit=10', undefined, { key: fresh.secretKey });
+    expect(contacts.body.data).toHaveLength(3);
+    for (const c of contacts.body.data as Array<{ id: string; email: string }>) {
+      if (!c.email.startsWith('gold')) {
+        expect(await eventNames(fresh, c.id)).not.toContain('segment.gold.entry');
+        continue;
+      }
+      await eventually(
+        async () => ((await eventNames(fresh, c.id)).includes('segment.gold.entry') ? true : undefined),
+        10_000,
+        'entry event',
+      );
+    }
   });
 });

@@ -1,9 +1,17 @@
 import { topic } from '@svc/lib/bus-topic';
-import { ContactChangedSchema, ContactDeletedSchema, EventTrackedSchema } from '../gen/svc/contacts/v1/events_pb.js';
+import {
+  ContactChangedSchema,
+  ContactDeletedSchema,
+  ContactsImportedSchema,
+  EventTrackedSchema,
+} from '../gen/svc/contacts/v1/events_pb.js';
 
 /** Subjects the contacts service publishes, and their messages. */
 export const CONTACTS_TOPICS = {
+  /** One contact created by the API, a track or a send (a CSV import's new contacts come as `imported`). */
   created: topic('contacts.created', ContactChangedSchema),
+  /** The contacts a CSV import created, by id, many per message: consumers of `created` take this one too. */
+  imported: topic('contacts.imported', ContactsImportedSchema),
   updated: topic('contacts.updated', ContactChangedSchema),
   deleted: topic('contacts.deleted', ContactDeletedSchema),
   eventTracked: topic('events.tracked', EventTrackedSchema),

@@ -29,6 +29,10 @@ export async function subscribeSegmentsConsumers(
     'segments-membership',
     [
       on(CONTACTS_TOPICS.created, async (m) => changed(m.projectId, m.contact?.id ?? '')),
+      // A CSV import's new contacts, many per message: each is re-evaluated as one created alone would be.
+      on(CONTACTS_TOPICS.imported, async (m) => {
+        for (const id of m.contactIds) await changed(m.projectId, id);
+      }),
       on(CONTACTS_TOPICS.updated, async (m) => changed(m.projectId, m.contact?.id ?? '')),
       on(CONTACTS_TOPICS.deleted, async (m) =>
         isUuid(m.contactId) ? tracking.contactDeleted(m.contactId) : undefined,

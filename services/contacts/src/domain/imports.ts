@@ -236,7 +236,7 @@ export class Imports {
   /**
    * One transaction per batch: rows for the same email (in the file or already stored) patch
    * one contact in file order, so a re-run updates in place and duplicates create nothing twice.
-   * New contacts and their `created` messages go in one statement; existing ones are merged here.
+   * New contacts and their `imported` messages go in one statement; existing ones are merged here.
    */
   private async writeBatch(projectId: string, rows: CsvContact[]): Promise<{ imported: number; updated: number }> {
     const written = { imported: 0, updated: 0 };
@@ -281,12 +281,12 @@ export class Imports {
       ]);
       const context = outgoingContext();
       const inserted = news.length
-        ? await this.batches.insertWithCreated(
+        ? await this.batches.insertWithImported(
             tx,
             projectId,
             `[${news.map((f) => `[${JSON.stringify(f.email)},${f.json ?? JSON.stringify(f.data)}]`).join(',')}]`,
             {
-              subject: CONTACTS_TOPICS.created.subject,
+              subject: CONTACTS_TOPICS.imported.subject,
               requestId: context?.requestId ?? null,
               traceparent: context?.traceparent ?? null,
             },

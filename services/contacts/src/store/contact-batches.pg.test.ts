@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { readBusMessage } from '@svc/lib/bus-topic';
 import { withTransaction } from '@svc/lib/db';
 import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { contactCreated } from '../domain/bus-messages.js';
 import type { ContactRow } from './contact-rows.js';
-import { ContactBatches, contactChangedJson } from './contacts-store.js';
+import { ContactBatches, contactChangedJson, IMPORTED_PER_MESSAGE } from './contacts-store.js';
 import { migrations } from './migrations.js';
 
-// The import's set-based insert builds contacts.created payloads in SQL: they must stay the ones
-// bus-messages.ts builds from the same rows (the proto3 JSON of ContactChanged).
+// The import's set-based insert writes the new contacts and their contacts.imported messages (ids, a
+// bounded number per message) in one statement.
 
 let db: TestDatabase;
 let batches: ContactBatches;
@@ -20,9 +21,17 @@ beforeAll(async () => {
 
 afterAll(() => db.drop());
 
-const outbox = { subject: CONTACTS_TOPICS.created.subject, requestId: 'req-1', traceparent: null };
+const outbox = { subject: CONTACTS_TOPICS.imported.subject, requestId: 'req-1', traceparent: null };
 
-test('insertWithCreated writes each new contact and the contacts.created payload bus-messages.ts builds', async () => {
+const messagesOf = async (project: string) => {
+  const { rows } = await db.pool.query<{ subject: string; payload: unknown; request_id: string }>(
+    "SELECT subject, payload, request_id FROM outbox WHERE payload->>'projectId' = $1 ORDER BY id",
+    [project],
+  );
+  return rows.map((m) => ({ ...m, payload: readBusMessage(CONTACTS_TOPICS.imported, m.payload) }));
+};
+
+test('insertWithImported writes each new contact, subscribed, and a contacts.imported message of ids', async () => {
   const project = randomUUID();
   const rows: Array<[string, Record<string, unknown>]> = [
     [
@@ -33,25 +42,24 @@ test('insertWithCreated writes each new contact and the contacts.created payload
     ['plain@example.com', {}],
   ];
   const inserted = await withTransaction(db.pool, (tx) =>
-    batches.insertWithCreated(tx, project, JSON.stringify(rows), outbox),
+    batches.insertWithImported(tx, project, JSON.stringify(rows), outbox),
   );
-  expect([...inserted]).toEqual(['ada@example.com', 'grace@example.com', 'plain@example.com']);
-  const stored = await db.pool.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1', [project]);
-  const messages = await db.pool.query<{
-    subject: string;
-    payload: { contact: { email: string } };
-    request_id: string;
-  }>('SELECT subject, payload, request_id FROM outbox ORDER BY id');
-  expect(messages.rows.map((m) => m.payload.contact.email)).toEqual(rows.map(([email]) => email));
-  for (const m of messages.rows) {
-    const row = stored.rows.find((c) => c.email === m.payload.contact.email)!;
-    expect(row.subscribed).toBe(true);
-    expect(m).toEqual({ ...contactCreated(row), request_id: 'req-1' });
-  }
+  expect([...inserted].sort()).toEqual(['ada@example.com', 'grace@example.com', 'plain@example.com']);
+  const stored = await db.pool.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1 ORDER BY email', [
+    project,
+  ]);
+  expect(stored.rows.map((c) => [c.email, c.data, c.subscribed])).toEqual(
+    rows.map(([email, data]) => [email, data, true]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+  );
+  const messages = await messagesOf(project);
+  expect(messages).toHaveLength(1);
+  expect(messages[0]).toMatchObject({ subject: 'contacts.imported', request_id: 'req-1' });
+  expect(messages[0].payload.projectId).toBe(project);
+  expect([...messages[0].payload.contactIds].sort()).toEqual(stored.rows.map((c) => c.id).sort());
 
-  // An email stored meanwhile (another writer) is skipped, and so is its message.
+  // An email stored meanwhile (another writer) is skipped, and so is its id.
   const again = await withTransaction(db.pool, (tx) =>
-    batches.insertWithCreated(
+    batches.insertWithImported(
       tx,
       project,
       JSON.stringify([
@@ -62,10 +70,38 @@ test('insertWithCreated writes each new contact and the contacts.created payload
     ),
   );
   expect([...again]).toEqual(['new@example.com']);
-  expect((await db.pool.query('SELECT count(*)::int AS n FROM outbox')).rows[0].n).toBe(4);
+  const after = await messagesOf(project);
+  expect(after).toHaveLength(2);
+  const added = await db.pool.query<{ id: string }>(
+    "SELECT id FROM contacts WHERE project_id = $1 AND email = 'new@example.com'",
+    [project],
+  );
+  expect(after[1].payload.contactIds).toEqual([added.rows[0].id]);
 });
 
-test('timestamps print as a proto3 Timestamp of a JS Date: milliseconds, truncated, no ".000"', async () => {
+test(`a batch's ids are split over messages of at most ${IMPORTED_PER_MESSAGE}, each contact named once`, async () => {
+  const project = randomUUID();
+  const count = 2 * IMPORTED_PER_MESSAGE + 1;
+  const rows = Array.from({ length: count }, (_, i) => [`c${i}@example.com`, { i }]);
+  await withTransaction(db.pool, (tx) => batches.insertWithImported(tx, project, JSON.stringify(rows), outbox));
+  const messages = await messagesOf(project);
+  expect(messages.map((m) => m.payload.contactIds.length)).toEqual([IMPORTED_PER_MESSAGE, IMPORTED_PER_MESSAGE, 1]);
+  const ids = messages.flatMap((m) => m.payload.contactIds);
+  const stored = await db.pool.query<{ id: string }>('SELECT id FROM contacts WHERE project_id = $1', [project]);
+  expect(new Set(ids).size).toBe(count);
+  expect([...ids].sort()).toEqual(stored.rows.map((r) => r.id).sort());
+});
+
+test('a batch whose every email exists writes no message', async () => {
+  const project = randomUUID();
+  const rows = JSON.stringify([['only@example.com', {}]]);
+  await withTransaction(db.pool, (tx) => batches.insertWithImported(tx, project, rows, outbox));
+  const again = await withTransaction(db.pool, (tx) => batches.insertWithImported(tx, project, rows, outbox));
+  expect(again.size).toBe(0);
+  expect(await messagesOf(project)).toHaveLength(1);
+});
+
+test('contactChangedJson: timestamps print as proto3 Timestamps of a JS Date (milliseconds, no ".000")', async () => {
   const project = randomUUID();
   for (const at of ['2026-01-02 03:04:05+00', '2026-01-02 03:04:05.5+00', '2026-01-02 03:04:05.123999+00']) {
     const { rows } = await db.pool.query<ContactRow & { payload: unknown }>(

@@ -266,6 +266,12 @@ export const contactChangedJson = (alias: string) =>
      'id', ${alias}.id, 'email', ${alias}.email, 'subscribed', ${alias}.subscribed, 'data', ${alias}.data,
      'createdAt', ${timestampJson(`${alias}.created_at`)}, 'updatedAt', ${timestampJson(`${alias}.updated_at`)}))`;
 
+/**
+ * Contact ids per `contacts.imported` message: a consumer handles one message within the bus's ack wait
+ * (segments re-evaluates each contact of a project that tracks segments).
+ */
+export const IMPORTED_PER_MESSAGE = 500;
+
 /** Set-based writes for CSV import batches. */
 export class ContactBatches {
   constructor(private readonly pool: Pool) {}
@@ -298,32 +304,31 @@ export class ContactBatches {
   }
 
   /**
-   * New subscribed contacts and their `created` outbox rows in one statement. `rowsJson` is one JSON
-   * text, `[[email, data], ...]` with distinct emails: PostgreSQL parses it once, where array
-   * parameters cost an escaped literal per element. The payloads are built here from the inserted
-   * rows (`contactChangedJson`). A row whose email exists already (a concurrent writer) is skipped;
-   * the answer is the lower-case emails inserted.
+   * New subscribed contacts and their `contacts.imported` outbox rows (up to IMPORTED_PER_MESSAGE ids
+   * each) in one statement. `rowsJson` is one JSON text, `[[email, data], ...]` with distinct emails:
+   * PostgreSQL parses it once, where array parameters cost an escaped literal per element. A row whose
+   * email exists already (a concurrent writer) is skipped; the answer is the lower-case emails inserted.
    */
-  async insertWithCreated(
+  async insertWithImported(
     tx: Queryable,
     projectId: string,
     rowsJson: string,
     outbox: { subject: string; requestId: string | null; traceparent: string | null },
   ): Promise<Set<string>> {
     const { rows } = await tx.query<{ email: string }>(
-      `WITH input AS (
-         SELECT x.r->>0 AS email, (x.r->1)::jsonb AS data, x.n
-         FROM json_array_elements($2::json) WITH ORDINALITY AS x(r, n)
-       ), ins AS (
+      `WITH ins AS (
          INSERT INTO contacts (id, project_id, email, subscribed, data)
-         SELECT gen_random_uuid(), $1, email, true, data FROM input ORDER BY n
-         ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING *
-       ), created AS (
+         SELECT gen_random_uuid(), $1::uuid, x.r->>0, true, (x.r->1)::jsonb
+         FROM json_array_elements($2::json) WITH ORDINALITY AS x(r, n) ORDER BY x.n
+         ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING id, lower(email) AS email
+       ), numbered AS (
+         SELECT id, (row_number() OVER () - 1) / ${IMPORTED_PER_MESSAGE} AS part FROM ins
+       ), imported AS (
          INSERT INTO outbox (subject, payload, request_id, traceparent)
-         SELECT $3, ${contactChangedJson('ins')}, $4, $5
-         FROM ins JOIN input ON lower(input.email) = lower(ins.email) ORDER BY input.n
+         SELECT $3, jsonb_build_object('projectId', $1::uuid, 'contactIds', jsonb_agg(id)), $4, $5
+         FROM numbered GROUP BY part ORDER BY part
        )
-       SELECT lower(email) AS email FROM ins`,
+       SELECT email FROM ins`,
       [projectId, rowsJson, outbox.subject, outbox.requestId, outbox.traceparent],
     );
     return new Set(rows.map((r) => r.email));
