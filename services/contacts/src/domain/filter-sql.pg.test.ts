@@ -187,6 +187,46 @@ describe('compiled filters on PostgreSQL', () => {
     expect(await one({ field: 'data.plan', operator: 'greaterThan', value: 0 })).toEqual([]);
   });
 
+  test('numeric comparisons select numbers only, whatever else the path holds', async () => {
+    const project = randomUUID();
+    const values: Record<string, unknown> = {
+      five: 5,
+      fivePointZero: 5.0,
+      justAbove: 5.000001,
+      huge: 1e30,
+      negative: -1e30,
+      numericText: '60',
+      text: 'zzz',
+      emptyText: '',
+      array: [60],
+      emptyArray: [],
+      object: { a: 60 },
+      emptyObject: {},
+      yes: true,
+      no: false,
+      jsonNull: null,
+    };
+    const byId = new Map<string, string>();
+    for (const [label, value] of Object.entries(values)) {
+      const id = randomUUID();
+      byId.set(id, label);
+      await contact(id, project, `${id}@example.com`, true, { n: value }, 0);
+    }
+    await contact(randomUUID(), project, 'absent@example.com', true, {}, 0);
+    const labels = async (operator: string, value: number) => {
+      const params = new SqlParams([project]);
+      const tree = parseFilterTree({ groups: [{ filters: [{ field: 'data.n', operator, value }] }] });
+      const where = compileFilter(tree, params);
+      const { rows } = await db.query(`SELECT id FROM contacts c WHERE c.project_id = $1 AND ${where}`, params.values);
+      return rows.map((r) => byId.get(r.id)).sort();
+    };
+    expect(await labels('greaterThan', 5)).toEqual(['huge', 'justAbove']);
+    expect(await labels('greaterThanOrEqual', 5)).toEqual(['five', 'fivePointZero', 'huge', 'justAbove']);
+    expect(await labels('lessThan', 5.000001)).toEqual(['five', 'fivePointZero', 'negative']);
+    expect(await labels('lessThanOrEqual', -1e30)).toEqual(['negative']);
+    expect(await labels('greaterThan', -1e31)).toEqual(['five', 'fivePointZero', 'huge', 'justAbove', 'negative']);
+  });
+
   test('contains matches substrings of strings (%, _ taken literally) and elements of arrays', async () => {
     expect(await one({ field: 'data.tags', operator: 'contains', value: 'vip' })).toEqual(['ada']);
     expect(await one({ field: 'data.bio', operator: 'contains', value: '50%' })).toEqual(['ada']);

@@ -88,14 +88,14 @@ describe('compileFilter', () => {
   test('within on data only casts validated texts near the cutoff; bounds computed once per query', () => {
     const { sql, values } = compile({ field: 'data.lastSeen', operator: 'within', value: 2, unit: 'hours' });
     const text = String.raw`\(c\.data #>> \$2::text\[\]\)`;
-    const date = String.raw`left\(${text}, 10\) COLLATE "C"`;
-    const day = (sign: string) =>
-      String.raw`\(SELECT to_char\(\(now\(\) - make_interval\(secs => \$3::double precision\) [${sign}] ` +
-      String.raw`interval '1 day'\) AT TIME ZONE 'UTC', 'YYYY-MM-DD'\)\)`;
+    const date = String.raw`${text} COLLATE "C"`;
+    const day = (days: number) =>
+      String.raw`\(SELECT to_char\(\(now\(\) - make_interval\(secs => \$3::double precision\)\) AT TIME ZONE 'UTC' ` +
+      String.raw`\+ interval '${days} days', 'YYYY-MM-DD'\)\)`;
     expect(sql).toMatch(
       new RegExp(
-        String.raw`^\(${date} >= ${day('-')} AND \(CASE WHEN \(${text} ~ '\^.*\$'.* ` +
-          String.raw`THEN ${date} > ${day('+')} OR ${text}::timestamptz >= ` +
+        String.raw`^\(${date} >= ${day(-1)} AND \(CASE WHEN \(${text} ~ '\^.*\$'.* ` +
+          String.raw`THEN ${date} >= ${day(2)} OR ${text}::timestamptz >= ` +
           String.raw`\(SELECT now\(\) - make_interval\(secs => \$3::double precision\)\) END\)\)$`,
       ),
     );

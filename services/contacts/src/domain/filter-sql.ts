@@ -164,18 +164,21 @@ function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): 
 }
 
 /**
- * `within`/`olderThan` on a stored text, cheapest test first. The date part (`left(text, 10)`) of a valid ISO
- * value is within one day of its UTC date whatever its offset (always under 24 hours), so a plain text comparison
- * with the cutoff's UTC date rules out most rows, and another one settles rows more than a day on the matching side:
- * only values near the cutoff are cast. The day bounds and the cutoff are scalar subqueries, computed once per query.
+ * `within`/`olderThan` on a stored text, cheapest test first. The date part of a valid ISO value is within one day
+ * of its UTC date whatever its offset (always under 24 hours), so a plain text comparison with the cutoff's UTC
+ * date rules out most rows, and another one settles rows more than a day on the matching side: only values near the
+ * cutoff are cast. In byte order a text compares with a 10-character day `D` as its first 10 characters do, so the
+ * whole text is compared (no `left()` per row); "date part after `D`" is "text >= the day after `D`" for valid
+ * values. The days are computed in UTC (a day added in a session zone with DST can be 23 hours) and, like the cutoff,
+ * as scalar subqueries: once per query.
  */
 function dateWindowSql(text: string, operator: 'within' | 'olderThan', cut: string): string {
-  const day = (sign: '+' | '-') =>
-    `(SELECT to_char((${cut} ${sign} interval '1 day') AT TIME ZONE 'UTC', 'YYYY-MM-DD'))`;
-  const date = `left(${text}, 10) COLLATE "C"`;
+  const day = (days: number) => `(SELECT to_char((${cut}) AT TIME ZONE 'UTC' + interval '${days} days', 'YYYY-MM-DD'))`;
+  const t = `${text} COLLATE "C"`;
   const within = operator === 'within';
-  const near = within ? `${date} >= ${day('-')}` : `${date} <= ${day('+')}`;
-  const far = within ? `${date} > ${day('+')}` : `${date} < ${day('-')}`;
+  // within: date part >= cutoff day - 1 (near), > cutoff day + 1 (far); olderThan: <= cutoff day + 1, < - 1.
+  const near = within ? `${t} >= ${day(-1)}` : `${t} < ${day(2)}`;
+  const far = within ? `${t} >= ${day(2)}` : `${t} < ${day(-1)}`;
   const exact = `${text}::timestamptz ${within ? '>=' : '<'} (SELECT ${cut})`;
   return `(${near} AND (CASE WHEN ${isoDateSql(text, ISO_TIME)} THEN ${far} OR ${exact} END))`;
 }
