@@ -142,13 +142,18 @@ async function main(): Promise<void> {
   );
   const tracked = (performance.now() - started) / 1000;
   let exited = 0;
+  let failedExecutions = 0;
   let lastExitAt = performance.now();
   const deadline = Date.now() + 600_000;
   while (Date.now() < deadline) {
     const r = await api('GET', `/workflows/${w.id}/executions?status=EXITED&pageSize=1`);
-    if (r.total !== exited) lastExitAt = performance.now();
+    // A FAILED execution (e.g. messaging's render time limit on an overloaded box) is not waited for; asked
+    // only while no execution ends (the polls are the workflows process's work too).
+    if (r.total === exited) {
+      failedExecutions = (await api('GET', `/workflows/${w.id}/executions?status=FAILED&pageSize=1`)).total;
+    } else lastExitAt = performance.now();
     exited = r.total;
-    if (exited >= CONTACTS - failed && lags.length >= exited) break;
+    if (exited + failedExecutions >= CONTACTS - failed && lags.length >= exited) break;
     await new Promise((r) => setTimeout(r, 200));
   }
   const seconds = (lastExitAt - started) / 1000;
@@ -161,7 +166,7 @@ async function main(): Promise<void> {
       `tracked ${CONTACTS} contacts (${CONNECTIONS} clients) in ${fmt(tracked, 1)} s, ` +
         `${failed} failed, ${retried} retried`,
       `executions EXITED: ${exited} in ${fmt(seconds, 1)} s from the first track: ` +
-        `${fmt(exited / seconds)} executions/s`,
+        `${fmt(exited / seconds)} executions/s${failedExecutions ? ` (${failedExecutions} FAILED)` : ''}`,
       `emails in the sink: ${lags.length}; last at ${fmt((lastMailAt - started) / 1000, 1)} s`,
       `track -> mail lag: p50 ${pct(50)} s, p90 ${pct(90)} s, p99 ${pct(99)} s, max ${pct(100)} s`,
       `${cpuPerUnit(cpu0, cpu1, exited, 'execution (track, enrolment, 4 steps, email queued and delivered)')}; ` +

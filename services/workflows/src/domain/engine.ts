@@ -11,6 +11,7 @@ import {
   type FreshHistory,
   freshHistory,
   type HistoryRow,
+  type ChainedStep,
   type StepOutcome,
 } from '../store/executions-store.js';
 import type { StepRow, TransitionRow, WorkflowRow, WorkflowsStore } from '../store/workflows-store.js';
@@ -33,6 +34,11 @@ const STEPS_PER_CLAIM = 50;
 const TRANSIENT_RETRY_MS = 5_000;
 /** Steps whose effects stay in this database (their visit number is not used as an idempotency key). */
 const LOCAL_STEPS = new Set(['TRIGGER', 'CONDITION', 'DELAY', 'WAIT_FOR_EVENT', 'EXIT']);
+/**
+ * Steps run right after the step before them in the same round, their history rows written with its outcome:
+ * local, never waiting, never revisited without a DELAY or wait between (cycles without one are refused).
+ */
+const CHAINED_STEPS = new Set(['CONDITION', 'EXIT']);
 
 interface Graph {
   workflow: WorkflowRow;
@@ -214,11 +220,12 @@ export class Engine {
           if (!w.step) {
             // Nothing more to run (edits are refused while executions are active, so this is the graph's end).
             const outcome: StepOutcome = { history: { status: 'SKIPPED' }, execution: { status: 'COMPLETED' } };
-            return { ...w, outcome };
+            return { ...w, outcome, chain: [] };
           }
-          const outcome = await this.step(w.item.graph, w.item.row, w.step, w.history!, ctx);
+          const first = await this.step(w.item.graph, w.item.row, w.step, w.history!, ctx);
+          const { outcome, chain } = await this.chain(w.item, w.step, first, ctx);
           if (outcome.execution.status === 'RUNNING') outcome.execution.dueAt = new Date(Date.now() + this.leaseMs);
-          return { ...w, outcome };
+          return { ...w, outcome, chain };
         } catch (err) {
           this.logger.warn({ err, executionId: w.item.row.id }, 'workflow step failed to run; will retry');
           return { ...w, outcome: undefined };
@@ -229,7 +236,7 @@ export class Engine {
     if (failed.length) await this.executions.retryLater(failed, TRANSIENT_RETRY_MS).catch(() => undefined);
     const done = results.filter((r): r is typeof r & { outcome: StepOutcome } => Boolean(r.outcome));
     const written = await this.executions.finishSteps(
-      done.map((d) => ({ row: d.item.row, outcome: d.outcome, fresh: d.fresh })),
+      done.map((d) => ({ row: d.item.row, outcome: d.outcome, fresh: d.fresh, chain: d.chain })),
     );
     const next: Item[] = [];
     const waits: Promise<unknown>[] = [];
@@ -243,6 +250,33 @@ export class Engine {
     }
     await Promise.all(waits);
     return next;
+  }
+
+  /**
+   * Runs the CONDITION and EXIT steps that follow a step in the same round (TRIGGER -> CONDITION, SEND_EMAIL ->
+   * EXIT): one statement writes them all with the first step's outcome, under the same lease, so a lost lease
+   * or a crash leaves none of them written. A chained step that cannot run now (contacts down) ends the chain:
+   * the next round runs it again.
+   */
+  private async chain(item: Item, from: StepRow, first: StepOutcome, ctx: BatchContext) {
+    const chain: ChainedStep[] = [];
+    const visited = new Set([from.id]);
+    let execution = first.execution;
+    while (execution.status === 'RUNNING' && execution.nextStepId) {
+      const step = item.graph.steps.get(execution.nextStepId);
+      if (!step || !CHAINED_STEPS.has(step.type) || visited.has(step.id)) break;
+      visited.add(step.id);
+      const fresh = { id: randomUUID(), stepId: step.id, stepType: step.type, startedAt: new Date() };
+      let next: StepOutcome;
+      try {
+        next = await this.step(item.graph, item.row, step, freshHistory(item.row, fresh), ctx);
+      } catch {
+        break;
+      }
+      chain.push({ fresh, history: next.history });
+      execution = next.execution;
+    }
+    return { outcome: { history: first.history, execution }, chain };
   }
 
   /** The transition to follow from a step (by branch or wait outcome); ends the execution when there is none. */

@@ -73,6 +73,12 @@ export interface FreshHistory {
   startedAt: Date;
 }
 
+/** A step run right after the one before it in the same round, written in the same statement (engine chain()). */
+export interface ChainedStep {
+  fresh: FreshHistory;
+  history: StepOutcome['history'];
+}
+
 /** The history row a fresh step will have, as the step sees it while it runs. */
 export function freshHistory(row: ExecutionRow, fresh: FreshHistory): HistoryRow {
   return {
@@ -305,13 +311,22 @@ export class ExecutionsStore {
    * an execution whose lease was lost has none (and its outcome is not written).
    */
   async finishSteps(
-    list: { row: ExecutionRow; outcome: StepOutcome; fresh?: FreshHistory }[],
+    list: { row: ExecutionRow; outcome: StepOutcome; fresh?: FreshHistory; chain?: ChainedStep[] }[],
   ): Promise<Map<string, ExecutionRow>> {
     if (!list.length) return new Map();
     const input = list
-      .map(({ row, outcome: o, fresh }) => {
+      .map(({ row, outcome: o, fresh, chain = [] }) => {
         const x = o.execution;
         const finished = !['RUNNING', 'WAITING'].includes(x.status);
+        const chained = chain.map((c) => ({
+          id: c.fresh.id,
+          step_id: c.fresh.stepId,
+          step_type: c.fresh.stepType,
+          started_at: c.fresh.startedAt,
+          status: c.history.status,
+          output: c.history.output === undefined ? null : c.history.output,
+          error: c.history.error ?? null,
+        }));
         return {
           id: row.id,
           lease: row.lease_token,
@@ -331,6 +346,8 @@ export class ExecutionsStore {
           h_status: o.history.status,
           output: o.history.output === undefined ? null : o.history.output,
           h_error: o.history.error ?? null,
+          chain: chained,
+          last_id: chained.at(-1)?.id ?? null,
         };
       })
       // The same lock order in every batch.
@@ -340,12 +357,13 @@ export class ExecutionsStore {
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, lease uuid, status text, set_step boolean,
            next_step uuid, due_at timestamptz, wait_event text, patch jsonb, error text, finished boolean,
            history_id uuid, fresh_id uuid, step_id uuid, step_type text, started_at timestamptz, h_status text,
-           output jsonb, h_error text)
+           output jsonb, h_error text, chain jsonb, last_id uuid)
        ), upd AS (
          UPDATE executions e SET
            status = x.status,
            current_step_id = CASE WHEN x.set_step THEN x.next_step ELSE e.current_step_id END,
-           current_history_id = CASE WHEN x.set_step THEN NULL ELSE COALESCE(x.fresh_id, e.current_history_id) END,
+           current_history_id = CASE WHEN x.set_step THEN NULL
+             ELSE COALESCE(x.last_id, x.fresh_id, e.current_history_id) END,
            due_at = x.due_at,
            wait_event = x.wait_event,
            -- A wait for an event takes the events since the execution last set off (see resumeFromRecorded).
@@ -375,6 +393,16 @@ export class ExecutionsStore {
            finished_at = CASE WHEN x.h_status = 'WAITING' THEN NULL ELSE now() END
          FROM x JOIN upd ON upd.id = x.id
          WHERE x.fresh_id IS NULL AND s.id = x.history_id
+       ), chained AS (
+         -- The steps chained after the first in the same round (distinct steps: none is visited twice).
+         INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit, started_at, output, error,
+           finished_at)
+         SELECT c.id, x.id, c.step_id, c.step_type, c.status,
+           (SELECT count(*) + 1 FROM execution_steps s WHERE s.execution_id = x.id AND s.step_id = c.step_id),
+           c.started_at, c.output, c.error, now()
+         FROM x JOIN upd ON upd.id = x.id
+           CROSS JOIN jsonb_to_recordset(x.chain) AS c (id uuid, step_id uuid, step_type text, started_at timestamptz,
+             status text, output jsonb, error text)
        )
        SELECT * FROM upd`,
       [JSON.stringify(input)],
