@@ -1,0 +1,88 @@
+import { createHash, generateKeyPairSync } from 'node:crypto';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { simpleParser } from 'mailparser';
+import { buildMessage, dkimSign, relaxedBodyHash } from './mime-build.js';
+import type { MailMessage } from './smtp-transport.js';
+
+const { privateKey, publicKey } = generateKeyPairSync('rsa', {
+  modulusLength: 2048,
+  privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  publicKeyEncoding: { type: 'spki', format: 'der' },
+});
+const domain = 'build.test';
+const selector = 'sel';
+const dkim = { domainName: domain, keySelector: selector, privateKey };
+
+async function verify(raw: Buffer) {
+  const record = `v=DKIM1; k=rsa; p=${publicKey.toString('base64')}`;
+  const { results } = await dkimVerify(raw, {
+    resolver: async (name: string) => {
+      if (name !== `${selector}._domainkey.${domain}`)
+        throw Object.assign(new Error('no record'), { code: 'ENOTFOUND' });
+      return [[record]] as never;
+    },
+  });
+  return results;
+}
+
+const sha = (s: string) => createHash('sha256').update(s, 'latin1').digest('base64');
+
+describe('relaxedBodyHash', () => {
+  test.each([
+    ['an empty body', '', ''],
+    ['only empty lines', '\r\n\r\n', ''],
+    ['trailing whitespace and runs inside a line', 'a  b \t\r\nc\t\r\n', 'a b\r\nc\r\n'],
+    ['empty lines at the end are ignored, inside kept', 'a\r\n\r\n \r\nb\r\n\r\n\r\n', 'a\r\n\r\n\r\nb\r\n'],
+    ['no line break at the end', 'a b', 'a b\r\n'],
+    ['bare LF line ends and a lone CR as content', 'a\nb\rc\n', 'a\r\nb\rc\r\n'],
+  ])('%s', (_, body, canonical) => {
+    expect(relaxedBodyHash(Buffer.from(body, 'latin1'))).toBe(sha(canonical));
+  });
+});
+
+describe('buildMessage', () => {
+  test('a personalised message with attachments, non-ASCII names and list headers verifies', async () => {
+    const message: MailMessage = {
+      messageId: `<m1@${domain}>`,
+      from: { name: 'Nöel from Café', address: `news@${domain}` },
+      to: { name: 'Zoë Reader', address: 'zoe@example.org' },
+      replyTo: `help@${domain}`,
+      subject: 'Grüße, Zoë: your plan is ready — 50% off',
+      html: `<p>Hello Zoë,</p>\n<p>${'A long line with trailing spaces   '.repeat(20)}</p>\n\n\n`,
+      text: `Hello Zoë,\n\n${'word  '.repeat(100)}\n\n.\n..leading dots\n`,
+      headers: { 'List-Unsubscribe': `<https://${domain}/u/1>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+      attachments: [{ filename: 'ü.txt', content: Buffer.from('attached bytes'), contentType: 'text/plain' }],
+      dkim,
+    };
+    const built = await buildMessage(message);
+    expect(built.envelope).toEqual({ from: `news@${domain}`, to: ['zoe@example.org'] });
+    expect(built.raw.toString('latin1')).toMatch(
+      /^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=build\.test;/,
+    );
+    const [result] = await verify(built.raw);
+    expect(result).toMatchObject({ signingDomain: domain, status: { result: 'pass' } });
+    const parsed = await simpleParser(built.raw);
+    expect(parsed.subject).toBe(message.subject);
+    expect(parsed.text?.trim()).toBe((message.text as string).trim());
+    expect(parsed.attachments.map((a) => [a.filename, a.content.toString()])).toEqual([['ü.txt', 'attached bytes']]);
+    expect(built.raw.toString('latin1')).toContain(`\r\nList-Unsubscribe: <https://${domain}/u/1>\r\n`);
+    // The signed fields are the ones present of nodemailer's default list.
+    const h = /\bh=([^;]+);/.exec(built.raw.toString('latin1').replace(/\r\n /g, ''))?.[1];
+    expect(h).toBe('from:reply-to:subject:date:message-id:to:mime-version:content-type:list-unsubscribe');
+  });
+
+  test('a message without a key is not signed; a changed body no longer verifies once signed', async () => {
+    const plain = await buildMessage({
+      from: `a@${domain}`,
+      to: 'b@example.org',
+      subject: 'plain',
+      text: 'hi',
+    });
+    expect(plain.raw.toString('latin1')).not.toContain('DKIM-Signature');
+    const signed = dkimSign(plain.raw, dkim);
+    expect((await verify(signed))[0].status.result).toBe('pass');
+    const tampered = Buffer.from(signed.toString('latin1').replace(/hi\r\n$/, 'ho\r\n'), 'latin1');
+    // mailauth answers `neutral` ("body hash did not verify") for a body that no longer matches.
+    expect((await verify(tampered))[0].status.result).not.toBe('pass');
+  });
+});
