@@ -1,7 +1,9 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { simpleParser } from 'mailparser';
-import { buildMessage, dkimSign, relaxedBodyHash } from './mime-build.js';
+import { Readable } from 'node:stream';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import { buildMessage, dkimSign, relaxedBodyHash, serialize } from './mime-build.js';
 import type { MailMessage } from './smtp-transport.js';
 
 const { privateKey, publicKey } = generateKeyPairSync('rsa', {
@@ -84,5 +86,60 @@ describe('buildMessage', () => {
     const tampered = Buffer.from(signed.toString('latin1').replace(/hi\r\n$/, 'ho\r\n'), 'latin1');
     // mailauth answers `neutral` ("body hash did not verify") for a body that no longer matches.
     expect((await verify(tampered))[0].status.result).not.toBe('pass');
+  });
+});
+
+describe('serialize', () => {
+  const long = 'Grüße, a long line with trailing spaces and = signs   '.repeat(12);
+  test.each<[string, MailMessage]>([
+    ['html and text', { from: 'a@x.test', to: 'b@y.test', subject: 'Hi', html: '<p>Hi</p>', text: 'Hi' }],
+    ['text only, 8-bit and long lines', { from: 'a@x.test', to: 'b@y.test', subject: 'Zoë', text: `${long}\n.\n` }],
+    [
+      'html only, a lone CR and trailing blanks',
+      { from: 'a@x.test', to: 'b@y.test', html: `<b>x</b>\r \n\r${long}  ` },
+    ],
+    [
+      'attachments in memory, list headers, reply-to, display names',
+      {
+        from: { name: 'Nöel', address: 'a@x.test' },
+        to: { name: 'Zoë, Reader', address: 'b@y.test' },
+        replyTo: 'r@x.test',
+        subject: `${long}`,
+        html: `<p>${long}</p>`,
+        text: long,
+        headers: { 'List-Unsubscribe': '<https://x.test/u/1>', 'X-Custom': 'é' },
+        attachments: [
+          {
+            filename: 'a.bin',
+            content: Buffer.from([0, 1, 2, 255, 13, 10, 46]),
+            contentType: 'application/octet-stream',
+          },
+          { filename: 'ü.txt', content: Buffer.from('text\r\n.\r\n'), contentType: 'text/plain' },
+          { filename: 'logo.png', content: Buffer.alloc(300, 7), contentType: 'image/png', cid: 'logo@x' },
+        ],
+      },
+    ],
+  ])('%s: the same bytes as MimeNode.build()', async (_, message) => {
+    const node = new MailComposer(message).compile();
+    const fast = serialize(node);
+    expect(fast).not.toBeNull();
+    expect(fast?.toString('latin1')).toBe((await node.build()).toString('latin1'));
+  });
+
+  test('content that is not in memory goes through build()', async () => {
+    const node = new MailComposer({
+      from: 'a@x.test',
+      to: 'b@y.test',
+      text: 'x',
+      attachments: [{ filename: 's.txt', content: Readable.from(['streamed']) }],
+    }).compile();
+    expect(serialize(node)).toBeNull();
+    const built = await buildMessage({
+      from: 'a@x.test',
+      to: 'b@y.test',
+      text: 'x',
+      attachments: [{ filename: 's.txt', content: Readable.from(['streamed']) }],
+    });
+    expect(built.raw.toString()).toContain(Buffer.from('streamed').toString('base64'));
   });
 });
