@@ -159,6 +159,26 @@ describe('compiling once and the request render budget', () => {
     expect(budget.remainingMs).toBeLessThanOrEqual(budget.totalMs);
   });
 
+  test('the same text compiled again (kept parsed) renders the same; html and text stay apart', async () => {
+    const vars = { name: '<b>Ann</b>' };
+    const again = createRenderer();
+    for (let i = 0; i < 3; i++) {
+      expect(await again.compile('Hi {{name}}', { kind: 'html' }).render(vars)).toBe('Hi &lt;b&gt;Ann&lt;/b&gt;');
+      expect(await again.compile('Hi {{name}}', { kind: 'text' }).render(vars)).toBe('Hi <b>Ann</b>');
+    }
+    // Concurrent renders of one parse each keep their own variables.
+    const shared = again.compile('{% for i in (1..3) %}{{name}}{% endfor %}', { kind: 'text' });
+    const names = ['a', 'b', 'c', 'd'];
+    expect(await Promise.all(names.map((name) => shared.render({ name })))).toEqual(['aaa', 'bbb', 'ccc', 'ddd']);
+    // A syntax error is never kept: each compile names its own field.
+    expect(() => again.compile('{% if %}', { field: 'subject' })).toThrow(
+      expect.objectContaining({ errors: [expect.objectContaining({ field: 'subject' })] }),
+    );
+    expect(() => again.compile('{% if %}', { field: 'body' })).toThrow(
+      expect.objectContaining({ errors: [expect.objectContaining({ field: 'body' })] }),
+    );
+  });
+
   test('a render that outlives what is left of the budget is a 422 render_budget', async () => {
     const small = createRenderer({ timeoutMs: 500, requestBudgetMs: 60 });
     const started = Date.now();

@@ -125,6 +125,11 @@ class BoundedEmitter implements Emitter {
   }
 }
 
+/** Parsed templates kept for reuse: /v1/send callers repeat the same inline subject and body request after request. */
+const PARSED_CACHE_ENTRIES = 100;
+/** Longer templates are parsed each time (bounds the cache's memory). */
+const PARSED_CACHE_MAX_CHARS = 16 * 1024;
+
 // Same conversion liquidjs applies to output values.
 function stringify(value: unknown): string {
   const v = toValue(value);
@@ -146,23 +151,39 @@ export function createRenderer(options: RendererOptions = {}): Renderer {
     return liquid;
   };
 
-  const parse = (liquid: Liquid, template: string, field: string): Template[] => {
+  // A parse depends on the engine and the text only (the field names errors, which are never kept); renders
+  // share the parsed nodes, each with its own Context, as liquidjs' own template cache does. Least recently used out.
+  const parsed = new Map<string, Template[]>();
+  const parse = (kind: RenderKind, template: string, field: string): Template[] => {
     // Request schemas check sizes first; this covers any other caller (e.g. templates stored before the limit).
     if (template.length > maxTemplateChars) {
       const message = `Templates are at most ${maxTemplateChars} characters`;
       throw validationError([{ field, code: 'too_big', message }]);
     }
+    const key = template.length <= PARSED_CACHE_MAX_CHARS ? `${kind}:${template}` : undefined;
+    const hit = key === undefined ? undefined : parsed.get(key);
+    if (hit) {
+      parsed.delete(key!);
+      parsed.set(key!, hit);
+      return hit;
+    }
+    let templates: Template[];
     try {
-      return liquid.parse(rewriteTemplate(template));
+      templates = engine(kind).parse(rewriteTemplate(template));
     } catch (err) {
       throw templateError(field, err);
     }
+    if (key !== undefined) {
+      parsed.set(key, templates);
+      if (parsed.size > PARSED_CACHE_ENTRIES) parsed.delete(parsed.keys().next().value!);
+    }
+    return templates;
   };
 
   const compile = (template: string, opts: RenderCallOptions = {}): CompiledTemplate => {
     const field = opts.field ?? 'body';
     const liquid = engine(opts.kind ?? 'html');
-    const templates = parse(liquid, template, field);
+    const templates = parse(opts.kind ?? 'html', template, field);
     return {
       async render(vars, budget = new RenderBudget(Number.POSITIVE_INFINITY)) {
         const allowedMs = Math.min(timeoutMs, budget.remainingMs);
@@ -191,7 +212,7 @@ export function createRenderer(options: RendererOptions = {}): Renderer {
     compile,
     render: async (template, vars, opts) => compile(template, opts).render(vars),
     validate(template, opts = {}) {
-      parse(engine('html'), template, opts.field ?? 'body');
+      parse('html', template, opts.field ?? 'body');
     },
     budget: () => new RenderBudget(requestBudgetMs),
   };
