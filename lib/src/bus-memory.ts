@@ -39,6 +39,8 @@ export class MemoryBus implements Bus {
   private readonly subs: Subscription[] = [];
   private readonly watchers: Array<{ subjects: string[]; handler: WatchHandler }> = [];
   private readonly seen = new Set<string>();
+  /** Who takes a subject, worked out once per subject (every message used to match every pattern). */
+  private readonly routes = new Map<string, { watchers: WatchHandler[]; targets: Subscription[] }>();
   private closed = false;
 
   constructor(private readonly logger: Logger) {}
@@ -55,10 +57,8 @@ export class MemoryBus implements Bus {
       requestId: context?.requestId ?? undefined,
       traceparent: context?.traceparent ?? undefined,
     };
-    for (const w of this.watchers) {
-      if (w.subjects.some((p) => subjectMatches(p, subject))) this.notify(w.handler, subject, data);
-    }
-    const targets = this.subs.filter((s) => s.subjects.some((p) => subjectMatches(p, subject)));
+    const { watchers, targets } = this.routeOf(subject);
+    for (const handler of watchers) this.notify(handler, subject, data);
     await Promise.all(
       targets.map((s) => {
         if (s.concurrent) {
@@ -76,10 +76,27 @@ export class MemoryBus implements Bus {
   async subscribe(durable: string, subjects: string[], handler: BusHandler, options?: SubscribeOptions): Promise<void> {
     const concurrent = (options?.concurrency ?? 1) > 1;
     this.subs.push({ durable, subjects, handler, tail: Promise.resolve(), concurrent, inFlight: new Set() });
+    this.routes.clear();
   }
 
   watch(subjects: string[], handler: WatchHandler): void {
     this.watchers.push({ subjects, handler });
+    this.routes.clear();
+  }
+
+  private routeOf(subject: string): { watchers: WatchHandler[]; targets: Subscription[] } {
+    let route = this.routes.get(subject);
+    if (!route) {
+      const matches = (subjects: string[]) => subjects.some((p) => subjectMatches(p, subject));
+      route = {
+        watchers: this.watchers.filter((w) => matches(w.subjects)).map((w) => w.handler),
+        targets: this.subs.filter((s) => matches(s.subjects)),
+      };
+      // Subjects are a fixed family (topics and their members); the bound only guards against a runaway caller.
+      if (this.routes.size >= 10_000) this.routes.clear();
+      this.routes.set(subject, route);
+    }
+    return route;
   }
 
   private notify(handler: WatchHandler, subject: string, data: unknown): void {
