@@ -8,7 +8,7 @@ import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import { enqueueMany } from '@svc/lib/outbox';
 import type { ContactRow } from '../store/contact-rows.js';
-import type { ContactBatches } from '../store/contacts-store.js';
+import { importLines, type ContactBatches } from '../store/contacts-store.js';
 import type { FieldsStore } from '../store/fields-store.js';
 import type { ImportJobRow, JobsStore } from '../store/jobs-store.js';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
@@ -319,7 +319,7 @@ export class Imports {
         ? await this.batches.insertWithImported(
             tx,
             projectId,
-            `[${news.map((f) => `[${JSON.stringify(f.email)},${f.json ?? JSON.stringify(f.data)}]`).join(',')}]`,
+            importLines(news.map((f) => ({ email: f.email, json: f.json ?? JSON.stringify(f.data) }))),
             {
               subject: CONTACTS_TOPICS.imported.subject,
               requestId: context?.requestId ?? null,

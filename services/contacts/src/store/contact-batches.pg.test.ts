@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { contactCreated } from '../domain/bus-messages.js';
 import type { ContactRow } from './contact-rows.js';
-import { ContactBatches, contactChangedJson, IMPORTED_PER_MESSAGE } from './contacts-store.js';
+import { ContactBatches, contactChangedJson, IMPORTED_PER_MESSAGE, importLines } from './contacts-store.js';
 import { migrations } from './migrations.js';
 
 // The import's set-based insert writes the new contacts and their contacts.imported messages (ids, a
@@ -23,6 +23,9 @@ afterAll(() => db.drop());
 
 const outbox = { subject: CONTACTS_TOPICS.imported.subject, requestId: 'req-1', traceparent: null };
 
+const lines = (rows: Array<[string, unknown]>) =>
+  importLines(rows.map(([email, data]) => ({ email, json: JSON.stringify(data) })));
+
 const messagesOf = async (project: string) => {
   const { rows } = await db.pool.query<{ subject: string; payload: unknown; request_id: string }>(
     "SELECT subject, payload, request_id FROM outbox WHERE payload->>'projectId' = $1 ORDER BY id",
@@ -36,14 +39,19 @@ test('insertWithImported writes each new contact, subscribed, and a contacts.imp
   const rows: Array<[string, Record<string, unknown>]> = [
     [
       'Ada@Example.com',
-      { name: 'Ada "the first" \\ Lovelace', age: 36, score: 46.3, vip: true, big: 9007199254740991 },
+      {
+        name: 'Ada "the first" \\ Lovelace',
+        lines: 'a\tb\nc\r\n',
+        age: 36,
+        score: 46.3,
+        vip: true,
+        big: 9007199254740991,
+      },
     ],
     ['grace@example.com', { profile: { tier: 'gold', since: '2020-01-02' }, note: 'ünïcödé 🚀', '': 'empty key' }],
     ['plain@example.com', {}],
   ];
-  const inserted = await withTransaction(db.pool, (tx) =>
-    batches.insertWithImported(tx, project, JSON.stringify(rows), outbox),
-  );
+  const inserted = await withTransaction(db.pool, (tx) => batches.insertWithImported(tx, project, lines(rows), outbox));
   expect([...inserted].sort()).toEqual(['ada@example.com', 'grace@example.com', 'plain@example.com']);
   const stored = await db.pool.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1 ORDER BY email', [
     project,
@@ -62,7 +70,7 @@ test('insertWithImported writes each new contact, subscribed, and a contacts.imp
     batches.insertWithImported(
       tx,
       project,
-      JSON.stringify([
+      lines([
         ['ADA@example.com', {}],
         ['new@example.com', {}],
       ]),
@@ -82,8 +90,8 @@ test('insertWithImported writes each new contact, subscribed, and a contacts.imp
 test(`a batch's ids are split over messages of at most ${IMPORTED_PER_MESSAGE}, each contact named once`, async () => {
   const project = randomUUID();
   const count = 2 * IMPORTED_PER_MESSAGE + 1;
-  const rows = Array.from({ length: count }, (_, i) => [`c${i}@example.com`, { i }]);
-  await withTransaction(db.pool, (tx) => batches.insertWithImported(tx, project, JSON.stringify(rows), outbox));
+  const rows = Array.from({ length: count }, (_, i): [string, unknown] => [`c${i}@example.com`, { i }]);
+  await withTransaction(db.pool, (tx) => batches.insertWithImported(tx, project, lines(rows), outbox));
   const messages = await messagesOf(project);
   expect(messages.map((m) => m.payload.contactIds.length)).toEqual([IMPORTED_PER_MESSAGE, IMPORTED_PER_MESSAGE, 1]);
   const ids = messages.flatMap((m) => m.payload.contactIds);
@@ -94,7 +102,7 @@ test(`a batch's ids are split over messages of at most ${IMPORTED_PER_MESSAGE}, 
 
 test('a batch whose every email exists writes no message', async () => {
   const project = randomUUID();
-  const rows = JSON.stringify([['only@example.com', {}]]);
+  const rows = lines([['only@example.com', {}]]);
   await withTransaction(db.pool, (tx) => batches.insertWithImported(tx, project, rows, outbox));
   const again = await withTransaction(db.pool, (tx) => batches.insertWithImported(tx, project, rows, outbox));
   expect(again.size).toBe(0);

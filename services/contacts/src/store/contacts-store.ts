@@ -267,6 +267,13 @@ export const contactChangedJson = (alias: string) =>
      'createdAt', ${timestampJson(`${alias}.created_at`)}, 'updatedAt', ${timestampJson(`${alias}.updated_at`)}))`;
 
 /**
+ * The rows insertWithImported takes: an email never holds a tab or a line break (email-syntax.ts), and
+ * JSON.stringify escapes both inside strings, so a line splits at its first tab.
+ */
+export const importLines = (rows: Array<{ email: string; json: string }>): string =>
+  rows.map((r) => `${r.email}\t${r.json}`).join('\n');
+
+/**
  * Contact ids per `contacts.imported` message: a consumer handles one message within the bus's ack wait
  * (segments re-evaluates each contact of a project that tracks segments).
  */
@@ -305,21 +312,22 @@ export class ContactBatches {
 
   /**
    * New subscribed contacts and their `contacts.imported` outbox rows (up to IMPORTED_PER_MESSAGE ids
-   * each) in one statement. `rowsJson` is one JSON text, `[[email, data], ...]` with distinct emails:
-   * PostgreSQL parses it once, where array parameters cost an escaped literal per element. A row whose
+   * each) in one statement. `rowsText` is one line per contact, `<email>\t<data as JSON>`, distinct
+   * emails (importLines): one text parameter, where array parameters cost an escaped literal per element,
+   * and each row's JSON parsed once, as jsonb (a JSON array of rows was parsed three times). A row whose
    * email exists already (a concurrent writer) is skipped; the answer is the lower-case emails inserted.
    */
   async insertWithImported(
     tx: Queryable,
     projectId: string,
-    rowsJson: string,
+    rowsText: string,
     outbox: { subject: string; requestId: string | null; traceparent: string | null },
   ): Promise<Set<string>> {
     const { rows } = await tx.query<{ email: string }>(
       `WITH ins AS (
          INSERT INTO contacts (id, project_id, email, subscribed, data)
-         SELECT gen_random_uuid(), $1::uuid, x.r->>0, true, (x.r->1)::jsonb
-         FROM json_array_elements($2::json) WITH ORDINALITY AS x(r, n) ORDER BY x.n
+         SELECT gen_random_uuid(), $1::uuid, split_part(x.l, E'\t', 1), true, substr(x.l, strpos(x.l, E'\t') + 1)::jsonb
+         FROM string_to_table($2, E'\n') WITH ORDINALITY AS x(l, n) ORDER BY x.n
          ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING id, lower(email) AS email
        ), numbered AS (
          SELECT id, (row_number() OVER () - 1) / ${IMPORTED_PER_MESSAGE} AS part FROM ins
@@ -329,14 +337,14 @@ export class ContactBatches {
          FROM numbered GROUP BY part ORDER BY part
        )
        SELECT email FROM ins`,
-      [projectId, rowsJson, outbox.subject, outbox.requestId, outbox.traceparent],
+      [projectId, rowsText, outbox.subject, outbox.requestId, outbox.traceparent],
     );
     return new Set(rows.map((r) => r.email));
   }
 
   /**
    * New contacts (each with its own subscription) and their `created` outbox rows in one statement,
-   * like `insertWithCreated`: `rowsJson` is `[[email, subscribed, data], ...]` with distinct emails. A row
+   * like the import's insert: `rowsJson` is `[[email, subscribed, data], ...]` with distinct emails. A row
    * whose email exists already (a concurrent writer) is skipped and absent from the answer.
    */
   async insertReturningCreated(
