@@ -347,7 +347,9 @@ export class ExecutionsStore {
           output: o.history.output === undefined ? null : o.history.output,
           h_error: o.history.error ?? null,
           chain: chained,
+          // A chain that ends without moving on (a failed CONDITION) leaves the execution on its last step.
           last_id: chained.at(-1)?.id ?? null,
+          last_step: chained.at(-1)?.step_id ?? null,
         };
       })
       // The same lock order in every batch.
@@ -357,11 +359,11 @@ export class ExecutionsStore {
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, lease uuid, status text, set_step boolean,
            next_step uuid, due_at timestamptz, wait_event text, patch jsonb, error text, finished boolean,
            history_id uuid, fresh_id uuid, step_id uuid, step_type text, started_at timestamptz, h_status text,
-           output jsonb, h_error text, chain jsonb, last_id uuid)
+           output jsonb, h_error text, chain jsonb, last_id uuid, last_step uuid)
        ), upd AS (
          UPDATE executions e SET
            status = x.status,
-           current_step_id = CASE WHEN x.set_step THEN x.next_step ELSE e.current_step_id END,
+           current_step_id = CASE WHEN x.set_step THEN x.next_step ELSE COALESCE(x.last_step, e.current_step_id) END,
            current_history_id = CASE WHEN x.set_step THEN NULL
              ELSE COALESCE(x.last_id, x.fresh_id, e.current_history_id) END,
            due_at = x.due_at,
