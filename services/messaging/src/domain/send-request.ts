@@ -171,7 +171,7 @@ export const subjectSchema = z
   .max(MAX_SUBJECT_CHARS)
   .refine(...noLineBreaks('Subject'));
 
-const sendSchema = (limits: Required<SendLimits>) =>
+const buildSendSchema = (limits: Required<SendLimits>) =>
   z.object({
     to: toSchema,
     subject: subjectSchema.optional(),
@@ -192,6 +192,14 @@ const sendSchema = (limits: Required<SendLimits>) =>
       .optional(),
     attachments: attachmentsSchema(limits.maxAttachmentBytes).optional(),
   });
+
+/** The schema of each attachment limit in use (one, in practice), built once: building it cost more than a parse. */
+const sendSchemas = new Map<number, ReturnType<typeof buildSendSchema>>();
+function sendSchema(limits: Required<SendLimits>) {
+  let schema = sendSchemas.get(limits.maxAttachmentBytes);
+  if (!schema) sendSchemas.set(limits.maxAttachmentBytes, (schema = buildSendSchema(limits)));
+  return schema;
+}
 
 /** Rule 1: "either `template`, or both `subject` and `body`", reported alongside the other errors. */
 export function contentRequired(input: { template?: string; subject?: string; body?: string }): FieldError[] {
