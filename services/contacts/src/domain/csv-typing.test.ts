@@ -148,6 +148,16 @@ describe('row limits (the API custom-data rules, per row)', () => {
     expect(reason(['email', 'k'.repeat(255), 'a.b.c.d.e.f.g.h.i.j'], ['a@example.com', 'v', 'w'])).toBe('ok');
   });
 
+  test('the size counts UTF-8 bytes; a column over the key or depth rules fails only the rows that use it', () => {
+    expect(reason(['email', 'note'], ['a@example.com', 'é'.repeat(33_000)])).toBe('too_big');
+    expect(reason(['email', 'note'], ['a@example.com', 'é'.repeat(20_000)])).toBe('ok');
+    const deep = Array.from({ length: 11 }, (_, i) => `l${i}`).join('.');
+    expect(reason(['email', deep, 'k'.repeat(256), 'ok'], ['a@example.com', '', '', 'x'])).toBe('ok');
+    expect(reason(['email', deep, 'k'.repeat(256), 'ok'], ['a@example.com', '', 'v', 'x'])).toBe('too_big');
+    // The deep column's object is replaced by a later column's value: the row holds nothing too deep.
+    expect(reason(['email', deep, 'l0'], ['a@example.com', 'v', 'w'])).toBe('ok');
+  });
+
   test('a NUL in a used cell or column name fails the row; in an empty column it does not matter', () => {
     expect(reason(['email', 'note'], ['a@example.com', 'a\u0000b'])).toBe('invalid_character');
     expect(reason(['email', 'no\u0000te'], ['a@example.com', 'x'])).toBe('invalid_character');

@@ -1,5 +1,5 @@
 import { AppError, badRequest } from '@svc/lib/errors';
-import { RESERVED_DATA_KEYS, checkDataLimits, isPlainObject } from './custom-data.js';
+import { RESERVED_DATA_KEYS, checkDataLimits, checkDataSize, isPlainObject, pathWithinLimits } from './custom-data.js';
 import { isValidEmail } from './email-address.js';
 
 // SPEC.md "CSV import": how header cells and row cells become a contact patch.
@@ -81,6 +81,9 @@ export function csvRowReader(header: string[]): (cells: string[], rowNumber: num
       ? []
       : [{ index, path: columnPath(name), nul: name.includes('\u0000') }],
   );
+  // A row's keys and depth come from the header alone: when every column obeys the rules, every row
+  // does, and only its size is left to check.
+  const sizeOnly = columns.every((column) => pathWithinLimits(column.path));
   return (cells, rowNumber) => {
     const email = (cells[emailIndex] ?? '').trim();
     // A missing email is reported with the same reason as a malformed one: `invalid_email` is the one SPEC.md shows.
@@ -94,16 +97,16 @@ export function csvRowReader(header: string[]): (cells: string[], rowNumber: num
       setPath(data, column.path, value);
     }
     if (nul) return { ok: false, error: rowError(rowNumber, email, 'invalid_character') };
-    const checked = checkLimits(data);
+    const checked = checkLimits(data, sizeOnly);
     if ('error' in checked) return { ok: false, error: rowError(rowNumber, email, checked.error) };
     return { ok: true, email, data, json: checked.json };
   };
 }
 
 // The API's custom-data rules (size, key length, depth) hold for a row as for a request body.
-function checkLimits(data: Record<string, unknown>): { json: string } | { error: string } {
+function checkLimits(data: Record<string, unknown>, sizeOnly: boolean): { json: string } | { error: string } {
   try {
-    return { json: checkDataLimits(data) };
+    return { json: sizeOnly ? checkDataSize(data) : checkDataLimits(data) };
   } catch (err) {
     if (err instanceof AppError && err.status === 422) return { error: err.errors?.[0]?.code ?? 'invalid_data' };
     throw err;
