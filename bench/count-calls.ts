@@ -1,8 +1,8 @@
 /**
  * BENCH_COUNT=1 loads this into each service process (bench/support.ts): it counts the SQL
- * statements the process sends (by their first words), the RPCs it serves and the bus messages it
- * acknowledges (by subject), and writes the totals to LOG_DIR/counts/<pid>.json on SIGUSR2, so a
- * benchmark can print statements, RPCs and messages per unit of work.
+ * statements the process sends (by their first words), the RPCs it serves, the bus messages it
+ * acknowledges and the JetStream messages it publishes (by subject), and writes the totals to
+ * LOG_DIR/counts/<pid>.json on SIGUSR2, so a benchmark can print them per unit of work.
  */
 import { writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
@@ -35,6 +35,14 @@ const ack = JsMsgImpl.prototype.ack;
 JsMsgImpl.prototype.ack = function (this: { subject: string }) {
   bump(`msg ${this.subject.split('.').slice(1, 3).join('.')}`);
   return ack.call(this);
+};
+
+// Messages published (the outbox relay's), by subject as `pub <a>.<b>`.
+const { JetStreamClientImpl } = require('nats/lib/jetstream/jsclient.js');
+const publish = JetStreamClientImpl.prototype.publish;
+JetStreamClientImpl.prototype.publish = function (subject: string, ...rest: unknown[]) {
+  bump(`pub ${subject.split('.').slice(1, 3).join('.')}`);
+  return publish.call(this, subject, ...rest);
 };
 
 process.on('SIGUSR2', () => {

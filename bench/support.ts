@@ -47,7 +47,7 @@ const REPLICATED = (process.env.BENCH_REPLICATED ?? 'contacts').split(',').filte
 /** BENCH_PROFILE=contacts,gateway writes a V8 CPU profile of those services (on exit) under LOG_DIR/prof. */
 const PROFILED = new Set((process.env.BENCH_PROFILE ?? '').split(',').filter(Boolean));
 
-/** BENCH_COUNT=1: services count SQL statements, RPCs served and bus messages acknowledged (count-calls.ts). */
+/** BENCH_COUNT=1: services count SQL statements, RPCs served, bus messages acknowledged and published (count-calls.ts). */
 const COUNTING = process.env.BENCH_COUNT === '1';
 const COUNT_DIR = path.join(LOG_DIR, 'counts');
 
@@ -84,7 +84,7 @@ export function callsPerUnit(
           .filter(([k]) => k.startsWith(kind))
           .reduce((n, [k, v]) => n + v - (a[label]?.[k] ?? 0), 0);
       const sql = `${per(sum('sql '))} sql (${per(sum('sql BEGIN'))} BEGIN)`;
-      return `${label} ${sql}, ${per(sum('rpc '))} rpc, ${per(sum('msg '))} msg`;
+      return `${label} ${sql}, ${per(sum('rpc '))} rpc, ${per(sum('msg '))} msg, ${per(sum('pub '))} published`;
     })
     .join('; ');
 }

@@ -25,6 +25,9 @@ import autocannon from 'autocannon';
 import express from 'express';
 import pg from 'pg';
 import {
+  backendCpu,
+  callCounts,
+  callsPerUnit,
   cpuByService,
   cpuSeconds,
   fmt,
@@ -212,16 +215,32 @@ run(
     console.log('');
     const e = summary('empty Express JSON handler', await load(empty.url, tenant.publicKey, DURATION));
 
+    const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
+    await admin.connect();
+    onCleanup(() => admin.end());
+    const countsBefore = await callCounts(platform);
     const cpuBefore = cpuByService(platform);
     const selfBefore = cpuSeconds(process.pid);
+    const pgBefore = await backendCpu(admin, prefix);
     const startedAt = new Date();
     const r = await load(platform.gatewayUrls, tenant.publicKey, DURATION);
+    const pgAfter = await backendCpu(admin, prefix);
     const t = summary('POST /v1/track', r, 200, e);
     if (process.env.BENCH_PROFILE) console.log(`  in the CPU profiles: ${profileWindow(platform, startedAt)}`);
     console.log(
       `  CPU during that run (100% = one core of ${os.cpus().length}): ` +
         cpuReport(platform, cpuBefore, selfBefore, r),
     );
+    // The run's own backends (the platform's pools); NATS and Redis are the machine's shared servers, left out.
+    let pgCpu = 0;
+    for (const [pid, s] of pgAfter) if (Number.isFinite(s)) pgCpu += s - (pgBefore.get(pid) ?? 0);
+    const answers = r['2xx'] + r.non2xx;
+    console.log(
+      `  PostgreSQL backends of the run ${((pgCpu / r.duration) * 100).toFixed(0)}% ` +
+        `(${fmt((pgCpu * 1000) / answers, 2)} ms/req)`,
+    );
+    const counts = await callCounts(platform);
+    if (Object.keys(counts).length) console.log(`  per request: ${callsPerUnit(countsBefore, counts, answers)}`);
 
     // Events written by one group commit share its transaction's now(): distinct created_at = commits.
     const db = new pg.Client({ connectionString: `${PG_SERVER}/${prefix}_contacts` });

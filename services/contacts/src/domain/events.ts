@@ -55,8 +55,7 @@ export class Events {
       (tx, w) => this.write(tx, w),
       {
         lockOrder: (w) => `${w.projectId}:${w.email.toLowerCase()}`,
-        writeMany: (tx, writes, contexts) =>
-          writeTrackBatch(tx, { batches, events: store, contacts }, writes, contexts),
+        writeMany: (tx, writes, contexts) => writeTrackBatch(tx, { batches, contacts }, writes, contexts),
       },
     );
     this.emailActivity = new GroupCommit(

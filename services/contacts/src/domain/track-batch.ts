@@ -1,13 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { uuidv7 } from '@svc/lib/ids';
-import type { OutboxMessage } from '@svc/lib/bus-topic';
 import type { Queryable } from '@svc/lib/db';
-import { enqueueMany, forRequest } from '@svc/lib/outbox';
-import type { RequestContext } from '@svc/lib/request-context';
+import { outgoingContext, type RequestContext } from '@svc/lib/request-context';
+import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import type { ContactRow, EventRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
-import type { EventsStore } from '../store/events-store.js';
-import { contactCreated, contactUpdated, eventTracked } from './bus-messages.js';
 import type { Contacts } from './contacts.js';
 import { applyDataPatch, type DataPatch } from './custom-data.js';
 import { nextSubscription, subscriptionEvent } from './subscription.js';
@@ -25,8 +22,6 @@ export interface Tracked {
   event: EventRow;
 }
 
-class ConcurrentInsert extends Error {}
-
 function withoutDeletions(patch: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== null));
 }
@@ -35,14 +30,15 @@ function withoutDeletions(patch: Record<string, unknown>): Record<string, unknow
 export const trackedEventData = (patch: DataPatch) => ({ ...withoutDeletions(patch.patch), ...patch.oneOff });
 
 /**
- * A batch of tracks in a handful of statements: lock the batch's contacts, apply every write
- * in order in memory (the same rules as the one-by-one path: custom data, subscription, flip
- * events), then insert/update contacts, insert events and enqueue messages set-based. The
- * messages carry each contact's final state in the batch.
+ * A batch of tracks in two statements (one round trip each): lock the batch's contacts, apply every
+ * write in order in memory (the same rules as the one-by-one path: custom data, subscription, flip
+ * events), then insert/update contacts, insert events and enqueue their messages in one statement
+ * (ContactBatches.writeTracks). The messages carry each contact's final state in the batch. Field
+ * types add statements only when a new field appears.
  */
 export async function writeTrackBatch(
   tx: Queryable,
-  d: { batches: ContactBatches; events: EventsStore; contacts: Contacts },
+  d: { batches: ContactBatches; contacts: Contacts },
   writes: TrackWrite[],
   contexts: Array<RequestContext | undefined> = [],
 ): Promise<Tracked[]> {
@@ -96,25 +92,50 @@ export async function writeTrackBatch(
     requestOf.set(eventId, contexts[i]).set(entry.row.id, contexts[i]);
   }
 
-  const messages: OutboxMessage[] = [];
+  // Each project's new contacts, then its changed ones, then the events: the outbox keeps that order.
+  const written: Array<{ row: ContactRow; isNew: boolean }> = [];
   const byProject = new Map<string, Array<{ row: ContactRow; isNew: boolean; dirty: boolean }>>();
   for (const e of state.values()) byProject.set(e.row.project_id, [...(byProject.get(e.row.project_id) ?? []), e]);
   for (const [projectId, entries] of byProject) {
-    const fresh = entries.filter((e) => e.isNew).map((e) => e.row);
-    const inserted = await d.batches.insertMany(tx, projectId, fresh);
-    if (inserted.length < fresh.length) throw new ConcurrentInsert('a contact was created concurrently');
-    const updated = await d.batches.updateMany(
+    const fresh = entries.filter((e) => e.isNew);
+    const changed = entries.filter((e) => e.dirty && !e.isNew);
+    written.push(...fresh, ...changed);
+    await d.contacts.recordTypesOfMany(
       tx,
       projectId,
-      entries.filter((e) => e.dirty && !e.isNew).map((e) => e.row),
+      [...fresh, ...changed].map((e) => e.row.data),
     );
-    for (const c of [...inserted, ...updated]) await d.contacts.recordTypes(tx, projectId, c.data);
-    messages.push(...inserted.map((c) => forRequest(contactCreated(c), requestOf.get(c.id))));
-    messages.push(...updated.map((c) => forRequest(contactUpdated(c), requestOf.get(c.id))));
   }
-  const rows = await d.events.insertMany(tx, events);
-  messages.push(...rows.map((e) => forRequest(eventTracked(e), requestOf.get(e.id))));
-  await enqueueMany(tx, messages);
-  const byId = new Map(rows.map((r) => [r.id, r]));
+  const context = (id: string) => outgoingContext(requestOf.get(id));
+  const batch = {
+    contacts: written.map(({ row, isNew }) => ({
+      id: row.id,
+      projectId: row.project_id,
+      email: row.email,
+      subscribed: row.subscribed,
+      data: row.data,
+      isNew,
+      context: context(row.id),
+    })),
+    events: events.map((e) => ({ ...e, context: context(e.id) })),
+  };
+  const at = await d.batches.writeTracks(tx, batch, {
+    created: CONTACTS_TOPICS.created.subject,
+    updated: CONTACTS_TOPICS.updated.subject,
+    tracked: CONTACTS_TOPICS.eventTracked.subject,
+  });
+  const byId = new Map<string, EventRow>(
+    events.map((e) => [
+      e.id,
+      {
+        id: e.id,
+        project_id: e.projectId,
+        contact_id: e.contactId,
+        name: e.name,
+        data: e.data as Record<string, unknown>,
+        created_at: at,
+      },
+    ]),
+  );
   return answers.map((a) => ({ contactId: a.contactId, event: byId.get(a.eventId)! }));
 }

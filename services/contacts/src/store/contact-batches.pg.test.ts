@@ -3,13 +3,15 @@ import { readBusMessage } from '@svc/lib/bus-topic';
 import { withTransaction } from '@svc/lib/db';
 import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
-import { contactCreated } from '../domain/bus-messages.js';
-import type { ContactRow } from './contact-rows.js';
+import { uuidv7 } from '@svc/lib/ids';
+import { contactCreated, contactUpdated, eventTracked } from '../domain/bus-messages.js';
+import type { ContactRow, EventRow } from './contact-rows.js';
 import { ContactBatches, contactChangedJson, IMPORTED_PER_MESSAGE, importLines } from './contacts-store.js';
 import { migrations } from './migrations.js';
 
 // The import's set-based insert writes the new contacts and their contacts.imported messages (ids, a
-// bounded number per message) in one statement.
+// bounded number per message) in one statement. The batch of tracks builds its outbox payloads in SQL: they
+// must stay the ones bus-messages.ts builds from the same rows (the proto3 JSON of ContactChanged, EventTracked).
 
 let db: TestDatabase;
 let batches: ContactBatches;
@@ -120,4 +122,82 @@ test('contactChangedJson: timestamps print as proto3 Timestamps of a JS Date (mi
     );
     expect(rows[0].payload).toEqual(contactCreated(rows[0]).payload);
   }
+});
+
+test('writeTracks writes contacts and events with the payloads bus-messages.ts builds, in the order given', async () => {
+  const project = randomUUID();
+  const old = (
+    await db.pool.query<ContactRow>(
+      `INSERT INTO contacts (id, project_id, email, subscribed, data) VALUES ($1, $2, 'Old@Example.com', false, '{}')
+       RETURNING *`,
+      [randomUUID(), project],
+    )
+  ).rows[0];
+  const fresh = randomUUID();
+  const data = { name: 'Ada "the first" \\ Lovelace', big: 9007199254740991, nested: { note: 'ünïcödé 🚀' } };
+  const events = [
+    { id: uuidv7(), projectId: project, contactId: fresh, name: 'signed-up', data, context: { requestId: 'req-a' } },
+    { id: uuidv7(), projectId: project, contactId: old.id, name: 'contact.subscribed', data: {} },
+    { id: uuidv7(), projectId: project, contactId: old.id, name: 'page.viewed', data: { '': 1, list: [1, 'x'] } },
+  ];
+  const at = await withTransaction(db.pool, async (tx) => {
+    await tx.query('DELETE FROM outbox');
+    return batches.writeTracks(
+      tx,
+      {
+        contacts: [
+          { id: fresh, projectId: project, email: 'Ada@Example.com', subscribed: true, data, isNew: true },
+          {
+            id: old.id,
+            projectId: project,
+            email: old.email,
+            subscribed: true,
+            data: { plan: 'pro' },
+            isNew: false,
+            context: { requestId: 'req-b', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+          },
+        ],
+        events,
+      },
+      { created: 'contacts.created', updated: 'contacts.updated', tracked: 'events.tracked' },
+    );
+  });
+  const contacts = await db.pool.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1', [project]);
+  const byId = new Map(contacts.rows.map((c) => [c.id, c]));
+  expect(byId.get(old.id)).toMatchObject({ subscribed: true, data: { plan: 'pro' } });
+  expect(byId.get(fresh)).toMatchObject({ email: 'Ada@Example.com', subscribed: true, data });
+  const stored = await db.pool.query<EventRow>('SELECT * FROM events WHERE project_id = $1', [project]);
+  expect(stored.rows.map((e) => e.created_at)).toEqual(events.map(() => at));
+  const eventRow = (id: string) => stored.rows.find((e) => e.id === id)!;
+  const messages = await db.pool.query('SELECT subject, payload, request_id, traceparent FROM outbox ORDER BY id');
+  const meta = (requestId: string | null, traceparent: string | null = null) => ({
+    request_id: requestId,
+    traceparent,
+  });
+  expect(messages.rows).toEqual([
+    { ...contactCreated(byId.get(fresh)!), ...meta(null) },
+    {
+      ...contactUpdated(byId.get(old.id)!),
+      ...meta('req-b', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'),
+    },
+    { ...eventTracked(eventRow(events[0].id)), ...meta('req-a') },
+    { ...eventTracked(eventRow(events[1].id)), ...meta(null) },
+    { ...eventTracked(eventRow(events[2].id)), ...meta(null) },
+  ]);
+
+  // A new contact whose email exists already fails the whole statement (the batch is retried one by one).
+  await expect(
+    withTransaction(db.pool, (tx) =>
+      batches.writeTracks(
+        tx,
+        {
+          contacts: [
+            { id: randomUUID(), projectId: project, email: 'ADA@example.com', subscribed: true, data: {}, isNew: true },
+          ],
+          events: [],
+        },
+        { created: 'contacts.created', updated: 'contacts.updated', tracked: 'events.tracked' },
+      ),
+    ),
+  ).rejects.toMatchObject({ code: '23505' });
 });

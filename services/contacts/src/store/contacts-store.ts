@@ -1,5 +1,27 @@
 import type { Pool, Queryable } from '@svc/lib/db';
+import type { PropagatedContext } from '@svc/lib/request-context';
 import type { ContactRow } from './contact-rows.js';
+
+/** A contact a batch of tracks creates (`isNew`) or changes, in the request its message belongs to. */
+export interface TrackedContactWrite {
+  id: string;
+  projectId: string;
+  email: string;
+  subscribed: boolean;
+  data: object;
+  isNew: boolean;
+  context?: PropagatedContext;
+}
+
+/** An event a batch of tracks records, in the request its message belongs to. */
+export interface TrackedEventWrite {
+  id: string;
+  projectId: string;
+  contactId: string;
+  name: string;
+  data: object;
+  context?: PropagatedContext;
+}
 
 export type SortColumn = 'createdAt' | 'email';
 
@@ -279,7 +301,15 @@ export const importLines = (rows: Array<{ email: string; json: string }>): strin
  */
 export const IMPORTED_PER_MESSAGE = 500;
 
-/** Set-based writes for CSV import batches. */
+/**
+ * The payload `eventTracked` (bus-messages.ts) builds from an events row, built by PostgreSQL from the
+ * row `alias` (contact-batches.pg.test.ts holds the two equal).
+ */
+export const eventTrackedJson = (alias: string) =>
+  `jsonb_build_object('projectId', ${alias}.project_id, 'contactId', ${alias}.contact_id, 'eventId', ${alias}.id,
+     'name', ${alias}.name, 'data', ${alias}.data, 'createdAt', ${timestampJson(`${alias}.created_at`)})`;
+
+/** Set-based writes: CSV import batches and batches of tracks. */
 export class ContactBatches {
   constructor(private readonly pool: Pool) {}
 
@@ -372,27 +402,69 @@ export class ContactBatches {
     return rows;
   }
 
-  /** A row whose email exists already (a concurrent writer) is skipped and absent from the answer. */
-  async insertMany(
+  /**
+   * A batch of tracks in one statement: new contacts, changed contacts, events and every outbox row,
+   * the payloads built here from the written rows (`contactChangedJson`, `eventTrackedJson`), in the
+   * order given (contacts, then events), each with its request's ids. The batch goes as one JSON text of
+   * tuples, which PostgreSQL parses once (array parameters cost an escaped literal per element). A new
+   * contact whose email exists already (a writer that did not hold the batch's locks) fails the statement
+   * on the unique index, which fails the batch: the caller retries its writes one by one. Answers the
+   * transaction's time, every event's `created_at`.
+   */
+  async writeTracks(
     tx: Queryable,
-    projectId: string,
-    rows: Array<{ id: string; email: string; subscribed: boolean; data: object }>,
-  ): Promise<ContactRow[]> {
-    if (!rows.length) return [];
-    const { rows: inserted } = await tx.query<ContactRow>(
-      `INSERT INTO contacts (id, project_id, email, subscribed, data)
-       SELECT x.id, $1, x.email, x.subscribed, x.data
-       FROM unnest($2::uuid[], $3::text[], $4::boolean[], $5::jsonb[]) AS x(id, email, subscribed, data)
-       ON CONFLICT (project_id, lower(email)) DO NOTHING RETURNING *`,
-      [
-        projectId,
-        rows.map((r) => r.id),
-        rows.map((r) => r.email),
-        rows.map((r) => r.subscribed),
-        rows.map((r) => JSON.stringify(r.data)),
-      ],
+    batch: { contacts: TrackedContactWrite[]; events: TrackedEventWrite[] },
+    subjects: { created: string; updated: string; tracked: string },
+  ): Promise<Date> {
+    const ctx = (c?: PropagatedContext) => [c?.requestId ?? null, c?.traceparent ?? null];
+    const tuples = JSON.stringify({
+      contacts: batch.contacts.map((c) => [
+        c.id,
+        c.projectId,
+        c.email,
+        c.subscribed,
+        c.data,
+        c.isNew,
+        ...ctx(c.context),
+      ]),
+      events: batch.events.map((e) => [e.id, e.projectId, e.contactId, e.name, e.data, ...ctx(e.context)]),
+    });
+    const { rows } = await tx.query<{ at: Date }>(
+      `WITH input AS (SELECT $1::jsonb AS j),
+       c AS (
+         SELECT (x.r->>0)::uuid AS id, (x.r->>1)::uuid AS project_id, x.r->>2 AS email, (x.r->>3)::boolean AS subscribed,
+                x.r->4 AS data, (x.r->>5)::boolean AS is_new, x.r->>6 AS request_id, x.r->>7 AS traceparent, x.n
+         FROM input, jsonb_array_elements(input.j->'contacts') WITH ORDINALITY AS x(r, n)
+       ), e AS (
+         SELECT (x.r->>0)::uuid AS id, (x.r->>1)::uuid AS project_id, (x.r->>2)::uuid AS contact_id, x.r->>3 AS name,
+                x.r->4 AS data, x.r->>5 AS request_id, x.r->>6 AS traceparent, x.n
+         FROM input, jsonb_array_elements(input.j->'events') WITH ORDINALITY AS x(r, n)
+       ), ins AS (
+         INSERT INTO contacts (id, project_id, email, subscribed, data)
+         SELECT id, project_id, email, subscribed, data FROM c WHERE is_new ORDER BY n
+         RETURNING *
+       ), upd AS (
+         UPDATE contacts t SET subscribed = c.subscribed, data = c.data, updated_at = now()
+         FROM c WHERE NOT c.is_new AND t.project_id = c.project_id AND t.id = c.id
+         RETURNING t.*
+       ), ev AS (
+         INSERT INTO events (id, project_id, contact_id, name, data)
+         SELECT id, project_id, contact_id, name, data FROM e ORDER BY n
+         RETURNING *
+       ), messages AS (
+         INSERT INTO outbox (subject, payload, request_id, traceparent)
+         SELECT subject, payload, request_id, traceparent FROM (
+           SELECT 0 AS part, c.n, CASE WHEN c.is_new THEN $2::text ELSE $3::text END AS subject,
+                  ${contactChangedJson('w')} AS payload, c.request_id, c.traceparent
+           FROM (SELECT * FROM ins UNION ALL SELECT * FROM upd) w JOIN c ON c.id = w.id
+           UNION ALL
+           SELECT 1, e.n, $4::text, ${eventTrackedJson('ev')}, e.request_id, e.traceparent FROM ev JOIN e ON e.id = ev.id
+         ) m ORDER BY part, n
+       )
+       SELECT now() AS at`,
+      [tuples, subjects.created, subjects.updated, subjects.tracked],
     );
-    return inserted;
+    return rows[0].at;
   }
 
   async updateMany(
