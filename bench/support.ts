@@ -47,7 +47,7 @@ const REPLICATED = (process.env.BENCH_REPLICATED ?? 'contacts').split(',').filte
 /** BENCH_PROFILE=contacts,gateway writes a V8 CPU profile of those services (on exit) under LOG_DIR/prof. */
 const PROFILED = new Set((process.env.BENCH_PROFILE ?? '').split(',').filter(Boolean));
 
-/** BENCH_COUNT=1: services count SQL statements, RPCs served, bus messages acknowledged and published (count-calls.ts). */
+/** BENCH_COUNT=1: services count SQL statements, RPCs served, bus messages taken and published (count-calls.ts). */
 const COUNTING = process.env.BENCH_COUNT === '1';
 const COUNT_DIR = path.join(LOG_DIR, 'counts');
 

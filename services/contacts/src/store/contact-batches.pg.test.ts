@@ -124,7 +124,7 @@ test('contactChangedJson: timestamps print as proto3 Timestamps of a JS Date (mi
   }
 });
 
-test('writeTracks writes contacts and events with the payloads bus-messages.ts builds, in the order given', async () => {
+test('writeTracks writes contacts, events and the payloads bus-messages.ts builds, in the order given', async () => {
   const project = randomUUID();
   const old = (
     await db.pool.query<ContactRow>(

@@ -432,7 +432,8 @@ export class ContactBatches {
     const { rows } = await tx.query<{ at: Date }>(
       `WITH input AS (SELECT $1::jsonb AS j),
        c AS (
-         SELECT (x.r->>0)::uuid AS id, (x.r->>1)::uuid AS project_id, x.r->>2 AS email, (x.r->>3)::boolean AS subscribed,
+         SELECT (x.r->>0)::uuid AS id, (x.r->>1)::uuid AS project_id, x.r->>2 AS email,
+                (x.r->>3)::boolean AS subscribed,
                 x.r->4 AS data, (x.r->>5)::boolean AS is_new, x.r->>6 AS request_id, x.r->>7 AS traceparent, x.n
          FROM input, jsonb_array_elements(input.j->'contacts') WITH ORDINALITY AS x(r, n)
        ), e AS (
@@ -458,7 +459,8 @@ export class ContactBatches {
                   ${contactChangedJson('w')} AS payload, c.request_id, c.traceparent
            FROM (SELECT * FROM ins UNION ALL SELECT * FROM upd) w JOIN c ON c.id = w.id
            UNION ALL
-           SELECT 1, e.n, $4::text, ${eventTrackedJson('ev')}, e.request_id, e.traceparent FROM ev JOIN e ON e.id = ev.id
+           SELECT 1, e.n, $4::text, ${eventTrackedJson('ev')}, e.request_id, e.traceparent
+           FROM ev JOIN e ON e.id = ev.id
          ) m ORDER BY part, n
        )
        SELECT now() AS at`,
