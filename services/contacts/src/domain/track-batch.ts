@@ -123,6 +123,7 @@ export async function writeTrackBatch(
     created: CONTACTS_TOPICS.created.subject,
     updated: CONTACTS_TOPICS.updated.subject,
     tracked: CONTACTS_TOPICS.eventTracked.subject,
+    emailTracked: CONTACTS_TOPICS.emailEventTracked.subject,
   });
   const byId = new Map<string, EventRow>(
     events.map((e) => [

@@ -124,6 +124,13 @@ test('contactChangedJson: timestamps print as proto3 Timestamps of a JS Date (mi
   }
 });
 
+const subjects = {
+  created: CONTACTS_TOPICS.created.subject,
+  updated: CONTACTS_TOPICS.updated.subject,
+  tracked: CONTACTS_TOPICS.eventTracked.subject,
+  emailTracked: CONTACTS_TOPICS.emailEventTracked.subject,
+};
+
 test('writeTracks writes contacts, events and the payloads bus-messages.ts builds, in the order given', async () => {
   const project = randomUUID();
   const old = (
@@ -139,6 +146,7 @@ test('writeTracks writes contacts, events and the payloads bus-messages.ts build
     { id: uuidv7(), projectId: project, contactId: fresh, name: 'signed-up', data, context: { requestId: 'req-a' } },
     { id: uuidv7(), projectId: project, contactId: old.id, name: 'contact.subscribed', data: {} },
     { id: uuidv7(), projectId: project, contactId: old.id, name: 'page.viewed', data: { '': 1, list: [1, 'x'] } },
+    { id: uuidv7(), projectId: project, contactId: old.id, name: 'email.open', data: { emailId: 'e-1' } },
   ];
   const at = await withTransaction(db.pool, async (tx) => {
     await tx.query('DELETE FROM outbox');
@@ -159,7 +167,7 @@ test('writeTracks writes contacts, events and the payloads bus-messages.ts build
         ],
         events,
       },
-      { created: 'contacts.created', updated: 'contacts.updated', tracked: 'events.tracked' },
+      subjects,
     );
   });
   const contacts = await db.pool.query<ContactRow>('SELECT * FROM contacts WHERE project_id = $1', [project]);
@@ -183,6 +191,7 @@ test('writeTracks writes contacts, events and the payloads bus-messages.ts build
     { ...eventTracked(eventRow(events[0].id)), ...meta('req-a') },
     { ...eventTracked(eventRow(events[1].id)), ...meta(null) },
     { ...eventTracked(eventRow(events[2].id)), ...meta(null) },
+    { ...eventTracked(eventRow(events[3].id)), ...meta(null) },
   ]);
 
   // A new contact whose email exists already fails the whole statement (the batch is retried one by one).
@@ -196,7 +205,7 @@ test('writeTracks writes contacts, events and the payloads bus-messages.ts build
           ],
           events: [],
         },
-        { created: 'contacts.created', updated: 'contacts.updated', tracked: 'events.tracked' },
+        subjects,
       ),
     ),
   ).rejects.toMatchObject({ code: '23505' });

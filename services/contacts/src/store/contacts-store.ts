@@ -414,7 +414,7 @@ export class ContactBatches {
   async writeTracks(
     tx: Queryable,
     batch: { contacts: TrackedContactWrite[]; events: TrackedEventWrite[] },
-    subjects: { created: string; updated: string; tracked: string },
+    subjects: { created: string; updated: string; tracked: string; emailTracked: string },
   ): Promise<Date> {
     const ctx = (c?: PropagatedContext) => [c?.requestId ?? null, c?.traceparent ?? null];
     const tuples = JSON.stringify({
@@ -459,12 +459,13 @@ export class ContactBatches {
                   ${contactChangedJson('w')} AS payload, c.request_id, c.traceparent
            FROM (SELECT * FROM ins UNION ALL SELECT * FROM upd) w JOIN c ON c.id = w.id
            UNION ALL
-           SELECT 1, e.n, $4::text, ${eventTrackedJson('ev')}, e.request_id, e.traceparent
+           SELECT 1, e.n, CASE WHEN ev.name LIKE 'email.%' THEN $5::text ELSE $4::text END,
+                  ${eventTrackedJson('ev')}, e.request_id, e.traceparent
            FROM ev JOIN e ON e.id = ev.id
          ) m ORDER BY part, n
        )
        SELECT now() AS at`,
-      [tuples, subjects.created, subjects.updated, subjects.tracked],
+      [tuples, subjects.created, subjects.updated, subjects.tracked, subjects.emailTracked],
     );
     return rows[0].at;
   }
