@@ -123,4 +123,12 @@ export const migrations: Migration[] = [
       CREATE INDEX segment_definitions_project ON segment_definitions (project_id);
     `,
   },
+  {
+    id: '004_import_csv_uncompressed',
+    sql: `
+      -- A queued file is read once, then cleared (csv = NULL): compressing up to 5 MB on upload cost
+      -- about 60 ms of PostgreSQL CPU per import, more than the space saved for the minutes it is kept.
+      ALTER TABLE import_jobs ALTER COLUMN csv SET STORAGE EXTERNAL;
+    `,
+  },
 ];
