@@ -19,6 +19,15 @@ function run(tool: string, args: string[]): string {
  * A PostgreSQL server that a fault test owns, in a temporary directory (socket there too, TCP
  * on a free loopback port): it can be stopped abruptly, started again, frozen and thawed.
  */
+/** A backend may exit between the listing and the signal: that one needs no signal. */
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
+}
+
 export class PrivatePostgres {
   private constructor(
     readonly dir: string,
@@ -70,11 +79,19 @@ export class PrivatePostgres {
 
   /** SIGSTOP: connections stay open and nothing answers, like a frozen host. */
   freeze(): void {
-    for (const pid of this.pids()) process.kill(pid, 'SIGSTOP');
+    // A backend forked between the listing and the postmaster's stop would keep serving: list again until
+    // no new process appears (once the postmaster is stopped it forks no more).
+    const stopped = new Set<number>();
+    for (let fresh = this.pids(); fresh.length; fresh = this.pids().filter((pid) => !stopped.has(pid))) {
+      for (const pid of fresh) {
+        signal(pid, 'SIGSTOP');
+        stopped.add(pid);
+      }
+    }
   }
 
   thaw(): void {
-    for (const pid of this.pids()) process.kill(pid, 'SIGCONT');
+    for (const pid of this.pids()) signal(pid, 'SIGCONT');
   }
 
   /** Thaws, stops and deletes everything (safe to call in any state). */
