@@ -88,6 +88,10 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
     ),
   });
   const server: Server = http.createServer(app);
+  // The client, not the server, should end an idle keep-alive connection: a request sent on a connection the
+  // server is closing fails with "other side closed" (seen when the client's event loop was busy past its own
+  // 4 s idle timer). Longer than a load balancer's usual 60 s idle timeout, as their guides ask.
+  server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
   await listen(server, config.port, config.bindHost, 'gateway');
   const port = (server.address() as AddressInfo).port;
