@@ -128,6 +128,18 @@ describe('SigningPool', () => {
     expect(pool.threads).toBe(2);
   });
 
+  test('a trickle of mail is built on the calling thread; more in one second starts the threads', async () => {
+    pool = new SigningPool({ size: 2, logger: capturingLogger().logger, inlineBelowPerSecond: 3 });
+    // At most three builds fall in the current second, so the first ones are inline unless the second turns.
+    const second = Math.floor(Date.now() / 1000);
+    const [first] = await verify((await pool.build(message('one'))).raw);
+    expect(first).toMatchObject({ signingDomain: domain, status: { result: 'pass' } });
+    if (Math.floor(Date.now() / 1000) === second) expect(pool.threads).toBe(0);
+    const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => pool!.build(message(`burst ${i}`))));
+    for (const b of burst) expect((await verify(b.raw))[0]).toMatchObject({ status: { result: 'pass' } });
+    expect(pool.threads).toBe(2);
+  });
+
   test('a closed pool refuses new work', async () => {
     pool = new SigningPool({ size: 1, logger: capturingLogger().logger });
     await pool.close();
