@@ -32,8 +32,13 @@ const NODE_ARGS = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 
 // Node's options and the entry: as package.json's `start` script runs it (after scripts/build-start.ts), and as
 // `npm start` ran before (tsx).
-const MODE_ARGS: Record<string, { options: string[]; entry: string }> = {
-  bundle: { options: ['--enable-source-maps', '--max-semi-space-size=2'], entry: START_ENTRY },
+const MODE_ARGS: Record<string, { options: string[]; entry: string; env?: Record<string, string> }> = {
+  bundle: {
+    options: ['--enable-source-maps', '--max-semi-space-size=2'],
+    entry: START_ENTRY,
+    // BENCH_MALLOC_ARENA_MAX= (empty) measures without it.
+    env: { MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? '2' },
+  },
   tsx: { options: ['--import', 'tsx'], entry: path.join(ROOT, 'bin/platform.ts') },
 };
 
@@ -127,10 +132,10 @@ async function measure(mode: string): Promise<void> {
   mkdirSync(LOG_DIR, { recursive: true });
   const log = createWriteStream(path.join(LOG_DIR, `memory-${mode}-${Date.now().toString(36)}.log`));
   const started = performance.now();
-  const { options, entry } = MODE_ARGS[mode];
+  const { options, entry, env: modeEnv } = MODE_ARGS[mode];
   const child = spawn(process.execPath, [...options, ...NODE_ARGS, entry], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...env, ...modeEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.pipe(log);
