@@ -1,31 +1,15 @@
-import { createHash, generateKeyPairSync } from 'node:crypto';
-import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { createHash } from 'node:crypto';
 import { simpleParser } from 'mailparser';
 import { Readable } from 'node:stream';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { buildMessage, dkimSign, relaxedBodyHash, serialize } from './mime-build.js';
 import type { MailMessage } from './smtp-transport.js';
+import { testDkimKey } from './test-dkim-key.js';
 
-const { privateKey, publicKey } = generateKeyPairSync('rsa', {
-  modulusLength: 2048,
-  privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-  publicKeyEncoding: { type: 'spki', format: 'der' },
-});
 const domain = 'build.test';
 const selector = 'sel';
+const { privateKey, verify } = testDkimKey(domain, selector);
 const dkim = { domainName: domain, keySelector: selector, privateKey };
-
-async function verify(raw: Buffer) {
-  const record = `v=DKIM1; k=rsa; p=${publicKey.toString('base64')}`;
-  const { results } = await dkimVerify(raw, {
-    resolver: async (name: string) => {
-      if (name !== `${selector}._domainkey.${domain}`)
-        throw Object.assign(new Error('no record'), { code: 'ENOTFOUND' });
-      return [[record]] as never;
-    },
-  });
-  return results;
-}
 
 const sha = (s: string) => createHash('sha256').update(s, 'latin1').digest('base64');
 

@@ -1,16 +1,11 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { capturingLogger } from '@svc/lib/test-logger';
-import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import type { MailMessage } from '../delivery/smtp-transport.js';
+import { testDkimKey } from '../delivery/test-dkim-key.js';
 import { inlineBuilder, SigningPool } from './signing-pool.js';
 
-const { privateKey, publicKey } = generateKeyPairSync('rsa', {
-  modulusLength: 2048,
-  privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-  publicKeyEncoding: { type: 'spki', format: 'der' },
-});
 const domain = 'signer.test';
 const selector = 'pool';
+const { privateKey, verify } = testDkimKey(domain, selector);
 
 const message = (subject: string, extra: Partial<MailMessage> = {}): MailMessage => ({
   messageId: `<${subject.replace(/\W/g, '')}.${Math.random().toString(36).slice(2)}@${domain}>`,
@@ -22,18 +17,6 @@ const message = (subject: string, extra: Partial<MailMessage> = {}): MailMessage
   dkim: { domainName: domain, keySelector: selector, privateKey },
   ...extra,
 });
-
-async function verify(raw: Buffer) {
-  const record = `v=DKIM1; k=rsa; p=${publicKey.toString('base64')}`;
-  const { results } = await dkimVerify(raw, {
-    resolver: async (name: string) => {
-      if (name !== `${selector}._domainkey.${domain}`)
-        throw Object.assign(new Error('no record'), { code: 'ENOTFOUND' });
-      return [[record]] as never;
-    },
-  });
-  return results;
-}
 
 const crashingThread = new URL('./test-threads/crashing-signer.ts', import.meta.url);
 const brokenThread = new URL('./test-threads/broken-signer.ts', import.meta.url);
