@@ -145,6 +145,33 @@ describe('typed consumers', () => {
     expect(got).toEqual(['svc.messaging.v1.EmailLifecycle:open', 'svc.contacts.v1.EventTracked:purchase']);
   });
 
+  test('two routes on one topic each get every message of it, in the order given, from one delivery', async () => {
+    const { logger } = capturingLogger();
+    const bus = new MemoryBus(logger);
+    const got: string[] = [];
+    let failSecond = true;
+    await subscribeTopics(
+      bus,
+      'shared',
+      [
+        on(CONTACTS_TOPICS.eventTracked, async (m) => void got.push(`first:${m.name}`)),
+        on(CONTACTS_TOPICS.eventTracked, async (m) => {
+          // The second route's failure redelivers the message to both (each handler is idempotent).
+          if (failSecond) {
+            failSecond = false;
+            throw new Error('database down');
+          }
+          got.push(`second:${m.name}`);
+        }),
+      ],
+      logger,
+    );
+    const tracked = busMessage(CONTACTS_TOPICS.eventTracked, { name: 'signup' });
+    await bus.publish(tracked.subject, tracked.payload, 'c-1');
+    expect(await until(() => got.length === 3)).toBe(true);
+    expect(got).toEqual(['first:signup', 'first:signup', 'second:signup']);
+  });
+
   test('concurrency > 1 (in-process bus): messages are handled as they come, not one after another', async () => {
     const { logger } = capturingLogger();
     const bus = new MemoryBus(logger);
