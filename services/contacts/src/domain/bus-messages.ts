@@ -29,8 +29,11 @@ export const contactDeleted = (projectId: string, contactId: string, email: stri
   busMessage(CONTACTS_TOPICS.deleted, { projectId, contactId, email });
 
 /** `events.tracked`, or `events.email` for the `email.*` events recorded from the email lifecycle. */
+export const eventTrackedTopic = (name: string) =>
+  name.startsWith('email.') ? CONTACTS_TOPICS.emailEventTracked : CONTACTS_TOPICS.eventTracked;
+
 export const eventTracked = (e: EventRow): OutboxMessage =>
-  busMessage(e.name.startsWith('email.') ? CONTACTS_TOPICS.emailEventTracked : CONTACTS_TOPICS.eventTracked, {
+  busMessage(eventTrackedTopic(e.name), {
     projectId: e.project_id,
     contactId: e.contact_id,
     eventId: e.id,

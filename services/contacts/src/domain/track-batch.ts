@@ -5,6 +5,7 @@ import { outgoingContext, type RequestContext } from '@svc/lib/request-context';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import type { ContactRow, EventRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
+import { eventTrackedTopic } from './bus-messages.js';
 import type { Contacts } from './contacts.js';
 import { applyDataPatch, type DataPatch } from './custom-data.js';
 import { nextSubscription, subscriptionEvent } from './subscription.js';
@@ -117,13 +118,11 @@ export async function writeTrackBatch(
       isNew,
       context: context(row.id),
     })),
-    events: events.map((e) => ({ ...e, context: context(e.id) })),
+    events: events.map((e) => ({ ...e, subject: eventTrackedTopic(e.name).subject, context: context(e.id) })),
   };
   const at = await d.batches.writeTracks(tx, batch, {
     created: CONTACTS_TOPICS.created.subject,
     updated: CONTACTS_TOPICS.updated.subject,
-    tracked: CONTACTS_TOPICS.eventTracked.subject,
-    emailTracked: CONTACTS_TOPICS.emailEventTracked.subject,
   });
   const byId = new Map<string, EventRow>(
     events.map((e) => [

@@ -13,13 +13,14 @@ export interface TrackedContactWrite {
   context?: PropagatedContext;
 }
 
-/** An event a batch of tracks records, in the request its message belongs to. */
+/** An event a batch of tracks records, the subject of its message, in the request that message belongs to. */
 export interface TrackedEventWrite {
   id: string;
   projectId: string;
   contactId: string;
   name: string;
   data: object;
+  subject: string;
   context?: PropagatedContext;
 }
 
@@ -414,7 +415,7 @@ export class ContactBatches {
   async writeTracks(
     tx: Queryable,
     batch: { contacts: TrackedContactWrite[]; events: TrackedEventWrite[] },
-    subjects: { created: string; updated: string; tracked: string; emailTracked: string },
+    subjects: { created: string; updated: string },
   ): Promise<Date> {
     const ctx = (c?: PropagatedContext) => [c?.requestId ?? null, c?.traceparent ?? null];
     const tuples = JSON.stringify({
@@ -427,7 +428,7 @@ export class ContactBatches {
         c.isNew,
         ...ctx(c.context),
       ]),
-      events: batch.events.map((e) => [e.id, e.projectId, e.contactId, e.name, e.data, ...ctx(e.context)]),
+      events: batch.events.map((e) => [e.id, e.projectId, e.contactId, e.name, e.data, e.subject, ...ctx(e.context)]),
     });
     const { rows } = await tx.query<{ at: Date }>(
       `WITH input AS (SELECT $1::jsonb AS j),
@@ -438,7 +439,7 @@ export class ContactBatches {
          FROM input, jsonb_array_elements(input.j->'contacts') WITH ORDINALITY AS x(r, n)
        ), e AS (
          SELECT (x.r->>0)::uuid AS id, (x.r->>1)::uuid AS project_id, (x.r->>2)::uuid AS contact_id, x.r->>3 AS name,
-                x.r->4 AS data, x.r->>5 AS request_id, x.r->>6 AS traceparent, x.n
+                x.r->4 AS data, x.r->>5 AS subject, x.r->>6 AS request_id, x.r->>7 AS traceparent, x.n
          FROM input, jsonb_array_elements(input.j->'events') WITH ORDINALITY AS x(r, n)
        ), ins AS (
          INSERT INTO contacts (id, project_id, email, subscribed, data)
@@ -459,13 +460,13 @@ export class ContactBatches {
                   ${contactChangedJson('w')} AS payload, c.request_id, c.traceparent
            FROM (SELECT * FROM ins UNION ALL SELECT * FROM upd) w JOIN c ON c.id = w.id
            UNION ALL
-           SELECT 1, e.n, CASE WHEN ev.name LIKE 'email.%' THEN $5::text ELSE $4::text END,
+           SELECT 1, e.n, e.subject,
                   ${eventTrackedJson('ev')}, e.request_id, e.traceparent
            FROM ev JOIN e ON e.id = ev.id
          ) m ORDER BY part, n
        )
        SELECT now() AS at`,
-      [tuples, subjects.created, subjects.updated, subjects.tracked, subjects.emailTracked],
+      [tuples, subjects.created, subjects.updated],
     );
     return rows[0].at;
   }
