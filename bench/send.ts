@@ -6,16 +6,19 @@
  *   node --import tsx bench/send.ts            # BENCH_REQUESTS=10000 BENCH_CONNECTIONS=64
  */
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startSmtpSink } from '@svc/messaging';
 import { startTestDnsServer, type TestZoneRecords } from '@svc/lib/test-dns-server';
 import { freePort, httpOk, stopProcess, waitFor } from '../test/support/processes.js';
-import { cpuDelta, descendants, formatCpu, LOG_DIR, peakRssReport, treeCpu } from './support.js';
+import { cpuDelta, descendants, formatCpu, LOG_DIR, peakRssReport, runClients, sendBody, treeCpu } from './support.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+/** BENCH_COUNT=1: the platform counts its SQL statements, RPCs served and bus messages (bench/count-calls.ts). */
+const COUNTING = process.env.BENCH_COUNT === '1';
+const COUNT_DIR = path.join(LOG_DIR, 'counts');
 
 async function json(url: string, method: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(url, {
@@ -70,9 +73,15 @@ async function main(): Promise<void> {
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the platform process.
   const child = spawn(
     process.execPath,
-    [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'bin/platform.ts'],
+    [
+      ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      '--import',
+      'tsx',
+      ...(COUNTING ? ['--import', './bench/count-calls.ts'] : []),
+      'bin/platform.ts',
+    ],
     {
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...env, BENCH_COUNT_DIR: COUNT_DIR },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
@@ -100,54 +109,14 @@ async function main(): Promise<void> {
     const verified = await json(`${base}/domains/${created.body.id}/verify`, 'GET', undefined, auth);
     if (verified.body.status !== 'verified') throw new Error(`domain not verified: ${JSON.stringify(verified.body)}`);
 
-    const body = (i: number) =>
-      JSON.stringify({
-        to: { name: `Reader ${i}`, email: `reader${i}@bench.example` },
-        from: { name: 'Bench', email: `news@${domain}` },
-        subject: 'Hello {{firstName}}, issue {{issue}}',
-        body:
-          '<h1>Hi {{firstName}}</h1><p>Your plan: {{plan ?? "free"}}. ' +
-          '<a href="https://example.com/read?i={{issue}}">Read</a></p>',
-        data: { firstName: `Reader${i}`, issue: i, plan: i % 2 ? 'pro' : null },
-      });
     const load = () => os.loadavg()[0].toFixed(1);
+    const counts0 = await counts(child.pid!);
     const loadBefore = load();
     const cpuBefore = treeCpu(child.pid!);
     const benchCpuBefore = process.cpuUsage();
-    let next = 0;
-    let ok = 0;
-    let failed = 0;
-    const failures = new Map<string, number>(); // status (or the fetch error) -> count
-    const latencies: number[] = [];
     const started = performance.now();
-    // CONNECTIONS clients, each sending its next request as soon as the previous is answered.
-    await Promise.all(
-      Array.from({ length: CONNECTIONS }, async () => {
-        for (let i = next++; i < REQUESTS; i = next++) {
-          const t0 = performance.now();
-          const res = await fetch(`${base}/v1/send`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', ...auth },
-            body: body(i),
-          }).catch((err: Error) => {
-            const why = `fetch error: ${(err.cause as Error | undefined)?.message ?? err.message}`;
-            failures.set(why, (failures.get(why) ?? 0) + 1);
-            return null;
-          });
-          latencies.push(performance.now() - t0);
-          if (res?.ok) ok++;
-          else {
-            failed++;
-            if (res) failures.set(`HTTP ${res.status}`, (failures.get(`HTTP ${res.status}`) ?? 0) + 1);
-          }
-          await res?.arrayBuffer();
-        }
-      }),
-    );
-    latencies.sort((a, b) => a - b);
-    const pct = (p: number) =>
-      latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
-    const acceptedSeconds = (performance.now() - started) / 1000;
+    const clients = await runClients(`${base}/v1/send`, auth, (i) => sendBody(i, domain), REQUESTS, CONNECTIONS);
+    const { ok, failed } = clients;
     await new Promise<void>((resolve) => {
       const deadline = Date.now() + 300_000;
       const poll = setInterval(() => {
@@ -167,8 +136,8 @@ async function main(): Promise<void> {
       [
         `DKIM_WORKERS=${process.env.DKIM_WORKERS ?? '(default: one per CPU)'}, SMTP_POOL_SIZE=${env.SMTP_POOL_SIZE}`,
         `requests: ${REQUESTS} (${CONNECTIONS} concurrent clients), accepted (2xx): ${ok}, failed: ${failed}` +
-          (failed ? ` (${[...failures].map(([k, n]) => `${k}: ${n}`).join(', ')})` : ''),
-        `accepted: ${(ok / acceptedSeconds).toFixed(0)} requests/s (p50 ${pct(50)} ms, p99 ${pct(99)} ms)`,
+          (failed ? ` (${clients.failures})` : ''),
+        `accepted: ${(ok / clients.seconds).toFixed(0)} requests/s (p50 ${clients.p50} ms, p99 ${clients.p99} ms)`,
         `delivered: ${delivered} messages in ${totalSeconds.toFixed(2)} s from the first request: ` +
           `${(delivered / totalSeconds).toFixed(0)} messages/s`,
         `delivery window (first to last message): ${windowSeconds.toFixed(2)} s: ` +
@@ -180,6 +149,7 @@ async function main(): Promise<void> {
       ].join('\n') + '\n',
     );
     process.stdout.write(`${await rpcCallsPerMessage(base, delivered)}\n`);
+    if (COUNTING) process.stdout.write(countsPerMessage(counts0, await counts(child.pid!), delivered));
   } finally {
     const stopping = performance.now();
     // PostgreSQL of embedded mode: stopped by the platform on a clean exit, by us if the platform was killed.
@@ -199,6 +169,27 @@ async function main(): Promise<void> {
     await dns.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** The platform's counts so far (BENCH_COUNT=1; empty otherwise). */
+async function counts(pid: number): Promise<Record<string, number>> {
+  if (!COUNTING) return {};
+  mkdirSync(COUNT_DIR, { recursive: true });
+  process.kill(pid, 'SIGUSR2');
+  await new Promise((r) => setTimeout(r, 500));
+  return JSON.parse(readFileSync(path.join(COUNT_DIR, `${pid}.json`), 'utf8'));
+}
+
+/** SQL statements (by their first words) and RPCs served per delivered message, most frequent first. */
+function countsPerMessage(a: Record<string, number>, b: Record<string, number>, delivered: number): string {
+  const rows = Object.entries(b)
+    .map(([k, v]) => [k, (v - (a[k] ?? 0)) / Math.max(delivered, 1)] as const)
+    .filter(([, n]) => n >= 0.005)
+    .sort((x, y) => y[1] - x[1]);
+  const sql = rows.filter(([k]) => k.startsWith('sql ')).reduce((n, [, v]) => n + v, 0);
+  return `per delivered message: ${sql.toFixed(2)} SQL statements in all\n${rows
+    .map(([k, n]) => `  ${n.toFixed(3)}  ${k}`)
+    .join('\n')}\n`;
 }
 
 /** RPC calls served per delivered message, by method (the embedded process's metrics: every service's calls). */

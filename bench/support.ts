@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -424,4 +425,100 @@ export function formatCpu(cpu: Record<string, number>, seconds: number): string 
     .sort(([, a], [, b]) => b - a)
     .map(([k, v]) => `${k} ${fmt(v, 1)} s (${fmt((100 * v) / seconds)}%)`)
     .join(', ');
+}
+
+/** `bench/send.ts`'s personalised `/v1/send` body for request `i`, from `news@<domain>`. */
+export function sendBody(i: number, domain: string): string {
+  return JSON.stringify({
+    to: { name: `Reader ${i}`, email: `reader${i}@bench.example` },
+    from: { name: 'Bench', email: `news@${domain}` },
+    subject: 'Hello {{firstName}}, issue {{issue}}',
+    body:
+      '<h1>Hi {{firstName}}</h1><p>Your plan: {{plan ?? "free"}}. ' +
+      '<a href="https://example.com/read?i={{issue}}">Read</a></p>',
+    data: { firstName: `Reader${i}`, issue: i, plan: i % 2 ? 'pro' : null },
+  });
+}
+
+export interface ClientsResult {
+  ok: number;
+  failed: number;
+  /** "HTTP 503: 2, fetch error: ...: 1" */
+  failures: string;
+  seconds: number;
+  p50: string;
+  p99: string;
+}
+
+/**
+ * POSTs JSON texts to `url` over at most `connections` kept-alive sockets (node:http: about half the client CPU
+ * of fetch per request). `post` resolves with the status, rejects on a connection error.
+ */
+export function httpPoster(url: string, connections: number, headers: Record<string, string> = {}) {
+  const target = new URL(url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const post = (payload: string) =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.request(
+        target,
+        {
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers },
+        },
+        (res) => {
+          res.resume();
+          res.once('end', () => resolve(res.statusCode ?? 0));
+          res.once('error', reject);
+        },
+      );
+      req.once('error', reject);
+      req.end(payload);
+    });
+  return { post, close: () => agent.destroy() };
+}
+
+/**
+ * `connections` clients POSTing `body(i)` for i < `requests` to `url`, each sending its next request as soon
+ * as the previous is answered. Counts 2xx answers, failures by status (or fetch error) and latencies.
+ */
+export async function runClients(
+  url: string,
+  headers: Record<string, string>,
+  body: (i: number) => string,
+  requests: number,
+  connections: number,
+): Promise<ClientsResult> {
+  let next = 0;
+  let ok = 0;
+  let failed = 0;
+  const failures = new Map<string, number>();
+  const fail = (why: string) => {
+    failed++;
+    failures.set(why, (failures.get(why) ?? 0) + 1);
+  };
+  const latencies: number[] = [];
+  const { post, close } = httpPoster(url, connections, headers);
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      for (let i = next++; i < requests; i = next++) {
+        const t0 = performance.now();
+        const status = await post(body(i)).catch((err: Error) => {
+          fail(`request error: ${err.message}`);
+          return 0;
+        });
+        latencies.push(performance.now() - t0);
+        if (status >= 200 && status < 300) ok++;
+        else if (status) fail(`HTTP ${status}`);
+      }
+    }),
+  );
+  close();
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
+  const failureText = [...failures].map(([k, n]) => `${k}: ${n}`).join(', ');
+  return { ok, failed, failures: failureText, seconds, p50: pct(50), p99: pct(99) };
 }

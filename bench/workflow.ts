@@ -21,6 +21,7 @@ import {
   cpuPerUnit,
   cpuSnapshot,
   fmt,
+  httpPoster,
   machine,
   newTenant,
   onCleanup,
@@ -118,6 +119,7 @@ async function main(): Promise<void> {
   let next = 0;
   let failed = 0;
   let retried = 0;
+  const tracks = httpPoster(`${base}/v1/track`, CONNECTIONS, { authorization: `Bearer ${tenant.publicKey}` });
   await Promise.all(
     Array.from({ length: CONNECTIONS }, async () => {
       for (let i = next++; i < CONTACTS; i = next++) {
@@ -127,19 +129,17 @@ async function main(): Promise<void> {
         let ok = false;
         for (let attempt = 0; attempt < 5 && !ok; attempt++) {
           if (attempt) await new Promise((r) => setTimeout(r, 200 * attempt));
-          const res = await fetch(`${base}/v1/track`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${tenant.publicKey}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ email, event: 'bench.signup', data: { n: i } }),
-          }).catch(() => null);
-          ok = Boolean(res?.ok);
-          if (!ok && res) retried++;
-          await res?.arrayBuffer();
+          const status = await tracks
+            .post(JSON.stringify({ email, event: 'bench.signup', data: { n: i } }))
+            .catch(() => 0);
+          ok = status >= 200 && status < 300;
+          if (!ok && status) retried++;
         }
         if (!ok) failed++;
       }
     }),
   );
+  tracks.close();
   const tracked = (performance.now() - started) / 1000;
   let exited = 0;
   let failedExecutions = 0;

@@ -160,6 +160,41 @@ describe('/v1/track', () => {
     expect(res.status).toBe(200);
     expect(res.body.success).toBe(true);
   });
+
+  test("answers alike whether or not it takes the gateway's lane (a query string goes through Express)", async () => {
+    const cases: Array<{ raw?: string; body?: unknown; key?: string }> = [
+      { body: { email: 'lane@example.com', event: 'lane' } },
+      { raw: '{"email": "lane@example.com",' },
+      { raw: '"just a string"' },
+      { raw: '\ufeff' },
+      { body: { email: 'not-an-email', event: 'lane' } },
+      { body: { email: 'lane@example.com', event: 7 } },
+      { body: { email: 'lane@example.com', event: 'lane', data: { 'a\u0000': 1 } } },
+      { body: { email: 'lane@example.com', event: 'lane', data: JSON.parse(`${'['.repeat(40)}${']'.repeat(40)}`) } },
+      { body: { email: 'lane@example.com', event: 'lane' }, key: 'pk_unknown' },
+      { body: { email: 'lane@example.com', event: 'lane' }, key: t.secretKey },
+    ];
+    // Idempotency-Key keeps the first answer and replays it, on either path.
+    const idem = { key: t.publicKey, headers: { 'idempotency-key': `lane-${Date.now()}` } };
+    const first = await call('POST', '/v1/track', { email: 'lane@example.com', event: 'once' }, idem);
+    const again = await call('POST', '/v1/track', { email: 'lane@example.com', event: 'once' }, idem);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    const seen = (a: Awaited<ReturnType<typeof call>>) => ({
+      status: a.status,
+      body: JSON.parse(
+        JSON.stringify(a.body).replace(/"(requestId|timestamp|event)":"[^"]*"/g, '"$1":"..."'),
+      ) as unknown,
+      headers: ['content-type', 'x-ratelimit-limit', 'retry-after'].map((h) => a.headers.get(h)),
+      requestId: a.headers.get('x-request-id') !== null,
+    });
+    for (const c of cases) {
+      const opts = { key: c.key ?? t.publicKey, raw: c.raw };
+      const lane = await call('POST', '/v1/track', c.body, opts);
+      const express = await call('POST', '/v1/track?via=express', c.body, opts);
+      expect(seen(lane)).toEqual(seen(express));
+    }
+  });
 });
 
 describe('events endpoints', () => {

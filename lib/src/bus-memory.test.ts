@@ -1,3 +1,4 @@
+import { JsonText } from './bus.js';
 import { MemoryBus } from './bus-memory.js';
 import { capturingLogger } from './test-logger.js';
 
@@ -24,6 +25,40 @@ describe('MemoryBus', () => {
       'watch emails.open',
       'first emails.open c',
       'second contacts.created d',
+    ]);
+    await bus.close();
+  });
+
+  test('every subscriber, watcher and retry gets its own copy of the payload (text or value)', async () => {
+    const bus = new MemoryBus(capturingLogger().logger);
+    const seen: unknown[] = [];
+    let failed = false;
+    const take = async (m: { data: unknown }) => {
+      seen.push(structuredClone(m.data));
+      (m.data as { list: number[] }).list.push(9);
+    };
+    await bus.subscribe('a', ['x.*'], take);
+    await bus.subscribe('b', ['x.*'], async (m) => {
+      await take(m);
+      if (!failed) {
+        failed = true;
+        throw new Error('once');
+      }
+    });
+    bus.watch(['x.*'], (m) => void take(m));
+    const original = { list: [1] };
+    await bus.publish('x.value', original, 'v');
+    expect(original).toEqual({ list: [1] });
+    await bus.publish('x.text', new JsonText('{"list":[2]}'), 't');
+    // Each saw the payload as published, the retry of b too (after its failed attempt changed its copy).
+    expect(seen).toEqual([
+      { list: [1] },
+      { list: [1] },
+      { list: [1] },
+      { list: [1] },
+      { list: [2] },
+      { list: [2] },
+      { list: [2] },
     ]);
     await bus.close();
   });

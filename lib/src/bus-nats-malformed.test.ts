@@ -1,48 +1,20 @@
-import { randomBytes } from 'node:crypto';
-import { connect, type NatsConnection } from 'nats';
-import { STREAMS } from './bus.js';
-import { NatsBus } from './bus-nats.js';
-import { capturingLogger } from './test-logger.js';
+import { natsBusFixture, until } from './test-nats-bus.js';
 
 // JetStream on the local NATS: a message whose bytes are not JSON (a foreign publisher) is logged
 // and terminated, so the durable consumer goes on with the next one and never sees it again.
 
-const URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
-const prefix = `bustest${randomBytes(4).toString('hex')}`;
-const { logger, lines } = capturingLogger();
-let bus: NatsBus;
-let raw: NatsConnection;
-
-const until = async (ok: () => boolean, ms = 10_000) => {
-  const deadline = Date.now() + ms;
-  while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  return ok();
-};
-
-beforeAll(async () => {
-  bus = NatsBus.start(URL, prefix, 'bus-test', logger);
-  raw = await connect({ servers: URL });
-  expect(await until(() => bus.connected())).toBe(true);
-});
-
-afterAll(async () => {
-  await bus?.close();
-  if (raw) {
-    const jsm = await raw.jetstreamManager();
-    for (const s of STREAMS) await jsm.streams.delete(bus.streamName(s.name)).catch(() => undefined);
-    await raw.close();
-  }
-});
+const nats = natsBusFixture('bustest', 'bus-test');
+const { prefix, lines } = nats;
 
 test('bytes that are not JSON are skipped (terminated, not redelivered); the next message is handled', async () => {
   const seen: unknown[] = [];
   let deliveries = 0;
-  await bus.subscribe('malformed-test', ['contacts.>'], async (m) => {
+  await nats.bus.subscribe('malformed-test', ['contacts.>'], async (m) => {
     deliveries++;
     seen.push(m.data);
   });
-  await raw.jetstream().publish(`${prefix}.contacts.deleted`, Buffer.from('{not json'));
-  await bus.publish('contacts.deleted', { contactId: 'c2' }, 'test-2');
+  await nats.raw.jetstream().publish(`${prefix}.contacts.deleted`, Buffer.from('{not json'));
+  await nats.bus.publish('contacts.deleted', { contactId: 'c2' }, 'test-2');
   expect(await until(() => seen.length === 1)).toBe(true);
   expect(seen).toEqual([{ contactId: 'c2' }]);
   expect(lines).toContainEqual(
@@ -64,7 +36,7 @@ test('concurrency: messages handled at once; a failed one is redelivered, the ot
   let most = 0;
   const handled = new Map<string, number>();
   let failedOnce = false;
-  await bus.subscribe(
+  await nats.bus.subscribe(
     'concurrent-test',
     ['emails.*'],
     async (m) => {
@@ -81,7 +53,7 @@ test('concurrency: messages handled at once; a failed one is redelivered, the ot
     },
     { concurrency: 8 },
   );
-  for (let n = 0; n < 20; n++) await bus.publish('emails.sent', { n }, `concurrent-${n}`);
+  for (let n = 0; n < 20; n++) await nats.bus.publish('emails.sent', { n }, `concurrent-${n}`);
   expect(await until(() => handled.size === 20)).toBe(true);
   expect(most).toBeGreaterThan(1);
   expect(most).toBeLessThanOrEqual(8);

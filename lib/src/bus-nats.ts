@@ -9,7 +9,7 @@ import {
   type JsMsg,
   type JetStreamClient,
   type JetStreamManager,
-  type JetStreamPublishOptions,
+  type MsgHdrs,
   type NatsConnection,
 } from 'nats';
 import type { Logger } from './logger.js';
@@ -24,6 +24,7 @@ import {
   type MessageContext,
   type SubscribeOptions,
 } from './bus.js';
+import { JetStreamPublisher } from './jetstream-publish.js';
 import { messageContext, runInContext } from './request-context.js';
 
 const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
@@ -32,13 +33,13 @@ const MAX_BACKOFF_MS = 5000;
 const REQUEST_ID_HEADER = 'X-Request-Id';
 const TRACEPARENT_HEADER = 'traceparent';
 
-/** Publish options: the dedupe id, and the request's headers when the message has them (nothing more per message). */
-function publishOptions(id: string, context?: MessageContext): Partial<JetStreamPublishOptions> {
-  if (!context?.requestId && !context?.traceparent) return { msgID: id };
+/** The request's headers when the message has them (the publisher adds the dedupe id). */
+function requestHeaders(context?: MessageContext): MsgHdrs | undefined {
+  if (!context?.requestId && !context?.traceparent) return undefined;
   const h = headers();
   if (context.requestId) h.set(REQUEST_ID_HEADER, context.requestId);
   if (context.traceparent) h.set(TRACEPARENT_HEADER, context.traceparent);
-  return { msgID: id, headers: h };
+  return h;
 }
 
 interface Registration {
@@ -50,6 +51,18 @@ interface Registration {
   concurrency: number;
   messages?: ConsumerMessages;
 }
+
+/**
+ * A stream made again right after its deletion can be left unable to store: the server's removal of the old
+ * stream's files runs into the new one of the same name, and every publish then fails with "error opening msg
+ * block file ...: no such file or directory" until the stream is deleted and made once more (seen with
+ * nats-server 2.9 under load).
+ */
+export function isLostStoreFile(err: unknown): boolean {
+  return /msg block file|no such file or directory/i.test((err as Error)?.message ?? '');
+}
+/** How long after this bus saw a stream (re)created a store error is taken for that race. */
+const REMAKE_WINDOW_MS = 60_000;
 
 /** The broker answered that a stream (or the consumer's stream) does not exist: 404/10059, or nobody listens (503). */
 function isMissingStream(err: unknown): boolean {
@@ -69,6 +82,7 @@ export class NatsBus implements Bus {
   readonly system = 'nats';
   private nc?: NatsConnection;
   private js?: JetStreamClient;
+  private publisher?: JetStreamPublisher;
   private jsm?: JetStreamManager;
   private streamsReady = false;
   private closed = false;
@@ -77,7 +91,11 @@ export class NatsBus implements Bus {
   /** Creation time of each stream as last seen: a different one means it was lost and made again. */
   private readonly created = new Map<string, string>();
   private readonly recreatedListeners: Array<(subjects: string[]) => void> = [];
+  /** When this bus last saw each stream (re)created (ms), and its one remake in progress (isLostStoreFile). */
+  private readonly madeAt = new Map<string, number>();
+  private readonly remaking = new Map<string, Promise<void>>();
   private readonly wakers = new Set<() => void>();
+  private acks: JsMsg[] = [];
   private readonly watchers: Array<{ subjects: string[]; handler: Parameters<Bus['watch']>[1] }> = [];
   private repairing?: Promise<void>;
   private ensuring?: Promise<void>;
@@ -112,20 +130,26 @@ export class NatsBus implements Bus {
 
   async publish(subject: string, data: unknown, id: string, context?: MessageContext): Promise<void> {
     if (this.closed) throw new BusClosed();
-    if (!this.js || !this.connected()) {
+    const publisher = this.publisher;
+    if (!publisher || !this.connected()) {
       // Connected but streams not ready: make sure a repair loop runs (a deletion seen as a loop ended).
       if (this.js && this.nc && !this.nc.isClosed()) void this.keepEnsuring();
       throw new Error('message bus unavailable: NATS not connected or streams not ready');
     }
     const full = `${this.prefix}.${subject}`;
     const payload = Buffer.from(data instanceof JsonText ? data.text : JSON.stringify(data));
-    const options = publishOptions(id, context);
     try {
-      await this.js.publish(full, payload, options);
+      await publisher.publish(full, payload, id, requestHeaders(context));
     } catch (err) {
+      // Closed while waiting for the acknowledgement: the row stays in the outbox for the next start.
+      if (this.closed) throw new BusClosed();
+      if (isLostStoreFile(err) && (await this.remakeFreshStream(subject))) {
+        await publisher.publish(full, payload, id, requestHeaders(context));
+        return;
+      }
       if (!isMissingStream(err)) throw err;
       await this.repair();
-      await this.js.publish(full, payload, options);
+      await publisher.publish(full, payload, id, requestHeaders(context));
     }
   }
 
@@ -200,6 +224,7 @@ export class NatsBus implements Bus {
     // A drain waits for the server; while it is unreachable, shutdown must not.
     await Promise.race([nc.drain().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
     await nc.close().catch(() => undefined);
+    this.publisher?.close();
   }
 
   /** First connection, retried until it works; afterwards nats.js reconnects by itself, forever. */
@@ -219,6 +244,7 @@ export class NatsBus implements Bus {
         this.nc = nc;
         for (const w of this.watchers) this.attachWatcher(nc, w);
         this.js = nc.jetstream();
+        this.publisher = new JetStreamPublisher(nc);
         this.jsm = await nc.jetstreamManager({ checkAPI: false });
         this.logger.info({ event: 'nats.connected', server: nc.getServer() }, 'NATS connected');
         void this.watchStatus(nc);
@@ -301,6 +327,29 @@ export class NatsBus implements Bus {
     return this.ensuring;
   }
 
+  /**
+   * isLostStoreFile on a stream this bus saw made less than REMAKE_WINDOW_MS ago: deletes it and makes it again
+   * (listeners refill it from their outboxes, as after any re-creation). Concurrent failed publishes share one
+   * remake. False, and nothing done, for an older stream: its messages are not this bus's to drop.
+   */
+  private async remakeFreshStream(subject: string): Promise<boolean> {
+    const s = STREAMS.find((st) => st.name === streamOf(subject))!;
+    const name = this.streamName(s.name);
+    const pending = this.remaking.get(name);
+    if (pending) return pending.then(() => true);
+    if (Date.now() - (this.madeAt.get(name) ?? 0) > REMAKE_WINDOW_MS) return false;
+    const remake = (async () => {
+      this.logger.warn({ event: 'nats.stream_remade', stream: name }, 'JetStream stream lost its files: made again');
+      await this.jsm!.streams.delete(name).catch((err) => {
+        if (!isMissingStream(err)) throw err;
+      });
+      await this.ensureStream(s);
+    })().finally(() => this.remaking.delete(name));
+    this.remaking.set(name, remake);
+    await remake;
+    return true;
+  }
+
   /** One pass over every stream; concurrent callers (a batch of failed publishes) share it. */
   private repair(): Promise<void> {
     this.repairing ??= (async () => {
@@ -337,6 +386,7 @@ export class NatsBus implements Bus {
     const known = this.created.get(name);
     this.created.set(name, info.created);
     if (!made && (known === undefined || known === info.created)) return;
+    this.madeAt.set(name, Date.now());
     const event = known ? 'nats.stream_recreated' : 'nats.stream_created';
     this.logger.warn({ event, stream: name }, 'JetStream stream created');
     this.restartConsumers(name);
@@ -435,13 +485,34 @@ export class NatsBus implements Bus {
         }
         const message: BusMessage = { id, subject, data, requestId, traceparent };
         await reg.handler(message);
-        m.ack();
+        this.ackSoon(m);
         this.logger.debug({ durable: reg.durable, subject, messageId: message.id }, 'bus message handled');
       } catch (err) {
         this.logger.warn({ err, durable: reg.durable, subject }, 'bus handler failed; redelivering');
         m.nak(Math.min(1000 * m.info.redeliveryCount, 30_000));
       }
     });
+  }
+
+  /**
+   * Acknowledgements go out together once the messages at hand are handled: nats.js writes to the socket once
+   * per microtask turn that published, so acks sent one by one cost a socket write per message.
+   */
+  private ackSoon(m: JsMsg): void {
+    this.acks.push(m);
+    if (this.acks.length === 1) setImmediate(() => this.flushAcks());
+  }
+
+  private flushAcks(): void {
+    const acks = this.acks;
+    this.acks = [];
+    for (const m of acks) {
+      try {
+        m.ack();
+      } catch {
+        // The connection is closing: the message comes again (redelivered after ack_wait or at the next start).
+      }
+    }
   }
 
   private untilReady(): Promise<void> {

@@ -66,13 +66,31 @@ export class MalformedMessage extends Error {
   }
 }
 
+export interface RouteOptions {
+  /**
+   * Looks at the payload as received (JSON, not decoded): true acknowledges the message without decoding it or
+   * running the handler. For consumers that already know, from a cached answer, that the handler would do
+   * nothing (a project that tracks no segment): the decode is most of a skipped message's cost.
+   */
+  skip?(data: unknown): boolean;
+}
+
+/** A string field of a received payload, or '' (for `RouteOptions.skip`, before any decode). */
+export const rawField = (data: unknown, field: string): string => {
+  const v = data && typeof data === 'object' ? (data as Record<string, unknown>)[field] : undefined;
+  return typeof v === 'string' ? v : '';
+};
+
 export function on<D extends DescMessage>(
   t: Topic<D>,
   handler: (message: MessageShape<D>, meta: { id: string; subject: string }) => Promise<void>,
+  options?: RouteOptions,
 ): TopicRoute {
+  const skip = options?.skip;
   return {
     subject: t.subject,
     async deliver(m) {
+      if (skip?.(m.data)) return;
       let message: MessageShape<D>;
       try {
         message = readBusMessage(t, m.data);

@@ -39,6 +39,20 @@ describe('CallBatcher', () => {
     await expect(Promise.all([third, fourth])).resolves.toEqual([3, 4]);
   });
 
+  test('with weight, maxBatch counts weights: an input that would overflow the batch starts the next', async () => {
+    const sent: number[][] = [];
+    const batcher = new CallBatcher<number, number>(
+      async (inputs) => {
+        sent.push(inputs);
+        return inputs.map((value) => ({ ok: true, value }));
+      },
+      { windowMs: 5, maxBatch: 10, weight: (n) => n },
+    );
+    await Promise.all([4, 5, 3, 10, 1].map((n) => batcher.submit(n)));
+    // 4 + 5 waits; 3 would make 12 (4 + 5 goes); 3 + 10 would make 13 (3 goes); 10 is full and goes; 1 waits.
+    expect(sent).toEqual([[4, 5], [3], [10], [1]]);
+  });
+
   test('a failed batch call (or a short answer) fails each of its callers with that error', async () => {
     const down = new CallBatcher<number, number>(
       async () => {

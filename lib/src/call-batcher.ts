@@ -3,11 +3,16 @@ import { runInContext } from './request-context.js';
 /** One item's outcome in a batch answer: each caller gets its own value or its own error. */
 export type Settled<O> = { ok: true; value: O } | { ok: false; error: unknown };
 
-export interface CallBatcherOptions {
+export interface CallBatcherOptions<I = unknown> {
   /** How long the first item of a batch waits for others (ms); 0 sends each item alone, at once. */
   windowMs: number;
-  /** A batch this large goes at once, without waiting for the window. */
+  /** A batch this large goes at once, without waiting for the window (counted in `weight`s when given). */
   maxBatch: number;
+  /**
+   * What one input counts towards `maxBatch` (1 when absent): e.g. its items, when the batch call takes at
+   * most so many items. An input that would take the batch over `maxBatch` starts the next one.
+   */
+  weight?: (input: I) => number;
 }
 
 interface Waiting<I, O> {
@@ -23,17 +28,22 @@ interface Waiting<I, O> {
  */
 export class CallBatcher<I, O> {
   private waiting: Waiting<I, O>[] = [];
+  /** The waiting inputs' weight (their count without `weight`). */
+  private weight = 0;
   private timer?: NodeJS.Timeout;
 
   constructor(
     private readonly send: (inputs: I[]) => Promise<Settled<O>[]>,
-    private readonly opts: CallBatcherOptions,
+    private readonly opts: CallBatcherOptions<I>,
   ) {}
 
   submit(input: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
+      const weight = this.opts.weight?.(input) ?? 1;
+      if (this.waiting.length && this.weight + weight > this.opts.maxBatch) this.flush();
       this.waiting.push({ input, resolve, reject });
-      if (this.waiting.length >= this.opts.maxBatch || this.opts.windowMs <= 0) this.flush();
+      this.weight += weight;
+      if (this.weight >= this.opts.maxBatch || this.opts.windowMs <= 0) this.flush();
       else this.timer ??= setTimeout(() => this.flush(), this.opts.windowMs);
     });
   }
@@ -43,6 +53,7 @@ export class CallBatcher<I, O> {
     this.timer = undefined;
     const batch = this.waiting;
     this.waiting = [];
+    this.weight = 0;
     // The batch serves many requests: it runs outside the one that happened to open it.
     runInContext(undefined, () => this.run(batch));
   }

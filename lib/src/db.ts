@@ -58,6 +58,10 @@ export function createPool(databaseUrl: string, max = 10, timeouts?: PoolTimeout
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
+    // No JIT: the services run short statements, and a cost misestimated on a table without statistics yet
+    // (a batch's jsonb_to_recordset rows times a per-row subquery) crossed jit_above_cost and compiled for
+    // ~0.4 s per 50-execution batch of the workflow worker (bench/workflow.ts part 2).
+    options: '-c jit=off',
     ...(timeouts && {
       connectionTimeoutMillis: timeouts.connectTimeoutMs,
       statement_timeout: timeouts.statementTimeoutMs,

@@ -75,3 +75,42 @@ describe('GroupCommit and the request context', () => {
     }
   });
 });
+
+describe('GroupCommit with oneStatement', () => {
+  it('runs a batch of one statement without BEGIN and COMMIT, and the others in a transaction', async () => {
+    const pool = createPool(DATABASE, 2);
+    const sent: string[] = [];
+    const wrapped = new WeakSet<PoolClient>();
+    const begin = async () => {
+      const client = await pool.connect();
+      if (wrapped.has(client)) return client;
+      wrapped.add(client);
+      const query = client.query.bind(client) as (text: string, values?: unknown[]) => Promise<unknown>;
+      (client as unknown as { query: typeof query }).query = (text, values) => {
+        sent.push(text.split(' ')[0]);
+        return query(text, values);
+      };
+      return client;
+    };
+    const write = async (tx: PoolClient, n: number) =>
+      (await tx.query<{ n: number }>('SELECT $1::int AS n', [n])).rows[0].n;
+    const writeMany = async (tx: PoolClient, inputs: number[]) =>
+      (await tx.query<{ n: number }>('SELECT unnest($1::int[]) AS n', [inputs])).rows.map((r) => r.n);
+    // Even numbers are one statement; a batch is when all of its inputs are.
+    const commits = new GroupCommit<number, number>(begin, write, {
+      writeMany,
+      oneStatement: (inputs) => inputs.every((n) => n % 2 === 0),
+    });
+    try {
+      await expect(Promise.all([2, 4].map((n) => commits.submit(n)))).resolves.toEqual([2, 4]);
+      await expect(commits.submit(6)).resolves.toBe(6);
+      expect(sent).toEqual(['SELECT', 'SELECT']);
+      sent.length = 0;
+      await expect(Promise.all([2, 3].map((n) => commits.submit(n)))).resolves.toEqual([2, 3]);
+      await expect(commits.submit(5)).resolves.toBe(5);
+      expect(sent).toEqual(['BEGIN', 'SELECT', 'COMMIT', 'BEGIN', 'SELECT', 'COMMIT']);
+    } finally {
+      await pool.end();
+    }
+  });
+});

@@ -40,6 +40,11 @@ export class NotifiedCache {
     this.loading.forget();
   }
 
+  /** The answer kept under `key`, if one is (no read): for a caller that can skip work on a known answer. */
+  peek(key: string): unknown {
+    return this.entries.get(key);
+  }
+
   /** The answer kept under `key`, or `load`'s (one cache can hold several kinds: prefix their keys). */
   async get<V>(key: string, load: () => Promise<V>): Promise<V> {
     const hit = this.entries.get(key);

@@ -73,6 +73,18 @@ describe('outbox relay', () => {
     expect(bus.got).toHaveLength(4);
   });
 
+  test('a batch whose ids gain a digit (99 -> 100) goes out in id order, not in their text order', async () => {
+    const bus = recordingBus();
+    const relay = new OutboxRelay({ service: 'svc', pool, bus, logger });
+    await pool.query(`SELECT setval(pg_get_serial_sequence('outbox', 'id'), 95)`);
+    await enqueueMany(
+      pool,
+      Array.from({ length: 8 }, (_, n) => ({ subject: 'contacts.updated', payload: { n } })),
+    );
+    expect(await relay.drain()).toBe(8);
+    expect(bus.got.map((m) => m.id)).toEqual(Array.from({ length: 8 }, (_, n) => `svc-${96 + n}`));
+  });
+
   test('a rolled-back transaction publishes nothing', async () => {
     const bus = recordingBus();
     const relay = new OutboxRelay({ service: 'svc', pool, bus, logger });

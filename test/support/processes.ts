@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { portVariable } from '@svc/lib/config';
@@ -8,15 +8,41 @@ import { SERVICES } from '../../services/registry.js';
 
 export const ROOT = path.resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../..');
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** The lowest port the kernel hands out to outbound connections (Linux's ip_local_port_range), 32768 elsewhere. */
+function ephemeralFloor(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 16_000 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+const handedOut = new Set<number>();
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, () => srv.close(() => resolve(true)));
   });
+}
+
+/**
+ * A port nothing listens on, for a process started later to bind. It is drawn below the kernel's ephemeral
+ * range: a port from `listen(0)` is one the kernel may hand to any outbound connection (a service's pool to
+ * PostgreSQL) before the later process binds it, which then fails with EADDRINUSE.
+ */
+export async function freePort(): Promise<number> {
+  const floor = ephemeralFloor();
+  const lowest = 15_000;
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = lowest + Math.floor(Math.random() * (floor - lowest));
+    if (handedOut.has(port) || !(await bindable(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free port between ${lowest} and ${floor}`);
 }
 
 /** The registered RPC services that have code: what a distributed test platform starts, one process each. */

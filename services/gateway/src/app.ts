@@ -17,12 +17,13 @@ import { methodNotAllowed } from './http/method-not-allowed.js';
 import type { KeyCache } from './http/key-cache.js';
 import { readyz, type ReadinessCheck } from './http/readiness.js';
 import { requestId } from './http/request-id.js';
+import { installTrackLane } from './http/track-lane.js';
 import { analyticsRouter } from './routes/analytics.js';
 import { campaignsRouter } from './routes/campaigns.js';
 import { contactJobsRouter } from './routes/contact-jobs.js';
 import { consoleRouter } from './routes/console.js';
 import { contactsRouter } from './routes/contacts.js';
-import { eventsRouter } from './routes/events.js';
+import { eventsRouter, trackHandler } from './routes/events.js';
 import { devMailRouter } from './routes/dev-mail.js';
 import { emailsRouter } from './routes/emails.js';
 import { messagingRouter } from './routes/messaging.js';
@@ -147,7 +148,8 @@ export function createApp(deps: GatewayDeps) {
   app.use((req, res, next) => (req.path === '/v1/send' ? next() : json(req, res, next)));
 
   // The ingestion routes first: every /v1/track then skips the route matching of the routers below.
-  app.use(eventsRouter(clients.contacts, guards, config.trackBatch));
+  const track = trackHandler(clients.contacts, config.trackBatch);
+  app.use(eventsRouter(clients.contacts, guards, track));
   app.use(identityRouter(clients.identity, auth, deps.limiter));
   app.use(oauthRouter(clients.identity, auth, config.publicUrl));
   app.use(setupStateRouter(clients, auth));
@@ -169,6 +171,15 @@ export function createApp(deps: GatewayDeps) {
 
   app.use(methodNotAllowed(app));
   app.use(routeNotFound);
-  app.use(errorHandler(logger));
+  const onError = errorHandler(logger);
+  app.use(onError);
+
+  // The common POST /v1/track runs the same handlers as its route above, without the router (track-lane.ts).
+  installTrackLane(app, {
+    bodyLimit: config.bodyLimit,
+    before: [requestId(logger)],
+    after: [...guards.publicSteps, track],
+    onError,
+  });
   return app;
 }

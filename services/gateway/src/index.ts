@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import http, { type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { readBusMessage } from '@svc/lib/bus-topic';
@@ -16,6 +16,7 @@ import { createApp } from './app.js';
 import { CALLABLE_SERVICES, createClients } from './clients.js';
 import { type GatewayEnv, gatewayEnv } from './config.js';
 import { answerClientError } from './http/client-error.js';
+import { expressServer } from './http/express-server.js';
 import { KeyCache } from './http/key-cache.js';
 import { SERVICE_PARTS, serviceHealthCheck } from './http/readiness.js';
 
@@ -87,7 +88,7 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
       ]),
     ),
   });
-  const server: Server = http.createServer(app);
+  const server: Server = expressServer(app);
   // The client, not the server, should end an idle keep-alive connection: a request sent on a connection the
   // server is closing fails with "other side closed" (seen when the client's event loop was busy past its own
   // 4 s idle timer). Longer than a load balancer's usual 60 s idle timeout, as their guides ask.

@@ -37,9 +37,8 @@ interface UpsertCall {
   context: RequestContext | undefined;
 }
 
-/** Sends arriving within this window share one UpsertContacts call per project; at most this many calls. */
+/** Sends arriving within this window share one UpsertContacts call per project, of at most its item limit. */
 const UPSERT_WINDOW_MS = 2;
-const UPSERT_MAX_SENDS = MAX_UPSERT_CALL_ITEMS / 50;
 
 /**
  * Concurrent sends of a project share one UpsertContacts call (one RPC instead of one per request). A call
@@ -65,7 +64,7 @@ function upsertCoalescer(contacts: Client<typeof ContactsService>) {
           let at = 0;
           return calls.map((c) => ({ ok: true, value: all.slice(at, (at += c.items.length)) }));
         },
-        { windowMs: UPSERT_WINDOW_MS, maxBatch: UPSERT_MAX_SENDS },
+        { windowMs: UPSERT_WINDOW_MS, maxBatch: MAX_UPSERT_CALL_ITEMS, weight: (c) => c.items.length },
       );
       batchers.set(projectId, b);
     }

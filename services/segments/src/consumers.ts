@@ -1,5 +1,5 @@
 import type { Bus } from '@svc/lib/bus';
-import { on, subscribeTopics } from '@svc/lib/bus-topic';
+import { on, rawField, subscribeTopics } from '@svc/lib/bus-topic';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
@@ -24,16 +24,18 @@ export async function subscribeSegmentsConsumers(
 ) {
   const changed = (projectId: string, contactId: string) =>
     isUuid(projectId) && isUuid(contactId) ? tracking.contactChanged(projectId, contactId) : Promise.resolve();
+  // A project known to track no segment: its messages are acknowledged undecoded (most projects, most messages).
+  const untracked = { skip: (data: unknown) => tracking.tracksNothing(rawField(data, 'projectId')) };
   await subscribeTopics(
     bus,
     'segments-membership',
     [
-      on(CONTACTS_TOPICS.created, async (m) => changed(m.projectId, m.contact?.id ?? '')),
+      on(CONTACTS_TOPICS.created, async (m) => changed(m.projectId, m.contact?.id ?? ''), untracked),
       // A CSV import's new contacts, many per message: each is re-evaluated as one created alone would be.
       on(CONTACTS_TOPICS.imported, async (m) => {
         for (const id of m.contactIds) await changed(m.projectId, id);
       }),
-      on(CONTACTS_TOPICS.updated, async (m) => changed(m.projectId, m.contact?.id ?? '')),
+      on(CONTACTS_TOPICS.updated, async (m) => changed(m.projectId, m.contact?.id ?? ''), untracked),
       on(CONTACTS_TOPICS.deleted, async (m) =>
         isUuid(m.contactId) ? tracking.contactDeleted(m.contactId) : undefined,
       ),
@@ -46,9 +48,9 @@ export async function subscribeSegmentsConsumers(
     bus,
     'segments-membership',
     [
-      on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId)),
+      on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId), untracked),
       // The email.* events contacts records (a filter may count them) come on their own subject.
-      on(CONTACTS_TOPICS.emailEventTracked, async (m) => changed(m.projectId, m.contactId)),
+      on(CONTACTS_TOPICS.emailEventTracked, async (m) => changed(m.projectId, m.contactId), untracked),
     ],
     logger,
     { concurrency: EVENT_CONCURRENCY },

@@ -1,6 +1,6 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Bus } from '@svc/lib/bus';
-import { on, subscribeTopics } from '@svc/lib/bus-topic';
+import { on, rawField, subscribeTopics } from '@svc/lib/bus-topic';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
@@ -60,18 +60,23 @@ export async function subscribeWorkflowsConsumers(
     bus,
     'workflows-lifecycle',
     [
-      on(MESSAGING_TOPICS.emailLifecycle, async (m, meta) => {
-        // Test messages count for nothing (as in campaign and workflow statistics).
-        if (m.test || !isUuid(m.projectId) || !isUuid(m.contactId) || !/^[a-z_]+$/.test(m.type)) return;
-        await executions.eventTracked({
-          projectId: m.projectId,
-          contactId: m.contactId,
-          eventId: meta.id,
-          name: `email.${m.type}`,
-          data: { emailId: m.emailId, ...((m.data ?? {}) as Record<string, unknown>) },
-          at: m.occurredAt ? timestampDate(m.occurredAt) : new Date(),
-        });
-      }),
+      on(
+        MESSAGING_TOPICS.emailLifecycle,
+        async (m, meta) => {
+          // Test messages count for nothing (as in campaign and workflow statistics).
+          if (m.test || !isUuid(m.projectId) || !isUuid(m.contactId) || !/^[a-z_]+$/.test(m.type)) return;
+          await executions.eventTracked({
+            projectId: m.projectId,
+            contactId: m.contactId,
+            eventId: meta.id,
+            name: `email.${m.type}`,
+            data: { emailId: m.emailId, ...((m.data ?? {}) as Record<string, unknown>) },
+            at: m.occurredAt ? timestampDate(m.occurredAt) : new Date(),
+          });
+        },
+        // Most lifecycle messages concern no workflow (a cached answer): acknowledged undecoded.
+        { skip: (d) => executions.ignores(rawField(d, 'projectId'), `email.${rawField(d, 'type')}`) },
+      ),
       on(SEGMENTS_TOPICS.membershipChanged, async (m, meta) => {
         if (!isUuid(m.projectId) || !isUuid(m.contactId) || !/^[a-z0-9_-]+$/.test(m.slug)) return;
         if (m.change !== 'entry' && m.change !== 'exit') return;

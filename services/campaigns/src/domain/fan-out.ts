@@ -99,6 +99,7 @@ export class FanOut {
     }
     if (!(await this.store.addSnapshotBatch(c.id, token, [], after, true))) return 'stop';
     c.snapshot_done = true;
+    await this.store.analyzeRecipients();
     return 'more';
   }
 

@@ -120,6 +120,16 @@ export class FanOutStore {
     });
   }
 
+  /**
+   * Refreshes the planner's statistics of campaign_recipients once a snapshot is written, before its hand-over.
+   * Without them (a table just filled, not analysed yet) `pending` reads every waiting recipient of the campaign
+   * through a bitmap scan and sorts them, each batch (100 ms a batch at 60,000 waiting), instead of walking
+   * campaign_recipients_pending in order. A sample of at most 30,000 rows, whatever the table's size.
+   */
+  async analyzeRecipients(): Promise<void> {
+    await this.pool.query('ANALYZE campaign_recipients');
+  }
+
   /** The next recipients to hand over, in contact id order (the partial index campaign_recipients_pending). */
   async pending(id: string, limit: number): Promise<PendingRecipient[]> {
     const { rows } = await this.pool.query<PendingRecipient>(

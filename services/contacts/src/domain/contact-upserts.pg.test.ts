@@ -56,6 +56,44 @@ describe('ContactUpserts', () => {
     expect(rows.map((r) => r.email)).toEqual(['b@example.com', 'seed@example.com']);
   });
 
+  test('a set-based write that fails (distinct addresses, the field cap) is written again one by one', async () => {
+    const project = randomUUID();
+    const full = Object.fromEntries(Array.from({ length: MAX_CUSTOM_FIELDS - 1 }, (_, i) => [`f${i}`, i]));
+    const [seed] = await upserts.upsertMany(project, [
+      { email: 'seed@example.com', defaultSubscribed: false, data: full },
+    ]);
+    expect(seed.ok).toBe(true);
+    const { rows: before } = await db.pool.query('SELECT max(id) AS id FROM outbox');
+
+    // Started in one tick, the two calls share a transaction: the failing one rolls it back, the other is kept.
+    const [fine, mixed] = await Promise.all([
+      upserts.upsertMany(project, [{ email: 'fine@example.com', defaultSubscribed: false, data: { f1: 2 } }]),
+      upserts.upsertMany(project, [
+        { email: 'c@example.com', defaultSubscribed: false, data: { one: 1 } },
+        { email: 'd@example.com', defaultSubscribed: false, data: { two: 2 } },
+        { email: 'e@example.com', defaultSubscribed: true, data: { f2: 'x' } },
+      ]),
+    ]);
+    expect(fine.map((r) => r.ok)).toEqual([true]);
+    // In address order the first new field fills the cap; the second is one too many.
+    expect(mixed.map((r) => r.ok)).toEqual([true, false, true]);
+    expect(errorOf(mixed[1])).toMatchObject({ field: 'data', code: 'too_many_fields' });
+    expect(mixed[2]).toMatchObject({ ok: true, value: { isNew: true, contact: { email: 'e@example.com' } } });
+    const { rows } = await db.pool.query('SELECT email FROM contacts WHERE project_id = $1 ORDER BY email', [project]);
+    expect(rows.map((r) => r.email)).toEqual([
+      'c@example.com',
+      'e@example.com',
+      'fine@example.com',
+      'seed@example.com',
+    ]);
+    // One created message per contact written: none from the rolled-back attempts.
+    const created = await db.pool.query(
+      `SELECT payload->'contact'->>'email' AS email FROM outbox WHERE id > $1 AND subject LIKE '%created' ORDER BY 1`,
+      [before[0].id],
+    );
+    expect(created.rows.map((r) => r.email)).toEqual(['c@example.com', 'e@example.com', 'fine@example.com']);
+  });
+
   test('distinct addresses: new, changed and unchanged contacts answered in order, one message per write', async () => {
     const project = randomUUID();
     await upserts.upsertMany(project, [

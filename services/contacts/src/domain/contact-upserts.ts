@@ -32,14 +32,25 @@ interface Prepared {
 /** The set-based write met a case it leaves to the one-by-one path (a concurrent insert). */
 class NotSetBased extends Error {}
 
+/** The set-based write of a call failed: its transaction is rolled back, the call is written again one by one. */
+class SetWriteFailed extends Error {}
+
+interface Submitted {
+  items: Prepared[];
+  /** Each item in its own savepoint (after the set-based write failed), so a failing item leaves the others. */
+  each?: boolean;
+}
+
 /**
  * UpsertContacts: the items of one call are checked, then written in one transaction: set-based
  * (a few statements per call) when the call allows it, else each in a savepoint so that an item
  * failing in the database (e.g. the field cap) leaves the others written. Calls arriving together
- * share a commit, as single upserts do.
+ * share a commit, as single upserts do. The set-based write takes no savepoint: when it fails, the
+ * transaction rolls back (the group commit retries its other calls alone) and the call is written again,
+ * one savepoint per item.
  */
 export class ContactUpserts {
-  private readonly commits: GroupCommit<Prepared[], UpsertItemResult[]>;
+  private readonly commits: GroupCommit<Submitted, UpsertItemResult[]>;
   private readonly batches: ContactBatches;
 
   constructor(
@@ -49,7 +60,7 @@ export class ContactUpserts {
     this.batches = new ContactBatches(pool);
     this.commits = new GroupCommit(
       () => pool.connect(),
-      (tx, items) => this.write(tx, items),
+      (tx, call) => this.write(tx, call),
     );
   }
 
@@ -71,7 +82,11 @@ export class ContactUpserts {
       }
     });
     if (prepared.length) {
-      const written = await this.commits.submit(prepared.map((p) => p.item));
+      const items = prepared.map((p) => p.item);
+      const written = await this.commits.submit({ items }).catch((err) => {
+        if (err instanceof SetWriteFailed) return this.commits.submit({ items, each: true });
+        throw err;
+      });
       prepared.forEach((p, i) => {
         results[p.index] = written[i];
       });
@@ -79,18 +94,18 @@ export class ContactUpserts {
     return results;
   }
 
-  private async write(tx: PoolClient, items: Prepared[]): Promise<UpsertItemResult[]> {
-    await tx.query('SAVEPOINT upsert_set');
+  private async write(tx: PoolClient, { items, each }: Submitted): Promise<UpsertItemResult[]> {
+    if (each) return this.writeEach(tx, items);
+    let written: UpsertItemResult[] | null;
     try {
-      const written = await this.writeSet(tx, items);
-      await tx.query('RELEASE SAVEPOINT upsert_set');
-      if (written) return written;
+      written = await this.writeSet(tx, items);
     } catch (error) {
       if (isDependencyUnavailable(error)) throw error;
-      // Whatever failed (a concurrent insert, the field cap) is sorted out item by item below.
-      await tx.query('ROLLBACK TO SAVEPOINT upsert_set');
+      // Whatever failed (a concurrent insert, the field cap) is sorted out item by item, in a new transaction.
+      throw new SetWriteFailed('the set-based upsert failed', { cause: error });
     }
-    return this.writeEach(tx, items);
+    // Null: nothing written yet (only the call's rows locked), so the items go one by one in this transaction.
+    return written ?? this.writeEach(tx, items);
   }
 
   /**

@@ -14,6 +14,8 @@ import { routeBudgets } from './rate-limit.js';
 export interface KeyGuards {
   secret: RequestHandler;
   public: RequestHandler;
+  /** `public`'s handlers one by one, for the `/v1/track` lane (track-lane.ts), which runs them without a router. */
+  publicSteps: RequestHandler[];
   send: RequestHandler;
 }
 
@@ -34,9 +36,11 @@ export function keyGuards(
 ): KeyGuards {
   const limit = routeBudgets(limiter, config);
   const idem = idempotency(idempotencyStore, config.idempotencyTtlSeconds);
+  const publicSteps = [auth.key('public'), limit.track, idem];
   return {
     secret: chain(auth.key('secret'), limit.api, idem),
-    public: chain(auth.key('public'), limit.track, idem),
+    public: chain(...publicSteps),
+    publicSteps,
     // /v1/send carries attachments (10 MB, base64-encoded) inside a 40 MB message: its large
     // body is read only once the key is known, and before idempotency fingerprints it.
     send: chain(auth.key('secret'), ...jsonBody(SEND_BODY_LIMIT), limit.send, idem),

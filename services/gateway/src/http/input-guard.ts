@@ -42,10 +42,43 @@ const nulError = (node: Node) =>
   ]);
 
 /**
+ * Whether a body passes the checks below, found without building their field paths: every body is walked
+ * by this, and only a refused one again by `refusal` to say why.
+ */
+function acceptable(body: unknown): boolean {
+  if (typeof body === 'string') return !body.includes(NUL);
+  if (body === null || typeof body !== 'object') return true;
+  const values: unknown[] = [body];
+  const depths: number[] = [0];
+  while (values.length > 0) {
+    const value = values.pop() as object;
+    const depth = depths.pop() as number;
+    if (depth >= MAX_JSON_DEPTH) return false;
+    const array = Array.isArray(value);
+    for (const key in value) {
+      if (!array && key.includes(NUL)) return false;
+      const child = (value as Record<string, unknown>)[key];
+      if (typeof child === 'string') {
+        if (child.includes(NUL)) return false;
+      } else if (child !== null && typeof child === 'object') {
+        values.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return true;
+}
+
+/**
  * Walks a parsed JSON body without recursion (a body of a million `[` must not overflow the
  * stack): a 400 past MAX_JSON_DEPTH, a 422 naming the field for a NUL in any key or string.
  */
 export function checkJsonBody(body: unknown): void {
+  if (!acceptable(body)) refusal(body);
+}
+
+/** Throws the refusal of a body `acceptable` refused: the first fault in this walk's order. */
+function refusal(body: unknown): void {
   const stack: Node[] = [{ value: body, depth: 0 }];
   while (stack.length > 0) {
     const node = stack.pop()!;

@@ -29,7 +29,9 @@ export function requestId(logger: Logger): RequestHandler {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       // Metrics by route template (`/contacts/:id`), never by raw path: one series per route.
       observeHttp(req.route ? `${req.baseUrl}${req.route.path}` : undefined, req.method, res.statusCode, ms / 1000);
-      // One line per request; probes only at debug, so a cluster's health checks do not fill the log.
+      // One line per request; probes only at debug, so a cluster's health checks do not fill the log. With info off,
+      // debug is off too: the path is not even read.
+      if (!logger.isLevelEnabled('info')) return;
       const probe = req.path === '/healthz' || req.path === '/readyz';
       const level = probe ? 'debug' : 'info';
       if (!logger.isLevelEnabled(level)) return;

@@ -11,7 +11,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { coalescedCall } from '../http/coalesced-call.js';
 import type { KeyGuards } from '../http/guards.js';
 import { boolField, objectBody, stringField } from '../http/body.js';
-import { wrapped } from '../http/envelope.js';
+import { sendJson, wrapped } from '../http/envelope.js';
 import { limitParam, rangeParam, stringParam } from '../http/query.js';
 import { eventJson } from './contacts-json.js';
 import { dataValue } from './contact-data.js';
@@ -57,46 +57,48 @@ const trackSender = (contacts: Client<typeof ContactsService>, opts: CallBatcher
     ok: 'tracked',
   });
 
-/** `/v1/track` (public key), its dashboard twin `/events/track`, and the events endpoints. */
+/** The last handler of `/v1/track` and `/events/track`: the body to one track, its answer in the envelope. */
+export function trackHandler(contacts: Client<typeof ContactsService>, trackBatch: CallBatcherOptions): RequestHandler {
+  const trackEvent = trackSender(contacts, trackBatch);
+  return async (req, res) => {
+    const body = objectBody(req.body);
+    if (body.event !== undefined && typeof body.event !== 'string') {
+      throw new AppError({
+        code: 'VALIDATION_ERROR',
+        status: 422,
+        message: 'Validation failed',
+        errors: [{ field: 'event', message: 'event must be a string', code: 'invalid_type', received: body.event }],
+      });
+    }
+    const out = await trackEvent({
+      projectId: req.projectId,
+      email: stringField(body, 'email') ?? '',
+      event: typeof body.event === 'string' ? body.event : '',
+      subscribed: boolField(body, 'subscribed'),
+      data: dataValue(body),
+    });
+    sendJson(
+      res,
+      wrapped({
+        contact: out.contactId,
+        event: out.eventId,
+        timestamp: new Date(
+          Number(out.timestamp!.seconds) * 1000 + Math.floor(out.timestamp!.nanos / 1e6),
+        ).toISOString(),
+      }),
+    );
+  };
+}
+
+/** `/v1/track` (public key), its dashboard twin `/events/track` (both end in `track`), and the events endpoints. */
 export function eventsRouter(
   contacts: Client<typeof ContactsService>,
   guards: KeyGuards,
-  trackBatch: CallBatcherOptions,
+  track: RequestHandler,
 ): Router {
   const r = new ApiRouter();
   const secret = guards.secret;
-  const trackEvent = trackSender(contacts, trackBatch);
 
-  const track = (keyed: RequestHandler): RequestHandler[] => [
-    keyed,
-    async (req, res) => {
-      const body = objectBody(req.body);
-      if (body.event !== undefined && typeof body.event !== 'string') {
-        throw new AppError({
-          code: 'VALIDATION_ERROR',
-          status: 422,
-          message: 'Validation failed',
-          errors: [{ field: 'event', message: 'event must be a string', code: 'invalid_type', received: body.event }],
-        });
-      }
-      const out = await trackEvent({
-        projectId: req.projectId,
-        email: stringField(body, 'email') ?? '',
-        event: typeof body.event === 'string' ? body.event : '',
-        subscribed: boolField(body, 'subscribed'),
-        data: dataValue(body),
-      });
-      res.json(
-        wrapped({
-          contact: out.contactId,
-          event: out.eventId,
-          timestamp: new Date(
-            Number(out.timestamp!.seconds) * 1000 + Math.floor(out.timestamp!.nanos / 1e6),
-          ).toISOString(),
-        }),
-      );
-    },
-  ];
   const tracking = {
     tag: 'Events',
     body: TrackInput,
@@ -105,12 +107,14 @@ export function eventsRouter(
   r.post(
     '/v1/track',
     { ...tracking, summary: 'Track an event for a contact (created if new)', auth: 'public' },
-    ...track(guards.public),
+    guards.public,
+    track,
   );
   r.post(
     '/events/track',
     { ...tracking, summary: 'Track an event (the dashboard twin of /v1/track, secret key)', auth: 'secret' },
-    ...track(secret),
+    secret,
+    track,
   );
 
   r.get(

@@ -6,12 +6,15 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import { foldLines } from 'nodemailer/lib/mime-funcs';
 import type MimeNode from 'nodemailer/lib/mime-node';
 import { Encoder as QpEncoder } from 'nodemailer/lib/qp';
+import { dataReady } from './smtp-session.js';
 import type { MailMessage } from './smtp-transport.js';
 
 /** A message ready for the wire: the MIME bytes (DKIM-signed when the message names a key) and the SMTP envelope. */
 export interface BuiltMessage {
   raw: Buffer;
   envelope: { from: string; to: string[] };
+  /** `raw` needs no dot-stuffing or line-end repair for SMTP DATA (checked here, off the main thread). */
+  ready?: boolean;
 }
 
 export interface DkimOptions {
@@ -45,8 +48,9 @@ export async function buildMessage(message: MailMessage): Promise<BuiltMessage> 
   const { dkim, ...mail } = message as MailMessage & { dkim?: DkimOptions };
   const node = new MailComposer(mail).compile();
   const envelope = node.getEnvelope() as { from: string | false; to: string[] };
-  const raw = serialize(node) ?? (await node.build());
-  return { raw: dkim ? dkimSign(raw, dkim) : raw, envelope: { from: envelope.from || '', to: envelope.to } };
+  const unsigned = serialize(node) ?? (await node.build());
+  const raw = dkim ? dkimSign(unsigned, dkim) : unsigned;
+  return { raw, envelope: { from: envelope.from || '', to: envelope.to }, ready: dataReady(raw) };
 }
 
 /** The parts of nodemailer's MimeNode that its own stream writer reads (internal, so checked before use). */

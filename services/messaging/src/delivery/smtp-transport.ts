@@ -1,10 +1,7 @@
-import SMTPConnection, {
-  type SMTPConnectionAuth,
-  type SMTPConnectionOptions,
-  type SMTPConnectionSendInfo,
-} from 'nodemailer/lib/smtp-connection';
+import type { ConnectionOptions } from 'node:tls';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { BuiltMessage } from './mime-build.js';
+import { SmtpSession, type SmtpError, type SmtpSessionOptions } from './smtp-session.js';
 
 export type MailMessage = Mail.Options;
 
@@ -17,26 +14,24 @@ export interface MailTransport {
   close(): void;
 }
 
-type SmtpError = Error & { code?: string; responseCode?: number; command?: string };
-
 /** Commands after which nothing of the message reached the server: a reused connection's failure there is retried. */
 const BEFORE_MESSAGE = new Set(['API', 'CONN', 'MAIL FROM']);
 
 /**
  * Pooled SMTP connections to SMTP_URL (`smtp://user:pass@host:port`, `smtps://` for implicit TLS).
  * `?tls=insecure` accepts a self-signed relay certificate and `?tls=off` never upgrades with STARTTLS
- * (loopback sinks). The bytes go over nodemailer's SMTPConnection as they are: no mail composer per
- * message (it would build a MIME tree, boundaries and a Message-ID for bytes that are already signed).
+ * (loopback sinks). The bytes go over SmtpSession as they are (pipelined envelope when the server offers
+ * PIPELINING): no mail composer per message, no stream per message.
  */
 export function createSmtpTransport(url: string, poolSize: number): MailTransport {
   const u = new URL(url);
   const tls = u.searchParams.get('tls');
-  const options: SMTPConnectionOptions = {
+  const options: SmtpSessionOptions = {
     host: u.hostname,
     ...(u.port ? { port: Number(u.port) } : {}),
     secure: u.protocol === 'smtps:',
     ...(tls === 'off' ? { ignoreTLS: true } : {}),
-    ...(tls === 'insecure' ? { tls: { rejectUnauthorized: false } } : {}),
+    ...(tls === 'insecure' ? { tls: { rejectUnauthorized: false } satisfies ConnectionOptions } : {}),
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 60_000,
@@ -46,7 +41,7 @@ export function createSmtpTransport(url: string, poolSize: number): MailTranspor
 }
 
 interface Pooled {
-  conn: SMTPConnection;
+  conn: SmtpSession;
   /** Messages sent over it: a failure before the message on a reused connection may be a server's idle close. */
   sent: number;
   dead: boolean;
@@ -59,27 +54,28 @@ class SmtpPool implements MailTransport {
   private closed = false;
 
   constructor(
-    private readonly options: SMTPConnectionOptions,
-    private readonly auth: SMTPConnectionAuth | undefined,
+    private readonly options: SmtpSessionOptions,
+    private readonly auth: { user: string; pass: string } | undefined,
     private readonly size: number,
   ) {}
 
-  async sendRaw({ raw, envelope }: BuiltMessage): Promise<string> {
+  async sendRaw({ raw, envelope, ready }: BuiltMessage): Promise<string> {
     for (;;) {
       const c = await this.acquire();
       try {
-        const info = await new Promise<SMTPConnectionSendInfo>((resolve, reject) =>
-          c.conn.send(envelope, raw, (err, i) => (err ? reject(err) : resolve(i))),
-        );
+        const response = await c.conn.send(envelope, raw, ready);
         c.sent++;
         this.release(c);
-        return typeof info.response === 'string' ? info.response.slice(0, 500) : '';
+        return response.slice(0, 500);
       } catch (e) {
         const err = e as SmtpError;
         const reused = c.sent > 0;
         if ((err.code === 'EENVELOPE' || err.code === 'EMESSAGE') && err.responseCode !== 421 && !c.dead) {
           // The server refused this message; the session itself is fine once reset.
-          c.conn.reset((resetErr) => (resetErr ? this.discard(c) : this.release(c)));
+          c.conn.reset().then(
+            () => this.release(c),
+            () => this.discard(c),
+          );
           throw err;
         }
         this.discard(c);
@@ -124,22 +120,19 @@ class SmtpPool implements MailTransport {
 
   private connect(): Promise<Pooled> {
     this.open++;
-    const conn = new SMTPConnection(this.options);
-    const c: Pooled = { conn, sent: 0, dead: false };
-    return new Promise<Pooled>((resolve, reject) => {
-      // Before it is ready a failure rejects the connect; after, an idle connection the server closes (or
-      // that fails) leaves the pool, and a busy one fails its send, which discards it.
-      const fail = (err: unknown) => {
-        this.discard(c);
-        reject(err);
-      };
-      conn.on('error', fail);
-      conn.once('end', () => fail(Object.assign(new Error('SMTP connection closed'), { code: 'ECONNECTION' })));
-      conn.connect((err) => {
-        if (err) return fail(err);
-        if (!this.auth || !conn.allowsAuth) return resolve(c);
-        conn.login(this.auth, (loginErr) => (loginErr ? fail(loginErr) : resolve(c)));
-      });
-    });
+    return SmtpSession.connect(this.options, this.auth).then(
+      (conn) => {
+        const c: Pooled = { conn, sent: 0, dead: false };
+        // An idle connection the server closes (or that fails) leaves the pool; a busy one fails its send too.
+        conn.onClose = () => this.discard(c);
+        return c;
+      },
+      (err: unknown) => {
+        this.open--;
+        const next = this.waiting.shift();
+        if (next) this.connect().then(next.resolve, next.reject);
+        throw err;
+      },
+    );
   }
 }

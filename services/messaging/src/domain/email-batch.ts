@@ -179,8 +179,12 @@ export class EmailBatches {
     this.commits = new GroupCommit<PendingBatch, Set<string>>(
       () => d.emails.pool.connect(),
       async (tx, b) => (await this.write(tx, [b]))[0],
-      // The batches of one commit share their statements: one INSERT of every email, one of the feed rows.
-      { writeMany: (tx, batches) => this.write(tx, batches) },
+      {
+        // The batches of one commit share their statements: one INSERT of every email, one of the feed rows.
+        writeMany: (tx, batches) => this.write(tx, batches),
+        // Without Idempotency-Key records, attachments or withheld emails' feed rows, the INSERT is all.
+        oneStatement: (batches) => batches.every((b) => !b.idempotency && !b.attachments.length && !b.withheld.size),
+      },
     );
   }
 

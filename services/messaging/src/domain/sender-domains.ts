@@ -116,6 +116,8 @@ const VERIFIED_SENDER_CACHE_MAX = 10_000;
 /** Sender domains: DKIM keys, the records to publish, and their verification through DNS. */
 export class SenderDomains {
   private readonly verifiedSenders = new Map<string, { row: DomainRow; at: number }>();
+  /** Lookups in flight, by `project:domain`: the sends that miss the cache together share one query. */
+  private readonly senderLookups = new Map<string, Promise<DomainRow | null>>();
 
   constructor(
     private readonly store: DomainsStore,
@@ -223,7 +225,14 @@ export class SenderDomains {
     const key = `${projectId}:${domain}`;
     const hit = this.verifiedSenders.get(key);
     if (hit && Date.now() - hit.at < VERIFIED_SENDER_CACHE_MS) return hit.row;
-    const row = await this.store.verifiedCovering(projectId, domain);
+    let lookup = this.senderLookups.get(key);
+    if (!lookup) {
+      lookup = this.store.verifiedCovering(projectId, domain).finally(() => {
+        if (this.senderLookups.get(key) === lookup) this.senderLookups.delete(key);
+      });
+      this.senderLookups.set(key, lookup);
+    }
+    const row = await lookup;
     if (!row) throw unverifiedDomain(domain, !!this.opts.sandbox);
     if (this.verifiedSenders.size >= VERIFIED_SENDER_CACHE_MAX) this.verifiedSenders.clear();
     this.verifiedSenders.set(key, { row, at: Date.now() });
@@ -234,6 +243,8 @@ export class SenderDomains {
   private forget(projectId: string): void {
     for (const key of this.verifiedSenders.keys())
       if (key.startsWith(`${projectId}:`)) this.verifiedSenders.delete(key);
+    // A lookup that started before the change answers its own callers only.
+    for (const key of this.senderLookups.keys()) if (key.startsWith(`${projectId}:`)) this.senderLookups.delete(key);
   }
 
   /** The sandbox sender as a verified domain of every project, or 403 where there is no sandbox. */

@@ -52,6 +52,8 @@ export function suspendedError(s: ActiveSuspension): AppError {
  */
 export class SendingSuspensions {
   private readonly cache = new Map<string, { state: SuspensionState; expiresAt: number }>();
+  /** Questions to identity in flight: the sends that miss the cache together (a SendEmails call) share one. */
+  private readonly asking = new Map<string, Promise<SuspensionState>>();
 
   constructor(
     private readonly authority: SuspensionAuthority,
@@ -61,7 +63,14 @@ export class SendingSuspensions {
   async state(projectId: string): Promise<SuspensionState> {
     const hit = this.cache.get(projectId);
     if (hit && hit.expiresAt > Date.now()) return hit.state;
-    const state = await this.authority.state(projectId);
+    let asked = this.asking.get(projectId);
+    if (!asked) {
+      asked = this.authority.state(projectId).finally(() => {
+        if (this.asking.get(projectId) === asked) this.asking.delete(projectId);
+      });
+      this.asking.set(projectId, asked);
+    }
+    const state = await asked;
     if (this.ttlSeconds > 0) {
       if (this.cache.size >= 10_000) this.cache.clear();
       this.cache.set(projectId, { state, expiresAt: Date.now() + this.ttlSeconds * 1000 });
@@ -77,5 +86,7 @@ export class SendingSuspensions {
 
   forget(projectId: string): void {
     this.cache.delete(projectId);
+    // An answer asked for before the change serves only those who asked.
+    this.asking.delete(projectId);
   }
 }

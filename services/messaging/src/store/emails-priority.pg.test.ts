@@ -107,6 +107,46 @@ test('a lease that expires puts the message back in the queue', async () => {
   expect(again.attempts).toBe(2);
 });
 
+test('lockDue: the lock is the lease (by priority, skipped by others, due again after a rollback)', async () => {
+  await queue([email('campaign', 9), email('transactional', 9)]);
+  const a = await pool.connect();
+  const b = await pool.connect();
+  try {
+    await a.query('BEGIN');
+    const [first] = await store.lockDue(a, 1);
+    expect(first).toMatchObject({ subject: 'transactional', status: 'queued', attempts: 1 });
+    await b.query('BEGIN');
+    expect((await store.lockDue(b, 10)).map((r) => r.subject)).toEqual(['campaign']);
+    await b.query('ROLLBACK');
+    // The worker's transaction ends without an outcome (it died): the row is due again, not yet an attempt.
+    await a.query('ROLLBACK');
+    await a.query('BEGIN');
+    const again = await store.lockDue(a, 10);
+    expect(again.map((r) => [r.subject, r.attempts])).toEqual([
+      ['transactional', 1],
+      ['campaign', 1],
+    ]);
+    await store.recordOutcomes(
+      a,
+      { sent: [{ id: again[0].id, response: '250 ok' }], retry: [], bounced: [], failed: [] },
+      true,
+    );
+    await store.postpone(a, [again[1].id], 60_000);
+    await a.query('COMMIT');
+    const { rows } = await pool.query(
+      `SELECT subject, status, attempts, next_attempt_at > now() AS later FROM emails ORDER BY subject`,
+    );
+    expect(rows).toEqual([
+      { subject: 'campaign', status: 'queued', attempts: 0, later: true },
+      { subject: 'transactional', status: 'sent', attempts: 1, later: false },
+    ]);
+    expect(await store.attempts(again[0].id)).toMatchObject([{ attempt: 1, outcome: 'sent', smtp_code: 250 }]);
+  } finally {
+    a.release();
+    b.release();
+  }
+});
+
 test('a dedupe key is inserted once per project: repeats (same call, later call) are skipped, not errors', async () => {
   const keyed = (n: number, key: string) => ({ ...email('campaign', n), dedupe_key: key });
   const first = keyed(1, 'campaign:c1:contact-1');

@@ -205,12 +205,16 @@ export class EmailsStore {
     if (!emails.length) return new Set();
     const cols = INSERT_COLUMNS.join(', ');
     const defaults = { bounce_reason: null, dedupe_key: null, test: false };
+    // The delivery loop is woken in the same statement: PostgreSQL sends one notification per transaction
+    // for repeats of the same channel and payload, and none when no row was inserted.
     const { rows } = await tx.query<{ id: string }>(
-      `INSERT INTO emails (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::emails, $1::jsonb)
-       ON CONFLICT (project_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id`,
+      `WITH ins AS (
+         INSERT INTO emails (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::emails, $1::jsonb)
+         ON CONFLICT (project_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id
+       )
+       SELECT id, pg_notify('emails_queued', '') FROM ins`,
       [JSON.stringify(emails.map(({ attachments: _, ...e }) => ({ ...defaults, ...e })))],
     );
-    if (rows.length) await tx.query('NOTIFY emails_queued');
     return new Set(rows.map((r) => r.id));
   }
 
@@ -273,6 +277,35 @@ export class EmailsStore {
     return rows;
   }
 
+  /**
+   * Locks due messages for one delivery batch inside the caller's open transaction (SKIP LOCKED: other workers
+   * pass over them). The row lock is the lease: claiming writes no row version (each would go through every
+   * index), and when the worker dies its transaction ends and the rows are due again at once. The rows stay
+   * `queued`; `attempts` is answered as this attempt's number, which recordOutcomes(..., locked) then stores.
+   */
+  async lockDue(tx: Queryable, limit: number): Promise<ClaimedEmail[]> {
+    // The ids first (as claimDue): a plain SELECT * ... FOR UPDATE sorts the whole due queue's wide rows.
+    const { rows } = await tx.query<ClaimedEmail>(
+      `SELECT * FROM emails
+       WHERE id IN (SELECT id FROM emails WHERE status = 'queued' AND next_attempt_at <= now()
+                    ORDER BY priority, next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+       ORDER BY priority, next_attempt_at`,
+      [limit],
+    );
+    for (const row of rows) row.attempts++;
+    return rows;
+  }
+
+  /** Puts locked rows (lockDue) off for `delayMs` (throttled): not an attempt. */
+  async postpone(tx: Queryable, ids: string[], delayMs: number): Promise<void> {
+    if (!ids.length) return;
+    await tx.query(
+      `UPDATE emails SET next_attempt_at = now() + make_interval(secs => $2::double precision / 1000)
+       WHERE id = ANY($1::uuid[]) AND status = 'queued'`,
+      [ids, delayMs],
+    );
+  }
+
   /** Messages whose worker died mid-send go back to the queue (at-least-once delivery). */
   async requeueExpiredLeases(): Promise<number> {
     const { rowCount } = await this.pool.query(
@@ -295,9 +328,12 @@ export class EmailsStore {
   /**
    * Applies the outcomes of leased rows and writes each one's attempt (email_attempts) with the SMTP answer.
    * Each statement inserts attempts only for the rows it updated: a row whose lease another worker took
-   * over records nothing here.
+   * over records nothing here. `locked`: rows this transaction locked with lockDue (still `queued`, the attempt
+   * counted here) rather than leased by claimDue (`sending`, counted by the claim).
    */
-  async recordOutcomes(tx: Queryable, o: DeliveryOutcomes): Promise<void> {
+  async recordOutcomes(tx: Queryable, o: DeliveryOutcomes, locked = false): Promise<void> {
+    const leased = locked ? `e.status = 'queued'` : `e.status = 'sending'`;
+    const count = locked ? 'attempts = attempts + 1,' : '';
     // The reply code leads the SMTP answer ("451 4.7.1 ..."), after "gave up after N attempts: " when given up.
     const attempt = (outcome: string) =>
       `INSERT INTO email_attempts (email_id, attempt, outcome, smtp_code, smtp_response)
@@ -307,8 +343,8 @@ export class EmailsStore {
     if (o.sent.length) {
       await tx.query(
         `WITH updated AS (
-           UPDATE emails e SET status = 'sent', sent_at = now(), locked_until = NULL, last_error = NULL
-           FROM unnest($1::uuid[], $2::text[]) AS d(id, response) WHERE e.id = d.id AND e.status = 'sending'
+           UPDATE emails e SET ${count} status = 'sent', sent_at = now(), locked_until = NULL, last_error = NULL
+           FROM unnest($1::uuid[], $2::text[]) AS d(id, response) WHERE e.id = d.id AND ${leased}
            RETURNING e.id, e.attempts, d.response AS answer)
          ${attempt('sent')}`,
         [o.sent.map((s) => s.id), o.sent.map((s) => s.response)],
@@ -317,10 +353,10 @@ export class EmailsStore {
     if (o.retry.length) {
       await tx.query(
         `WITH updated AS (
-           UPDATE emails e SET status = 'queued', locked_until = NULL, last_error = d.err,
+           UPDATE emails e SET ${count} status = 'queued', locked_until = NULL, last_error = d.err,
              next_attempt_at = now() + make_interval(secs => d.ms::double precision / 1000)
            FROM unnest($1::uuid[], $2::int[], $3::text[]) AS d(id, ms, err)
-           WHERE e.id = d.id AND e.status = 'sending' RETURNING e.id, e.attempts, d.err AS answer)
+           WHERE e.id = d.id AND ${leased} RETURNING e.id, e.attempts, d.err AS answer)
          ${attempt('retry')}`,
         [o.retry.map((r) => r.id), o.retry.map((r) => r.delayMs), o.retry.map((r) => r.error)],
       );
@@ -328,9 +364,9 @@ export class EmailsStore {
     if (o.bounced.length) {
       await tx.query(
         `WITH updated AS (
-           UPDATE emails e SET status = 'bounced', bounced_at = now(), locked_until = NULL,
+           UPDATE emails e SET ${count} status = 'bounced', bounced_at = now(), locked_until = NULL,
              bounce_reason = d.reason, last_error = d.reason
-           FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND e.status = 'sending'
+           FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND ${leased}
            RETURNING e.id, e.attempts, d.reason AS answer)
          ${attempt('bounced')}`,
         [o.bounced.map((r) => r.id), o.bounced.map((r) => r.reason)],
@@ -339,8 +375,8 @@ export class EmailsStore {
     if (o.failed.length) {
       await tx.query(
         `WITH updated AS (
-           UPDATE emails e SET status = 'failed', locked_until = NULL, last_error = d.reason
-           FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND e.status = 'sending'
+           UPDATE emails e SET ${count} status = 'failed', locked_until = NULL, last_error = d.reason
+           FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND ${leased}
            RETURNING e.id, e.attempts, d.reason AS answer)
          ${attempt('failed')}`,
         [o.failed.map((r) => r.id), o.failed.map((r) => r.reason)],

@@ -1,4 +1,4 @@
-import { withTransaction, type Pool } from '@svc/lib/db';
+import { releaseAfterFailure, type Pool, type PoolClient } from '@svc/lib/db';
 import { DueWorkLoop } from '@svc/lib/due-work';
 import { smtpResults } from '@svc/lib/metrics';
 import type { Logger } from '@svc/lib/logger';
@@ -38,15 +38,18 @@ interface DkimKey {
 const DKIM_CACHE_MS = 60_000;
 
 /**
- * The send queue's consumer: leases due rows (FOR UPDATE SKIP LOCKED, so replicas share the
- * work), applies the per-project throttle, hands messages to the pooled SMTP transport and
- * records every outcome with its lifecycle message in one transaction per batch.
+ * The send queue's consumer: locks due rows (FOR UPDATE SKIP LOCKED, so replicas share the work) in a
+ * transaction held for the batch, applies the per-project throttle, hands messages to the pooled SMTP
+ * transport and records every outcome with its lifecycle message in that same transaction. The lock is the
+ * lease: no `sending` row version is written, and a worker that dies releases its rows with its connection.
  */
 export class DeliveryWorker {
   private readonly loop: DueWorkLoop<ClaimedEmail>;
   private readonly dkimCache = new Map<string, { key: DkimKey | null; at: number }>();
   private readonly attachments: SendAttachmentsStore;
   private readonly builder: MessageBuilder;
+  /** Each claimed batch's transaction, which holds the rows' locks until its outcomes are committed. */
+  private readonly locks = new WeakMap<ClaimedEmail[], PoolClient>();
 
   constructor(
     private readonly pool: Pool,
@@ -63,7 +66,7 @@ export class DeliveryWorker {
     this.loop = new DueWorkLoop({
       name: 'delivery',
       logger,
-      claim: (limit) => this.emails.claimDue(limit, leaseSeconds),
+      claim: (limit) => this.claim(limit, leaseSeconds),
       run: (rows) => this.deliverBatch(rows),
       batchSize: opts.batchSize ?? 100,
       lanes: opts.lanes ?? 4,
@@ -86,7 +89,44 @@ export class DeliveryWorker {
     await this.builder.close();
   }
 
+  /**
+   * Opens the batch's transaction and locks up to `limit` due rows in it. The session may sit idle in it while
+   * the batch is sent: for up to the lease, not the server's default idle-in-transaction timeout.
+   */
+  private async claim(limit: number, leaseSeconds: number): Promise<ClaimedEmail[]> {
+    const tx = await this.pool.connect();
+    try {
+      await tx.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${Math.round(leaseSeconds * 1000)}`);
+      const rows = await this.emails.lockDue(tx, limit);
+      if (rows.length) {
+        this.locks.set(rows, tx);
+        return rows;
+      }
+      await tx.query('COMMIT');
+    } catch (err) {
+      await releaseAfterFailure(tx, err);
+      throw err;
+    }
+    tx.release();
+    return [];
+  }
+
   private async deliverBatch(rows: ClaimedEmail[]): Promise<void> {
+    const tx = this.locks.get(rows);
+    if (!tx) throw new Error('delivery batch without its transaction');
+    this.locks.delete(rows);
+    try {
+      await this.deliverLocked(tx, rows);
+      await tx.query('COMMIT');
+    } catch (err) {
+      // Rolled back: the rows are due again (a message the server took may go twice: at-least-once).
+      await releaseAfterFailure(tx, err);
+      throw err;
+    }
+    tx.release();
+  }
+
+  private async deliverLocked(tx: PoolClient, rows: ClaimedEmail[]): Promise<void> {
     const ready: ClaimedEmail[] = [];
     const held: { id: string; wait: number }[] = [];
     // One throttle call per project of the batch (rows stay in claim order within a project).
@@ -98,7 +138,8 @@ export class DeliveryWorker {
       held.push(...of.slice(granted).map((r) => ({ id: r.id, wait: waitMs })));
     }
     if (held.length)
-      await this.emails.release(
+      await this.emails.postpone(
+        tx,
         held.map((h) => h.id),
         Math.max(...held.map((h) => h.wait)),
       );
@@ -137,11 +178,9 @@ export class DeliveryWorker {
         }
       }),
     );
-    await withTransaction(this.pool, async (tx) => {
-      await this.emails.recordOutcomes(tx, outcomes);
-      for (const row of suppress) await this.emails.suppress(tx, row.project_id, row.to_email, 'bounce', row.id);
-      await enqueueMany(tx, messages);
-    });
+    await this.emails.recordOutcomes(tx, outcomes, true);
+    for (const row of suppress) await this.emails.suppress(tx, row.project_id, row.to_email, 'bounce', row.id);
+    await enqueueMany(tx, messages);
     for (const result of ['sent', 'retry', 'bounced', 'failed'] as const)
       if (outcomes[result].length) smtpResults.inc({ result }, outcomes[result].length);
     if (outcomes.retry.length)

@@ -196,7 +196,7 @@ export class SigningPool implements MessageBuilder {
       job.reject(Object.assign(new Error(result.error.message), result.error.code ? { code: result.error.code } : {}));
     } else {
       const raw = Buffer.from(result.raw.buffer, result.raw.byteOffset, result.raw.byteLength);
-      job.resolve({ raw, envelope: result.envelope });
+      job.resolve({ raw, envelope: result.envelope, ready: result.ready });
     }
     this.dispatch();
     this.scheduleIdle();

@@ -11,7 +11,7 @@ export interface SignJob {
 }
 
 export type SignResult =
-  | { id: number; raw: Uint8Array; envelope: { from: string; to: string[] } }
+  | { id: number; raw: Uint8Array; envelope: { from: string; to: string[] }; ready?: boolean }
   | { id: number; error: { message: string; code?: string } };
 
 const port = parentPort;
@@ -42,7 +42,9 @@ async function drain(): Promise<void> {
       // A copy of the exact size, moved (not cloned) to the main thread.
       const raw = new Uint8Array(built.raw.byteLength);
       raw.set(built.raw);
-      port!.postMessage({ id: job.id, raw, envelope: built.envelope } satisfies SignResult, [raw.buffer]);
+      port!.postMessage({ id: job.id, raw, envelope: built.envelope, ready: built.ready } satisfies SignResult, [
+        raw.buffer,
+      ]);
     } catch (err) {
       const e = err as { message?: string; code?: string };
       port!.postMessage({

@@ -64,6 +64,11 @@ export class Tracking {
     });
   }
 
+  /** Whether the project is known (cached, no read) to track no segment: its contacts' changes need no work. */
+  tracksNothing(projectId: string): boolean {
+    return this.tracksAny?.peek(projectId) === false;
+  }
+
   /** One contact changed (data, subscription, an event): re-evaluated against the project's tracked segments only. */
   async contactChanged(projectId: string, contactId: string): Promise<void> {
     // Most projects track nothing: a cached read instead of a transaction per contact message (a campaign's

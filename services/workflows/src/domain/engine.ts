@@ -66,6 +66,8 @@ class StepFailure extends Error {}
 interface Item {
   row: ExecutionRow;
   graph: Graph;
+  /** The history row of its current step, opened by the last round's write (no read needed). */
+  open?: HistoryRow;
 }
 
 /** What one claimed batch shares: contacts read once, emails of a step queued together, side chains. */
@@ -186,9 +188,14 @@ export class Engine {
 
   /** One step of each execution; returns those still RUNNING (their next step is due now). */
   private async round(items: Item[], ctx: BatchContext): Promise<Item[]> {
+    const known = items.flatMap((x) => (x.open && x.open.id === x.row.current_history_id ? [x.open] : []));
+    for (const x of items) x.open = undefined;
     const open = await this.executions.histories(
-      items.map((x) => x.row.current_history_id).filter((id): id is string => Boolean(id)),
+      items
+        .map((x) => x.row.current_history_id)
+        .filter((id): id is string => Boolean(id) && !known.some((h) => h.id === id)),
     );
+    for (const h of known) open.set(h.id, h);
     const work: { item: Item; step?: StepRow; history: HistoryRow | null; fresh?: FreshHistory }[] = [];
     const begin: { item: Item; step: StepRow }[] = [];
     for (const item of items) {
@@ -236,20 +243,40 @@ export class Engine {
     if (failed.length) await this.executions.retryLater(failed, TRANSIENT_RETRY_MS).catch(() => undefined);
     const done = results.filter((r): r is typeof r & { outcome: StepOutcome } => Boolean(r.outcome));
     const written = await this.executions.finishSteps(
-      done.map((d) => ({ row: d.item.row, outcome: d.outcome, fresh: d.fresh, chain: d.chain })),
+      done.map((d) => ({
+        row: d.item.row,
+        outcome: d.outcome,
+        fresh: d.fresh,
+        chain: d.chain,
+        open: this.opening(d.item.graph, d.outcome),
+      })),
     );
     const next: Item[] = [];
     const waits: Promise<unknown>[] = [];
     for (const d of done) {
-      const row = written.get(d.item.row.id);
-      if (!row) continue; // the lease was lost (cancelled, or resumed by an event)
+      const found = written.get(d.item.row.id);
+      if (!found) continue; // the lease was lost (cancelled, or resumed by an event)
+      const { opened, ...row } = found;
       d.item.row = row;
+      d.item.open = opened;
       // The awaited event may have been tracked after the step began but before the wait was written.
       if (row.status === 'WAITING' && row.wait_event) waits.push(this.executions.resumeFromRecorded(row));
       if (row.status === 'RUNNING') next.push(d.item);
     }
     await Promise.all(waits);
     return next;
+  }
+
+  /**
+   * The next step's history row to open with this outcome's write, when that step has effects outside this
+   * database: the next round then runs it at once, without a statement of its own to open it (beginSteps).
+   */
+  private opening(graph: Graph, outcome: StepOutcome): FreshHistory | undefined {
+    const x = outcome.execution;
+    if (x.status !== 'RUNNING' || !x.nextStepId) return undefined;
+    const step = graph.steps.get(x.nextStepId);
+    if (!step || LOCAL_STEPS.has(step.type)) return undefined;
+    return { id: randomUUID(), stepId: step.id, stepType: step.type, startedAt: new Date() };
   }
 
   /**

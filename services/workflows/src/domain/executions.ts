@@ -1,10 +1,16 @@
 import { withTransaction } from '@svc/lib/db';
 import { conflict, notFound } from '@svc/lib/errors';
-import { GroupCommit } from '@svc/lib/group-commit';
+import { isDependencyUnavailable } from '@svc/lib/dependency-errors';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import type { NotifiedCache } from '@svc/lib/notified-cache';
-import type { ExecutionRow, ExecutionsStore, HistoryRow, TriggeredEnrolment } from '../store/executions-store.js';
+import type {
+  EnrolledExecution,
+  ExecutionRow,
+  ExecutionsStore,
+  HistoryRow,
+  TriggeredEnrolment,
+} from '../store/executions-store.js';
 import type { WorkflowRow, WorkflowsStore } from '../store/workflows-store.js';
 import { assertRunnable } from './graph.js';
 import type { ContactsPort } from './ports.js';
@@ -23,12 +29,57 @@ function dataFields(data: Record<string, unknown>, prefix = ''): { field: string
   });
 }
 
+/**
+ * Writes that arrive while one is in flight queue up and share the next statement (a group commit without
+ * BEGIN and COMMIT: the statement is its own transaction). When a shared statement fails, its inputs are
+ * written one statement each, so one bad input fails only itself.
+ */
+class StatementBatch<I, O> {
+  private queue: { input: I; resolve(o: O): void; reject(err: unknown): void }[] = [];
+  private running = false;
+
+  constructor(
+    private readonly write: (inputs: I[]) => Promise<O[]>,
+    private readonly maxBatch = 200,
+  ) {}
+
+  submit(input: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ input, resolve, reject });
+      if (this.running) return;
+      this.running = true;
+      // After this tick: inputs submitted together share the first statement.
+      queueMicrotask(() => void this.lane());
+    });
+  }
+
+  private async lane(): Promise<void> {
+    try {
+      while (this.queue.length) {
+        const batch = this.queue.splice(0, this.maxBatch);
+        try {
+          const out = await this.write(batch.map((p) => p.input));
+          batch.forEach((p, i) => p.resolve(out[i]));
+        } catch (err) {
+          if (batch.length === 1 || isDependencyUnavailable(err)) {
+            for (const p of batch) p.reject(err);
+            continue;
+          }
+          for (const p of batch) await this.write([p.input]).then((o) => p.resolve(o[0]), p.reject);
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+}
+
 /** Executions: enrolment (events and manual starts, with the re-entry rules), listing and cancelling. */
 export class Executions {
   /** Event data fields already recorded (event_fields only grows: a known field needs no write). */
   private readonly knownFields = new Set<string>();
-  /** Enrolments of events handled side by side share one transaction (two statements for all of them). */
-  private readonly enrolments: GroupCommit<TriggeredEnrolment, ExecutionRow[]>;
+  /** Enrolments of events handled side by side share one statement (its own transaction). */
+  private readonly enrolments: StatementBatch<TriggeredEnrolment, EnrolledExecution[]>;
 
   constructor(
     private readonly workflows: WorkflowsStore,
@@ -38,17 +89,21 @@ export class Executions {
     /** Which events a project's workflows start on or await, kept until a workflow or step changes. */
     private readonly cache?: NotifiedCache,
   ) {
-    this.enrolments = new GroupCommit(
-      () => store.pool.connect(),
-      async (db, e) => (await store.enrolTriggered(db, [e]))[0],
-      { writeMany: (db, events) => store.enrolTriggered(db, events) },
-    );
+    this.enrolments = new StatementBatch((events) => store.enrolTriggered(store.pool, events));
   }
 
   /** Whether enabled workflows start on the event name, and whether a WAIT_FOR_EVENT step awaits it. */
   private interest(projectId: string, name: string) {
     const load = () => this.workflows.interest(projectId, name);
     return this.cache ? this.cache.get(`interest:${projectId}:${name}`, load) : load();
+  }
+
+  /** Whether the event is known (cached, no read) to start no workflow and resume no wait: nothing to do. */
+  ignores(projectId: string, name: string): boolean {
+    const known = this.cache?.peek(`interest:${projectId}:${name}`) as
+      | { triggered: boolean; awaited: boolean }
+      | undefined;
+    return known !== undefined && !known.triggered && !known.awaited;
   }
 
   private async workflow(projectId: string, id: string): Promise<WorkflowRow> {

@@ -49,6 +49,9 @@ export interface TriggeredEnrolment {
   since: Date;
 }
 
+/** A new execution as enrolment answers it (the worker reads the rest when it claims the row). */
+export type EnrolledExecution = Pick<ExecutionRow, 'id' | 'workflow_id' | 'project_id' | 'contact_id' | 'trigger_key'>;
+
 /** NOTIFY channel of the execution worker: a row became due now. */
 export const DUE_CHANNEL = 'workflow_executions_due';
 
@@ -153,90 +156,43 @@ export class ExecutionsStore {
   }
 
   /**
-   * Enrols the contacts of tracked events in every enabled workflow each event triggers, two
-   * statements for the whole list: the workflows are locked FOR SHARE (not beside a structural edit)
-   * with the per-(workflow, contact) advisory locks of `enrol`, then one INSERT applies the re-entry
-   * rule and the (workflow, trigger key) uniqueness to all of them. A contact that comes twice in the
-   * list is enrolled in a later pair of statements of the same transaction, which sees the first
-   * one's rows (one statement cannot see its own inserts). Answers the new executions of each event.
+   * Enrols the contacts of tracked events in every enabled workflow each event triggers, in one statement for
+   * the whole list (store migration 004, `enrol_triggered`): the workflows are locked FOR SHARE (not beside a
+   * structural edit) with the per-(workflow, contact) advisory locks of `enrol`, then one INSERT applies the
+   * re-entry rule and the (workflow, trigger key) uniqueness to all of them. A contact that comes twice in the
+   * list is enrolled in a later wave of the same transaction, which sees the first one's rows. Answers the new
+   * executions of each event (a duplicate event, same contact and key, gets them once).
    */
-  async enrolTriggered(db: PoolClient, events: TriggeredEnrolment[]): Promise<ExecutionRow[][]> {
-    const out: ExecutionRow[][] = events.map(() => []);
-    let rest = events.map((e, i) => ({ e, i }));
-    while (rest.length) {
-      const seen = new Set<string>();
-      const wave: typeof rest = [];
-      const later: typeof rest = [];
-      for (const x of rest) {
-        const key = `${x.e.projectId}:${x.e.contactId}`;
-        (seen.has(key) ? later : wave).push(x);
-        seen.add(key);
-      }
-      rest = later;
-      for (const r of await this.enrolWave(
-        db,
-        wave.map((x) => x.e),
-      )) {
-        out[wave[r.index].i].push(r.row);
-      }
-    }
-    return out;
-  }
-
-  /** One enrolment round for events of distinct contacts (see enrolTriggered). */
-  private async enrolWave(
-    db: PoolClient,
-    events: TriggeredEnrolment[],
-  ): Promise<{ index: number; row: ExecutionRow }[]> {
-    const { rows: triggered } = await db.query<{ i: number; id: string; trigger_step: string; allow_reentry: boolean }>(
-      `SELECT e.i::int - 1 AS i, w.id, s.id AS trigger_step, w.allow_reentry,
-         pg_advisory_xact_lock(hashtextextended(w.id::text || ':' || e.contact_id, 0))
-       FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS e (project_id, event_name, contact_id, i)
-       JOIN workflows w ON w.project_id = e.project_id AND w.enabled AND w.trigger_type = 'EVENT'
-         AND w.trigger_config->>'eventName' = e.event_name
-       JOIN workflow_steps s ON s.workflow_id = w.id AND s.type = 'TRIGGER'
-       ORDER BY w.id, e.contact_id
-       FOR SHARE OF w`,
-      [events.map((e) => e.projectId), events.map((e) => e.eventName), events.map((e) => e.contactId)],
-    );
-    if (!triggered.length) return [];
-    const input = triggered.map((t) => {
-      const e = events[t.i];
+  async enrolTriggered(db: Queryable, events: TriggeredEnrolment[]): Promise<EnrolledExecution[][]> {
+    const out: EnrolledExecution[][] = events.map(() => []);
+    if (!events.length) return out;
+    const waves = new Map<string, number>();
+    const first = new Map<string, number>();
+    const input = events.map((e, i) => {
+      const contact = `${e.projectId}:${e.contactId}`.toLowerCase();
+      const wave = waves.get(contact) ?? 0;
+      waves.set(contact, wave + 1);
+      const key = `${contact}:${e.triggerKey}`;
+      if (!first.has(key)) first.set(key, i);
       return {
-        id: uuidv7(),
-        i: t.i,
         project_id: e.projectId,
-        workflow_id: t.id,
+        event_name: e.eventName,
         contact_id: e.contactId,
         context: e.context,
         trigger_key: e.triggerKey,
-        step_id: t.trigger_step,
         since: e.since,
-        reentry: t.allow_reentry,
+        wave,
       };
     });
-    const { rows } = await db.query<ExecutionRow>(
-      `WITH t AS (
-         SELECT * FROM jsonb_to_recordset($1::jsonb) AS t (id uuid, project_id uuid, workflow_id uuid, contact_id uuid,
-           context jsonb, trigger_key text, step_id uuid, since timestamptz, reentry boolean)
-       ), ins AS (
-         INSERT INTO executions
-           (id, project_id, workflow_id, contact_id, status, context, trigger_key, current_step_id, due_at, since)
-         SELECT t.id, t.project_id, t.workflow_id, t.contact_id, 'RUNNING', t.context, t.trigger_key, t.step_id, now(),
-           t.since
-         FROM t
-         WHERE NOT EXISTS (
-           SELECT 1 FROM executions x WHERE x.workflow_id = t.workflow_id AND x.contact_id = t.contact_id
-             AND (NOT t.reentry OR x.status IN ('RUNNING', 'WAITING'))
-         )
-         ON CONFLICT (workflow_id, trigger_key) WHERE trigger_key IS NOT NULL DO NOTHING
-         RETURNING *
-       )
-       SELECT ins.*, pg_notify('${DUE_CHANNEL}', '') FROM ins`,
+    const { rows } = await db.query<EnrolledExecution>(
+      'SELECT id, workflow_id, project_id, contact_id, trigger_key FROM enrol_triggered($1::jsonb)',
       [JSON.stringify(input)],
     );
-    const index = new Map(input.map((x) => [x.id, x.i]));
-    return rows.map((row) => ({ index: index.get(row.id)!, row }));
+    for (const row of rows) {
+      const i = first.get(`${row.project_id}:${row.contact_id}:${row.trigger_key}`);
+      if (i !== undefined) out[i].push(row);
+    }
+    return out;
   }
 
   /**
@@ -311,11 +267,18 @@ export class ExecutionsStore {
    * an execution whose lease was lost has none (and its outcome is not written).
    */
   async finishSteps(
-    list: { row: ExecutionRow; outcome: StepOutcome; fresh?: FreshHistory; chain?: ChainedStep[] }[],
-  ): Promise<Map<string, ExecutionRow>> {
+    list: {
+      row: ExecutionRow;
+      outcome: StepOutcome;
+      fresh?: FreshHistory;
+      chain?: ChainedStep[];
+      /** The next step to open now (one with effects outside this database), instead of by beginSteps. */
+      open?: FreshHistory;
+    }[],
+  ): Promise<Map<string, ExecutionRow & { opened?: HistoryRow }>> {
     if (!list.length) return new Map();
     const input = list
-      .map(({ row, outcome: o, fresh, chain = [] }) => {
+      .map(({ row, outcome: o, fresh, chain = [], open }) => {
         const x = o.execution;
         const finished = !['RUNNING', 'WAITING'].includes(x.status);
         const chained = chain.map((c) => ({
@@ -350,6 +313,9 @@ export class ExecutionsStore {
           // A chain that ends without moving on (a failed CONDITION) leaves the execution on its last step.
           last_id: chained.at(-1)?.id ?? null,
           last_step: chained.at(-1)?.step_id ?? null,
+          open_id: open?.id ?? null,
+          open_step: open?.stepId ?? null,
+          open_type: open?.stepType ?? null,
         };
       })
       // The same lock order in every batch.
@@ -359,12 +325,13 @@ export class ExecutionsStore {
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, lease uuid, status text, set_step boolean,
            next_step uuid, due_at timestamptz, wait_event text, patch jsonb, error text, finished boolean,
            history_id uuid, fresh_id uuid, step_id uuid, step_type text, started_at timestamptz, h_status text,
-           output jsonb, h_error text, chain jsonb, last_id uuid, last_step uuid)
+           output jsonb, h_error text, chain jsonb, last_id uuid, last_step uuid, open_id uuid, open_step uuid,
+           open_type text)
        ), upd AS (
          UPDATE executions e SET
            status = x.status,
            current_step_id = CASE WHEN x.set_step THEN x.next_step ELSE COALESCE(x.last_step, e.current_step_id) END,
-           current_history_id = CASE WHEN x.set_step THEN NULL
+           current_history_id = CASE WHEN x.set_step THEN x.open_id
              ELSE COALESCE(x.last_id, x.fresh_id, e.current_history_id) END,
            due_at = x.due_at,
            wait_event = x.wait_event,
@@ -380,7 +347,10 @@ export class ExecutionsStore {
            updated_at = now()
          FROM x
          WHERE e.id = x.id AND e.lease_token = x.lease
-         RETURNING e.*
+         -- What a step can change (the rest is the caller's row): less to send and parse per step.
+         RETURNING e.id, e.status, e.current_step_id, e.current_history_id, e.resume, e.wait_event, e.waiting_since,
+           e.since, e.due_at, e.lease_token, e.error, e.finished_at, e.updated_at,
+           CASE WHEN x.patch = '{}'::jsonb THEN NULL ELSE e.context END AS context
        ), fresh AS (
          -- Steps without effects outside this database: their history row is written here, not by beginSteps.
          INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit, started_at, output, error,
@@ -405,11 +375,45 @@ export class ExecutionsStore {
          FROM x JOIN upd ON upd.id = x.id
            CROSS JOIN jsonb_to_recordset(x.chain) AS c (id uuid, step_id uuid, step_type text, started_at timestamptz,
              status text, output jsonb, error text)
+       ), begun AS (
+         -- The next step's history row, opened as beginSteps would (its visit number keys the step's effect).
+         INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit)
+         SELECT x.open_id, x.id, x.open_step, x.open_type, 'RUNNING',
+           (SELECT count(*) + 1 FROM execution_steps s WHERE s.execution_id = x.id AND s.step_id = x.open_step)
+         FROM x JOIN upd ON upd.id = x.id
+         WHERE x.open_id IS NOT NULL AND x.set_step
+         RETURNING execution_id, visit, started_at
        )
-       SELECT * FROM upd`,
+       SELECT upd.*, begun.visit AS open_visit, begun.started_at AS open_started_at
+       FROM upd LEFT JOIN begun ON begun.execution_id = upd.id`,
       [JSON.stringify(input)],
     );
-    return new Map(rows.map((r) => [r.id, r]));
+    const given = new Map(list.map((l) => [l.row.id, l]));
+    return new Map(
+      rows.map((r) => {
+        const { open_visit, open_started_at, ...changed } = r as Partial<ExecutionRow> & {
+          id: string;
+          open_visit: number | null;
+          open_started_at: Date | null;
+        };
+        const { row: before, open } = given.get(changed.id)!;
+        const row: ExecutionRow = { ...before, ...changed, context: changed.context ?? before.context };
+        if (open_visit === null || !open) return [row.id, row];
+        const opened: HistoryRow = {
+          id: open.id,
+          execution_id: row.id,
+          step_id: open.stepId,
+          step_type: open.stepType,
+          visit: Number(open_visit),
+          status: 'RUNNING',
+          started_at: open_started_at ?? open.startedAt,
+          finished_at: null,
+          output: null,
+          error: null,
+        };
+        return [row.id, { ...row, opened }];
+      }),
+    );
   }
 
   /**

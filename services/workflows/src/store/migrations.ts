@@ -148,4 +148,70 @@ export const migrations: Migration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION workflows_changed();
     `,
   },
+  {
+    id: '004_enrol_triggered',
+    sql: `
+      -- Enrolment of a batch of tracked events in one round trip (ExecutionsStore.enrolTriggered). Each wave
+      -- (events of distinct contacts) takes its locks in one statement, then inserts in a second one: a
+      -- VOLATILE function's statements each take a new snapshot, so the insert sees every execution committed
+      -- before its locks were granted, and a later wave sees the earlier waves' rows.
+      CREATE FUNCTION enrol_triggered(events jsonb) RETURNS SETOF executions LANGUAGE plpgsql VOLATILE AS $$
+      DECLARE
+        round int;
+        last int;
+        n int := 0;
+        added int;
+      BEGIN
+        SELECT max((e->>'wave')::int) INTO last FROM jsonb_array_elements(events) e;
+        FOR round IN 0..coalesce(last, -1) LOOP
+          -- Not beside a structural edit (FOR SHARE of the workflow), and the per-(workflow, contact) lock of
+          -- a manual start (ExecutionsStore.enrol), taken in one order.
+          PERFORM count(*) FROM (
+            SELECT pg_advisory_xact_lock(hashtextextended(w.id::text || ':' || e.contact_id, 0))
+            FROM jsonb_to_recordset(events) AS e (project_id uuid, event_name text, contact_id text, wave int)
+            JOIN workflows w ON w.project_id = e.project_id AND w.enabled AND w.trigger_type = 'EVENT'
+              AND w.trigger_config->>'eventName' = e.event_name
+            JOIN workflow_steps s ON s.workflow_id = w.id AND s.type = 'TRIGGER'
+            WHERE e.wave = round
+            ORDER BY w.id, e.contact_id
+            FOR SHARE OF w
+          ) locked;
+          RETURN QUERY
+          INSERT INTO executions
+            (id, project_id, workflow_id, contact_id, status, context, trigger_key, current_step_id, due_at, since)
+          SELECT enrol_uuidv7(), e.project_id, w.id, e.contact_id, 'RUNNING', e.context, e.trigger_key, s.id, now(),
+            e.since
+          FROM jsonb_to_recordset(events) AS e (project_id uuid, event_name text, contact_id uuid, context jsonb,
+            trigger_key text, since timestamptz, wave int)
+          JOIN workflows w ON w.project_id = e.project_id AND w.enabled AND w.trigger_type = 'EVENT'
+            AND w.trigger_config->>'eventName' = e.event_name
+          JOIN workflow_steps s ON s.workflow_id = w.id AND s.type = 'TRIGGER'
+          WHERE e.wave = round AND NOT EXISTS (
+            SELECT 1 FROM executions x WHERE x.workflow_id = w.id AND x.contact_id = e.contact_id
+              AND (NOT w.allow_reentry OR x.status IN ('RUNNING', 'WAITING'))
+          )
+          ON CONFLICT (workflow_id, trigger_key) WHERE trigger_key IS NOT NULL DO NOTHING
+          RETURNING *;
+          GET DIAGNOSTICS added = ROW_COUNT;
+          n := n + added;
+        END LOOP;
+        IF n > 0 THEN PERFORM pg_notify('workflow_executions_due', ''); END IF;
+      END $$;
+      -- A UUIDv7 (RFC 9562): the time in milliseconds, then random bits (the ids the service mints elsewhere).
+      CREATE FUNCTION enrol_uuidv7() RETURNS uuid LANGUAGE sql VOLATILE AS $$
+        SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) PLACING
+          substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6),
+          52, 1), 53, 1), 'hex')::uuid
+      $$;
+    `,
+  },
+  {
+    id: '005_enrol_custom_plans',
+    sql: `
+      -- plpgsql caches its statements' plans, and after five calls a session may keep a generic plan for
+      -- enrol_triggered's lock and insert statements: planned without the batch, it cost 3.5-3.9 ms of
+      -- PostgreSQL CPU per tracked execution at 10,000 enrolments (0.8 ms with plans made for each batch).
+      ALTER FUNCTION enrol_triggered(jsonb) SET plan_cache_mode = force_custom_plan;
+    `,
+  },
 ];
