@@ -245,6 +245,97 @@ if (!haveHelm) {
     }
   });
 
+  test('tracing, Stripe, S3 and inbound SMTP: first-class values reach the pods that read them', async () => {
+    // Off by default: none of their variables, no Secret references beyond SERVICE_TOKEN (asserted above).
+    const variables = /^(OTEL_|STRIPE_|S3_|INBOUND_SMTP_PORT$)/;
+    expect(Object.keys(find(defaults, 'ConfigMap', `${RELEASE}-env`).data).filter((k) => variables.test(k))).toEqual(
+      [],
+    );
+    expect(named(defaults, 'Service')).not.toContain(`${RELEASE}-inbound-smtp`);
+
+    const file = path.join(dir, 'integrations.yaml');
+    writeFileSync(
+      file,
+      [
+        'tracing: { otlpEndpoint: "http://otel:4318", protocol: grpc, sampler: parentbased_traceidratio,',
+        '  samplerArg: "0.1", headers: { existingSecret: otel-auth, key: headers } }',
+        'stripe: { existingSecret: stripe, secretKeyKey: api-key, webhookSecretKey: webhook, priceId: price_123 }',
+        's3: { bucket: uploads, endpoint: "http://minio:9000", region: eu-west-1, forcePathStyle: true,',
+        '  existingSecret: s3-credentials }',
+        'inboundSmtp: { enabled: true, port: 2525, service: { type: LoadBalancer } }',
+      ].join('\n'),
+    );
+    const manifests = await render('-f', file);
+    await validateAll(manifests);
+    const configMap = find(manifests, 'ConfigMap', `${RELEASE}-env`);
+    expect(configMap.data).toMatchObject({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+      STRIPE_PRICE_ID: 'price_123',
+      S3_BUCKET: 'uploads',
+      S3_ENDPOINT: 'http://minio:9000',
+      S3_REGION: 'eu-west-1',
+      S3_FORCE_PATH_STYLE: 'true',
+      INBOUND_SMTP_PORT: '2525',
+    });
+    // Secrets only by reference, each on the service that reads it.
+    const ref = (name: string, secret: string, key: string) => ({
+      name,
+      valueFrom: { secretKeyRef: { name: secret, key, optional: true } },
+    });
+    const headers = ref('OTEL_EXPORTER_OTLP_HEADERS', 'otel-auth', 'headers');
+    const own: Record<string, unknown[]> = {
+      gateway: [ref('STRIPE_SECRET_KEY', 'stripe', 'api-key'), ref('STRIPE_WEBHOOK_SECRET', 'stripe', 'webhook')],
+      messaging: [
+        ref('S3_ACCESS_KEY_ID', 's3-credentials', 'S3_ACCESS_KEY_ID'),
+        ref('S3_SECRET_ACCESS_KEY', 's3-credentials', 'S3_SECRET_ACCESS_KEY'),
+      ],
+    };
+    for (const svc of Object.keys(PORTS)) {
+      const c = container(find(manifests, 'Deployment', `${RELEASE}-${svc}`));
+      expect(c.env.slice(1)).toEqual([headers, ...(own[svc] ?? [])]);
+      const smtp = c.ports.filter((p: any) => p.name === 'smtp');
+      expect(smtp).toEqual(svc === 'messaging' ? [{ name: 'smtp', containerPort: 2525 }] : []);
+    }
+    expect(JSON.stringify(manifests)).not.toMatch(/sk_|whsec_/);
+    // Inbound mail: port 25 of its own Service to messaging's smtp port, open to anywhere by default.
+    const smtpService = find(manifests, 'Service', `${RELEASE}-inbound-smtp`);
+    expect(smtpService.spec).toMatchObject({
+      type: 'LoadBalancer',
+      selector: find(manifests, 'Deployment', `${RELEASE}-messaging`).spec.selector.matchLabels,
+      ports: [{ name: 'smtp', port: 25, targetPort: 'smtp' }],
+    });
+    expect(find(manifests, 'NetworkPolicy', `${RELEASE}-messaging`).spec.ingress).toContainEqual({
+      ports: [{ port: 2525, protocol: 'TCP' }],
+    });
+    // With what the Secrets hold, the services read every setting.
+    const env = {
+      ...configMap.data,
+      ...find(manifests, 'Secret', `${RELEASE}-env`).stringData,
+      STRIPE_SECRET_KEY: 'sk_test_1',
+      STRIPE_WEBHOOK_SECRET: 'whsec_1',
+      S3_ACCESS_KEY_ID: 'key-id',
+      S3_SECRET_ACCESS_KEY: 'secret',
+    };
+    const { messagingEnv } = await import(path.join(ROOT, 'services/messaging/src/config.ts'));
+    expect(parseEnv(messagingEnv, env)).toMatchObject({
+      inboundSmtpPort: 2525,
+      s3: { bucket: 'uploads', endpoint: 'http://minio:9000', region: 'eu-west-1', forcePathStyle: true },
+    });
+    const { gatewayEnv } = await import(path.join(ROOT, 'services/gateway/src/config.ts'));
+    expect(parseEnv(gatewayEnv, env).stripe).toEqual({
+      secretKey: 'sk_test_1',
+      webhookSecret: 'whsec_1',
+      priceId: 'price_123',
+    });
+    // A bucket without credentials fails the render (messaging would refuse to start); bad values the schema.
+    await expect(render('--set', 's3.bucket=uploads')).rejects.toThrow(/s3\.bucket needs the bucket's credentials/);
+    await expect(render('--set', 'tracing.protocol=udp')).rejects.toThrow(/tracing\.protocol must be one of/);
+    await expect(render('--set', 'inboundSmtp.port=0')).rejects.toThrow(/inboundSmtp\.port/);
+  });
+
   test('overrides: a port, replicas 0, default image tag, own token Secret, databases, ingress', async () => {
     const overrides = path.join(dir, 'overrides.yaml');
     writeFileSync(

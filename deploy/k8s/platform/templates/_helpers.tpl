@@ -66,3 +66,27 @@ app.kubernetes.io/component: {{ .svc }}
 - name: tmp
   emptyDir: { sizeLimit: 256Mi }
 {{- end -}}
+
+{{- /* Variables one service's container reads from Secrets you manage (dict "root" $ "svc" name), besides
+SERVICE_TOKEN: OTEL_EXPORTER_OTLP_HEADERS (every service), STRIPE_* (the gateway), S3 credentials (messaging).
+optional: a key absent from the Secret leaves its variable unset. */ -}}
+{{- define "platform.secretEnv" -}}
+{{- $v := .root.Values -}}
+{{- $refs := list -}}
+{{- with $v.tracing.headers.existingSecret -}}
+{{- $refs = append $refs (list "OTEL_EXPORTER_OTLP_HEADERS" . $v.tracing.headers.key) -}}
+{{- end -}}
+{{- if and (eq .svc "gateway") $v.stripe.existingSecret -}}
+{{- $refs = append $refs (list "STRIPE_SECRET_KEY" $v.stripe.existingSecret $v.stripe.secretKeyKey) -}}
+{{- $refs = append $refs (list "STRIPE_WEBHOOK_SECRET" $v.stripe.existingSecret $v.stripe.webhookSecretKey) -}}
+{{- end -}}
+{{- if and (eq .svc "messaging") $v.s3.bucket $v.s3.existingSecret -}}
+{{- $refs = append $refs (list "S3_ACCESS_KEY_ID" $v.s3.existingSecret $v.s3.accessKeyIdKey) -}}
+{{- $refs = append $refs (list "S3_SECRET_ACCESS_KEY" $v.s3.existingSecret $v.s3.secretAccessKeyKey) -}}
+{{- end -}}
+{{- range $refs }}
+- name: {{ index . 0 }}
+  valueFrom:
+    secretKeyRef: { name: {{ index . 1 }}, key: {{ index . 2 }}, optional: true }
+{{- end -}}
+{{- end -}}
