@@ -24,6 +24,8 @@ import { promisify } from 'node:util';
 import { inflateRawSync } from 'node:zlib';
 import { z } from 'zod';
 import { parseConfig, parseEnv } from '@svc/lib/config';
+import { gatewayEnv } from '../services/gateway/src/config.js';
+import { messagingEnv } from '../services/messaging/src/config.js';
 import { SERVICES } from '../services/registry.js';
 import { ROOT } from './support/processes.js';
 
@@ -319,12 +321,10 @@ if (!haveHelm) {
       S3_ACCESS_KEY_ID: 'key-id',
       S3_SECRET_ACCESS_KEY: 'secret',
     };
-    const { messagingEnv } = await import(path.join(ROOT, 'services/messaging/src/config.ts'));
     expect(parseEnv(messagingEnv, env)).toMatchObject({
       inboundSmtpPort: 2525,
       s3: { bucket: 'uploads', endpoint: 'http://minio:9000', region: 'eu-west-1', forcePathStyle: true },
     });
-    const { gatewayEnv } = await import(path.join(ROOT, 'services/gateway/src/config.ts'));
     expect(parseEnv(gatewayEnv, env).stripe).toEqual({
       secretKey: 'sk_test_1',
       webhookSecret: 'whsec_1',
