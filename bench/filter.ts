@@ -8,6 +8,11 @@
  * of one PostgreSQL backend running the same queries without parallel workers (the figure a loaded box moves
  * least), and the top of EXPLAIN (ANALYZE, BUFFERS) for both.
  *
+ * Twice: without managed filter indexes, then after saving both trees as segment definitions and running the
+ * service's own reconciliation (filter-indexes.ts: an expression index per path compared by range). Last, the
+ * write cost of those indexes: CPU of one backend updating `data` of BENCH_WRITE_ROWS contacts (as /v1/track with
+ * new data does) inside a transaction rolled back, with and without them (median of 5); then VACUUM.
+ *
  *   node --import tsx bench/filter.ts
  *   BENCH_CONTACTS=1000000 BENCH_RUNS=7 node --import tsx bench/filter.ts
  *   BENCH_KEEP_DB=1 node --import tsx bench/filter.ts            # keep the seeded database (name printed)
@@ -21,6 +26,7 @@ import { migrate } from '@svc/lib/migrate';
 import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION } from '@svc/lib/outbox';
 import { compileFilter, SqlParams } from '../services/contacts/src/domain/filter-sql.js';
 import { parseFilterTree } from '../services/contacts/src/domain/filter-tree.js';
+import { reconcileFilterIndexes } from '../services/contacts/src/domain/filter-indexes.js';
 import { ContactsStore } from '../services/contacts/src/store/contacts-store.js';
 import { migrations } from '../services/contacts/src/store/migrations.js';
 import { cpuSeconds, fmt, machine, median, onCleanup, peakRssReport, PG_SERVER, run, runPrefix } from './support.js';
@@ -29,6 +35,9 @@ const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 const PAGE_SIZE = 20;
 const REUSE = process.env.BENCH_FILTER_DB;
+const INDEX_MAX = Number(process.env.FILTER_INDEX_MAX ?? 8);
+const WRITE_ROWS = Number(process.env.BENCH_WRITE_ROWS ?? 20_000);
+const WRITE_RUNS = 5;
 
 /** The tree the issue names (nested data path, a number comparison, a date window; ~4% match)... */
 const TYPICAL = {
@@ -274,6 +283,48 @@ function print(label: string, m: Measure): void {
   console.log(m.pagePlan.join('\n'));
 }
 
+async function managedIndexes(pool: Pool): Promise<string[]> {
+  const { rows } = await pool.query<{ d: string }>(
+    "SELECT indexdef AS d FROM pg_indexes WHERE tablename = 'contacts' AND indexname LIKE 'contacts\\_range\\_%'",
+  );
+  return rows.map((r) => r.d.replace(/^CREATE INDEX /, ''));
+}
+
+/**
+ * Median backend CPU ms of updating `data` of WRITE_ROWS contacts (a changed number and date, what a track with new
+ * data writes) in a transaction rolled back (the table is unchanged; VACUUM clears the dead rows afterwards).
+ */
+async function writeCost(dbName: string, projectId: string): Promise<number> {
+  const client = new pg.Client({ connectionString: `${PG_SERVER}/${dbName}` });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const { rows: ids } = await client.query<{ id: string }>(
+      'SELECT id FROM contacts WHERE project_id = $1 ORDER BY id LIMIT $2',
+      [projectId, WRITE_RUNS * WRITE_ROWS],
+    );
+    const runs: number[] = [];
+    for (let i = 0; i < WRITE_RUNS; i++) {
+      const batch = ids.slice(i * WRITE_ROWS, (i + 1) * WRITE_ROWS).map((r) => r.id);
+      await client.query('BEGIN');
+      const c0 = cpuSeconds(rows[0].pid);
+      await client.query(
+        `UPDATE contacts SET updated_at = now(),
+           data = data || jsonb_build_object('seats', 1 + (hashtext(id::text) & 63), 'lastLogin',
+             to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+         WHERE id = ANY($1::uuid[])`,
+        [batch],
+      );
+      runs.push((cpuSeconds(rows[0].pid) - c0) * 1000);
+      await client.query('ROLLBACK');
+    }
+    console.log(`  write runs, backend CPU ms: ${runs.map((r) => fmt(r)).join(', ')}`);
+    return median(runs);
+  } finally {
+    await client.end();
+  }
+}
+
 run(
   async () => {
     console.log(`machine: ${machine()}`);
@@ -316,13 +367,39 @@ run(
     console.log(
       `sizes with indexes: contacts ${size[0].contacts}, events ${size[0].events}; PostgreSQL ${settings[0].s}`,
     );
-    const results: Array<{ name: string; m: Measure }> = [];
-    for (const { name, tree } of TREES) {
-      console.log(`\n${name}: ${JSON.stringify(tree)}`);
-      const m = await measure(pool, dbName, projectId, tree);
-      print(`${name}, SQL as compiled by filter-sql.ts`, m);
-      results.push({ name, m });
-    }
+    // Managed indexes left by an interrupted run on a kept database go first: "without" means none.
+    await pool.query('DELETE FROM segment_definitions WHERE project_id = $1', [projectId]);
+    await reconcileFilterIndexes(pool, INDEX_MAX);
+    const results: Array<{ name: string; label: string; m: Measure }> = [];
+    const measureAll = async (label: string) => {
+      for (const { name, tree } of TREES) {
+        console.log(`\n${name} (${label}): ${JSON.stringify(tree)}`);
+        const m = await measure(pool, dbName, projectId, tree);
+        print(`${name}, ${label}, SQL as compiled by filter-sql.ts`, m);
+        results.push({ name, label, m });
+      }
+    };
+    await measureAll('no managed index');
+
+    for (const { tree } of TREES)
+      await pool.query('INSERT INTO segment_definitions (project_id, segment_id, condition) VALUES ($1, $2, $3)', [
+        projectId,
+        randomUUID(),
+        JSON.stringify(tree),
+      ]);
+    let t0 = performance.now();
+    await reconcileFilterIndexes(pool, INDEX_MAX);
+    const managed = await managedIndexes(pool);
+    console.log(`\nreconciled in ${secs(t0)} (FILTER_INDEX_MAX=${INDEX_MAX}, ANALYZE included): ${managed.join('; ')}`);
+    await measureAll('managed indexes');
+
+    const writes = { with: await writeCost(dbName, projectId), without: 0 };
+    await pool.query('DELETE FROM segment_definitions WHERE project_id = $1', [projectId]);
+    await reconcileFilterIndexes(pool, INDEX_MAX);
+    writes.without = await writeCost(dbName, projectId);
+    t0 = performance.now();
+    await pool.query('VACUUM contacts');
+    console.log(`\nmanaged indexes dropped, VACUUM contacts after the rolled-back writes in ${secs(t0)}`);
 
     console.log('');
     console.log(
@@ -331,14 +408,22 @@ run(
         .map((l) => l.toFixed(2))
         .join(', ')}`,
     );
-    for (const { name, m } of results) {
+    for (const { name, label, m } of results) {
       console.log(
-        `RESULT ${name} over ${fmt(CONTACTS)} contacts (${fmt(m.count)} matches): ` +
+        `RESULT ${name}, ${label}, over ${fmt(CONTACTS)} contacts (${fmt(m.count)} matches): ` +
           `count ${fmt(m.countMs, 1)} ms (issue 12 aim < 200: ${m.countMs < 200 ? 'met' : 'NOT met'}), ` +
           `page ${fmt(m.pageMs, 1)} ms (aim < 20: ${m.pageMs < 20 ? 'met' : 'NOT met'}); ` +
           `serial backend CPU: count ${fmt(m.countCpuMs)} ms, page ${fmt(m.pageCpuMs)} ms`,
       );
     }
+    const perContact = (ms: number) => `${fmt((ms * 1000) / WRITE_ROWS, 1)} us`;
+    console.log(
+      `RESULT write cost, UPDATE data of ${fmt(WRITE_ROWS)} contacts (rolled back), ` +
+        `backend CPU median of ${WRITE_RUNS}: ` +
+        `without managed indexes ${fmt(writes.without)} ms (${perContact(writes.without)} per contact), ` +
+        `with ${managed.length} ${fmt(writes.with)} ms (${perContact(writes.with)} per contact), ` +
+        `+${fmt((writes.with / writes.without - 1) * 100, 0)}%`,
+    );
     // The only process of this bench: PostgreSQL is the machine's shared server.
     console.log(peakRssReport({}));
   },

@@ -8,6 +8,7 @@ import { Bulk } from './domain/bulk.js';
 import { ContactBilling } from './domain/contact-billing.js';
 import { Contacts } from './domain/contacts.js';
 import { ContactUpserts } from './domain/contact-upserts.js';
+import { FilterIndexLoop, reconcileFilterIndexes } from './domain/filter-indexes.js';
 import { Events } from './domain/events.js';
 import { Fields } from './domain/fields.js';
 import { Imports } from './domain/imports.js';
@@ -23,8 +24,9 @@ import { FieldsStore } from './store/fields-store.js';
 import { JobsStore } from './store/jobs-store.js';
 import { SegmentsStore } from './store/segments-store.js';
 import { migrations } from './store/migrations.js';
+import { type ContactsEnv, contactsEnv } from './config.js';
 
-export async function startContacts(rt: Runtime): Promise<RunningService> {
+export async function startContacts(rt: Runtime<ContactsEnv>): Promise<RunningService> {
   const db = await openServiceDatabase('contacts', rt, migrations);
   const contactsStore = new ContactsStore(db.pool);
   const eventsStore = new EventsStore(db.pool);
@@ -58,6 +60,12 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
   const bulk = new Bulk(jobsStore, contacts);
   const segmentsStore = new SegmentsStore(db.pool);
   const segmentConditions = new SegmentConditions(segmentsStore);
+  const filterIndexLog = rt.logger.child({ service: 'contacts', part: 'filter-indexes' });
+  const filterIndexes = new FilterIndexLoop(
+    (signal) => reconcileFilterIndexes(db.pool, rt.config.filterIndexMax, filterIndexLog, signal),
+    filterIndexLog,
+  );
+  filterIndexes.start();
   const runner = new JobRunner(
     db.pool,
     [
@@ -87,7 +95,7 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
         events,
         fields: new Fields(fieldsStore),
         audiences: new Audiences(contactsStore, segmentConditions),
-        segments: new Segments(segmentsStore, segmentConditions),
+        segments: new Segments(segmentsStore, segmentConditions, () => filterIndexes.kick()),
         imports,
         bulk,
         kickJobs: () => runner.kick(),
@@ -102,6 +110,7 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
     name: 'contacts',
     async stop() {
       await server.close();
+      filterIndexes.stop();
       await runner.stop();
       billingCaps.close();
       await db.close();
@@ -109,5 +118,5 @@ export async function startContacts(rt: Runtime): Promise<RunningService> {
   };
 }
 
-/** The registry loads this (services/registry.ts); contacts reads only platform-wide variables. */
-export const service = serviceModule({ migrations, start: startContacts });
+/** The registry loads this (services/registry.ts). */
+export const service = serviceModule({ migrations, config: contactsEnv, start: startContacts });

@@ -90,16 +90,24 @@ describe('compileFilter', () => {
     const text = String.raw`\(c\.data #>> \$2::text\[\]\)`;
     const date = String.raw`${text} COLLATE "C"`;
     const day = (days: number) =>
-      String.raw`\(SELECT to_char\(\(now\(\) - make_interval\(secs => \$3::double precision\)\) AT TIME ZONE 'UTC' ` +
+      String.raw`\(SELECT to_char\(\(now\(\) - make_interval\(secs => \$4::double precision\)\) AT TIME ZONE 'UTC' ` +
       String.raw`\+ interval '${days} days', 'YYYY-MM-DD'\)\)`;
     expect(sql).toMatch(
       new RegExp(
-        String.raw`^\(${date} >= ${day(-1)} AND \(CASE WHEN \(${text} ~ '\^.*\$'.* ` +
+        String.raw`^\(${date} >= \$3::text AND \(${date} >= ${day(-1)} AND \(CASE WHEN \(${text} ~ '\^.*\$'.* ` +
           String.raw`THEN ${date} >= ${day(2)} OR ${text}::timestamptz >= ` +
-          String.raw`\(SELECT now\(\) - make_interval\(secs => \$3::double precision\)\) END\)\)$`,
+          String.raw`\(SELECT now\(\) - make_interval\(secs => \$4::double precision\)\) END\)\)\)$`,
       ),
     );
-    expect(values).toEqual([PROJECT, ['lastSeen'], 7200]);
+    // The constant bound (the planner's estimate, a managed index): the UTC day 2 days before the cutoff.
+    const bound = new Date(Date.now() - 7200_000 - 2 * 86_400_000).toISOString().slice(0, 10);
+    expect(values).toEqual([PROJECT, ['lastSeen'], bound, 7200]);
+  });
+
+  test('olderThan on data has no constant bound (its set grows with time)', () => {
+    const { sql, values } = compile({ field: 'data.lastSeen', operator: 'olderThan', value: 2 });
+    expect(values).toEqual([PROJECT, ['lastSeen'], 2 * 86400]);
+    expect(sql).not.toContain('::text AND');
   });
 
   test('olderThan on createdAt compares the column directly', () => {

@@ -123,6 +123,42 @@ function timestampSql(filter: Filter, column: string, params: SqlParams): string
   throw unsupported(filter);
 }
 
+/** What a range filter on a data path compares: the expression a managed index (filter-indexes.ts) holds. */
+export type RangeKind = 'number' | 'date';
+
+/**
+ * The expressions range filters compare, over `data` (SQL of the jsonb column) and `path` (SQL of a text[]: a $n
+ * parameter or a literal). The index DDL uses the same functions, so an index expression is the compiled one; node-
+ * postgres sends unnamed statements, which PostgreSQL plans with the bound path as a constant that matches it.
+ * Number: CASE, not AND: PostgreSQL may evaluate AND operands in any order and the cast would throw. Date: the raw
+ * text in byte order (the pre-filters of dateWindowSql); the validated cast is not indexable (not immutable).
+ */
+export const RANGE_EXPRESSIONS: Record<RangeKind, (data: string, path: string) => string> = {
+  number: (data, path) =>
+    `CASE WHEN jsonb_typeof((${data} #> ${path}::text[])) = 'number' THEN (${data} #> ${path}::text[])::numeric END`,
+  date: (data, path) => `(${data} #>> ${path}::text[]) COLLATE "C"`,
+};
+
+/** The data paths a tree compares by range, each with the kind of expression it compares (RANGE_EXPRESSIONS). */
+export function rangeUses(tree: FilterTree): Array<{ path: string[]; kind: RangeKind }> {
+  const uses: Array<{ path: string[]; kind: RangeKind }> = [];
+  const walk = (t: FilterTree) => {
+    for (const group of t.groups) {
+      for (const filter of group.filters) {
+        const field = parseFilterField(filter.field);
+        if (field?.kind !== 'data') continue;
+        if (comparisonOperator(filter) && typeof filter.value === 'number')
+          uses.push({ path: field.path, kind: 'number' });
+        if (filter.operator === 'within' || filter.operator === 'olderThan')
+          uses.push({ path: field.path, kind: 'date' });
+      }
+      if (group.conditions) walk(group.conditions);
+    }
+  };
+  walk(tree);
+  return uses;
+}
+
 function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): string {
   const { operator, value } = filter;
   // Equality by containment so the jsonb_path_ops GIN index (contacts_data_gin) serves it.
@@ -135,9 +171,8 @@ function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): 
   const text = `(${c}.data #>> ${p}::text[])`;
   const comparison = comparisonOperator(filter);
   if (comparison && typeof value === 'number') {
-    // CASE, not AND: PostgreSQL may evaluate AND operands in any order and the cast would throw.
     const number = params.add(value);
-    return `(CASE WHEN jsonb_typeof(${json}) = 'number' THEN ${json}::numeric END ${comparison} ${number}::numeric)`;
+    return `(${RANGE_EXPRESSIONS.number(`${c}.data`, p)} ${comparison} ${number}::numeric)`;
   }
   if (comparison) return `(${storedDate(text)} ${comparison} ${params.add(dateValue(value))}::timestamptz)`;
   switch (operator) {
@@ -155,7 +190,15 @@ function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): 
       return `(jsonb_typeof(${json}) <> 'null')`;
     case 'notExists':
       return negate(`(jsonb_typeof(${json}) <> 'null')`);
-    case 'within':
+    case 'within': {
+      // A constant bound lets the planner estimate the window and use a managed index on the path (the cutoff is a
+      // subquery it cannot see into). Computed now, it stays a necessary condition for later runs of this SQL (time
+      // only moves the cutoff forward); the 2 days cover clock skew between Node and PostgreSQL. Never for
+      // olderThan, whose set grows with time.
+      const bound = params.add(utcDay(Date.now() - (withinSeconds(filter) + 2 * 86400) * 1000));
+      const window = dateWindowSql(text, operator, cutoffValue(filter, params));
+      return `(${RANGE_EXPRESSIONS.date(`${c}.data`, p)} >= ${bound}::text AND ${window})`;
+    }
     case 'olderThan':
       return dateWindowSql(text, operator, cutoffValue(filter, params));
     default:
@@ -244,9 +287,13 @@ function cutoff(filter: Filter, params: SqlParams): string {
 
 /** The expression of the cutoff, the amount bound as seconds: stable, so PostgreSQL would run it on every row. */
 function cutoffValue(filter: Filter, params: SqlParams): string {
-  const seconds = Number(filter.value) * UNIT_SECONDS[filter.unit ?? 'days'];
-  return `now() - make_interval(secs => ${params.add(seconds)}::double precision)`;
+  return `now() - make_interval(secs => ${params.add(withinSeconds(filter))}::double precision)`;
 }
+
+const withinSeconds = (filter: Filter) => Number(filter.value) * UNIT_SECONDS[filter.unit ?? 'days'];
+
+/** `YYYY-MM-DD` of a moment in UTC (amounts are at most 100 years: always a 4-digit year). */
+const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 // Bare dates compare as midnight UTC so the session time zone never changes a result.
 function dateValue(value: Filter['value']): string {

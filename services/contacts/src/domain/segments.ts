@@ -15,20 +15,27 @@ export class Segments {
   constructor(
     private readonly store: SegmentsStore,
     private readonly conditions: SegmentConditions,
+    /** A saved condition changed: the managed filter indexes follow in the background (filter-indexes.ts). */
+    private readonly definitionsChanged: () => void = () => undefined,
   ) {}
 
   /** Validates a DYNAMIC condition (422 field errors, 400 for a cycle) before storing it. */
   async define(projectId: string, segmentId: string, condition: unknown | undefined, isStatic: boolean): Promise<void> {
     requireUuid('segmentId', segmentId);
-    if (isStatic) return this.store.define(projectId, segmentId, null);
-    const tree = parseFilterTree(condition, 'condition');
-    await this.conditions.expand(projectId, tree, { id: segmentId.toLowerCase(), tree });
-    await this.store.define(projectId, segmentId, condition);
+    if (isStatic) {
+      await this.store.define(projectId, segmentId, null);
+    } else {
+      const tree = parseFilterTree(condition, 'condition');
+      await this.conditions.expand(projectId, tree, { id: segmentId.toLowerCase(), tree });
+      await this.store.define(projectId, segmentId, condition);
+    }
+    this.definitionsChanged();
   }
 
   async forget(projectId: string, segmentId: string): Promise<void> {
     requireUuid('segmentId', segmentId);
     await this.store.forget(projectId, segmentId);
+    this.definitionsChanged();
   }
 
   async setMembers(projectId: string, segmentId: string, add: string[], remove: string[]) {
