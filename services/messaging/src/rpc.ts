@@ -252,6 +252,13 @@ const emailSummary = (e: EmailSummaryRow, reason: string | null) =>
     messageId: e.message_id,
   });
 
+/** The paging part of a keyset-paged answer (the activity feed, the email history). */
+const cursorPage = (page: { cursor: string; hasMore: boolean; total: number }) => ({
+  cursor: page.cursor,
+  hasMore: page.hasMore,
+  total: BigInt(page.total),
+});
+
 export function messagingRoutes(parts: MessagingParts) {
   return (router: ConnectRouter) =>
     router.service(MessagingService, {
@@ -378,12 +385,7 @@ export function messagingRoutes(parts: MessagingParts) {
           type: req.type || undefined,
           contactId: req.contactId || undefined,
         });
-        return {
-          items: page.items.map(activity),
-          cursor: page.cursor,
-          hasMore: page.hasMore,
-          total: BigInt(page.total),
-        };
+        return { items: page.items.map(activity), ...cursorPage(page) };
       },
       async getActivityStats(req) {
         const s = await parts.activity.stats(req.projectId, req.days || undefined);
@@ -455,12 +457,7 @@ export function messagingRoutes(parts: MessagingParts) {
           from: req.from || undefined,
           to: req.to || undefined,
         });
-        return {
-          emails: page.items.map((i) => emailSummary(i.email, i.reason)),
-          cursor: page.cursor,
-          hasMore: page.hasMore,
-          total: BigInt(page.total),
-        };
+        return { emails: page.items.map((i) => emailSummary(i.email, i.reason)), ...cursorPage(page) };
       },
 
       async getSendingReputation(req) {
