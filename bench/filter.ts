@@ -25,7 +25,7 @@ import { createPool, type Pool } from '@svc/lib/db';
 import { migrate } from '@svc/lib/migrate';
 import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION } from '@svc/lib/outbox';
 import { compileFilter, SqlParams } from '../services/contacts/src/domain/filter-sql.js';
-import { parseFilterTree } from '../services/contacts/src/domain/filter-tree.js';
+import { parseFilterTree } from '@svc/lib/filter-tree';
 import { reconcileFilterIndexes } from '../services/contacts/src/domain/filter-indexes.js';
 import { ContactsStore } from '../services/contacts/src/store/contacts-store.js';
 import { migrations } from '../services/contacts/src/store/migrations.js';

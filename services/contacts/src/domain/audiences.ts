@@ -2,7 +2,7 @@ import { validationError } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
 import type { ContactsStore } from '../store/contacts-store.js';
 import { compileFilter, SqlParams } from './filter-sql.js';
-import { parseFilterTree } from './filter-tree.js';
+import { parseFilterTree } from '@svc/lib/filter-tree';
 import type { SegmentConditions } from './segment-conditions.js';
 
 /** Filter trees evaluated over a project's contacts: for segments, campaigns and previews. */

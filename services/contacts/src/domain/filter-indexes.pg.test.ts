@@ -4,7 +4,7 @@ import { ContactsStore } from '../store/contacts-store.js';
 import { migrations } from '../store/migrations.js';
 import { indexName, reconcileFilterIndexes, wantedIndexes } from './filter-indexes.js';
 import { compileFilter, SqlParams } from './filter-sql.js';
-import { parseFilterTree } from './filter-tree.js';
+import { parseFilterTree } from '@svc/lib/filter-tree';
 
 // The managed filter indexes against a real PostgreSQL with the service's own migrations.
 

@@ -4,7 +4,7 @@ import { logPassFailure } from '@svc/lib/dependency-errors';
 import type { Logger } from '@svc/lib/logger';
 import { MANAGED_INDEX_PREFIX, openFilterIndexSession, textArrayLiteral } from '../store/filter-indexes-store.js';
 import { RANGE_EXPRESSIONS, rangeUses, type RangeKind } from './filter-sql.js';
-import { parseFilterTree } from './filter-tree.js';
+import { parseFilterTree } from '@svc/lib/filter-tree';
 
 /**
  * Paths that saved segments compare by range get an index (README "Filter indexes"). Without one, a selective range

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { compileFilter, SqlParams } from './filter-sql.js';
-import { parseFilterTree } from './filter-tree.js';
+import { parseFilterTree } from '@svc/lib/filter-tree';
 
 // Runs compiled filters against a real PostgreSQL (DESIGN.md: no mocked database) in a throwaway database.
 

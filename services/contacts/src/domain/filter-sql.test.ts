@@ -1,5 +1,5 @@
 import { compileFilter, SqlParams } from './filter-sql.js';
-import { parseFilterTree } from './filter-tree.js';
+import { parseFilterTree } from '@svc/lib/filter-tree';
 
 const PROJECT = '11111111-1111-4111-8111-111111111111';
 const SEGMENT_ID = '3f1c2a9e-5b7d-4c1e-9a2b-0d4e6f8a1b2c';

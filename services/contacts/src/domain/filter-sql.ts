@@ -1,7 +1,8 @@
-import { parseFilterField, type Filter, type FilterGroup, type FilterTree, type TimeUnit } from './filter-tree.js';
+import { foldFilterTree, parseFilterField, UNIT_SECONDS, type Filter, type FilterTree } from '@svc/lib/filter-tree';
 
-// Compiles a parsed filter tree (filter-tree.ts) into one parameterised PostgreSQL boolean
-// expression over `contacts <alias>`. User input only ever reaches the SQL as $n parameters.
+// The SQL back end of the filter tree (lib/src/filter-tree.ts): compiles a parsed tree into one parameterised
+// PostgreSQL boolean expression over `contacts <alias>`. User input only ever reaches the SQL as $n parameters.
+// (The JavaScript back end, lib/src/filter-eval.ts, evaluates the same trees in workflows' CONDITION steps.)
 
 /** Collects bind values; the values already bound (e.g. the project id as $1) keep their numbers. */
 export class SqlParams {
@@ -24,8 +25,6 @@ export class SqlParams {
   }
 }
 
-const UNIT_SECONDS: Record<TimeUnit, number> = { minutes: 60, hours: 3600, days: 86400 };
-
 // A real calendar date (leap years included, year 0000 excluded) so that a matching text never
 // makes the ::timestamptz cast throw. JavaScript reads filter values with these patterns; SQL reads stored values
 // with `isoDateSql`, the same rule in a form PostgreSQL evaluates faster.
@@ -46,17 +45,11 @@ export function compileFilter(tree: FilterTree, params: SqlParams, alias = 'c'):
 }
 
 function compileTree(tree: FilterTree, params: SqlParams, c: string): string {
-  return combine(
-    tree.groups.map((group) => compileGroup(group, params, c)),
-    tree.logic,
-  );
-}
-
-// Inside a group the filters and the nested `conditions` tree are ANDed (DESIGN.md "Filter trees").
-function compileGroup(group: FilterGroup, params: SqlParams, c: string): string {
-  const parts = group.filters.map((filter) => compileOne(filter, params, c));
-  if (group.conditions) parts.push(compileTree(group.conditions, params, c));
-  return combine(parts, 'AND');
+  return foldFilterTree(tree, {
+    filter: (filter) => compileOne(filter, params, c),
+    all: (parts) => combine(parts, 'AND'),
+    any: (parts) => combine(parts, 'OR'),
+  });
 }
 
 function combine(parts: string[], logic: 'AND' | 'OR'): string {

@@ -1,6 +1,6 @@
 import { AppError } from '@svc/lib/errors';
 import type { SegmentsStore } from '../store/segments-store.js';
-import { parseFilterTree } from './filter-tree.js';
+import { parseFilterTree } from '@svc/lib/filter-tree';
 import { membershipTree, referencedSegments, SegmentConditions } from './segment-conditions.js';
 
 const A = '0190a000-0000-7000-8000-00000000000a';

@@ -1,6 +1,6 @@
 import { badRequest } from '@svc/lib/errors';
 import type { SegmentsStore } from '../store/segments-store.js';
-import { parseFilterField, parseFilterTree, type FilterTree } from './filter-tree.js';
+import { parseFilterField, parseFilterTree, type FilterTree } from '@svc/lib/filter-tree';
 
 /** How deep `segment.<id>` references may chain (A uses B uses C ...) before expansion refuses. */
 const MAX_SEGMENT_NESTING = 5;

@@ -2,7 +2,7 @@ import { isUuid } from '@svc/lib/ids';
 import { validationError } from '@svc/lib/errors';
 import type { SegmentsStore } from '../store/segments-store.js';
 import { compileFilter, SqlParams } from './filter-sql.js';
-import { parseFilterTree, type FilterTree } from './filter-tree.js';
+import { parseFilterTree, type FilterTree } from '@svc/lib/filter-tree';
 import { membershipTree, type SegmentConditions } from './segment-conditions.js';
 
 const requireUuid = (field: string, v: string) => {

@@ -1,11 +1,9 @@
+import { isCalendarDate } from '@svc/lib/calendar-date';
 import { isPlainObject } from './custom-data.js';
 
 // SPEC.md "Type inference": a field's type is fixed by the first non-null value a project sends.
 
 export type FieldType = 'number' | 'boolean' | 'date' | 'string';
-
-// YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS[.sss]Z, exactly as SPEC.md writes it.
-const DATE_PATTERN = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2}):(\d{2})(?:\.\d{3})?Z)?$/;
 
 export function inferType(value: unknown): FieldType | null {
   if (value === null || value === undefined) return null;
@@ -13,20 +11,6 @@ export function inferType(value: unknown): FieldType | null {
   if (typeof value === 'boolean') return 'boolean';
   if (typeof value === 'string' && isCalendarDate(value)) return 'date';
   return 'string';
-}
-
-function isCalendarDate(s: string): boolean {
-  const m = DATE_PATTERN.exec(s);
-  if (!m) return false;
-  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (year === 0 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
-  if (m[4] === undefined) return true;
-  return Number(m[4]) <= 23 && Number(m[5]) <= 59 && Number(m[6]) <= 59;
-}
-
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
 }
 
 /** Leaves of the data object as dotted paths (`profile.tier`); arrays are leaves, not walked. */

@@ -1,6 +1,6 @@
 import { badRequest } from '@svc/lib/errors';
 
-/** As the filter tree allows (contacts' filter-tree.ts): a field string up to 1,000 characters. */
+/** As the filter tree allows (lib/src/filter-tree.ts): a field string up to 1,000 characters. */
 const MAX_REFERENCE_LENGTH = 1000;
 
 /** What a filter's `field` must be to reference a contact field or an event (FindSegmentsUsing). */

@@ -1,3 +1,4 @@
+import { filterTreeFields } from '@svc/lib/filter-tree';
 import { isUuid } from '@svc/lib/ids';
 import type { WorkflowsStore } from '../store/workflows-store.js';
 
@@ -7,17 +8,6 @@ export interface WorkflowUsage {
   stepId: string;
   stepName: string;
   stepType: string;
-}
-
-/** The `field` values of every filter in a CONDITION step's tree (groups may nest). */
-export function conditionFields(tree: unknown, out: string[] = []): string[] {
-  if (Array.isArray(tree)) for (const t of tree) conditionFields(t, out);
-  else if (tree && typeof tree === 'object') {
-    const o = tree as Record<string, unknown>;
-    if (typeof o.field === 'string') out.push(o.field);
-    for (const [k, v] of Object.entries(o)) if (k !== 'field' && v && typeof v === 'object') conditionFields(v, out);
-  }
-  return out;
 }
 
 /** A filter on `field` references it; below a data field (`data.plan.tier` under `data.plan`) too. */
@@ -40,7 +30,7 @@ export async function findWorkflowsUsing(
   return rows
     .filter(
       (s) =>
-        s.type !== 'CONDITION' || conditionFields(s.config.condition).some((f) => referencesField(f, ref.field ?? '')),
+        s.type !== 'CONDITION' || filterTreeFields(s.config.condition).some((f) => referencesField(f, ref.field ?? '')),
     )
     .map((s) => ({
       workflowId: s.workflow_id,

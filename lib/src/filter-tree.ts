@@ -1,12 +1,15 @@
 import { z } from 'zod';
-import { validationError } from '@svc/lib/errors';
-import { fieldErrors } from '@svc/lib/zod-errors';
-import { inferType } from './type-inference.js';
+import { isCalendarDate } from './calendar-date.js';
+import { validationError } from './errors.js';
+import { fieldErrors } from './zod-errors.js';
 
-// The filter tree of segment conditions and campaign audiences (SPEC.md "Filter tree", names
-// from DESIGN.md "Names for what SPEC.md leaves open"). Parsing yields one canonical form.
+// The filter tree (SPEC.md "Filter tree", names from DESIGN.md "Names for what SPEC.md leaves open"): its
+// types, operators and their aliases, which operators each field takes, units, limits, parsing into one
+// canonical form, and the walk over a tree. Two back ends evaluate it: contacts compiles it to SQL over the
+// contacts table (segment conditions, campaign audiences: services/contacts/src/domain/filter-sql.ts), and
+// filter-eval.ts evaluates it in JavaScript over one contact (workflows' CONDITION steps).
 
-const OPERATORS = [
+export const OPERATORS = [
   'equals',
   'notEquals',
   'contains',
@@ -32,7 +35,7 @@ export type FilterOperator = (typeof OPERATORS)[number];
 const EMAIL_ACTIVITIES = ['sent', 'delivery', 'open', 'click', 'bounce', 'complaint'] as const;
 export type EmailActivity = (typeof EMAIL_ACTIVITIES)[number];
 
-const UNITS = ['minutes', 'hours', 'days'] as const;
+export const UNITS = ['minutes', 'hours', 'days'] as const;
 export type TimeUnit = (typeof UNITS)[number];
 
 export type FilterValue = string | number | boolean;
@@ -43,13 +46,14 @@ export interface Filter {
   value?: FilterValue;
   unit?: TimeUnit;
 }
-export interface FilterGroup {
-  filters: Filter[];
-  conditions?: FilterTree;
+/** `F`: the filters' type (a back end may read a vocabulary of fields of its own, e.g. workflows' CONDITION). */
+export interface FilterGroup<F = Filter> {
+  filters: F[];
+  conditions?: FilterTree<F>;
 }
-export interface FilterTree {
+export interface FilterTree<F = Filter> {
   logic: 'AND' | 'OR';
-  groups: FilterGroup[];
+  groups: FilterGroup<F>[];
 }
 
 /** What a filter's `field` string addresses. */
@@ -63,14 +67,16 @@ export type FilterField =
   | { kind: 'segment'; segmentId: string };
 
 const MAX_DEPTH = 5;
-const MAX_FILTERS = 50;
-const MAX_GROUPS = 50;
-const MAX_FIELD_LENGTH = 1000;
+export const MAX_FILTERS = 50;
+export const MAX_GROUPS = 50;
+export const MAX_FIELD_LENGTH = 1000;
 const MAX_OPERATOR_LENGTH = 64;
 const MAX_DATA_PATH_KEYS = 10; // custom data nests at most 10 levels: a longer path matches nothing
 const MAX_NAME_LENGTH = 255; // a data key or an event name
 const MAX_INTERVAL_DAYS = 36525; // 100 years: keeps now() - interval far from PostgreSQL's range limits
 const UNIT_DAYS: Record<TimeUnit, number> = { minutes: 1 / 1440, hours: 1 / 24, days: 1 };
+/** The length of each unit. */
+export const UNIT_SECONDS: Record<TimeUnit, number> = { minutes: 60, hours: 3600, days: 86400 };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const OPERATOR_NAMES = new Map<string, FilterOperator>([
@@ -80,6 +86,9 @@ const OPERATOR_NAMES = new Map<string, FilterOperator>([
   ['gte', 'greaterThanOrEqual'],
   ['lte', 'lessThanOrEqual'],
 ]);
+
+/** An operator by any of its names (case-insensitive, `gt`/`lt`/`gte`/`lte` aliases); undefined if none. */
+export const resolveOperator = (name: string): FilterOperator | undefined => OPERATOR_NAMES.get(name.toLowerCase());
 
 const TEXT_OPS: readonly FilterOperator[] = ['equals', 'notEquals', 'contains', 'notContains'];
 const COMPARE_OPS: readonly FilterOperator[] = ['greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual'];
@@ -100,7 +109,8 @@ const INTERVAL_OPS: readonly FilterOperator[] = [
   'notTriggeredWithin',
 ];
 
-const OPERATORS_BY_FIELD: Record<FilterField['kind'], readonly FilterOperator[]> = {
+/** Which operators each kind of field takes. */
+export const OPERATORS_BY_FIELD: Record<FilterField['kind'], readonly FilterOperator[]> = {
   email: [...TEXT_OPS, ...PRESENCE_OPS],
   subscribed: ['equals', 'notEquals'],
   timestamp: [...COMPARE_OPS, ...AGE_OPS],
@@ -145,7 +155,7 @@ const filterSchema = rawFilter.transform((raw, ctx): Filter => {
     ctx.addIssue({ code: z.ZodIssueCode.custom, path: [path], message, params: { code } });
     return z.NEVER;
   };
-  const operator = OPERATOR_NAMES.get(raw.operator.toLowerCase());
+  const operator = resolveOperator(raw.operator);
   if (!operator) return fail('operator', 'invalid_operator', `Unknown operator "${raw.operator}"`);
 
   if (SEGMENT_OPS.includes(operator)) {
@@ -197,7 +207,7 @@ const filterSchema = rawFilter.transform((raw, ctx): Filter => {
 
 function filterValue(field: FilterField, operator: FilterOperator, value: unknown): FilterValue | undefined {
   if (COMPARE_OPS.includes(operator)) {
-    if (typeof value === 'string' && inferType(value) === 'date') return value;
+    if (typeof value === 'string' && isCalendarDate(value)) return value;
     return field.kind === 'data' ? toNumber(value) : undefined;
   }
   if (operator === 'contains' || operator === 'notContains') {
@@ -309,4 +319,32 @@ function countNodes(node: unknown): { groups: number; filters: number } {
     total.filters += inner.filters;
   }
   return total;
+}
+
+/**
+ * The meaning of a tree's structure, for every back end: inside a group the filters and the nested `conditions`
+ * tree are ANDed; `logic` joins the groups. An empty tree or group matches everything. `backend` says what one
+ * filter is and how parts join (SQL text, a boolean, ...).
+ */
+export function foldFilterTree<T, F = Filter>(
+  tree: FilterTree<F>,
+  backend: { filter: (filter: F) => T; all: (parts: T[]) => T; any: (parts: T[]) => T },
+): T {
+  const groups = tree.groups.map((group) => {
+    const parts = group.filters.map((filter) => backend.filter(filter));
+    if (group.conditions) parts.push(foldFilterTree(group.conditions, backend));
+    return backend.all(parts);
+  });
+  return tree.logic === 'OR' && groups.length > 0 ? backend.any(groups) : backend.all(groups);
+}
+
+/** The `field` of every filter of a tree, nested groups included; walks stored JSON too (any shape, no throw). */
+export function filterTreeFields(tree: unknown, out: string[] = []): string[] {
+  if (Array.isArray(tree)) for (const t of tree) filterTreeFields(t, out);
+  else if (tree && typeof tree === 'object') {
+    const o = tree as Record<string, unknown>;
+    if (typeof o.field === 'string') out.push(o.field);
+    for (const [k, v] of Object.entries(o)) if (k !== 'field' && v && typeof v === 'object') filterTreeFields(v, out);
+  }
+  return out;
 }

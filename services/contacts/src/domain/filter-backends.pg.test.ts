@@ -1,0 +1,158 @@
+import { randomUUID } from 'node:crypto';
+import { contactFieldValue, evaluateFilterTree, type FilterContact } from '@svc/lib/filter-eval';
+import { parseFilterTree } from '@svc/lib/filter-tree';
+import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
+import { migrations } from '../store/migrations.js';
+import { compileFilter, SqlParams } from './filter-sql.js';
+
+// The filter tree's two back ends (lib/src/filter-tree.ts) on one table of cases: the SQL compiler (segments,
+// campaign audiences) against a real PostgreSQL with contacts' own schema, and the JavaScript evaluator
+// (workflows' CONDITION steps) over the same contact. They agree on every case of `AGREE`; `DIFFER` pins the
+// known differences of value semantics (the evaluator compares loosely, as lib/src/filter-eval.ts says), so a
+// change to either back end that moves a case shows here.
+
+const HOUR = 3600_000;
+const DAY = 24 * HOUR;
+const PROJECT = randomUUID();
+const ago = (ms: number) => new Date(Date.now() - ms);
+
+const ann = {
+  id: randomUUID(),
+  email: 'Ann@Example.com',
+  subscribed: true,
+  createdAt: ago(2 * DAY),
+  updatedAt: ago(2 * HOUR),
+  data: {
+    plan: 'pro',
+    seats: 10,
+    score: '42',
+    flag: true,
+    blank: '',
+    tags: ['a', 'b'],
+    profile: { city: 'Oslo' },
+    seen: ago(DAY).toISOString(),
+    day: '2024-01-01',
+  },
+};
+
+const one = (field: string, operator: string, value?: unknown, unit?: string) => ({
+  logic: 'AND',
+  groups: [{ filters: [{ field, operator, value, unit }] }],
+});
+
+const AGREE: Array<[string, unknown, boolean]> = [
+  ['email equals, any case', one('email', 'equals', 'ANN@example.com'), true],
+  ['email notEquals', one('email', 'notEquals', 'bob@example.com'), true],
+  ['email contains', one('email', 'contains', 'EXAMPLE'), true],
+  ['email notContains', one('email', 'notContains', 'example'), false],
+  ['email exists', one('email', 'exists'), true],
+  ['subscribed equals true', one('subscribed', 'equals', true), true],
+  ['subscribed equals "false"', one('subscribed', 'equals', 'false'), false],
+  ['subscribed notEquals false', one('subscribed', 'notEquals', false), true],
+  ['createdAt within 7 days', one('createdAt', 'within', 7, 'days'), true],
+  ['createdAt within 1 day', one('createdAt', 'within', 1, 'days'), false],
+  ['createdAt olderThan 24 hours', one('createdAt', 'olderThan', 24, 'hours'), true],
+  ['updatedAt within 180 minutes', one('updatedAt', 'within', 180, 'minutes'), true],
+  ['updatedAt olderThan 1 day', one('updatedAt', 'olderThan', 1), false],
+  ['data string equals', one('data.plan', 'equals', 'pro'), true],
+  ['data string equals another', one('data.plan', 'equals', 'basic'), false],
+  ['data string notEquals', one('data.plan', 'notEquals', 'basic'), true],
+  ['data missing notEquals', one('data.missing', 'notEquals', 'x'), true],
+  ['data boolean equals', one('data.flag', 'equals', true), true],
+  ['data number equals', one('data.seats', 'equals', 10), true],
+  ['data nested path equals', one('data.profile.city', 'equals', 'Oslo'), true],
+  ['data number gt', one('data.seats', 'gt', 5), true],
+  ['data number lt', one('data.seats', 'lt', 5), false],
+  ['data number greaterThanOrEqual', one('data.seats', 'greaterThanOrEqual', 10), true],
+  ['data number lte', one('data.seats', 'lte', 9), false],
+  ['data number gt a numeric string value', one('data.seats', 'greaterThan', '9.5'), true],
+  ['data missing gt', one('data.missing', 'greaterThan', 1), false],
+  ['data string contains, any case', one('data.plan', 'contains', 'PR'), true],
+  ['data string notContains', one('data.plan', 'notContains', 'x'), true],
+  ['data array contains an element', one('data.tags', 'contains', 'b'), true],
+  ['data array notContains', one('data.tags', 'notContains', 'z'), true],
+  ['data missing contains', one('data.missing', 'contains', 'x'), false],
+  ['data missing notContains', one('data.missing', 'notContains', 'x'), true],
+  ['data exists', one('data.plan', 'exists'), true],
+  ['data missing exists', one('data.missing', 'exists'), false],
+  ['data missing notExists', one('data.missing', 'notExists'), true],
+  ['data object exists', one('data.profile', 'exists'), true],
+  ['data date-time within 3 days', one('data.seen', 'within', 3), true],
+  ['data date-time olderThan 3 days', one('data.seen', 'olderThan', 3), false],
+  ['data date-time olderThan 2 hours', one('data.seen', 'olderThan', 2, 'hours'), true],
+  ['data missing within', one('data.missing', 'within', 3), false],
+  ['an empty group matches', { logic: 'AND', groups: [{ filters: [] }] }, true],
+  [
+    'OR over groups, nested conditions ANDed in a group',
+    {
+      logic: 'OR',
+      groups: [
+        { filters: [{ field: 'data.plan', operator: 'equals', value: 'basic' }] },
+        {
+          filters: [{ field: 'data.seats', operator: 'gt', value: 5 }],
+          conditions: {
+            logic: 'AND',
+            groups: [{ filters: [{ field: 'subscribed', operator: 'equals', value: true }] }],
+          },
+        },
+      ],
+    },
+    true,
+  ],
+  [
+    'AND over groups, one false',
+    {
+      logic: 'AND',
+      groups: [
+        { filters: [{ field: 'email', operator: 'contains', value: 'ann' }] },
+        { filters: [{ field: 'data.plan', operator: 'equals', value: 'basic' }] },
+      ],
+    },
+    false,
+  ],
+];
+
+const DIFFER: Array<[string, unknown, { js: boolean; sql: boolean }]> = [
+  ['a numeric string compares as a number in JS only', one('data.score', 'gt', 40), { js: true, sql: false }],
+  ['equals across string and number in JS only', one('data.seats', 'equals', '10'), { js: true, sql: false }],
+  ['an empty string is absent in JS, present in SQL', one('data.blank', 'exists'), { js: false, sql: true }],
+  ['contains reads a number as text in JS only', one('data.seats', 'contains', '1'), { js: true, sql: false }],
+  ['dates compare in SQL only', one('createdAt', 'greaterThan', '2000-01-01'), { js: false, sql: true }],
+  ['a bare date has an age in JS only', one('data.day', 'olderThan', 1), { js: true, sql: false }],
+];
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase('contacts_filter_backends', migrations);
+  await db.pool.query(
+    `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [ann.id, PROJECT, ann.email, ann.subscribed, JSON.stringify(ann.data), ann.createdAt, ann.updatedAt],
+  );
+});
+
+afterAll(() => db.drop());
+
+async function bothBackEnds(input: unknown): Promise<{ js: boolean; sql: boolean }> {
+  const tree = parseFilterTree(input);
+  const params = new SqlParams([ann.id, PROJECT]);
+  const where = compileFilter(tree, params, 'c');
+  // As a WHERE reads it: NULL (unknown) does not match.
+  const { rows } = await db.pool.query(
+    `SELECT COALESCE(${where}, FALSE) AS matches FROM contacts c WHERE c.id = $1 AND c.project_id = $2`,
+    params.values,
+  );
+  const contact: FilterContact = ann;
+  return { js: evaluateFilterTree(tree, (field) => contactFieldValue(contact, field)), sql: rows[0].matches };
+}
+
+describe('filter tree back ends: the JavaScript evaluator and the SQL compiler', () => {
+  test.each(AGREE)('agree: %s', async (_name, tree, expected) => {
+    expect(await bothBackEnds(tree)).toEqual({ js: expected, sql: expected });
+  });
+
+  test.each(DIFFER)('known difference: %s', async (_name, tree, expected) => {
+    expect(await bothBackEnds(tree)).toEqual(expected);
+  });
+});
