@@ -9,7 +9,7 @@ import { validateCreate, validateReplace, validateTestEmail, type CampaignInput 
 import { campaignStats, type CampaignStatsView } from './stats.js';
 import { allowed, notAllowed } from './states.js';
 import type { ContactsPort, EmailCapPort, EmailContent, MessagingPort, SegmentsPort } from './ports.js';
-import { intParam, offsetPage, totalPages } from './pagination.js';
+import { intParam, offsetPage, totalPages } from '@svc/lib/pagination';
 
 export const STATUSES: readonly CampaignStatus[] = ['DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED'];
 const SORTS: Record<string, 'name' | 'created_at' | 'updated_at'> = {

@@ -9,7 +9,7 @@ import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import type { ActivityRow, ActivityStore } from '../store/activity-store.js';
 import type { EmailCountsRow, EmailsStore } from '../store/emails-store.js';
-import { intParam } from './pagination.js';
+import { intParam } from '@svc/lib/pagination';
 
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : new Date());
 const uuidOrNull = (v: string) => (isUuid(v) ? v : null);

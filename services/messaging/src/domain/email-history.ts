@@ -3,7 +3,7 @@ import { isUuid } from '@svc/lib/ids';
 import type { EmailAttemptRow, EmailListFilter, EmailsStore, EmailSummaryRow } from '../store/emails-store.js';
 import { suppressionReason, type SuppressionReason } from './email-batch.js';
 import { parseInstant } from './email-timeseries.js';
-import { intParam } from './pagination.js';
+import { intParam } from '@svc/lib/pagination';
 
 const STATUSES = ['queued', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'suppressed', 'failed'];
 

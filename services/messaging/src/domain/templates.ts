@@ -6,7 +6,7 @@ import { parseOrThrow } from '@svc/lib/zod-errors';
 import type { TemplateFields, TemplateRow, TemplatesStore, TemplateType } from '../store/templates-store.js';
 import { addressSchema, isValidEmail, type AddressInput } from './address.js';
 import { bodySchema, MAX_SUBJECT_CHARS } from './content-limits.js';
-import { offsetPage, totalPages } from './pagination.js';
+import { offsetPage, totalPages } from '@svc/lib/pagination';
 import type { Renderer } from './render.js';
 import type { SenderDomains } from './sender-domains.js';
 

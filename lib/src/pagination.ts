@@ -1,4 +1,4 @@
-import { validationError } from '@svc/lib/errors';
+import { validationError } from './errors.js';
 
 // Query parameters arrive as text; a malformed number is a 422 with the parameter as field (as for GET /contacts).
 
