@@ -3,6 +3,7 @@ import { createClient, type Client } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { contextClientInterceptor } from './rpc-context.js';
 import { fromConnectError } from './rpc-errors.js';
+import { withLocalServers } from './rpc-local.js';
 import { bearerInterceptor } from './service-auth.js';
 import { tracingClientInterceptor, tracingOn } from './tracing.js';
 
@@ -36,12 +37,14 @@ export function createRpcClient<S extends DescService>(service: S, baseUrl: stri
   ];
   // No gzip between services (acceptCompression: none): on loopback or a cluster network compressing an answer
   // of a kilobyte or more (a TrackEvents batch) cost both sides more CPU than the bytes it saved.
-  const transport = createGrpcTransport({
+  const network = createGrpcTransport({
     baseUrl,
     interceptors,
     defaultTimeoutMs: opts.rpcTimeoutMs,
     acceptCompression: [],
   });
+  // Embedded mode: a callee in this process is called directly, with the same interceptors and deadline.
+  const transport = withLocalServers(network, { baseUrl, interceptors, defaultTimeoutMs: opts.rpcTimeoutMs });
   const client = createClient(service, transport) as Record<string, (...a: unknown[]) => unknown>;
   const wrapped: Record<string, unknown> = {};
   for (const [name, method] of Object.entries(service.method)) {

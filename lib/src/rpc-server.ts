@@ -16,6 +16,7 @@ import { isDraining } from './lifecycle.js';
 import type { Logger } from './logger.js';
 import { rpcMetricsInterceptor } from './metrics.js';
 import { contextServerInterceptor } from './rpc-context.js';
+import { LocalServer, registerLocalServer } from './rpc-local.js';
 import { toConnectError } from './rpc-errors.js';
 import { serviceAuthInterceptor } from './service-auth.js';
 import { tracingOn, tracingServerInterceptor } from './tracing.js';
@@ -38,6 +39,8 @@ export interface RpcServerOptions {
   health?: Pick<DbHealth, 'report' | 'check'>;
   /** True when the service's database has every migration the code knows (checked by health checks). */
   migrations?: () => Promise<boolean>;
+  /** Embedded mode: clients in this process call the handlers directly (rpc-local.ts), the port still serves. */
+  inProcess?: boolean;
 }
 
 /**
@@ -91,19 +94,22 @@ function errorInterceptor(logger: Logger, health?: RpcServerOptions['health']): 
 export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer> {
   let serving = true;
   const check = healthCheck(opts, () => serving);
+  // Metrics aside, the request context is outermost, so even a refusal's log line carries the request id;
+  // authentication comes next: a refused call never reaches the handlers or the error log.
+  const interceptors = [
+    // Metrics first of all: refused and failed calls are counted with their code too.
+    rpcMetricsInterceptor(),
+    contextServerInterceptor(opts.logger),
+    // Traces on: the call's span, under the caller's (lib/tracing.ts); nothing at all when off.
+    ...(tracingOn() ? [tracingServerInterceptor(opts.name)] : []),
+    ...(opts.serviceToken ? [serviceAuthInterceptor(opts.serviceToken, opts.logger)] : []),
+    errorInterceptor(opts.logger, opts.health),
+  ];
+  const local = opts.inProcess ? new LocalServer(interceptors) : undefined;
   const handler = connectNodeAdapter({
-    // Metrics aside, the request context is outermost, so even a refusal's log line carries the request id;
-    // authentication comes next: a refused call never reaches the handlers or the error log.
-    interceptors: [
-      // Metrics first of all: refused and failed calls are counted with their code too.
-      rpcMetricsInterceptor(),
-      contextServerInterceptor(opts.logger),
-      // Traces on: the call's span, under the caller's (lib/tracing.ts); nothing at all when off.
-      ...(tracingOn() ? [tracingServerInterceptor(opts.name)] : []),
-      ...(opts.serviceToken ? [serviceAuthInterceptor(opts.serviceToken, opts.logger)] : []),
-      errorInterceptor(opts.logger, opts.health),
-    ],
-    routes: (router) => {
+    interceptors,
+    routes: (connectRouter) => {
+      const router = local ? local.recording(connectRouter) : connectRouter;
       opts.routes(router);
       router.service(Health, {
         check: async (req) => {
@@ -124,10 +130,13 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer>
   await listen(server, opts.port, opts.host, `${opts.name} rpc`);
   const port = (server.address() as AddressInfo).port;
   opts.logger.info({ service: opts.name, port }, 'rpc server listening');
+  const unregister = local ? registerLocalServer(`http://127.0.0.1:${port}`, local) : () => undefined;
   return {
     port,
     async close() {
       serving = false;
+      unregister();
+      const localClosed = local?.close(opts.shutdownTimeoutMs);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const s of sessions) s.close();
       const timer = setTimeout(() => {
@@ -135,6 +144,7 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer>
       }, opts.shutdownTimeoutMs);
       await closed;
       clearTimeout(timer);
+      await localClosed;
     },
   };
 }

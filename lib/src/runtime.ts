@@ -177,5 +177,6 @@ export function serveRpc(
     serviceToken: rt.config.serviceToken,
     health: db?.health,
     migrations: db?.migrationsApplied,
+    inProcess: rt.embedded,
   });
 }
