@@ -21,7 +21,7 @@ import {
   cpuByService,
   backendCpu,
   fmt,
-  machine,
+  machineLine,
   newTenant,
   onCleanup,
   PG_SERVER,
@@ -116,7 +116,7 @@ async function settle(platform: Platform, maxSeconds: number): Promise<void> {
 
 run(
   async () => {
-    console.log(`machine: ${machine()}; load average ${os.loadavg()[0].toFixed(1)}`);
+    console.log(machineLine());
     let received = 0;
     let firstAt = 0;
     let lastAt = 0;

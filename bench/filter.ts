@@ -39,32 +39,23 @@ const INDEX_MAX = Number(process.env.FILTER_INDEX_MAX ?? 8);
 const WRITE_ROWS = Number(process.env.BENCH_WRITE_ROWS ?? 20_000);
 const WRITE_RUNS = 5;
 
-/** The tree the issue names (nested data path, a number comparison, a date window; ~4% match)... */
-const TYPICAL = {
+/** The tree the issue names: a nested data path, a number comparison, a date window. */
+const threeFilterTree = (seatsAbove: number, loginWithinDays: number) => ({
   logic: 'AND',
   groups: [
     {
       filters: [
         { field: 'data.profile.tier', operator: 'equals', value: 'gold' },
-        { field: 'data.seats', operator: 'greaterThan', value: 50 },
-        { field: 'data.lastLogin', operator: 'within', value: 30, unit: 'days' },
+        { field: 'data.seats', operator: 'greaterThan', value: seatsAbove },
+        { field: 'data.lastLogin', operator: 'within', value: loginWithinDays, unit: 'days' },
       ],
     },
   ],
-};
+});
+/** ~4% match... */
+const TYPICAL = threeFilterTree(50, 30);
 /** ...and the same shape made selective (~0.005% match), where the first page is hardest to find. */
-const SELECTIVE = {
-  logic: 'AND',
-  groups: [
-    {
-      filters: [
-        { field: 'data.profile.tier', operator: 'equals', value: 'gold' },
-        { field: 'data.seats', operator: 'greaterThan', value: 98 },
-        { field: 'data.lastLogin', operator: 'within', value: 1, unit: 'days' },
-      ],
-    },
-  ],
-};
+const SELECTIVE = threeFilterTree(98, 1);
 const TREES: Array<{ name: string; tree: unknown }> = [
   { name: 'typical tree', tree: TYPICAL },
   { name: 'selective tree', tree: SELECTIVE },

@@ -12,7 +12,7 @@ import { NatsBus } from '@svc/lib/bus-nats';
 import { createLogger } from '@svc/lib/logger';
 import { OutboxRelay } from '@svc/lib/outbox';
 import { createTestDatabase } from '@svc/lib/test-database';
-import { cpuSeconds, dropPrefixed, fmt, NATS_URL } from './support.js';
+import { databaseCpu, dropPrefixed, fmt, NATS_URL } from './support.js';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 20000);
 const WAVE = Number(process.env.BENCH_WAVE ?? 54);
@@ -38,17 +38,12 @@ try {
        FROM generate_series(1, $1) AS n`,
       [WAVE],
     );
-  const backends = async () =>
-    (
-      await db.pool.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database()')
-    ).rows.map((r) => r.pid);
   for (let i = 0; i < 2000; i += WAVE) {
     await insertWave();
     await relay.drain();
   }
   for (let round = 0; round < ROUNDS; round++) {
-    const pids = await backends();
-    const pgCpu = () => pids.reduce((s, p) => s + cpuSeconds(p), 0);
+    const pgCpu = (await databaseCpu(db.pool)).seconds;
     const self0 = process.cpuUsage();
     const pg0 = pgCpu();
     const t0 = performance.now();

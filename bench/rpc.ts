@@ -10,7 +10,6 @@
  *   BENCH_INFLIGHT=50 BENCH_BATCH=20 BENCH_DURATION=10 node --import tsx bench/rpc.ts
  */
 import { fork } from 'node:child_process';
-import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { createRpcClient } from '@svc/lib/rpc-client';
@@ -18,7 +17,7 @@ import { startRpcServer } from '@svc/lib/rpc-server';
 import { createLogger } from '@svc/lib/logger';
 import { runInContext, contextFrom } from '@svc/lib/request-context';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
-import { cpuSeconds, fmt, machine, peakRssReport } from './support.js';
+import { cpuSeconds, fmt, machineLine, peakRssReport } from './support.js';
 
 const INFLIGHT = Number(process.env.BENCH_INFLIGHT ?? 50);
 const BATCH = Number(process.env.BENCH_BATCH ?? 0);
@@ -100,12 +99,7 @@ if (process.argv[2] === 'server') {
 } else {
   const child = fork(fileURLToPath(import.meta.url), ['server'], { execArgv: process.execArgv });
   const port = await new Promise<number>((resolve) => child.once('message', (m: { port: number }) => resolve(m.port)));
-  console.log(
-    `machine: ${machine()}; load average ${os
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  console.log(machineLine());
   await client(port, 2); // warm-up
   const s0 = cpuSeconds(child.pid!);
   const c0 = process.cpuUsage();

@@ -280,6 +280,15 @@ export function machine(): string {
   return `${cpu}, ${mem} GiB RAM, Node ${process.version}, ${os.platform()} ${os.release()}`;
 }
 
+/** The first line of a bench's report: the machine and its load average (1, 5, 15 minutes). */
+export function machineLine(): string {
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+  return `machine: ${machine()}; load average ${load}`;
+}
+
 export const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
@@ -292,6 +301,14 @@ export function cpuSeconds(pid: number | undefined): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** The PostgreSQL backends serving `pool`'s database now, and their CPU seconds so far (`seconds()`, on each call). */
+export async function databaseCpu(pool: pg.Pool): Promise<{ backends: number; seconds: () => number }> {
+  const { rows } = await pool.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = current_database()',
+  );
+  return { backends: rows.length, seconds: () => rows.reduce((s, r) => s + cpuSeconds(r.pid), 0) };
 }
 
 /** CPU seconds of the PostgreSQL backends serving databases named `<prefix>*` (backends alive now). */

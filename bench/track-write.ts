@@ -12,7 +12,7 @@ import { ContactBatches, ContactsStore } from '../services/contacts/src/store/co
 import { EventsStore } from '../services/contacts/src/store/events-store.js';
 import { FieldsStore } from '../services/contacts/src/store/fields-store.js';
 import { migrations } from '../services/contacts/src/store/migrations.js';
-import { cpuSeconds, fmt } from './support.js';
+import { databaseCpu, fmt } from './support.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 25);
@@ -41,14 +41,8 @@ try {
       }),
     );
   for (let i = 0; i < EMAILS; i += BATCH) await wave(i); // every contact exists: the steady state
-  const backends = async () => {
-    const { rows } = await db.pool.query<{ pid: number }>(
-      'SELECT pid FROM pg_stat_activity WHERE datname = current_database()',
-    );
-    return rows.map((r) => r.pid);
-  };
-  const pids = await backends();
-  const pgCpu = () => pids.reduce((s, p) => s + cpuSeconds(p), 0);
+  const backends = await databaseCpu(db.pool);
+  const pgCpu = backends.seconds;
   const self0 = process.cpuUsage();
   const pg0 = pgCpu();
   const t0 = performance.now();
@@ -62,7 +56,7 @@ try {
   console.log(
     `${fmt(EVENTS)} events in waves of ${BATCH} (${fmt(commits)} commits in all): ` +
       `node ${ms((self.user + self.system) / 1e6)} ms/event, PostgreSQL ${ms(pg)} ms/event, ` +
-      `wall ${fmt(wall / EVENTS, 3)} ms/event (backends ${pids.length})`,
+      `wall ${fmt(wall / EVENTS, 3)} ms/event (backends ${backends.backends})`,
   );
 } finally {
   await db.drop();

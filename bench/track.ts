@@ -31,7 +31,7 @@ import {
   cpuByService,
   cpuSeconds,
   fmt,
-  machine,
+  machineLine,
   newTenant,
   onCleanup,
   peakRssMiB,
@@ -176,12 +176,7 @@ function profileWindow(platform: Platform, from: Date): string {
 
 run(
   async () => {
-    console.log(
-      `machine: ${machine()}; load average ${os
-        .loadavg()
-        .map((l) => l.toFixed(2))
-        .join(' ')}`,
-    );
+    console.log(machineLine());
     console.log(
       `load: ${CONNECTIONS} connections, ${DURATION} s per run (+${WARMUP} s warm-up), ` +
         `${fmt(EMAILS)} distinct emails cycling`,

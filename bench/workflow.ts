@@ -22,7 +22,7 @@ import {
   cpuSnapshot,
   fmt,
   httpPoster,
-  machine,
+  machineLine,
   newTenant,
   onCleanup,
   PG_SERVER,
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
   await admin.connect();
   onCleanup(() => admin.end());
-  console.log(`machine: ${machine()}; load average ${os.loadavg()[0].toFixed(1)}`);
+  console.log(machineLine());
   const calls0 = await callCounts(platform);
   const cpu0 = await cpuSnapshot(platform, admin);
   const started = performance.now();
