@@ -136,6 +136,29 @@ describe('GET /dev/mail', () => {
       expect((await devMail(nobody)).data).toEqual([]);
     });
 
+    test('a campaign reaches its subscribed contacts (its audience streamed from contacts in-process)', async () => {
+      const { key, cookie, domain } = await sender('camp');
+      const api = (method: string, url: string, body?: unknown) => call(method, url, body, { baseUrl, key });
+      const subscribed = [uniqueEmail('camp-a'), uniqueEmail('camp-b')];
+      for (const email of subscribed)
+        expect((await api('POST', '/contacts', { email, subscribed: true })).status).toBe(201);
+      expect((await api('POST', '/contacts', { email: uniqueEmail('camp-off'), subscribed: false })).status).toBe(201);
+      const draft = { name: 'News', subject: 'Embedded news', body: '<p>Hi</p>', from: `news@${domain}` };
+      const created = await api('POST', '/campaigns', draft);
+      expect(created.status).toBe(201);
+      expect((await api('POST', `/campaigns/${created.body.data.id}/send`, {})).status).toBe(200);
+      const mail = await eventually(
+        async () => {
+          const body = await devMail(cookie);
+          return body.data.length >= 2 ? body : undefined;
+        },
+        30_000,
+        'the campaign in the local sink',
+      );
+      expect(mail.data.map((m) => m.to[0]).sort()).toEqual([...subscribed].sort());
+      expect(mail.data.every((m) => m.subject === 'Embedded news')).toBe(true);
+    });
+
     test("the services' RPC ports listen on loopback only whatever BIND_HOST says; the gateway keeps BIND_HOST", () => {
       for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING']) {
         expect(listeningAddresses(Number(env[`${s}_PORT`]))).toEqual([IPV4_LOOPBACK]);
