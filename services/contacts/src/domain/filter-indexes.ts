@@ -18,14 +18,20 @@ export interface WantedIndex {
   path: string[];
   /** Saved segment definitions that compare the path so. */
   uses: number;
-  /** The index's key expression after `project_id`: RANGE_EXPRESSIONS over the path as a constant. */
+  /** The index's key expression: RANGE_EXPRESSIONS over the path as a constant. */
   expression: string;
 }
 
-/** Deterministic per path and kind, so every replica (and a retry) names the same index. */
+/**
+ * Deterministic per path and kind, so every replica (and a retry) names the same index. The shape of the index
+ * (filter-indexes-store.ts `create`) is part of the hash: a new shape gets new names, and the first pass drops
+ * the old ones as unwanted.
+ */
+const INDEX_SHAPE = 'expression-not-null';
+
 export function indexName(kind: RangeKind, path: string[]): string {
   const hash = createHash('sha256')
-    .update(JSON.stringify([kind, path]))
+    .update(JSON.stringify([INDEX_SHAPE, kind, path]))
     .digest('hex')
     .slice(0, 20);
   return `${MANAGED_INDEX_PREFIX}${kind === 'number' ? 'num' : 'date'}_${hash}`;

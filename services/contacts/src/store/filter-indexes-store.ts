@@ -38,10 +38,17 @@ export class FilterIndexSession {
     return rows;
   }
 
-  /** `expression` is SQL built from constants only (no parameters in DDL); `name` is one of ours. */
+  /**
+   * `expression` is SQL built from constants only (no parameters in DDL); `name` is one of ours. The key is the
+   * expression alone, not `(project_id, expression)`: PostgreSQL does not AND two bitmap index scans whose
+   * conditions overlap, so two such indexes sharing `project_id = $1` are never combined for one filter tree
+   * (measured: the selective page at 51 ms with one used, 13-17 ms with both). Partial on IS NOT NULL: contacts
+   * without the path (or of another type) cost no index entry on write, and a range comparison implies it.
+   */
   async create(name: string, expression: string): Promise<void> {
     await this.build(
-      `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${managedName(name)} ON contacts (project_id, (${expression}))`,
+      `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${managedName(name)} ON contacts ((${expression}))
+       WHERE (${expression}) IS NOT NULL`,
     );
   }
 
