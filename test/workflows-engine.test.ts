@@ -3,6 +3,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { call, eventually, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
 import { receivedMail, verifiedDomain, waitForMail } from './support/messaging.js';
+import { buildWorkflow, uniqueEvent, type WorkflowSpec } from './support/workflows.js';
 import { freePort, portOpen, startPlatform, waitFor } from './support/processes.js';
 
 // The workflow engine beyond the API: the WAIT_FOR_EVENT race, upcoming and usage listings, and
@@ -19,37 +20,9 @@ beforeAll(async () => {
 const api = (method: string, url: string, body?: unknown, key = t.secretKey) => call(method, url, body, { key });
 const track = (email: string, event: string, data?: Record<string, unknown>) =>
   call('POST', '/v1/track', { email, event, data }, { key: t.publicKey });
-const uniqueEvent = (tag: string) => `${tag}-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6)}`;
 
-/** Creates a workflow for `eventName` with `steps` and `edges` ('trigger' is the entry step); enables it. */
-async function build(
-  eventName: string,
-  steps: Record<string, { type: string; config?: unknown }>,
-  edges: [string, string, Record<string, string>?][],
-  opts: { enable?: boolean } = {},
-) {
-  const w = await api('POST', '/workflows', { name: `wf ${eventName}`, eventName });
-  expect(w.status).toBe(201);
-  const ids: Record<string, string> = { trigger: w.body.steps[0].id };
-  for (const [name, s] of Object.entries(steps)) {
-    const r = await api('POST', `/workflows/${w.body.id}/steps`, { type: s.type, name, config: s.config ?? {} });
-    expect([r.status, r.body]).toEqual([201, expect.anything()]);
-    ids[name] = r.body.id;
-  }
-  for (const [from, to, label] of edges) {
-    const r = await api('POST', `/workflows/${w.body.id}/transitions`, {
-      fromStepId: ids[from],
-      toStepId: ids[to],
-      ...label,
-    });
-    expect([r.status, r.body]).toEqual([201, expect.anything()]);
-  }
-  if (opts.enable !== false) {
-    const e = await api('PATCH', `/workflows/${w.body.id}`, { enabled: true });
-    expect([e.status, e.body.enabled]).toEqual([200, true]);
-  }
-  return { id: w.body.id as string, name: w.body.name as string, steps: ids };
-}
+/** A workflow of this file's tenant (support/workflows.ts). */
+const build = (...spec: WorkflowSpec) => buildWorkflow(t, ...spec);
 
 const send = (subject: string) => ({
   type: 'SEND_EMAIL',

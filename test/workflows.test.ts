@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { call, eventually, expectEnvelope, newTenant, uniqueEmail, type Tenant } from './support/client.js';
 import { verifiedDomain, waitForMail } from './support/messaging.js';
+import { buildWorkflow, uniqueEvent, type WorkflowSpec } from './support/workflows.js';
 
 let t: Tenant;
 let domain: string;
@@ -15,46 +16,9 @@ beforeAll(async () => {
 const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: t.secretKey });
 const track = (email: string, event: string, data?: Record<string, unknown>) =>
   call('POST', '/v1/track', { email, event, data }, { key: t.publicKey });
-const uniqueEvent = (tag: string) => `${tag}-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6)}`;
 
-interface Built {
-  id: string;
-  trigger: string;
-  steps: Record<string, string>;
-}
-
-/**
- * Creates a workflow for `eventName` with `steps` (name -> {type, config}) and `edges`
- * ([from, to, label?]; 'trigger' is the entry step), then enables it.
- */
-async function build(
-  eventName: string,
-  steps: Record<string, { type: string; config?: unknown }>,
-  edges: [string, string, Record<string, string>?][],
-  opts: { enable?: boolean; allowReentry?: boolean } = {},
-): Promise<Built> {
-  const w = await api('POST', '/workflows', { name: `wf ${eventName}`, eventName, allowReentry: opts.allowReentry });
-  expect(w.status).toBe(201);
-  const ids: Record<string, string> = { trigger: w.body.steps[0].id };
-  for (const [name, s] of Object.entries(steps)) {
-    const r = await api('POST', `/workflows/${w.body.id}/steps`, { type: s.type, name, config: s.config ?? {} });
-    expect([r.status, r.body]).toEqual([201, expect.anything()]);
-    ids[name] = r.body.id;
-  }
-  for (const [from, to, label] of edges) {
-    const r = await api('POST', `/workflows/${w.body.id}/transitions`, {
-      fromStepId: ids[from],
-      toStepId: ids[to],
-      ...label,
-    });
-    expect([r.status, r.body]).toEqual([201, expect.anything()]);
-  }
-  if (opts.enable !== false) {
-    const e = await api('PATCH', `/workflows/${w.body.id}`, { enabled: true });
-    expect([e.status, e.body.enabled]).toEqual([200, true]);
-  }
-  return { id: w.body.id, trigger: ids.trigger, steps: ids };
-}
+/** A workflow of this file's tenant (support/workflows.ts). */
+const build = (...spec: WorkflowSpec) => buildWorkflow(t, ...spec);
 
 const send = (subject: string) => ({
   type: 'SEND_EMAIL',
