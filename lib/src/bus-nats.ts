@@ -50,6 +50,8 @@ interface Registration {
   /** Messages handled at once (SubscribeOptions). */
   concurrency: number;
   messages?: ConsumerMessages;
+  /** Retires the durables this one's group replaces (SubscribeOptions.replaces) before it consumes. */
+  migration?: () => Promise<void>;
 }
 
 /**
@@ -70,6 +72,15 @@ function isMissingStream(err: unknown): boolean {
   if (e?.code === '503' || e?.api_error?.err_code === 10059) return true;
   return /stream not found|no responders/i.test(e?.message ?? '');
 }
+
+/** The broker answered that the consumer does not exist (404/10014). */
+function isMissingConsumer(err: unknown): boolean {
+  const e = err as { message?: string; api_error?: { err_code?: number } };
+  return e?.api_error?.err_code === 10014 || /consumer not found/i.test(e?.message ?? '');
+}
+
+/** A durable's name on the broker: one per subject a consumer group reads. */
+const durableName = (durable: string, subject: string) => `${durable}_${subject}`.replace(/[^A-Za-z0-9_-]/g, '_');
 
 /**
  * JetStream bus: file-backed streams, `Nats-Msg-Id` dedupe, durable explicit-ack consumers.
@@ -180,16 +191,68 @@ export class NatsBus implements Bus {
 
   /** One durable consumer per subject (single `filter_subject` works on every JetStream server version). */
   async subscribe(durable: string, subjects: string[], handler: BusHandler, options?: SubscribeOptions): Promise<void> {
-    for (const subject of subjects) {
-      const reg: Registration = {
-        durable: `${durable}_${subject}`.replace(/[^A-Za-z0-9_-]/g, '_'),
+    const regs = subjects.map(
+      (subject): Registration => ({
+        durable: durableName(durable, subject),
         subject,
         stream: this.streamName(streamOf(subject.replace(/\.[*>]$/, '.x'))),
         handler,
         concurrency: Math.max(1, options?.concurrency ?? 1),
-      };
+      }),
+    );
+    const retired = (options?.replaces ?? []).filter((subject) => !subjects.includes(subject));
+    if (retired.length) {
+      // One pass for the group, shared by its loops; a failed pass (broker gone) is tried again by the next loop.
+      let pass: Promise<void> | undefined;
+      const migration = () =>
+        (pass ??= this.retire(durable, retired, regs).catch((err) => {
+          pass = undefined;
+          throw err;
+        }));
+      for (const reg of regs) reg.migration = migration;
+    }
+    for (const reg of regs) {
       this.registrations.push(reg);
       this.loops.push(this.consumeForever(reg));
+    }
+  }
+
+  /**
+   * Replaces the durables of `retired` subjects with `regs`: each new durable not made yet starts after the
+   * highest sequence every retired one had acknowledged (a message acknowledged past that floor comes once more:
+   * consumers are idempotent), then the retired durables are deleted. Without retired durables on the broker
+   * (a new server, or the migration done before), nothing is done and the new ones start from the beginning.
+   */
+  private async retire(durable: string, retired: string[], regs: Registration[]): Promise<void> {
+    const jsm = this.jsm!;
+    const old: Array<{ stream: string; durable: string; floor: number }> = [];
+    for (const subject of retired) {
+      const stream = this.streamName(streamOf(subject.replace(/\.[*>]$/, '.x')));
+      const name = durableName(durable, subject);
+      const info = await jsm.consumers.info(stream, name).catch((err) => {
+        if (isMissingConsumer(err)) return undefined;
+        throw err;
+      });
+      if (info) old.push({ stream, durable: name, floor: info.ack_floor.stream_seq });
+    }
+    if (!old.length) return;
+    for (const reg of regs) {
+      const floors = old.filter((o) => o.stream === reg.stream).map((o) => o.floor);
+      if (!floors.length) continue;
+      const exists = await jsm.consumers.info(reg.stream, reg.durable).then(
+        () => true,
+        (err) => {
+          if (isMissingConsumer(err)) return false;
+          throw err;
+        },
+      );
+      if (!exists) await this.addConsumer(reg, Math.min(...floors) + 1);
+    }
+    for (const o of old) {
+      await jsm.consumers.delete(o.stream, o.durable).catch((err) => {
+        if (!isMissingConsumer(err)) throw err;
+      });
+      this.logger.info({ event: 'nats.consumer_retired', durable: o.durable }, 'bus consumer replaced and deleted');
     }
   }
 
@@ -431,10 +494,26 @@ export class NatsBus implements Bus {
   }
 
   private async ensureConsumer(reg: Registration): Promise<void> {
+    await reg.migration?.();
+    try {
+      await this.addConsumer(reg);
+    } catch (err) {
+      // A durable a migration made (retire()) starts at a sequence, and a deliver policy cannot change: keep it.
+      const made = await this.jsm!.consumers.info(reg.stream, reg.durable).catch(() => undefined);
+      const start = made?.config.deliver_policy === DeliverPolicy.StartSequence ? made.config.opt_start_seq : undefined;
+      if (start === undefined) throw err;
+      await this.addConsumer(reg, start);
+    }
+  }
+
+  /** Adds (or confirms) the durable: from the stream's first message, or from `startSeq`. */
+  private async addConsumer(reg: Registration, startSeq?: number): Promise<void> {
     await this.jsm!.consumers.add(reg.stream, {
       durable_name: reg.durable,
       ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
+      ...(startSeq === undefined
+        ? { deliver_policy: DeliverPolicy.All }
+        : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSeq }),
       filter_subject: `${this.prefix}.${reg.subject}`,
       ack_wait: nanos(30_000),
       max_deliver: -1,

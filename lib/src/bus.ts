@@ -28,6 +28,12 @@ export interface SubscribeOptions {
    * only after its own handler succeeded.
    */
   concurrency?: number;
+  /**
+   * Subjects this durable read before and no longer does (a narrower set took their place). A broker that keeps
+   * positions (JetStream) starts the new subjects' consumers where the retired one had acknowledged up to, then
+   * deletes it, so a long-lived server neither keeps delivering the retired subjects nor replays the new ones.
+   */
+  replaces?: string[];
 }
 
 /**

@@ -49,6 +49,9 @@ export const OUTBOX_MIGRATIONS: Migration[] = [OUTBOX_MIGRATION, OUTBOX_NOTIFY_M
 
 const CLEANUP_EVERY_MS = 60_000;
 
+/** The bus message id (`Nats-Msg-Id`, a consumer's `meta.id`) the relay gives an outbox row of `service`. */
+export const outboxMessageId = (service: string, rowId: string): string => `${service}-${rowId}`;
+
 /**
  * Call inside the transaction that changes the state the message describes. The row carries the
  * current request context (request id, traceparent with a new span id), picked up here.
@@ -158,7 +161,7 @@ export class OutboxRelay {
         // order); only acknowledged rows are marked, the rest go out again on the next pass.
         const results = await Promise.allSettled(
           rows.map((row) => {
-            const id = `${this.opts.service}-${row.id}`;
+            const id = outboxMessageId(this.opts.service, row.id);
             // Traces on: a producer span under the request that wrote the row, sent as the message's parent.
             return tracedPublish(this.opts.service, bus.system, { ...row, id }, (traceparent) =>
               bus.publish(row.subject, new JsonText(row.payload), id, {
@@ -225,14 +228,15 @@ export function forRequest<M extends { subject: string; payload: unknown }>(
 }
 
 /** Many messages in one statement, in the given order (imports, bulk jobs, the delivery worker). */
-export async function enqueueMany(tx: Queryable, messages: OutboxWrite[]): Promise<void> {
-  if (!messages.length) return;
+export async function enqueueMany(tx: Queryable, messages: OutboxWrite[]): Promise<string[]> {
+  if (!messages.length) return [];
   const current = outgoingContext();
   const ctx = (m: OutboxWrite) => m.context ?? current;
-  await tx.query(
+  const { rows } = await tx.query<{ id: string }>(
     `INSERT INTO outbox (subject, payload, request_id, traceparent)
      SELECT s, p::jsonb, r, t FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
-       WITH ORDINALITY AS m(s, p, r, t, n) ORDER BY n`,
+       WITH ORDINALITY AS m(s, p, r, t, n) ORDER BY n
+     RETURNING id::text`,
     [
       messages.map((m) => m.subject),
       messages.map((m) => JSON.stringify(m.payload)),
@@ -240,4 +244,9 @@ export async function enqueueMany(tx: Queryable, messages: OutboxWrite[]): Promi
       messages.map((m) => ctx(m)?.traceparent ?? null),
     ],
   );
+  // The ids are drawn in insertion order (ORDER BY n): ascending, they line up with `messages`.
+  return rows
+    .map((r) => BigInt(r.id))
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(String);
 }

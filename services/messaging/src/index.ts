@@ -3,6 +3,7 @@ import { startInboundSmtp } from './delivery/inbound-smtp.js';
 import { InboundMail } from './domain/inbound-mail.js';
 import { billingCapsFromIdentity } from '@svc/lib/billing-caps-identity';
 import { EmailBilling } from './domain/email-billing.js';
+import { MESSAGING_SERVICE } from './domain/email-events.js';
 import { subscribeTopics } from '@svc/lib/bus-topic';
 import { scrapeGauge } from '@svc/lib/metrics';
 import { createRpcClient } from '@svc/lib/rpc-client';
@@ -90,7 +91,7 @@ export async function startMessaging(
 ): Promise<RunningService> {
   const { config } = rt;
   const logger = rt.logger.child({ service: 'messaging' });
-  const db = await openServiceDatabase('messaging', rt, migrations);
+  const db = await openServiceDatabase(MESSAGING_SERVICE, rt, migrations);
 
   // Embedded mode with the local sink: the sink keeps its mail in the database for GET /dev/mail, and
   // the sandbox sender exists. Never with SMTP_URL or in distributed mode (no real mail can leave from it).

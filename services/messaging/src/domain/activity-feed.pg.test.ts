@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MemoryBus } from '@svc/lib/bus-memory';
-import { subscribeTopics } from '@svc/lib/bus-topic';
+import { on, subscribeTopics } from '@svc/lib/bus-topic';
 import { withTransaction } from '@svc/lib/db';
 import { enqueue, enqueueMessage, OutboxRelay } from '@svc/lib/outbox';
 import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
@@ -8,7 +8,8 @@ import { capturingLogger } from '@svc/lib/test-logger';
 import { ActivityStore } from '../store/activity-store.js';
 import { EmailsStore } from '../store/emails-store.js';
 import { migrations } from '../store/migrations.js';
-import { ActivityFeed } from './activity-feed.js';
+import { emailLifecycleTopic } from '@svc/proto/topics/messaging';
+import { ActivityFeed, enqueueLifecycle } from './activity-feed.js';
 import { lifecycleMessage } from './email-events.js';
 
 // The feed's consumer reading what the delivery path publishes, through the real outbox, relay
@@ -26,10 +27,20 @@ afterAll(async () => {
 });
 
 test('lifecycle messages published through the outbox land in the feed; a malformed one is skipped', async () => {
+  // `emails.sent` is enqueued with its feed row (enqueueLifecycle, as the delivery worker does); the others come
+  // back from the bus. A consumer still reading `emails.sent` (an older replica) would add nothing: same source id.
   const bus = new MemoryBus(logger);
   const feed = new ActivityFeed(new ActivityStore(db.pool), new EmailsStore(db.pool));
   await subscribeTopics(bus, 'messaging-activity', feed.routes(), logger);
   const relay = new OutboxRelay({ service: 'messaging', pool: db.pool, bus, logger });
+  const store = new ActivityStore(db.pool);
+  const legacy: string[] = [];
+  await subscribeTopics(
+    bus,
+    'legacy-feed',
+    [on(emailLifecycleTopic('sent'), async (_m, { id }) => void legacy.push(id))],
+    logger,
+  );
 
   const projectId = randomUUID();
   const email = {
@@ -41,7 +52,8 @@ test('lifecycle messages published through the outbox land in the feed; a malfor
     template_id: null,
   };
   await withTransaction(db.pool, async (tx) => {
-    await enqueueMessage(tx, lifecycleMessage(email, 'sent', { messageId: '<m@x>' }, new Date('2026-01-01T00:00:00Z')));
+    const sent = lifecycleMessage(email, 'sent', { messageId: '<m@x>' }, new Date('2026-01-01T00:00:00Z'));
+    await enqueueLifecycle(tx, store, [sent]);
     await enqueue(tx, 'emails.open', { projectId, type: 'open', occurredAt: 'yesterday' });
     await enqueueMessage(tx, lifecycleMessage(email, 'open', { isFirstOpen: true }, new Date('2026-01-01T00:01:00Z')));
   });
@@ -56,6 +68,8 @@ test('lifecycle messages published through the outbox land in the feed; a malfor
     ['email.sent', email.id, 'a@b.co', { email: 'a@b.co', subject: 'Hi', messageId: '<m@x>' }],
   ]);
   expect(items[0].occurred_at.toISOString()).toBe('2026-01-01T00:01:00.000Z');
+  expect(items[1].occurred_at.toISOString()).toBe('2026-01-01T00:00:00.000Z');
+  expect(legacy).toEqual([items[1].source_id]);
   expect(lines).toContainEqual(
     expect.objectContaining({ event: 'bus.malformed', durable: 'messaging-activity', subject: 'emails.open' }),
   );

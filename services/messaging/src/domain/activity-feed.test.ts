@@ -3,7 +3,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { readBusMessage } from '@svc/lib/bus-topic';
 import { EventTrackedSchema } from '@svc/proto/svc/contacts/v1/events_pb';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
-import { lifecycleActivity, trackedActivity } from './activity-feed.js';
+import { FEED_LIFECYCLE_TYPES, lifecycleActivity, sentActivity, trackedActivity } from './activity-feed.js';
 import { lifecycleMessage } from './email-events.js';
 
 const projectId = '00000000-0000-4000-8000-000000000000';
@@ -34,6 +34,20 @@ describe('activity read model', () => {
       data: { email: 'a@b.com', subject: 'Hi', isFirstOpen: true },
     });
     expect(row!.occurred_at.toISOString()).toBe('2026-01-02T03:04:05.000Z');
+  });
+
+  test("an emails.sent row made at enqueue is the one the consumer made from the bus (the outbox row's id)", () => {
+    const email = { id: emailId, project_id: projectId, contact_id: contactId, to_email: 'a@b.com', subject: 'S' };
+    for (const template_id of [null, '33333333-3333-4333-8333-333333333333']) {
+      const message = lifecycleMessage({ ...email, template_id }, 'sent', { messageId: '<m@x>' });
+      const wire = JSON.parse(JSON.stringify(message.payload));
+      const delivered = lifecycleActivity('messaging-42', readBusMessage(MESSAGING_TOPICS.emailLifecycle, wire));
+      const made = sentActivity(message, '42');
+      expect(made).toEqual({ ...delivered, id: made!.id });
+      expect(made).toMatchObject({ source_id: 'messaging-42', type: 'email.sent', contact_id: contactId });
+    }
+    expect(FEED_LIFECYCLE_TYPES).not.toContain('sent');
+    expect(FEED_LIFECYCLE_TYPES).toContain('open');
   });
 
   test('tracked events become `event` rows; system names keep their name as type; email.* names are skipped', () => {

@@ -1,17 +1,21 @@
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
-import { on, type TopicRoute } from '@svc/lib/bus-topic';
+import { on, readBusMessage, type OutboxMessage, type TopicRoute } from '@svc/lib/bus-topic';
+import type { Queryable } from '@svc/lib/db';
+import { enqueueMany, outboxMessageId } from '@svc/lib/outbox';
 import { badRequest } from '@svc/lib/errors';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { EventTracked } from '@svc/proto/svc/contacts/v1/events_pb';
 import type { EmailLifecycle } from '@svc/proto/svc/messaging/v1/events_pb';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
-import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
+import { emailLifecycleSubject, emailLifecycleTopic, MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import type { ActivityRow, ActivityStore } from '../store/activity-store.js';
 import type { EmailCountsRow, EmailsStore } from '../store/emails-store.js';
 import { intParam } from '@svc/lib/pagination';
+import { LIFECYCLE_TYPES, MESSAGING_SERVICE } from './email-events.js';
 
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : new Date());
+const SENT_SUBJECT = emailLifecycleSubject('sent');
 const uuidOrNull = (v: string) => (isUuid(v) ? v : null);
 
 /** Email lifecycle (`emails.*`) -> an `email.<type>` feed row; `sourceId` is the bus message id. */
@@ -80,8 +84,39 @@ export interface ActivityListQuery {
 /** Feed messages handled at once by the consumer (FEED_SUBSCRIPTION) and written in one statement at most. */
 const FEED_CONCURRENCY = 256;
 
-/** How the feed's consumer subscribes: the rows are independent (source_id dedupes), so order does not matter. */
-export const FEED_SUBSCRIPTION = { concurrency: FEED_CONCURRENCY };
+/**
+ * The lifecycle steps the feed reads from the bus: all but `sent`, whose row the delivery worker writes with the
+ * outcome (sentActivity), so a campaign's every email is not delivered back to this service to be recorded.
+ */
+export const FEED_LIFECYCLE_TYPES = LIFECYCLE_TYPES.filter((t) => t !== 'sent');
+
+/**
+ * How the feed's consumer subscribes: the rows are independent (source_id dedupes), so order does not matter.
+ * It read `emails.>` until the `sent` rows moved to the delivery worker: that durable is replaced on the broker.
+ */
+export const FEED_SUBSCRIPTION = { concurrency: FEED_CONCURRENCY, replaces: [MESSAGING_TOPICS.emailLifecycle.subject] };
+
+/**
+ * The feed row of an `emails.sent` message, written in the transaction that enqueues it: the row the feed's
+ * consumer made from it when it came back from the bus (same source id, the bus message id of its outbox row).
+ */
+export function sentActivity(message: OutboxMessage, outboxId: string): ActivityRow | null {
+  return lifecycleActivity(
+    outboxMessageId(MESSAGING_SERVICE, outboxId),
+    readBusMessage(MESSAGING_TOPICS.emailLifecycle, message.payload),
+  );
+}
+
+/** Enqueues lifecycle messages in `tx`; the `emails.sent` ones get their feed row (sentActivity) in it too. */
+export async function enqueueLifecycle(tx: Queryable, store: ActivityStore, messages: OutboxMessage[]): Promise<void> {
+  const outboxIds = await enqueueMany(tx, messages);
+  const rows: ActivityRow[] = [];
+  messages.forEach((m, i) => {
+    const row = m.subject === SENT_SUBJECT ? sentActivity(m, outboxIds[i]) : null;
+    if (row) rows.push(row);
+  });
+  await store.insertMany(tx, rows);
+}
 
 /** GET /activity and friends, over the read model. */
 export class ActivityFeed {
@@ -108,7 +143,9 @@ export class ActivityFeed {
   /** The bus messages the feed is built from (subscribe with FEED_SUBSCRIPTION). */
   routes(): TopicRoute[] {
     return [
-      on(MESSAGING_TOPICS.emailLifecycle, (m, { id }) => this.record(lifecycleActivity(id, m))),
+      ...FEED_LIFECYCLE_TYPES.map((type) =>
+        on(emailLifecycleTopic(type), (m, { id }) => this.record(lifecycleActivity(id, m))),
+      ),
       on(CONTACTS_TOPICS.eventTracked, (m, { id }) => this.record(trackedActivity(id, m))),
     ];
   }

@@ -4,12 +4,25 @@ import { busMessage, type OutboxMessage } from '@svc/lib/bus-topic';
 import { emailLifecycleSubject, MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import type { EmailRow } from '../store/emails-store.js';
 
+/** This service's name: its database's outbox relay gives each message the id `messaging-<outbox id>`. */
+export const MESSAGING_SERVICE = 'messaging';
+
 /** The email lifecycle on the bus (`emails.<type>`); contacts records them as `email.<type>` events. */
 /**
  * `received`: inbound mail from the contact (README "Inbound mail"); `suppressed`: queued marketing mail withdrawn
  * because the contact unsubscribed before it went (domain/withdrawals.ts).
  */
-export type LifecycleType = 'sent' | 'delivery' | 'open' | 'click' | 'bounce' | 'complaint' | 'received' | 'suppressed';
+export const LIFECYCLE_TYPES = [
+  'sent',
+  'delivery',
+  'open',
+  'click',
+  'bounce',
+  'complaint',
+  'received',
+  'suppressed',
+] as const;
+export type LifecycleType = (typeof LIFECYCLE_TYPES)[number];
 
 /** The step's own values; an undefined one is left out, as JSON.stringify would. */
 export type LifecycleData = Record<string, JsonValue | undefined>;

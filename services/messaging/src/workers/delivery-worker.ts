@@ -3,13 +3,14 @@ import { DueWorkLoop } from '@svc/lib/due-work';
 import { smtpResults } from '@svc/lib/metrics';
 import type { Logger } from '@svc/lib/logger';
 import type { OutboxMessage } from '@svc/lib/bus-topic';
-import { enqueueMany } from '@svc/lib/outbox';
+import { enqueueLifecycle } from '../domain/activity-feed.js';
 import { domainOf } from '../domain/address.js';
 import { classifyFailure, type SmtpFailure } from '../domain/delivery-outcome.js';
 import { lifecycleMessage } from '../domain/email-events.js';
 import { SANDBOX_DOMAIN, SandboxRefused, type SandboxSender } from '../domain/sandbox-sender.js';
 import type { SendThrottle } from '../domain/throttle.js';
 import type { MailMessage, MailTransport } from '../delivery/smtp-transport.js';
+import { ActivityStore } from '../store/activity-store.js';
 import type { DomainsStore } from '../store/domains-store.js';
 import type { ClaimedEmail, DeliveryOutcomes, EmailsStore } from '../store/emails-store.js';
 import { SendAttachmentsStore, type SendAttachment } from '../store/send-attachments-store.js';
@@ -47,6 +48,7 @@ export class DeliveryWorker {
   private readonly loop: DueWorkLoop<ClaimedEmail>;
   private readonly dkimCache = new Map<string, { key: DkimKey | null; at: number }>();
   private readonly attachments: SendAttachmentsStore;
+  private readonly activity: ActivityStore;
   private readonly builder: MessageBuilder;
   /** Each claimed batch's transaction, which holds the rows' locks until its outcomes are committed. */
   private readonly locks = new WeakMap<ClaimedEmail[], PoolClient>();
@@ -62,6 +64,7 @@ export class DeliveryWorker {
   ) {
     const leaseSeconds = opts.leaseSeconds ?? 120;
     this.attachments = new SendAttachmentsStore(pool);
+    this.activity = new ActivityStore(pool);
     this.builder = messageBuilder(opts.dkimWorkers ?? 0, logger);
     this.loop = new DueWorkLoop({
       name: 'delivery',
@@ -180,7 +183,8 @@ export class DeliveryWorker {
     );
     await this.emails.recordOutcomes(tx, outcomes, true);
     for (const row of suppress) await this.emails.suppress(tx, row.project_id, row.to_email, 'bounce', row.id);
-    await enqueueMany(tx, messages);
+    // The feed's `email.sent` rows go with the outcomes: the feed does not read `emails.sent` back from the bus.
+    await enqueueLifecycle(tx, this.activity, messages);
     for (const result of ['sent', 'retry', 'bounced', 'failed'] as const)
       if (outcomes[result].length) smtpResults.inc({ result }, outcomes[result].length);
     if (outcomes.retry.length)
