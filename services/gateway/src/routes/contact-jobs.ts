@@ -1,10 +1,10 @@
 import type { Router } from 'express';
-import multer from 'multer';
 import type { Client } from '@connectrpc/connect';
 import { AppError, badRequest } from '@svc/lib/errors';
 import type { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import type { KeyGuards } from '../http/guards.js';
 import { objectBody } from '../http/body.js';
+import { singleFileUpload } from '../http/file-upload.js';
 import { bulkJobJson, importJobJson } from './contacts-json.js';
 import { z } from 'zod';
 import { ApiRouter, id, isoDate } from '../http/api.js';
@@ -39,42 +39,11 @@ const BulkJob = z
   })
   .openapi('BulkJob');
 
-const MAX_CSV_BYTES = 5 * 1024 * 1024;
-/**
- * /contacts/import reads one file part; other form fields are ignored, so a few small ones are
- * tolerated and anything beyond is refused before it is buffered.
- */
-const UPLOAD_LIMITS = {
-  fileSize: MAX_CSV_BYTES,
-  files: 1,
-  fields: 10,
-  fieldSize: 1024,
-  fieldNameSize: 100,
-  parts: 11,
-  headerPairs: 20,
-};
-const UPLOAD_TOO_LARGE: Record<string, string> = {
-  LIMIT_FILE_SIZE: `CSV files are limited to ${MAX_CSV_BYTES} bytes (5 MB)`,
-  LIMIT_FIELD_VALUE: `Form fields are limited to ${UPLOAD_LIMITS.fieldSize} bytes`,
-  LIMIT_FIELD_COUNT: `At most ${UPLOAD_LIMITS.fields} form fields besides the file`,
-  LIMIT_PART_COUNT: `At most ${UPLOAD_LIMITS.parts} form parts`,
-};
-
-/** Multer and busboy failures in the envelope: 413 past a size or count limit, 400 for a malformed form. */
-function uploadError(err: unknown): AppError {
-  if (err instanceof AppError) return err;
-  const code = err instanceof multer.MulterError ? err.code : undefined;
-  if (code && UPLOAD_TOO_LARGE[code]) {
-    return new AppError({ code: 'PAYLOAD_TOO_LARGE', status: 413, message: UPLOAD_TOO_LARGE[code] });
-  }
-  return badRequest(`Upload rejected: ${code ? (err as Error).message : 'malformed multipart/form-data body'}`);
-}
-
 /** CSV import and bulk operations: jobs the contacts service runs in the background. */
 export function contactJobsRouter(contacts: Client<typeof ContactsService>, guards: KeyGuards): Router {
   const r = new ApiRouter();
   const secret = guards.secret;
-  const upload = multer({ storage: multer.memoryStorage(), limits: UPLOAD_LIMITS }).single('file');
+  const upload = singleFileUpload(5 * 1024 * 1024, 'CSV files');
 
   r.post(
     '/contacts/import',
@@ -90,9 +59,7 @@ export function contactJobsRouter(contacts: Client<typeof ContactsService>, guar
       errors: [400, 413],
     },
     secret,
-    (req, res, next) => {
-      upload(req, res, (err: unknown) => next(err ? uploadError(err) : undefined));
-    },
+    upload,
     async (req, res) => {
       if (!req.file) throw badRequest('Send the CSV as multipart/form-data in a field named "file"');
       const out = await contacts.startImport({
