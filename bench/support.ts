@@ -51,6 +51,8 @@ const PROFILED = new Set((process.env.BENCH_PROFILE ?? '').split(',').filter(Boo
 /** BENCH_COUNT=1: services count SQL statements, RPCs served, bus messages taken and published (count-calls.ts). */
 const COUNTING = process.env.BENCH_COUNT === '1';
 const COUNT_DIR = path.join(LOG_DIR, 'counts');
+/** BENCH_COUNT_DETAIL=1 (with BENCH_COUNT=1): also each process's counts per unit by kind, most first. */
+const COUNT_DETAIL = process.env.BENCH_COUNT_DETAIL === '1';
 
 /** Every process's counts so far (BENCH_COUNT=1), by process label; empty when not counting. */
 export async function callCounts(platform: Platform): Promise<Record<string, Record<string, number>>> {
@@ -87,7 +89,26 @@ export function callsPerUnit(
       const sql = `${per(sum('sql '))} sql (${per(sum('sql BEGIN'))} BEGIN)`;
       return `${label} ${sql}, ${per(sum('rpc '))} rpc, ${per(sum('msg '))} msg, ${per(sum('pub '))} published`;
     })
-    .join('; ');
+    .join('; ')
+    .concat(COUNT_DETAIL ? `\n${detailPerUnit(a, b, units)}` : '');
+}
+
+/** Each process's counts per unit by kind (SQL statements by their first words), most first. */
+function detailPerUnit(
+  a: Record<string, Record<string, number>>,
+  b: Record<string, Record<string, number>>,
+  units: number,
+): string {
+  return Object.entries(b)
+    .map(([label, counts]) => {
+      const rows = Object.entries(counts)
+        .map(([k, v]) => [k, (v - (a[label]?.[k] ?? 0)) / Math.max(units, 1)] as const)
+        .filter(([, n]) => n >= 0.005)
+        .sort((x, y) => y[1] - x[1]);
+      return rows.map(([k, n]) => `  ${label} ${fmt(n, 3)} ${k}`).join('\n');
+    })
+    .filter(Boolean)
+    .join('\n');
 }
 
 function spawnService(service: string, env: Record<string, string>, prefix: string, label = service): ChildProcess {
@@ -313,12 +334,16 @@ export async function databaseCpu(pool: pg.Pool): Promise<{ backends: number; se
 
 /** CPU seconds of the PostgreSQL backends serving databases named `<prefix>*` (backends alive now). */
 export async function backendCpu(admin: pg.Client, prefix: string): Promise<Map<number, number>> {
-  const { rows } = await admin.query<{ pid: number }>(
-    'SELECT pid FROM pg_stat_activity WHERE left(datname, length($1)) = $1',
+  const { rows } = await admin.query<{ pid: number; datname: string }>(
+    'SELECT pid, datname FROM pg_stat_activity WHERE left(datname, length($1)) = $1',
     [prefix],
   );
+  for (const r of rows) backendDatabase.set(r.pid, r.datname.slice(prefix.length).replace(/^_/, '') || '(run)');
   return new Map(rows.map((r) => [r.pid, cpuSeconds(r.pid)]));
 }
+
+/** The database (service) of each backend seen by `backendCpu`, to split PostgreSQL's CPU by service. */
+const backendDatabase = new Map<number, string>();
 
 /** CPU seconds used so far by each service process, the run's PostgreSQL backends and this process. */
 export interface CpuSnapshot {
@@ -338,14 +363,22 @@ export async function cpuSnapshot(platform: Platform, admin: pg.Client): Promise
 export function cpuPerUnit(a: CpuSnapshot, b: CpuSnapshot, units: number, unit: string): string {
   const parts: [string, number][] = Object.entries(b.services).map(([s, v]) => [s, v - (a.services[s] ?? 0)]);
   let pgCpu = 0;
-  for (const [pid, s] of b.pg) if (Number.isFinite(s)) pgCpu += s - (a.pg.get(pid) ?? 0);
+  const byDatabase = new Map<string, number>();
+  for (const [pid, s] of b.pg) {
+    if (!Number.isFinite(s)) continue;
+    const used = s - (a.pg.get(pid) ?? 0);
+    pgCpu += used;
+    const db = backendDatabase.get(pid) ?? '?';
+    byDatabase.set(db, (byDatabase.get(db) ?? 0) + used);
+  }
   parts.push(['PostgreSQL', pgCpu]);
   parts.push(['bench', (b.bench.user - a.bench.user + b.bench.system - a.bench.system) / 1e6]);
   const total = parts.reduce((sum, [, v]) => sum + v, 0);
   const ms = (s: number) => fmt((1000 * s) / Math.max(units, 1), 2);
   return (
     `CPU per ${unit}: total ${ms(total)} ms (${parts.map(([k, v]) => `${k} ${ms(v)}`).join(', ')}); ` +
-    `CPU seconds: ${parts.map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ')}`
+    `CPU seconds: ${parts.map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ')}; ` +
+    `PostgreSQL by database: ${[...byDatabase].map(([k, v]) => `${k} ${ms(v)}`).join(', ')} ms`
   );
 }
 
