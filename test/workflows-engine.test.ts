@@ -5,6 +5,8 @@ import { call, eventually, newTenant, platform, uniqueEmail, type Tenant } from 
 import { receivedMail, verifiedDomain, waitForMail } from './support/messaging.js';
 import { buildWorkflow, uniqueEvent, type WorkflowSpec } from './support/workflows.js';
 import { freePort, portOpen, startPlatform, waitFor } from './support/processes.js';
+import pg from 'pg';
+import { serviceDatabaseUrl } from '@svc/lib/db';
 
 // The workflow engine beyond the API: the WAIT_FOR_EVENT race, upcoming and usage listings, and
 // executions surviving a workflows process killed while they wait and as their delays fall due.
@@ -225,6 +227,58 @@ describe('upcoming executions and usage', () => {
     expect((await api('POST', `/workflows/${delayed.id}/executions/cancel-all`)).status).toBe(200);
     const after = await api('GET', '/activity/upcoming');
     expect(after.body.data.map((i: { id: string }) => i.id)).not.toContain(waiting.id);
+  });
+});
+
+describe('a SEND_EMAIL run in the chain from its TRIGGER', () => {
+  test('rerun from the TRIGGER (as after a crash before the chain was written): the same email, sent once', async () => {
+    const ev = uniqueEvent('chained');
+    const w = await build(ev, { mail: send('Chained'), done: { type: 'EXIT' } }, [
+      ['trigger', 'mail'],
+      ['mail', 'done'],
+    ]);
+    const email = uniqueEmail('chained');
+    expect((await track(email, ev)).status).toBe(200);
+    const [first] = await eventually(async () => {
+      const l = await executions(w.id, 'EXITED');
+      return l.length === 1 ? l : undefined;
+    });
+    // Steps started in the same millisecond have no set order.
+    const byType = (h: Awaited<ReturnType<typeof history>>) =>
+      [...h].sort((a, b) => (a.stepType < b.stepType ? -1 : 1));
+    const steps = byType(await history(w.id, first.id));
+    expect(steps.map((s) => [s.stepType, s.status])).toEqual([
+      ['EXIT', 'COMPLETED'],
+      ['SEND_EMAIL', 'COMPLETED'],
+      ['TRIGGER', 'COMPLETED'],
+    ]);
+    const emailId = steps[1].output.emailId;
+    expect(emailId).toEqual(expect.any(String));
+    await waitForMail(email, 1, 20_000);
+    // The execution as it was claimed, before the chain's write: on its TRIGGER, with no history row.
+    const db = new pg.Client({
+      connectionString: serviceDatabaseUrl('workflows', platform.env.DATABASE_URL, platform.env),
+    });
+    await db.connect();
+    try {
+      await db.query('DELETE FROM execution_steps WHERE execution_id = $1', [first.id]);
+      await db.query(
+        `UPDATE executions SET status = 'RUNNING', current_step_id = $2, current_history_id = NULL, due_at = now(),
+           finished_at = NULL, lease_token = NULL WHERE id = $1`,
+        [first.id, w.steps.trigger],
+      );
+      await db.query(`SELECT pg_notify('workflow_executions_due', '')`);
+    } finally {
+      await db.end();
+    }
+    const again = await eventually(async () => {
+      const [e] = await executions(w.id, 'EXITED');
+      const h = e && (await history(w.id, e.id));
+      return h?.length === 3 ? byType(h) : undefined;
+    });
+    expect(again[1].output.emailId).toBe(emailId); // the same dedupe key: messaging answers the queued email
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await receivedMail(email)).length).toBe(1);
   });
 });
 

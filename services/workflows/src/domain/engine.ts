@@ -39,6 +39,13 @@ const LOCAL_STEPS = new Set(['TRIGGER', 'CONDITION', 'DELAY', 'WAIT_FOR_EVENT', 
  * local, never waiting, never revisited without a DELAY or wait between (cycles without one are refused).
  */
 const CHAINED_STEPS = new Set(['CONDITION', 'EXIT']);
+/**
+ * Steps with an effect outside this database that also run in the chain of an execution still on its TRIGGER.
+ * Nothing leads into a TRIGGER, so such an execution has written no history row yet: every step its chain reaches
+ * is on its first visit, and its idempotency key (SEND_EMAIL's dedupe key) needs no history row opened first. A
+ * crash before the chain's write leaves the execution on its TRIGGER, and the rerun sends the same key.
+ */
+const FIRST_VISIT_CHAINED_STEPS = new Set(['SEND_EMAIL']);
 
 interface Graph {
   workflow: WorkflowRow;
@@ -281,17 +288,19 @@ export class Engine {
 
   /**
    * Runs the CONDITION and EXIT steps that follow a step in the same round (TRIGGER -> CONDITION, SEND_EMAIL ->
-   * EXIT): one statement writes them all with the first step's outcome, under the same lease, so a lost lease
-   * or a crash leaves none of them written. A chained step that cannot run now (contacts down) ends the chain:
-   * the next round runs it again.
+   * EXIT), and from a TRIGGER also SEND_EMAIL (FIRST_VISIT_CHAINED_STEPS): one statement writes them all with
+   * the first step's outcome, under the same lease, so a lost lease or a crash leaves none of them written. A
+   * chained step that cannot run now (contacts down) ends the chain: the next round runs it again.
    */
   private async chain(item: Item, from: StepRow, first: StepOutcome, ctx: BatchContext) {
     const chain: ChainedStep[] = [];
     const visited = new Set([from.id]);
+    const chained = (type: string) =>
+      CHAINED_STEPS.has(type) || (from.type === 'TRIGGER' && FIRST_VISIT_CHAINED_STEPS.has(type));
     let execution = first.execution;
     while (execution.status === 'RUNNING' && execution.nextStepId) {
       const step = item.graph.steps.get(execution.nextStepId);
-      if (!step || !CHAINED_STEPS.has(step.type) || visited.has(step.id)) break;
+      if (!step || !chained(step.type) || visited.has(step.id)) break;
       visited.add(step.id);
       const fresh = { id: randomUUID(), stepId: step.id, stepType: step.type, startedAt: new Date() };
       let next: StepOutcome;
