@@ -231,7 +231,7 @@ describe('upcoming executions and usage', () => {
 });
 
 describe('a SEND_EMAIL run in the chain from its TRIGGER', () => {
-  test('rerun from the TRIGGER (as after a crash before the chain was written): the same email, sent once', async () => {
+  test('rerun from the TRIGGER (a crash before the chain was written): the same email, sent once', async () => {
     const ev = uniqueEvent('chained');
     const w = await build(ev, { mail: send('Chained'), done: { type: 'EXIT' } }, [
       ['trigger', 'mail'],
