@@ -1,5 +1,5 @@
 import { AppError, type FieldError } from '@svc/lib/errors';
-import { parseFilterField, parseFilterTree } from './filter-tree.js';
+import { filterTreeFields, parseFilterField, parseFilterTree, treeFilters } from './filter-tree.js';
 
 const SEGMENT_ID = '3f1c2a9e-5b7d-4c1e-9a2b-0d4e6f8a1b2c';
 
@@ -290,5 +290,28 @@ describe('parseFilterTree: size bounds', () => {
     expect(fieldErrorsOf({ groups: Array(10_000).fill({ filters: [] }) })).toEqual([
       expect.objectContaining({ field: 'condition', code: 'too_big' }),
     ]);
+  });
+});
+
+describe('walking a tree', () => {
+  const nested = {
+    logic: 'OR',
+    groups: [
+      {
+        filters: [{ field: 'email', operator: 'exists' }],
+        conditions: { groups: [{ filters: [{ field: 'data.a.b', operator: 'equals', value: 1 }] }] },
+      },
+      { filters: [{ field: 'subscribed', operator: 'equals', value: true }] },
+    ],
+  };
+
+  test('treeFilters: every filter of a parsed tree, a group before the next, nested conditions included', () => {
+    expect(treeFilters(parseFilterTree(nested)).map((f) => f.field)).toEqual(['email', 'data.a.b', 'subscribed']);
+  });
+
+  test('filterTreeFields: the same fields from stored JSON, and nothing from other shapes', () => {
+    expect(filterTreeFields(nested)).toEqual(['email', 'data.a.b', 'subscribed']);
+    expect(filterTreeFields(null)).toEqual([]);
+    expect(filterTreeFields('data.x')).toEqual([]);
   });
 });

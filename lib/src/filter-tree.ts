@@ -338,6 +338,11 @@ export function foldFilterTree<T, F = Filter>(
   return tree.logic === 'OR' && groups.length > 0 ? backend.any(groups) : backend.all(groups);
 }
 
+/** Every filter of a parsed tree, group by group, each group's nested `conditions` after its own filters. */
+export function treeFilters<F>(tree: FilterTree<F>): F[] {
+  return tree.groups.flatMap((group) => [...group.filters, ...(group.conditions ? treeFilters(group.conditions) : [])]);
+}
+
 /** The `field` of every filter of a tree, nested groups included; walks stored JSON too (any shape, no throw). */
 export function filterTreeFields(tree: unknown, out: string[] = []): string[] {
   if (Array.isArray(tree)) for (const t of tree) filterTreeFields(t, out);

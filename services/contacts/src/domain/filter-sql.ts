@@ -1,4 +1,11 @@
-import { foldFilterTree, parseFilterField, UNIT_SECONDS, type Filter, type FilterTree } from '@svc/lib/filter-tree';
+import {
+  foldFilterTree,
+  parseFilterField,
+  treeFilters,
+  UNIT_SECONDS,
+  type Filter,
+  type FilterTree,
+} from '@svc/lib/filter-tree';
 
 // The SQL back end of the filter tree (lib/src/filter-tree.ts): compiles a parsed tree into one parameterised
 // PostgreSQL boolean expression over `contacts <alias>`. User input only ever reaches the SQL as $n parameters.
@@ -134,22 +141,14 @@ export const RANGE_EXPRESSIONS: Record<RangeKind, (data: string, path: string) =
 
 /** The data paths a tree compares by range, each with the kind of expression it compares (RANGE_EXPRESSIONS). */
 export function rangeUses(tree: FilterTree): Array<{ path: string[]; kind: RangeKind }> {
-  const uses: Array<{ path: string[]; kind: RangeKind }> = [];
-  const walk = (t: FilterTree) => {
-    for (const group of t.groups) {
-      for (const filter of group.filters) {
-        const field = parseFilterField(filter.field);
-        if (field?.kind !== 'data') continue;
-        if (comparisonOperator(filter) && typeof filter.value === 'number')
-          uses.push({ path: field.path, kind: 'number' });
-        if (filter.operator === 'within' || filter.operator === 'olderThan')
-          uses.push({ path: field.path, kind: 'date' });
-      }
-      if (group.conditions) walk(group.conditions);
-    }
-  };
-  walk(tree);
-  return uses;
+  return treeFilters(tree).flatMap((filter) => {
+    const field = parseFilterField(filter.field);
+    if (field?.kind !== 'data') return [];
+    const uses: Array<{ path: string[]; kind: RangeKind }> = [];
+    if (comparisonOperator(filter) && typeof filter.value === 'number') uses.push({ path: field.path, kind: 'number' });
+    if (filter.operator === 'within' || filter.operator === 'olderThan') uses.push({ path: field.path, kind: 'date' });
+    return uses;
+  });
 }
 
 function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): string {
