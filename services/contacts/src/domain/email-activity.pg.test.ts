@@ -7,6 +7,7 @@ import { ContactBatches, ContactsStore } from '../store/contacts-store.js';
 import { EventsStore } from '../store/events-store.js';
 import { FieldsStore } from '../store/fields-store.js';
 import { migrations } from '../store/migrations.js';
+import { eventTracked } from './bus-messages.js';
 import { Contacts } from './contacts.js';
 import { Events } from './events.js';
 
@@ -73,4 +74,12 @@ test('a batch records each message once, skips test mail and deleted contacts, w
   expect(await rowsOf(gone)).toEqual({ events: [], activity: [] });
   const outboxAfter = Number((await db.pool.query('SELECT count(*) AS n FROM outbox')).rows[0].n);
   expect(outboxAfter - outboxBefore).toBe(2);
+  // The payloads built in SQL are the ones eventTracked builds from the events rows, on events.email.
+  const { rows: written } = await db.pool.query('SELECT * FROM events WHERE contact_id = $1 ORDER BY name', [a]);
+  const { rows: outbox } = await db.pool.query(
+    `SELECT subject, payload FROM outbox WHERE payload->>'contactId' = $1 ORDER BY payload->>'name'`,
+    [a],
+  );
+  expect(outbox).toEqual(written.map((e) => eventTracked(e)));
+  expect(outbox.map((m) => m.subject)).toEqual(['events.email', 'events.email']);
 });

@@ -3,12 +3,12 @@ import type { EmailLifecycle } from '@svc/proto/svc/messaging/v1/events_pb';
 import type { Queryable } from '@svc/lib/db';
 import { validationError } from '@svc/lib/errors';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
-import { enqueueMany, enqueueMessage, forRequest } from '@svc/lib/outbox';
-import type { RequestContext } from '@svc/lib/request-context';
+import { enqueueMessage } from '@svc/lib/outbox';
+import { outgoingContext, type RequestContext } from '@svc/lib/request-context';
 import type { EventRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
 import type { EventsStore } from '../store/events-store.js';
-import { eventTracked } from './bus-messages.js';
+import { eventTracked, eventTrackedTopic } from './bus-messages.js';
 import { checkEmail, type Contacts } from './contacts.js';
 import { decodeCursor, keysetPage } from './cursor.js';
 import { splitDataPatch } from './custom-data.js';
@@ -63,6 +63,8 @@ export class Events {
       (tx, w) => this.writeEmailActivity(tx, [w], []),
       {
         maxBatch: EMAIL_ACTIVITY_CONCURRENCY,
+        // One statement (EventsStore.writeEmailActivity): its own transaction, without BEGIN and COMMIT.
+        oneStatement: () => true,
         writeMany: async (tx, writes, contexts) => {
           await this.writeEmailActivity(tx, writes, contexts);
           return writes.map(() => undefined);
@@ -162,42 +164,28 @@ export class Events {
   /**
    * Messages seen for the first time (redeliveries skipped, by message id), of contacts that still exist
    * (deleted since the email went out: nothing), become email_activity rows and `email.<type>` events, each
-   * event's outbox message in the context of the message that brought it: a handful of statements per batch.
+   * event's outbox message in the context of the message that brought it: one statement per batch.
    */
   private async writeEmailActivity(
     tx: Queryable,
     writes: EmailActivityWrite[],
     contexts: Array<RequestContext | undefined>,
   ): Promise<void> {
-    const fresh = await this.store.markProcessedMany(
+    await this.store.writeEmailActivity(
       tx,
       'email-activity',
-      writes.map((w) => w.messageId),
-    );
-    const first = new Map<string, number>();
-    writes.forEach((w, i) => {
-      if (fresh.has(w.messageId) && !first.has(w.messageId)) first.set(w.messageId, i);
-    });
-    const candidates = [...first.values()];
-    const pair = (i: number) => ({ projectId: writes[i].m.projectId, contactId: writes[i].m.contactId });
-    const existing = await this.store.existingContacts(tx, candidates.map(pair));
-    const kept = candidates.filter((i) => existing.has(`${writes[i].m.projectId}:${writes[i].m.contactId}`));
-    await this.store.insertEmailActivityMany(
-      tx,
-      kept.map((i) => ({ ...pair(i), emailId: writes[i].m.emailId, type: writes[i].m.type, at: writes[i].at })),
-    );
-    const events = await this.store.insertMany(
-      tx,
-      kept.map((i) => ({
-        id: uuidv7(),
-        ...pair(i),
-        name: `email.${writes[i].m.type}`,
-        data: { emailId: writes[i].m.emailId, ...(writes[i].m.data ?? {}) },
+      writes.map((w, i) => ({
+        messageId: w.messageId,
+        projectId: w.m.projectId,
+        contactId: w.m.contactId,
+        emailId: w.m.emailId,
+        type: w.m.type,
+        at: w.at,
+        eventId: uuidv7(),
+        subject: eventTrackedTopic(`email.${w.m.type}`).subject,
+        data: { emailId: w.m.emailId, ...(w.m.data ?? {}) },
+        context: outgoingContext(contexts[i]),
       })),
-    );
-    await enqueueMany(
-      tx,
-      events.map((e, n) => forRequest(eventTracked(e), contexts[kept[n]])),
     );
   }
 }

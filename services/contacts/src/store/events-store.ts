@@ -1,5 +1,6 @@
 import type { Pool, Queryable } from '@svc/lib/db';
 import type { EventRow } from './contact-rows.js';
+import { eventTrackedJson } from './contacts-store.js';
 
 /** Names clients track: not the platform's own (isReservedEventName in domain/event-names.ts). */
 const CLIENT_TRACKED = `name NOT LIKE 'email.%' AND name NOT IN ('contact.subscribed', 'contact.unsubscribed')
@@ -17,26 +18,6 @@ export class EventsStore {
       [e.id, e.projectId, e.contactId, e.name, JSON.stringify(e.data)],
     );
     return rows[0];
-  }
-
-  async insertMany(
-    tx: Queryable,
-    events: Array<{ id: string; projectId: string; contactId: string; name: string; data: object }>,
-  ): Promise<EventRow[]> {
-    if (!events.length) return [];
-    const { rows } = await tx.query<EventRow>(
-      `INSERT INTO events (id, project_id, contact_id, name, data)
-       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[]) RETURNING *`,
-      [
-        events.map((e) => e.id),
-        events.map((e) => e.projectId),
-        events.map((e) => e.contactId),
-        events.map((e) => e.name),
-        events.map((e) => JSON.stringify(e.data)),
-      ],
-    );
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    return events.map((e) => byId.get(e.id)!);
   }
 
   async list(q: {
@@ -138,44 +119,72 @@ export class EventsStore {
   }
 
   /** email_activity rows in one statement. */
-  async insertEmailActivityMany(
+  /**
+   * A batch of email lifecycle messages in one statement: each message id seen for the first time by
+   * `consumer` (redeliveries and repeats in the batch left out) whose contact still exists becomes an
+   * email_activity row, an `email.<type>` event and that event's outbox message on its `subject`, the payload built
+   * here from the written row (`eventTrackedJson`), in the order given, each with its request's ids. The
+   * batch goes as one JSON text of tuples.
+   */
+  async writeEmailActivity(
     tx: Queryable,
-    rows: Array<{ projectId: string; contactId: string; emailId: string; type: string; at: Date }>,
+    consumer: string,
+    writes: Array<{
+      messageId: string;
+      projectId: string;
+      contactId: string;
+      emailId: string;
+      type: string;
+      at: Date;
+      eventId: string;
+      subject: string;
+      data: object;
+      context?: { requestId?: string | null; traceparent?: string | null };
+    }>,
   ): Promise<void> {
-    if (!rows.length) return;
+    if (!writes.length) return;
+    const tuples = JSON.stringify(
+      writes.map((w) => [
+        w.messageId,
+        w.projectId,
+        w.contactId,
+        w.emailId,
+        w.type,
+        w.at,
+        w.eventId,
+        w.subject,
+        w.data,
+        w.context?.requestId ?? null,
+        w.context?.traceparent ?? null,
+      ]),
+    );
     await tx.query(
-      `INSERT INTO email_activity (project_id, contact_id, email_id, type, created_at)
-       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[])`,
-      [
-        rows.map((r) => r.projectId),
-        rows.map((r) => r.contactId),
-        rows.map((r) => r.emailId),
-        rows.map((r) => r.type),
-        rows.map((r) => r.at),
-      ],
+      `WITH w AS (
+         SELECT x.r->>0 AS message_id, (x.r->>1)::uuid AS project_id, (x.r->>2)::uuid AS contact_id,
+                x.r->>3 AS email_id, x.r->>4 AS type, (x.r->>5)::timestamptz AS at, (x.r->>6)::uuid AS event_id,
+                x.r->>7 AS subject, x.r->8 AS data, x.r->>9 AS request_id, x.r->>10 AS traceparent, x.n
+         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(r, n)
+       ), fresh AS (
+         INSERT INTO processed_messages (consumer, message_id) SELECT DISTINCT $2::text, message_id FROM w
+         ON CONFLICT DO NOTHING RETURNING message_id
+       ), kept AS (
+         -- The first of a message's copies, if its contact still exists (an event needs its contact).
+         SELECT DISTINCT ON (w.message_id) w.* FROM w JOIN fresh USING (message_id)
+           JOIN contacts c ON c.project_id = w.project_id AND c.id = w.contact_id
+         ORDER BY w.message_id, w.n
+       ), activity AS (
+         INSERT INTO email_activity (project_id, contact_id, email_id, type, created_at)
+         SELECT project_id, contact_id, email_id, type, at FROM kept ORDER BY n
+       ), ev AS (
+         INSERT INTO events (id, project_id, contact_id, name, data)
+         SELECT event_id, project_id, contact_id, 'email.' || type, data FROM kept ORDER BY n
+         RETURNING *
+       )
+       INSERT INTO outbox (subject, payload, request_id, traceparent)
+       SELECT kept.subject, ${eventTrackedJson('ev')}, kept.request_id, kept.traceparent
+       FROM ev JOIN kept ON kept.event_id = ev.id ORDER BY kept.n`,
+      [tuples, consumer],
     );
-  }
-
-  /** Which of these (project, contact) pairs still exist, as `project:contact` keys (an event needs its contact). */
-  async existingContacts(tx: Queryable, pairs: Array<{ projectId: string; contactId: string }>): Promise<Set<string>> {
-    if (!pairs.length) return new Set();
-    const { rows } = await tx.query<{ project_id: string; id: string }>(
-      `SELECT c.project_id, c.id FROM contacts c JOIN unnest($1::uuid[], $2::uuid[]) AS x(p, k)
-         ON c.project_id = x.p AND c.id = x.k`,
-      [pairs.map((p) => p.projectId), pairs.map((p) => p.contactId)],
-    );
-    return new Set(rows.map((r) => `${r.project_id}:${r.id}`));
-  }
-
-  /** The message ids a consumer sees for the first time (redeliveries and repeats in the list are left out). */
-  async markProcessedMany(tx: Queryable, consumer: string, messageIds: string[]): Promise<Set<string>> {
-    if (!messageIds.length) return new Set();
-    const { rows } = await tx.query<{ message_id: string }>(
-      `INSERT INTO processed_messages (consumer, message_id) SELECT $1, m FROM unnest($2::text[]) AS m
-       ON CONFLICT DO NOTHING RETURNING message_id`,
-      [consumer, messageIds],
-    );
-    return new Set(rows.map((r) => r.message_id));
   }
 
   /** True the first time a consumer sees a message id: redeliveries are skipped. */
