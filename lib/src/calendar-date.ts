@@ -17,3 +17,13 @@ function daysInMonth(year: number, month: number): number {
   if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
   return [4, 6, 9, 11].includes(month) ? 30 : 31;
 }
+
+/**
+ * Time and zone of a full ISO 8601 date-time, the only form `within`/`olderThan` read (SPEC.md "Type inference"):
+ * seconds required, a fraction of up to nine digits, `Z` or an offset. A source for RegExp and for SQL regexes.
+ */
+export const ISO_TIME =
+  'T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:[.][0-9]{1,9})?(?:Z|[+-](?:0[0-9]|1[0-4]):[0-5][0-9])';
+
+/** The shape of a full ISO 8601 date-time; the date part is checked with isCalendarDate. */
+export const ISO_DATE_TIME = new RegExp(`^[0-9]{4}-[0-9]{2}-[0-9]{2}${ISO_TIME}$`);

@@ -1,11 +1,18 @@
+import { isCalendarDate, ISO_DATE_TIME } from './calendar-date.js';
 import { foldFilterTree, UNIT_SECONDS, type FilterOperator, type FilterTree, type TimeUnit } from './filter-tree.js';
 
 // The JavaScript back end of the filter tree (filter-tree.ts): one tree over the values of one record, as
 // workflows' CONDITION steps evaluate it (the SQL back end is contacts' filter-sql.ts). It takes the value
 // operators only (text, comparison, presence, age); the triggered* and segment operators need the contact's
 // events and segments, which only the SQL back end reads.
-// Values compare loosely, the way users write filters: "5" equals 5, "true" equals true, emails ignore case.
-
+// Values compare as the SQL back end compares them (services/contacts/src/domain/filter-backends.pg.test.ts holds
+// both to one table of cases), so a CONDITION step and a segment with the same tree agree on a contact:
+// - equals: same JSON type and value ("5" is not 5; an array never equals one of its items); email ignores case;
+// - contains: a string by case-insensitive substring, an array by holding an item of the same type and value;
+// - a number comparison reads numbers only; any other comparison reads dates (ISO date-times, bare dates as
+//   midnight UTC);
+// - within / olderThan read full ISO 8601 date-times only (SPEC.md "Type inference");
+// - exists: any value but JSON null, the empty string included.
 /** A filter this back end evaluates: `field` is whatever the caller's lookup reads. */
 export interface ValueFilter {
   field: string;
@@ -43,42 +50,62 @@ export function contactFieldValue(contact: FilterContact, field: string): unknow
   return undefined;
 }
 
-const num = (v: unknown): number | undefined => {
-  if (typeof v === 'number') return v;
-  if (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))) return Number(v);
-  return undefined;
-};
-const time = (v: unknown): number | undefined => (typeof v === 'string' ? Date.parse(v) : Number.NaN) || undefined;
+/** A stored value as text, as PostgreSQL's `#>>` gives it: strings as they are, other JSON as JSON text. */
+function text(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/** Milliseconds of a full ISO 8601 date-time on a real calendar date (offsets allowed), else undefined. */
+function dateTime(v: unknown): number | undefined {
+  const t = text(v);
+  if (t === undefined || !ISO_DATE_TIME.test(t) || !isCalendarDate(t.slice(0, 10))) return undefined;
+  // Fractions beyond milliseconds (up to nanoseconds are valid) are cut: Date.parse reads at most three digits.
+  return Date.parse(t.replace(/(\.\d{3})\d+/, '$1'));
+}
+
+/** A date-time, or a bare calendar date as midnight UTC: what comparisons with a date value read. */
+function dateOrDay(v: unknown): number | undefined {
+  const t = text(v);
+  if (t !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(t) && isCalendarDate(t)) return Date.parse(`${t}T00:00:00Z`);
+  return dateTime(v);
+}
 
 function same(actual: unknown, expected: unknown, field: string): boolean {
-  if (actual === undefined || actual === null) return false;
-  if (field === 'email' && typeof expected === 'string') return actual === expected.toLowerCase();
-  if (typeof actual === typeof expected) return actual === expected;
-  if (typeof actual === 'number' || typeof expected === 'number') return num(actual) === num(expected);
-  return String(actual) === String(expected);
+  if (field === 'email' && typeof actual === 'string' && typeof expected === 'string')
+    return actual.toLowerCase() === expected.toLowerCase();
+  return actual !== undefined && actual !== null && actual === expected;
+}
+
+function contains(actual: unknown, expected: unknown): boolean {
+  if (Array.isArray(actual)) return actual.some((item) => item === expected);
+  return typeof actual === 'string' && actual.toLowerCase().includes(String(expected).toLowerCase());
+}
+
+function compare(operator: FilterOperator, a: number, b: number): boolean {
+  if (operator === 'greaterThan') return a > b;
+  if (operator === 'lessThan') return a < b;
+  if (operator === 'greaterThanOrEqual') return a >= b;
+  return a <= b;
 }
 
 function matches(f: ValueFilter, actual: unknown, now: number): boolean {
-  const present = actual !== undefined && actual !== null && actual !== '';
   switch (f.operator) {
     case 'exists':
-      return present;
+      return actual !== undefined && actual !== null;
     case 'notExists':
-      return !present;
+      return actual === undefined || actual === null;
     case 'equals':
       return same(actual, f.value, f.field);
     case 'notEquals':
       return !same(actual, f.value, f.field);
     case 'contains':
-    case 'notContains': {
-      const has = Array.isArray(actual)
-        ? actual.some((a) => same(a, f.value, f.field))
-        : present && String(actual).toLowerCase().includes(String(f.value).toLowerCase());
-      return f.operator === 'contains' ? has : !has;
-    }
+      return contains(actual, f.value);
+    case 'notContains':
+      return !contains(actual, f.value);
     case 'within':
     case 'olderThan': {
-      const t = time(actual);
+      const t = dateTime(actual);
       if (t === undefined) return false;
       const limit = now - Number(f.value) * UNIT_SECONDS[f.unit ?? 'days'] * 1000;
       return f.operator === 'within' ? t >= limit : t < limit;
@@ -87,12 +114,9 @@ function matches(f: ValueFilter, actual: unknown, now: number): boolean {
     case 'lessThan':
     case 'greaterThanOrEqual':
     case 'lessThanOrEqual': {
-      const [a, b] = [num(actual), num(f.value)];
-      if (a === undefined || b === undefined) return false;
-      if (f.operator === 'greaterThan') return a > b;
-      if (f.operator === 'lessThan') return a < b;
-      if (f.operator === 'greaterThanOrEqual') return a >= b;
-      return a <= b;
+      if (typeof f.value === 'number') return typeof actual === 'number' && compare(f.operator, actual, f.value);
+      const [a, b] = [dateOrDay(actual), dateOrDay(f.value)];
+      return a !== undefined && b !== undefined && compare(f.operator, a, b);
     }
     default:
       throw new Error(`Operator ${f.operator} needs events or segments: the SQL back end evaluates it`);

@@ -6,6 +6,7 @@ import {
   type Filter,
   type FilterTree,
 } from '@svc/lib/filter-tree';
+import { ISO_TIME } from '@svc/lib/calendar-date';
 
 // The SQL back end of the filter tree (lib/src/filter-tree.ts): compiles a parsed tree into one parameterised
 // PostgreSQL boolean expression over `contacts <alias>`. User input only ever reaches the SQL as $n parameters.
@@ -40,8 +41,6 @@ const CALENDAR_DATE =
   '(?!0000)(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])' +
   '|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))' +
   `|${LEAP_YEAR}-02-29)`;
-/** Time and zone of a full ISO 8601 date-time, the only form `within`/`olderThan` read (SPEC.md "Type inference"). */
-const ISO_TIME = 'T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:[.][0-9]{1,9})?(?:Z|[+-](?:0[0-9]|1[0-4]):[0-5][0-9])';
 /** A bare date: comparisons read it as midnight UTC. */
 const ISO_DATE_PATTERN = `^${CALENDAR_DATE}$`;
 

@@ -3,7 +3,7 @@ import { conditionSchema, evaluateCondition } from './condition.js';
 const contact = {
   email: 'Ann@Example.com',
   subscribed: true,
-  data: { tier: 'vip', score: '42', profile: { city: 'Oslo' } },
+  data: { tier: 'vip', score: 42, code: '42', profile: { city: 'Oslo' } },
 };
 const check = (tree: unknown, event?: Record<string, unknown>) =>
   evaluateCondition(conditionSchema.parse(tree), {
@@ -16,9 +16,12 @@ const one = (field: string, operator: string, value?: unknown) => ({
 });
 
 describe('CONDITION filter trees', () => {
-  test('contact fields: equals ignores email case, numbers compare across string/number, nested data paths', () => {
+  test('contact fields: equals ignores email case, types are strict as in segments, nested data paths', () => {
     expect(check(one('email', 'equals', 'ann@example.com'))).toBe(true);
     expect(check(one('data.score', 'gt', 40))).toBe(true);
+    expect(check(one('data.code', 'gt', 40))).toBe(false);
+    expect(check(one('data.code', 'equals', 42))).toBe(false);
+    expect(check(one('data.code', 'equals', '42'))).toBe(true);
     expect(check(one('data.score', 'lessThan', 40))).toBe(false);
     expect(check(one('data.profile.city', 'contains', 'os'))).toBe(true);
     expect(check(one('data.missing', 'notExists'))).toBe(true);
