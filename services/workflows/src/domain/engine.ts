@@ -237,7 +237,7 @@ export class Engine {
             return { ...w, outcome, chain: [] };
           }
           const first = await this.step(w.item.graph, w.item.row, w.step, w.history!, ctx);
-          const { outcome, chain } = await this.chain(w.item, w.step, first, ctx);
+          const { outcome, chain } = await this.chain(w.item, w.step, first, w.history!.started_at, ctx);
           if (outcome.execution.status === 'RUNNING') outcome.execution.dueAt = new Date(Date.now() + this.leaseMs);
           return { ...w, outcome, chain };
         } catch (err) {
@@ -292,8 +292,9 @@ export class Engine {
    * the first step's outcome, under the same lease, so a lost lease or a crash leaves none of them written. A
    * chained step that cannot run now (contacts down) ends the chain: the next round runs it again.
    */
-  private async chain(item: Item, from: StepRow, first: StepOutcome, ctx: BatchContext) {
+  private async chain(item: Item, from: StepRow, first: StepOutcome, since: Date, ctx: BatchContext) {
     const chain: ChainedStep[] = [];
+    let startedAt = since;
     const visited = new Set([from.id]);
     const chained = (type: string) =>
       CHAINED_STEPS.has(type) || (from.type === 'TRIGGER' && FIRST_VISIT_CHAINED_STEPS.has(type));
@@ -302,7 +303,10 @@ export class Engine {
       const step = item.graph.steps.get(execution.nextStepId);
       if (!step || !chained(step.type) || visited.has(step.id)) break;
       visited.add(step.id);
-      const fresh = { id: randomUUID(), stepId: step.id, stepType: step.type, startedAt: new Date() };
+      // History lists steps by start time: a step chained within the same millisecond as the one before it
+      // starts a millisecond later, so the list keeps the order the steps ran in.
+      startedAt = new Date(Math.max(Date.now(), startedAt.getTime() + 1));
+      const fresh = { id: randomUUID(), stepId: step.id, stepType: step.type, startedAt };
       let next: StepOutcome;
       try {
         next = await this.step(item.graph, item.row, step, freshHistory(item.row, fresh), ctx);
