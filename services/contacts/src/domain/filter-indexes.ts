@@ -27,7 +27,7 @@ export interface WantedIndex {
  * (filter-indexes-store.ts `create`) is part of the hash: a new shape gets new names, and the first pass drops
  * the old ones as unwanted.
  */
-const INDEX_SHAPE = 'expression-not-null';
+const INDEX_SHAPE = 'expression';
 
 export function indexName(kind: RangeKind, path: string[]): string {
   const hash = createHash('sha256')
