@@ -9,6 +9,7 @@ import {
   createMethodImplSpec,
   createServiceImplSpec,
   type ConnectRouter,
+  type ContextValues,
   type HandlerContext,
   type Interceptor,
   type MethodImplSpec,
@@ -356,6 +357,15 @@ export function withLocalServers(network: Transport, opts: LocalTransportOptions
   const key = addressKey(opts.baseUrl);
   const deadline = (timeoutMs: number | undefined) =>
     timeoutMs === undefined ? opts.defaultTimeoutMs : timeoutMs <= 0 ? undefined : timeoutMs;
+  // The request's fields both kinds of call share.
+  const fields = <T extends DescMethod>(method: T, header: HeadersInit | undefined, values?: ContextValues) => ({
+    service: method.parent,
+    method,
+    requestMethod: 'POST',
+    url: createMethodUrl(opts.baseUrl, method),
+    header: new Headers(header),
+    contextValues: values ?? createContextValues(),
+  });
   return {
     unary(method, signal, timeoutMs, header, message, contextValues) {
       const server = servers.get(key);
@@ -365,16 +375,7 @@ export function withLocalServers(network: Transport, opts: LocalTransportOptions
         interceptors: opts.interceptors,
         signal,
         timeoutMs: ms,
-        req: {
-          stream: false,
-          service: method.parent,
-          method,
-          requestMethod: 'POST',
-          url: createMethodUrl(opts.baseUrl, method),
-          header: new Headers(header),
-          contextValues: contextValues ?? createContextValues(),
-          message,
-        },
+        req: { stream: false, ...fields(method, header, contextValues), message },
         next: (req) => server.unary(req as UnaryRequest, ms) as never,
       });
     },
@@ -386,16 +387,7 @@ export function withLocalServers(network: Transport, opts: LocalTransportOptions
         interceptors: opts.interceptors,
         signal,
         timeoutMs: ms,
-        req: {
-          stream: true,
-          service: method.parent,
-          method,
-          requestMethod: 'POST',
-          url: createMethodUrl(opts.baseUrl, method),
-          header: new Headers(header),
-          contextValues: contextValues ?? createContextValues(),
-          message: input,
-        },
+        req: { stream: true, ...fields(method, header, contextValues), message: input },
         next: (req) => server.stream(req as StreamRequest, ms) as never,
       });
     },
