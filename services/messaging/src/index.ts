@@ -90,7 +90,7 @@ export async function startMessaging(
   opts: { embedded?: boolean } = {},
 ): Promise<RunningService> {
   const { config } = rt;
-  const logger = rt.logger.child({ service: 'messaging' });
+  const logger = rt.logger.child({ service: MESSAGING_SERVICE });
   const db = await openServiceDatabase(MESSAGING_SERVICE, rt, migrations);
 
   // Embedded mode with the local sink: the sink keeps its mail in the database for GET /dev/mail, and
@@ -143,7 +143,7 @@ export async function startMessaging(
 
   const server = await serveRpc(
     rt,
-    'messaging',
+    MESSAGING_SERVICE,
     withDevMailRoutes(
       devMail,
       messagingRoutes({
@@ -207,7 +207,7 @@ export async function startMessaging(
   if (inbound) logger.info({ port: inbound.port }, 'inbound SMTP listening');
   await subscribeTopics(rt.bus, 'messaging-reputation', reputation.routes(), logger);
   const wipes = new ProjectWipeStore(db.pool);
-  await joinProjectWipes(rt.bus, { service: 'messaging', identity, logger, wipe: (p) => wipes.wipe(p) });
+  await joinProjectWipes(rt.bus, { service: MESSAGING_SERVICE, identity, logger, wipe: (p) => wipes.wipe(p) });
 
   const transport = createSmtpTransport(smtpUrl, config.smtpPoolSize);
   const throttle = sendThrottle(config, logger);
@@ -223,7 +223,7 @@ export async function startMessaging(
   const cleanup = startSendRecordsCleanup(sendRecords, logger);
 
   return {
-    name: 'messaging',
+    name: MESSAGING_SERVICE,
     async stop() {
       cleanup.stop();
       await server.close();
