@@ -486,6 +486,45 @@ describe('POST /v1/send validation', () => {
     expect((await waitForMail(b))[0].parsed.from!.value[0].name).toBe('Real');
   });
 
+  test("answers alike whether or not it takes the gateway's lane (a query string goes through Express)", async () => {
+    const to = recipient('lane');
+    const ok = { to, from: from(), subject: 'Lane {{n}}', body: '<p>{{n}}</p>', data: { n: 1 } };
+    const cases: Array<{ raw?: string; body?: unknown; key?: string | null }> = [
+      { body: ok },
+      { body: [ok] },
+      { raw: '{"to": "a@example.com",' },
+      { raw: '"just a string"' },
+      { raw: '\ufeff' },
+      { body: { ...ok, to: 'not-an-email' } },
+      { body: { ...ok, subject: 7 } },
+      { body: { ...ok, data: { 'a\u0000': 1 } } },
+      { body: { ...ok, data: JSON.parse(`${'['.repeat(40)}${']'.repeat(40)}`) } },
+      { body: { ...ok, from: `hi@${uniqueEmail('x').split('@')[0]}.example.org` } },
+      { body: ok, key: t.publicKey },
+      { body: ok, key: 'sk_unknown' },
+      { body: ok, key: null },
+    ];
+    const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+    const seen = (a: Awaited<ReturnType<typeof call>>) => ({
+      status: a.status,
+      body: JSON.parse(
+        JSON.stringify(a.body)
+          .replace(uuid, 'uuid')
+          .replace(/"(requestId|timestamp)":"[^"]*"/g, '"$1":"..."'),
+      ) as unknown,
+      headers: ['content-type', 'x-ratelimit-limit', 'retry-after', 'idempotent-replayed'].map((h) => a.headers.get(h)),
+      requestId: a.headers.get('x-request-id') !== null,
+    });
+    for (const c of cases) {
+      const opts = { key: c.key === null ? undefined : (c.key ?? t.secretKey), raw: c.raw };
+      const lane = await call('POST', '/v1/send', c.body, opts);
+      const express = await call('POST', '/v1/send?via=express', c.body, opts);
+      expect(seen(lane)).toEqual(seen(express));
+    }
+    // The accepted send queued a mail on each path.
+    expect(await waitForMail(to, 2)).toHaveLength(2);
+  });
+
   test('Idempotency-Key replays the answer without sending twice; reused with another body is 409', async () => {
     const to = recipient();
     const key = `send-${Date.now()}`;

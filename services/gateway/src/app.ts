@@ -17,7 +17,7 @@ import { methodNotAllowed } from './http/method-not-allowed.js';
 import type { KeyCache } from './http/key-cache.js';
 import { readyz, type ReadinessCheck } from './http/readiness.js';
 import { requestId } from './http/request-id.js';
-import { installTrackLane } from './http/track-lane.js';
+import { installLanes } from './http/lane.js';
 import { analyticsRouter } from './routes/analytics.js';
 import { campaignsRouter } from './routes/campaigns.js';
 import { contactJobsRouter } from './routes/contact-jobs.js';
@@ -26,7 +26,7 @@ import { contactsRouter } from './routes/contacts.js';
 import { eventsRouter, trackHandler } from './routes/events.js';
 import { devMailRouter } from './routes/dev-mail.js';
 import { emailsRouter } from './routes/emails.js';
-import { messagingRouter } from './routes/messaging.js';
+import { messagingRouter, sendHandler } from './routes/messaging.js';
 import { segmentsRouter } from './routes/segments.js';
 import { workflowsRouter } from './routes/workflows.js';
 import { trackingRouter, webhooksRouter } from './routes/tracking.js';
@@ -157,7 +157,8 @@ export function createApp(deps: GatewayDeps) {
   app.use(projectSafetyRouter(clients, auth));
   app.use(contactJobsRouter(clients.contacts, guards));
   app.use(contactsRouter(clients.contacts, guards));
-  app.use(messagingRouter(clients.messaging, guards, config.sendBatch, clients.workflows, clients.campaigns));
+  const send = sendHandler(clients.messaging, config.sendBatch);
+  app.use(messagingRouter(clients.messaging, guards, send, clients.workflows, clients.campaigns));
   app.use(emailsRouter(clients.messaging, guards));
   app.use(segmentsRouter(clients.segments, guards));
   app.use(usageRouter(clients, guards));
@@ -174,12 +175,22 @@ export function createApp(deps: GatewayDeps) {
   const onError = errorHandler(logger);
   app.use(onError);
 
-  // The common POST /v1/track runs the same handlers as its route above, without the router (track-lane.ts).
-  installTrackLane(app, {
-    bodyLimit: config.bodyLimit,
-    before: [requestId(logger)],
-    after: [...guards.publicSteps, track],
-    onError,
-  });
+  // The common POST /v1/track and /v1/send run the same handlers as their routes above, without the router (lane.ts).
+  installLanes(app, [
+    {
+      path: '/v1/track',
+      bodyLimit: config.bodyLimit,
+      before: [requestId(logger)],
+      after: [...guards.publicSteps, track],
+      onError,
+    },
+    {
+      path: '/v1/send',
+      bodyLimit: config.bodyLimit,
+      before: [requestId(logger), ...guards.sendSteps.beforeBody],
+      after: [...guards.sendSteps.afterBody, send],
+      onError,
+    },
+  ]);
   return app;
 }

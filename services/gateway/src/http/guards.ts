@@ -14,9 +14,11 @@ import { routeBudgets } from './rate-limit.js';
 export interface KeyGuards {
   secret: RequestHandler;
   public: RequestHandler;
-  /** `public`'s handlers one by one, for the `/v1/track` lane (track-lane.ts), which runs them without a router. */
+  /** `public`'s handlers one by one, for the `/v1/track` lane (lane.ts), which runs them without a router. */
   publicSteps: RequestHandler[];
   send: RequestHandler;
+  /** `send`'s handlers for the `/v1/send` lane: the key guard before the lane reads the body, the rest after. */
+  sendSteps: { beforeBody: RequestHandler[]; afterBody: RequestHandler[] };
 }
 
 const SEND_BODY_LIMIT = '56mb';
@@ -37,12 +39,14 @@ export function keyGuards(
   const limit = routeBudgets(limiter, config);
   const idem = idempotency(idempotencyStore, config.idempotencyTtlSeconds);
   const publicSteps = [auth.key('public'), limit.track, idem];
+  const sendSteps = { beforeBody: [auth.key('secret')], afterBody: [limit.send, idem] };
   return {
     secret: chain(auth.key('secret'), limit.api, idem),
     public: chain(...publicSteps),
     publicSteps,
     // /v1/send carries attachments (10 MB, base64-encoded) inside a 40 MB message: its large
     // body is read only once the key is known, and before idempotency fingerprints it.
-    send: chain(auth.key('secret'), ...jsonBody(SEND_BODY_LIMIT), limit.send, idem),
+    send: chain(...sendSteps.beforeBody, ...jsonBody(SEND_BODY_LIMIT), ...sendSteps.afterBody),
+    sendSteps,
   };
 }

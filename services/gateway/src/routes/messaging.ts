@@ -1,5 +1,5 @@
 import type { Client } from '@connectrpc/connect';
-import type { Router, Request } from 'express';
+import type { Router, Request, RequestHandler } from 'express';
 import type { JsonObject } from '@bufbuild/protobuf';
 import { notFound } from '@svc/lib/errors';
 import type { CallBatcherOptions } from '@svc/lib/call-batcher';
@@ -9,7 +9,7 @@ import type { WorkflowsService } from '@svc/proto/svc/workflows/v1/workflows_pb'
 import { coalescedCall } from '../http/coalesced-call.js';
 import type { KeyGuards } from '../http/guards.js';
 import { objectBody, stringField } from '../http/body.js';
-import { wrapped } from '../http/envelope.js';
+import { sendJson, wrapped } from '../http/envelope.js';
 import { stringParam } from '../http/query.js';
 import { iso } from './identity-json.js';
 import {
@@ -150,16 +150,8 @@ function requireOwnProject(req: Request, projectId: unknown): void {
   if (projectId !== undefined && projectId !== req.projectId) throw notFound('Project', String(projectId));
 }
 
-/** Sender domains, templates, /v1/send, /v1/verify and the activity feed (secret key). */
-export function messagingRouter(
-  messaging: Client<typeof MessagingService>,
-  guards: KeyGuards,
-  sendBatch: CallBatcherOptions,
-  workflows?: Client<typeof WorkflowsService>,
-  campaigns?: Client<typeof CampaignsService>,
-): Router {
-  const r = new ApiRouter();
-  const secret = guards.secret;
+/** The last handler of `/v1/send` (its route and the gateway's lane): the body to one SendEmail, its answer. */
+export function sendHandler(messaging: Client<typeof MessagingService>, sendBatch: CallBatcherOptions): RequestHandler {
   // Concurrent sends reach messaging in one SendEmails call; a send with attachments (up to 40 MB) goes alone.
   const sendEmail = coalescedCall<SendEmailRequest, SendEmailResponse>({
     ...sendBatch,
@@ -168,6 +160,44 @@ export function messagingRouter(
     ok: 'sent',
     alone: (request) => request.attachments.length > 0,
   });
+  return async (req, res) => {
+    // Messaging records the key with the queued emails: a repeat never queues twice, even if Redis lost the key.
+    const idem = req.idempotency;
+    const request = sendRequest(req.body, {
+      projectId: req.projectId,
+      idempotencyKey: idem?.key ?? '',
+      idempotencyFingerprint: idem?.fingerprint ?? '',
+    });
+    const out = await sendEmail(request).catch((err) => {
+      throw sendError(req.body, err);
+    });
+    if (out.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    sendJson(
+      res,
+      wrapped({
+        // status queued or suppressed; a withheld email says why (unsubscribed, bounced, complained).
+        emails: out.emails.map((e) => ({
+          contact: { id: e.contactId, email: e.contactEmail },
+          email: e.emailId,
+          status: e.status || 'queued',
+          ...(e.reason ? { reason: e.reason } : {}),
+        })),
+        timestamp: iso(out.timestamp),
+      }),
+    );
+  };
+}
+
+/** Sender domains, templates, /v1/send (`send`: sendHandler), /v1/verify and the activity feed (secret key). */
+export function messagingRouter(
+  messaging: Client<typeof MessagingService>,
+  guards: KeyGuards,
+  send: RequestHandler,
+  workflows?: Client<typeof WorkflowsService>,
+  campaigns?: Client<typeof CampaignsService>,
+): Router {
+  const r = new ApiRouter();
+  const secret = guards.secret;
 
   r.post(
     '/domains',
@@ -453,31 +483,7 @@ export function messagingRouter(
       errors: [403, 409],
     },
     guards.send,
-    async (req, res) => {
-      // Messaging records the key with the queued emails: a repeat never queues twice, even if Redis lost the key.
-      const idem = req.idempotency;
-      const request = sendRequest(req.body, {
-        projectId: req.projectId,
-        idempotencyKey: idem?.key ?? '',
-        idempotencyFingerprint: idem?.fingerprint ?? '',
-      });
-      const out = await sendEmail(request).catch((err) => {
-        throw sendError(req.body, err);
-      });
-      if (out.replayed) res.setHeader('Idempotent-Replayed', 'true');
-      res.json(
-        wrapped({
-          // status queued or suppressed; a withheld email says why (unsubscribed, bounced, complained).
-          emails: out.emails.map((e) => ({
-            contact: { id: e.contactId, email: e.contactEmail },
-            email: e.emailId,
-            status: e.status || 'queued',
-            ...(e.reason ? { reason: e.reason } : {}),
-          })),
-          timestamp: iso(out.timestamp),
-        }),
-      );
-    },
+    send,
   );
 
   r.post(

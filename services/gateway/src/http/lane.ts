@@ -6,13 +6,13 @@ import { tracingOn } from '@svc/lib/tracing';
 import { checkJsonBody } from './input-guard.js';
 
 /**
- * `POST /v1/track`, the hottest route, without Express's router: the same handlers the route's Express chain
- * runs (request id, key guards, the track handler) and the same error handler, called in turn by one `next`.
- * Express walks every app-level middleware and router before the route (a tenth of the gateway's CPU per
- * track) and parses the body through body-parser. The lane takes only the common request: anything else
- * (a query string, a console session, a body that is not plain JSON with a Content-Length within the limit)
- * goes through Express as before, and with traces on everything does, so the express instrumentation's spans
- * stay in each request's trace.
+ * The hottest routes, `POST /v1/track` and `POST /v1/send`, without Express's router: the same handlers the route's
+ * Express chain runs (request id, key guards, the route's handler) and the same error handler, called in turn by one
+ * `next`. Express walks every app-level middleware and router before the route (a tenth of the gateway's CPU per
+ * track) and parses the body through body-parser. A lane takes only the common request: anything else (a query
+ * string, a console session, a body that is not plain JSON with a Content-Length within the limit) goes through
+ * Express as before, and with traces on everything does, so the express instrumentation's spans stay in each
+ * request's trace.
  */
 export interface Lane {
   /** Whether the lane answers this request (decided on the request line and headers alone). */
@@ -89,20 +89,21 @@ function afterBody(req: Request, expected: number, received: number, chunks: Buf
   next();
 }
 
-/** What the metrics and the request line read of the matched route (`req.route.path`). */
-const ROUTE = { path: '/v1/track' };
-
 export interface LaneOptions {
+  /** The route's path: the lane takes `POST` to exactly this path. */
+  path: string;
   bodyLimit: string;
-  /** The handlers before the body is read (the request id), then after it (key guards, the track handler). */
+  /** The handlers before the body is read (the request id, a key guard), then after it (the rest, the handler). */
   before: RequestHandler[];
   after: RequestHandler[];
   /** The app's error handler: errors answer the same envelope as on the Express path. */
   onError: ErrorRequestHandler;
 }
 
-export function trackLane(app: Express, opts: LaneOptions): Lane {
+export function routeLane(app: Express, opts: LaneOptions): Lane {
   const limit = limitBytes(opts.bodyLimit);
+  /** What the metrics and the request line read of the matched route (`req.route.path`). */
+  const route = { path: opts.path };
   const steps = [...opts.before, readBody, ...opts.after];
   const lastResort = (err: unknown, res: ServerResponse) => {
     // The error handler itself failed (the answer had started): end the exchange as Express's final handler would.
@@ -113,7 +114,7 @@ export function trackLane(app: Express, opts: LaneOptions): Lane {
   };
   return {
     takes(req) {
-      if (req.method !== 'POST' || req.url !== '/v1/track' || !tracingOff()) return false;
+      if (req.method !== 'POST' || req.url !== opts.path || !tracingOff()) return false;
       const h = req.headers;
       // Node's parser refused a Content-Length that is not digits already.
       const length = Number(h['content-length']);
@@ -139,7 +140,7 @@ export function trackLane(app: Express, opts: LaneOptions): Lane {
       res.locals = Object.create(null);
       req.originalUrl = req.url;
       req.baseUrl = '';
-      req.route = ROUTE;
+      req.route = route;
       let i = 0;
       const fail = (err: unknown) => {
         try {
@@ -151,7 +152,7 @@ export function trackLane(app: Express, opts: LaneOptions): Lane {
       const next = (err?: unknown) => {
         if (err) return fail(err);
         const step = steps[i++];
-        if (!step) return fail(new Error('the track lane ran out of handlers'));
+        if (!step) return fail(new Error(`the ${opts.path} lane ran out of handlers`));
         try {
           const out = step(req, res, next) as unknown;
           if (out instanceof Promise) out.catch((e: unknown) => fail(e ?? new Error('Rejected promise')));
@@ -167,15 +168,16 @@ export function trackLane(app: Express, opts: LaneOptions): Lane {
 type Handle = (req: IncomingMessage, res: ServerResponse, callback?: (err?: unknown) => void) => void;
 
 /**
- * Puts the lane in front of the app's own dispatch (`app.handle`, which both `http.createServer(app)` and a
- * test's supertest call), so every server of this app has it. A mounted app (a callback given) is left alone.
+ * Puts the lanes in front of the app's own dispatch (`app.handle`, which both `http.createServer(app)` and a
+ * test's supertest call), so every server of this app has them. A mounted app (a callback given) is left alone.
  */
-export function installTrackLane(app: Express, opts: LaneOptions): void {
-  const lane = trackLane(app, opts);
+export function installLanes(app: Express, lanes: LaneOptions[]): void {
+  const routes = lanes.map((opts) => routeLane(app, opts));
   const dispatch = app as unknown as { handle: Handle };
   const handle = dispatch.handle.bind(app);
   dispatch.handle = (req, res, callback) => {
-    if (callback === undefined && lane.takes(req)) lane.run(req, res);
+    const lane = callback === undefined ? routes.find((l) => l.takes(req)) : undefined;
+    if (lane) lane.run(req, res);
     else handle(req, res, callback);
   };
 }
