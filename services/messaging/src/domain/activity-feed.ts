@@ -136,6 +136,8 @@ export class ActivityFeed {
           await store.insertMany(tx, rows);
           return rows.map(() => undefined);
         },
+        // One INSERT: its own transaction, without BEGIN and COMMIT (one write per tracked event and lifecycle step).
+        oneStatement: () => true,
       },
     );
   }
