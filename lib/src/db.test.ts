@@ -1,4 +1,4 @@
-import { createPool, withTransaction } from './db.js';
+import { createPool, queryWithEnds, textArray, withTransaction } from './db.js';
 import { isDependencyUnavailable } from './dependency-errors.js';
 
 const DATABASE = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -44,6 +44,39 @@ describe('pool timeouts', () => {
       expect(err).toMatchObject({ code: '42601' });
       expect(isDependencyUnavailable(err)).toBe(false);
       await expect(pool.query('SELECT 1 AS one')).resolves.toMatchObject({ rows: [{ one: 1 }] });
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('queryWithEnds', () => {
+  const awkward = ["it's", 'back\\slash', "\\'", 'ünïcödé 🚀', '"quoted"', '$1', ''];
+
+  it('writes parameters into the text as the values themselves, BEGIN and COMMIT in the same round trip', async () => {
+    const pool = createPool(DATABASE, 1);
+    try {
+      const client = await pool.connect();
+      try {
+        const sql = 'SELECT $1::text AS one, $2::text[] AS many';
+        const params = (v: string) => [v, textArray([v, 'x'])];
+        for (const v of awkward) {
+          const opened = await queryWithEnds<{ one: string; many: string[] }>(client, sql, params(v), { begin: true });
+          expect(opened).toEqual([{ one: v, many: [v, 'x'] }]);
+          const committed = await queryWithEnds(client, sql, params(v), { commit: true });
+          expect(committed).toEqual(opened);
+          // Bound parameters (no ends) read the same.
+          await expect(queryWithEnds(client, sql, params(v))).resolves.toEqual(opened);
+        }
+        // The transaction was opened and committed: none is left open.
+        await queryWithEnds(client, 'SELECT 1 AS one', [], { begin: true });
+        const { rows } = await client.query<{ open: boolean }>('SELECT now() <> statement_timestamp() AS open');
+        expect(rows[0].open).toBe(true);
+        await queryWithEnds(client, 'SELECT 1 AS one', [], { commit: true });
+        await expect(client.query('COMMIT')).resolves.toBeDefined(); // only a warning: no transaction in progress
+      } finally {
+        client.release();
+      }
     } finally {
       await pool.end();
     }

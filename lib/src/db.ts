@@ -78,6 +78,41 @@ export function createPool(databaseUrl: string, max = 10, timeouts?: PoolTimeout
   return pool;
 }
 
+/** Where a statement sits in its transaction: `BEGIN` sent with it (the first), `COMMIT` sent with it (the last). */
+export interface TransactionEnds {
+  begin?: boolean;
+  commit?: boolean;
+}
+
+/**
+ * One statement with `BEGIN` and/or `COMMIT` in the same round trip (one simple-protocol text; a round trip is a
+ * socket write and a wake-up on both sides). The simple protocol takes no parameters: each `$n` is written as its
+ * value quoted, so `sql` must hold `$n` only where a parameter goes. Answers the statement's rows.
+ */
+export async function queryWithEnds<R extends pg.QueryResultRow>(
+  tx: Queryable,
+  sql: string,
+  params: string[],
+  ends: TransactionEnds = {},
+): Promise<R[]> {
+  if (!ends.begin && !ends.commit) return (await tx.query<R>(sql, params)).rows;
+  const text = sql.replace(/\$(\d+)/g, (_, n: string) => quoted(params[Number(n) - 1]));
+  const results = (await tx.query(
+    `${ends.begin ? 'BEGIN; ' : ''}${text}${ends.commit ? '; COMMIT' : ''}`,
+  )) as unknown as pg.QueryResult<R>[];
+  return results[ends.begin ? 1 : 0].rows;
+}
+
+/**
+ * A string constant of this text, right whatever `standard_conforming_strings` says: an escape string with every
+ * quote and backslash doubled. One native replace (`pg.escapeLiteral` builds it a character at a time).
+ */
+const quoted = (text: string): string => `E'${text.replace(/['\\]/g, '$&$&')}'`;
+
+/** An array literal of these strings (each quoted, `"` and `\\` escaped), as pg writes an array parameter. */
+export const textArray = (values: string[]): string =>
+  `{${values.map((v) => `"${v.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
+
 /**
  * Gives back a client after a failed transaction: rolled back and reused when the failure was
  * the statement's, destroyed when the connection is broken or stuck in a timed-out query (a

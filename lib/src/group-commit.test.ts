@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { createPool, type PoolClient } from './db.js';
+import { createPool, queryWithEnds, type Pool, type PoolClient } from './db.js';
 import { GroupCommit } from './group-commit.js';
 import { contextFrom, currentContext, runInContext } from './request-context.js';
 
@@ -76,22 +76,27 @@ describe('GroupCommit and the request context', () => {
   });
 });
 
+/** A begin() whose clients record the first word of each text they send. */
+function recordingBegin(pool: Pool, sent: string[]): () => Promise<PoolClient> {
+  const wrapped = new WeakSet<PoolClient>();
+  return async () => {
+    const client = await pool.connect();
+    if (wrapped.has(client)) return client;
+    wrapped.add(client);
+    const query = client.query.bind(client) as (text: string, values?: unknown[]) => Promise<unknown>;
+    (client as unknown as { query: typeof query }).query = (text, values) => {
+      sent.push(text.split(' ')[0]);
+      return query(text, values);
+    };
+    return client;
+  };
+}
+
 describe('GroupCommit with oneStatement', () => {
   it('runs a batch of one statement without BEGIN and COMMIT, and the others in a transaction', async () => {
     const pool = createPool(DATABASE, 2);
     const sent: string[] = [];
-    const wrapped = new WeakSet<PoolClient>();
-    const begin = async () => {
-      const client = await pool.connect();
-      if (wrapped.has(client)) return client;
-      wrapped.add(client);
-      const query = client.query.bind(client) as (text: string, values?: unknown[]) => Promise<unknown>;
-      (client as unknown as { query: typeof query }).query = (text, values) => {
-        sent.push(text.split(' ')[0]);
-        return query(text, values);
-      };
-      return client;
-    };
+    const begin = recordingBegin(pool, sent);
     const write = async (tx: PoolClient, n: number) =>
       (await tx.query<{ n: number }>('SELECT $1::int AS n', [n])).rows[0].n;
     const writeMany = async (tx: PoolClient, inputs: number[]) =>
@@ -109,6 +114,33 @@ describe('GroupCommit with oneStatement', () => {
       await expect(Promise.all([2, 3].map((n) => commits.submit(n)))).resolves.toEqual([2, 3]);
       await expect(commits.submit(5)).resolves.toBe(5);
       expect(sent).toEqual(['BEGIN', 'SELECT', 'COMMIT', 'BEGIN', 'SELECT', 'COMMIT']);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('GroupCommit with writeManyEnds', () => {
+  it('sends no BEGIN or COMMIT around a batch, whose writeMany sends them; a write alone gets both', async () => {
+    const pool = createPool(DATABASE, 2);
+    const sent: string[] = [];
+    const write = async (tx: PoolClient, n: number) =>
+      (await tx.query<{ n: number }>('SELECT $1::int AS n', [n])).rows[0].n;
+    const writeMany = async (tx: PoolClient, inputs: number[]) => {
+      await queryWithEnds(tx, 'SELECT 1', [], { begin: true });
+      const rows = await queryWithEnds<{ n: number }>(tx, 'SELECT unnest($1::int[]) AS n', [`{${inputs}}`], {
+        commit: true,
+      });
+      return rows.map((r) => r.n);
+    };
+    const commits = new GroupCommit<number, number>(recordingBegin(pool, sent), write, {
+      writeMany,
+      writeManyEnds: true,
+    });
+    try {
+      await expect(Promise.all([1, 2].map((n) => commits.submit(n)))).resolves.toEqual([1, 2]);
+      await expect(commits.submit(3)).resolves.toBe(3);
+      expect(sent).toEqual(['BEGIN;', 'SELECT', 'BEGIN', 'SELECT', 'COMMIT']);
     } finally {
       await pool.end();
     }

@@ -31,6 +31,11 @@ export interface GroupCommitOptions<I, O> {
    * as its own transaction, without `BEGIN` and `COMMIT` (two round trips less).
    */
   oneStatement?: (inputs: I[]) => boolean;
+  /**
+   * `writeMany` sends `BEGIN` with its first statement and `COMMIT` with its last (`queryWithEnds` of db.ts), two
+   * round trips less per batch: the group commit then sends neither around it (a write alone still gets both).
+   */
+  writeManyEnds?: boolean;
 }
 
 /**
@@ -91,7 +96,8 @@ export class GroupCommit<I, O> {
   private async runTogether(batch: Pending<I, O>[]): Promise<void> {
     const client = await this.begin();
     const results: O[] = [];
-    const transaction = !this.opts.oneStatement?.(batch.map((p) => p.input));
+    const ends = Boolean(this.opts.writeMany && this.opts.writeManyEnds);
+    const transaction = !ends && !this.opts.oneStatement?.(batch.map((p) => p.input));
     try {
       if (transaction) await client.query('BEGIN');
       const writeMany = this.opts.writeMany;

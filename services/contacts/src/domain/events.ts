@@ -55,7 +55,9 @@ export class Events {
       (tx, w) => this.write(tx, w),
       {
         lockOrder: (w) => `${w.projectId}:${w.email.toLowerCase()}`,
-        writeMany: (tx, writes, contexts) => writeTrackBatch(tx, { batches, contacts }, writes, contexts),
+        writeMany: (tx, writes, contexts) =>
+          writeTrackBatch(tx, { batches, contacts }, writes, contexts, { own: true }),
+        writeManyEnds: true,
       },
     );
     this.emailActivity = new GroupCommit(

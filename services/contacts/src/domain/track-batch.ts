@@ -35,17 +35,19 @@ export const trackedEventData = (patch: DataPatch) => ({ ...withoutDeletions(pat
  * write in order in memory (the same rules as the one-by-one path: custom data, subscription, flip
  * events), then insert/update contacts, insert events and enqueue their messages in one statement
  * (ContactBatches.writeTracks). The messages carry each contact's final state in the batch. Field
- * types add statements only when a new field appears.
+ * types add statements only when a new field appears. `transaction.own`: the lock opens the transaction
+ * and the write commits it (`BEGIN` and `COMMIT` in the same round trips).
  */
 export async function writeTrackBatch(
   tx: Queryable,
   d: { batches: ContactBatches; contacts: Contacts },
   writes: TrackWrite[],
   contexts: Array<RequestContext | undefined> = [],
+  transaction: { own?: boolean } = {},
 ): Promise<Tracked[]> {
   const key = (projectId: string, email: string) => `${projectId}:${email.toLowerCase()}`;
   const state = new Map<string, { row: ContactRow; isNew: boolean; dirty: boolean }>();
-  for (const row of await d.batches.lockByKeys(tx, writes))
+  for (const row of await d.batches.lockByKeys(tx, writes, { begin: transaction.own }))
     state.set(key(row.project_id, row.email), { row, isNew: false, dirty: false });
 
   const events: Array<{ id: string; projectId: string; contactId: string; name: string; data: object }> = [];
@@ -120,10 +122,12 @@ export async function writeTrackBatch(
     })),
     events: events.map((e) => ({ ...e, subject: eventTrackedTopic(e.name).subject, context: context(e.id) })),
   };
-  const at = await d.batches.writeTracks(tx, batch, {
-    created: CONTACTS_TOPICS.created.subject,
-    updated: CONTACTS_TOPICS.updated.subject,
-  });
+  const at = await d.batches.writeTracks(
+    tx,
+    batch,
+    { created: CONTACTS_TOPICS.created.subject, updated: CONTACTS_TOPICS.updated.subject },
+    { commit: transaction.own },
+  );
   const byId = new Map<string, EventRow>(
     events.map((e) => [
       e.id,

@@ -1,4 +1,4 @@
-import type { Pool, Queryable } from '@svc/lib/db';
+import { queryWithEnds, textArray, type Pool, type Queryable, type TransactionEnds } from '@svc/lib/db';
 import type { PropagatedContext } from '@svc/lib/request-context';
 import type { ContactRow } from './contact-rows.js';
 
@@ -330,15 +330,23 @@ export class ContactBatches {
     return rows;
   }
 
-  /** Lock order is (project, lower(email)) everywhere, so concurrent batches cannot deadlock. */
-  async lockByKeys(tx: Queryable, keys: Array<{ projectId: string; email: string }>): Promise<ContactRow[]> {
-    const { rows } = await tx.query<ContactRow>(
+  /**
+   * Lock order is (project, lower(email)) everywhere, so concurrent batches cannot deadlock. The keys go as two
+   * array literals (what pg sends for array parameters), which `ends.begin` writes into the statement's text.
+   */
+  async lockByKeys(
+    tx: Queryable,
+    keys: Array<{ projectId: string; email: string }>,
+    ends?: TransactionEnds,
+  ): Promise<ContactRow[]> {
+    return queryWithEnds<ContactRow>(
+      tx,
       `SELECT c.* FROM contacts c JOIN unnest($1::uuid[], $2::text[]) AS k(project_id, email)
          ON c.project_id = k.project_id AND lower(c.email) = k.email
        ORDER BY c.project_id, lower(c.email) FOR UPDATE OF c`,
-      [keys.map((k) => k.projectId), keys.map((k) => k.email.toLowerCase())],
+      [textArray(keys.map((k) => k.projectId)), textArray(keys.map((k) => k.email.toLowerCase()))],
+      ends,
     );
-    return rows;
   }
 
   /**
@@ -416,6 +424,7 @@ export class ContactBatches {
     tx: Queryable,
     batch: { contacts: TrackedContactWrite[]; events: TrackedEventWrite[] },
     subjects: { created: string; updated: string },
+    ends?: TransactionEnds,
   ): Promise<Date> {
     const ctx = (c?: PropagatedContext) => [c?.requestId ?? null, c?.traceparent ?? null];
     const tuples = JSON.stringify({
@@ -430,7 +439,8 @@ export class ContactBatches {
       ]),
       events: batch.events.map((e) => [e.id, e.projectId, e.contactId, e.name, e.data, e.subject, ...ctx(e.context)]),
     });
-    const { rows } = await tx.query<{ at: Date }>(
+    const rows = await queryWithEnds<{ at: Date }>(
+      tx,
       `WITH input AS (SELECT $1::jsonb AS j),
        c AS (
          SELECT (x.r->>0)::uuid AS id, (x.r->>1)::uuid AS project_id, x.r->>2 AS email,
@@ -467,6 +477,7 @@ export class ContactBatches {
        )
        SELECT now() AS at`,
       [tuples, subjects.created, subjects.updated],
+      ends,
     );
     return rows[0].at;
   }
