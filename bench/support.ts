@@ -329,7 +329,15 @@ export async function databaseCpu(pool: pg.Pool): Promise<{ backends: number; se
   const { rows } = await pool.query<{ pid: number }>(
     'SELECT pid FROM pg_stat_activity WHERE datname = current_database()',
   );
-  return { backends: rows.length, seconds: () => rows.reduce((s, r) => s + cpuSeconds(r.pid), 0) };
+  // The pool closes a backend idle for 10 s: one that ended counts with its last reading (it was idle, not lost CPU).
+  const last = new Map<number, number>();
+  const seconds = () =>
+    rows.reduce((sum, r) => {
+      const now = cpuSeconds(r.pid);
+      if (!Number.isNaN(now)) last.set(r.pid, now);
+      return sum + (last.get(r.pid) ?? 0);
+    }, 0);
+  return { backends: rows.length, seconds };
 }
 
 /** CPU seconds of the PostgreSQL backends serving databases named `<prefix>*` (backends alive now). */
