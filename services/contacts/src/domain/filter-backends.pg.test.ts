@@ -14,6 +14,13 @@ const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 const PROJECT = randomUUID();
 const ago = (ms: number) => new Date(Date.now() - ms);
+/** The moment `ms` ago written in local time at an offset of `minutes` east of UTC (ISO 8601). */
+const agoAtOffset = (ms: number, minutes: number) => {
+  const local = new Date(Date.now() - ms + minutes * 60_000).toISOString().slice(0, 19);
+  const sign = minutes < 0 ? '-' : '+';
+  const abs = Math.abs(minutes);
+  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+};
 
 const ann = {
   id: randomUUID(),
@@ -33,6 +40,11 @@ const ann = {
     day: '2024-01-01',
     offset: `${ago(DAY).toISOString().slice(0, 19)}.123456789+02:00`,
     feb30: '2023-02-30T10:00:00Z',
+    // Just inside and just outside a 1-day window at the widest offsets (the constant bound of `within` is a text).
+    westIn: agoAtOffset(DAY - 5 * 60_000, -(14 * 60 + 59)),
+    westOut: agoAtOffset(DAY + 5 * 60_000, -(14 * 60 + 59)),
+    eastIn: agoAtOffset(DAY - 5 * 60_000, 14 * 60 + 59),
+    eastOut: agoAtOffset(DAY + 5 * 60_000, 14 * 60 + 59),
   },
 };
 
@@ -98,6 +110,10 @@ const AGREE: Array<[string, unknown, boolean]> = [
   ['a bare date has no age (olderThan)', one('data.day', 'olderThan', 1), false],
   ['a date-time with an offset and nanoseconds', one('data.offset', 'within', 3), true],
   ['an impossible calendar date has no age', one('data.feb30', 'olderThan', 1), false],
+  ['within 1 day, at offset -14:59, inside', one('data.westIn', 'within', 1), true],
+  ['within 1 day, at offset -14:59, outside', one('data.westOut', 'within', 1), false],
+  ['within 1 day, at offset +14:59, inside', one('data.eastIn', 'within', 1), true],
+  ['within 1 day, at offset +14:59, outside', one('data.eastOut', 'within', 1), false],
   ['a number is not a date', one('data.seats', 'greaterThan', '1970-01-01'), false],
   ['a boolean equals only a boolean', one('data.flag', 'equals', 'true'), false],
   ['an empty group matches', { logic: 'AND', groups: [{ filters: [] }] }, true],

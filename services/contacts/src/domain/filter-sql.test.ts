@@ -99,9 +99,14 @@ describe('compileFilter', () => {
           String.raw`\(SELECT now\(\) - make_interval\(secs => \$4::double precision\)\) END\)\)\)$`,
       ),
     );
-    // The constant bound (the planner's estimate, a managed index): the UTC day 2 days before the cutoff.
-    const bound = new Date(Date.now() - 7200_000 - 2 * 86_400_000).toISOString().slice(0, 10);
-    expect(values).toEqual([PROJECT, ['lastSeen'], bound, 7200]);
+    // The constant bound (the planner's estimate, a managed index): the cutoff's UTC minute less the widest offset
+    // (15 hours) and an hour of clock skew.
+    expect(values).toEqual([PROJECT, ['lastSeen'], expect.any(String), 7200]);
+    const bound = Date.parse(`${values[2]}Z`);
+    const earliest = Date.now() - 7200_000 - 16 * 3600_000;
+    expect(values[2]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/);
+    expect(earliest - bound).toBeGreaterThanOrEqual(0);
+    expect(earliest - bound).toBeLessThan(120_000);
   });
 
   test('olderThan on data has no constant bound (its set grows with time)', () => {

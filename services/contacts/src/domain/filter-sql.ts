@@ -184,9 +184,9 @@ function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): 
     case 'within': {
       // A constant bound lets the planner estimate the window and use a managed index on the path (the cutoff is a
       // subquery it cannot see into). Computed now, it stays a necessary condition for later runs of this SQL (time
-      // only moves the cutoff forward); the 2 days cover clock skew between Node and PostgreSQL. Never for
-      // olderThan, whose set grows with time.
-      const bound = params.add(utcDay(Date.now() - (withinSeconds(filter) + 2 * 86400) * 1000));
+      // only moves the cutoff forward). Never for olderThan, whose set grows with time. It is as tight as is safe:
+      // an overestimated window made the planner AND the GIN's whole `equals` match into a selective plan.
+      const bound = params.add(withinBound(Date.now() - withinSeconds(filter) * 1000));
       const window = dateWindowSql(text, operator, cutoffValue(filter, params));
       return `(${RANGE_EXPRESSIONS.date(`${c}.data`, p)} >= ${bound}::text AND ${window})`;
     }
@@ -283,8 +283,18 @@ function cutoffValue(filter: Filter, params: SqlParams): string {
 
 const withinSeconds = (filter: Filter) => Number(filter.value) * UNIT_SECONDS[filter.unit ?? 'days'];
 
-/** `YYYY-MM-DD` of a moment in UTC (amounts are at most 100 years: always a 4-digit year). */
-const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+/** Offsets ISO_TIME allows go up to 14:59 either way. */
+const MAX_OFFSET_MS = 15 * 3600_000;
+/** How far PostgreSQL's clock may be behind Node's without `within` missing a match. */
+const CLOCK_SKEW_MS = 3600_000;
+
+/**
+ * A text every value `within` matches compares >= in byte order, for a cutoff of `cutoffMs` by Node's clock: the
+ * local date-time (`YYYY-MM-DDTHH:MM`, cut to the minute) of the earliest matching moment at the lowest offset. A
+ * valid value starts with its local date-time in that fixed-width form (amounts are at most 100 years: always a
+ * 4-digit year), so byte order is time order there.
+ */
+const withinBound = (cutoffMs: number) => new Date(cutoffMs - MAX_OFFSET_MS - CLOCK_SKEW_MS).toISOString().slice(0, 16);
 
 // Bare dates compare as midnight UTC so the session time zone never changes a result.
 function dateValue(value: Filter['value']): string {
