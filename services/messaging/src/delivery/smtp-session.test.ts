@@ -31,6 +31,7 @@ describe('dataBytes', () => {
     ['bare LF and CR', 'a: b\n\nx\ry\r.z\n.w\r\n'],
     ['ends in CR', 'a\r\nb\r'],
     ['empty', ''],
+    ['a wrapped link', 'a: b\r\n\r\nhttps://x.test/t/abc=\r\n.def\r\n.\r\n'],
   ])('%s: the same bytes as nodemailer DataStream', async (_name, text) => {
     const raw = Buffer.from(text, 'latin1');
     const wire = (await viaDataStream(raw)).toString('latin1');

@@ -56,6 +56,7 @@ const DOT = 0x2e;
 const TERMINATOR = Buffer.from('\r\n.\r\n');
 /** The terminator after a message that ends in CRLF. */
 const DOT_LINE = TERMINATOR.subarray(2);
+const DOT_BYTE = TERMINATOR.subarray(2, 3);
 
 /** True when every CR is followed by LF and every LF follows a CR (no bare line ends to repair). */
 function cleanLineEnds(raw: Buffer): boolean {
@@ -80,9 +81,20 @@ export function dataReady(raw: Buffer): boolean {
 export function dataBytes(raw: Buffer): Buffer {
   const last = raw.length ? raw[raw.length - 1] : -1;
   const tail = last === LF ? TERMINATOR.subarray(2) : last === CR ? TERMINATOR.subarray(1) : TERMINATOR;
-  if (raw[0] !== DOT && raw.indexOf('\n.') < 0 && cleanLineEnds(raw)) return Buffer.concat([raw, tail]);
+  const clean = cleanLineEnds(raw);
+  if (clean && raw[0] !== DOT && raw.indexOf('\n.') < 0) return Buffer.concat([raw, tail]);
   const out: Buffer[] = [];
   let from = 0;
+  if (clean) {
+    // Only dots to double: each line that starts with one, found with native scans (QP-wrapped links often do).
+    if (raw[0] === DOT) out.push(DOT_BYTE);
+    for (let i = raw.indexOf('\n.'); i >= 0; i = raw.indexOf('\n.', i + 2)) {
+      out.push(raw.subarray(from, i + 1), DOT_BYTE);
+      from = i + 1;
+    }
+    out.push(raw.subarray(from), tail);
+    return Buffer.concat(out);
+  }
   for (let i = 0; i < raw.length; i++) {
     const byte = raw[i];
     const prev = i ? raw[i - 1] : -1;

@@ -1,5 +1,6 @@
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
-import { on, readBusMessage, type OutboxMessage, type TopicRoute } from '@svc/lib/bus-topic';
+import type { JsonObject } from '@bufbuild/protobuf';
+import { on, type OutboxMessage, type TopicRoute } from '@svc/lib/bus-topic';
 import type { Queryable } from '@svc/lib/db';
 import { enqueueMany, outboxMessageId } from '@svc/lib/outbox';
 import { badRequest } from '@svc/lib/errors';
@@ -12,14 +13,23 @@ import { emailLifecycleSubject, emailLifecycleTopic, MESSAGING_TOPICS } from '@s
 import type { ActivityRow, ActivityStore } from '../store/activity-store.js';
 import type { EmailCountsRow, EmailsStore } from '../store/emails-store.js';
 import { intParam } from '@svc/lib/pagination';
-import { LIFECYCLE_TYPES, MESSAGING_SERVICE } from './email-events.js';
+import { LIFECYCLE_TYPES, MESSAGING_SERVICE, type LifecyclePayload } from './email-events.js';
 
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : new Date());
 const SENT_SUBJECT = emailLifecycleSubject('sent');
 const uuidOrNull = (v: string) => (isUuid(v) ? v : null);
 
-/** Email lifecycle (`emails.*`) -> an `email.<type>` feed row; `sourceId` is the bus message id. */
-export function lifecycleActivity(sourceId: string, m: EmailLifecycle): ActivityRow | null {
+/** The fields of an email lifecycle message a feed row is made of. */
+interface LifecycleFields {
+  projectId: string;
+  contactId: string;
+  emailId: string;
+  type: string;
+  data: JsonObject;
+  occurredAt: Date;
+}
+
+function lifecycleRow(sourceId: string, m: LifecycleFields): ActivityRow | null {
   if (!isUuid(m.projectId) || !m.type) return null;
   return {
     id: uuidv7(),
@@ -28,11 +38,24 @@ export function lifecycleActivity(sourceId: string, m: EmailLifecycle): Activity
     type: `email.${m.type}`,
     contact_id: uuidOrNull(m.contactId),
     email_id: uuidOrNull(m.emailId),
-    email: typeof m.data?.email === 'string' ? m.data.email : null,
+    email: typeof m.data.email === 'string' ? m.data.email : null,
     name: null,
-    data: m.data ?? {},
-    occurred_at: dateOf(m.occurredAt),
+    data: m.data,
+    occurred_at: m.occurredAt,
   };
+}
+
+/** Email lifecycle (`emails.*`) -> an `email.<type>` feed row; `sourceId` is the bus message id. */
+export function lifecycleActivity(sourceId: string, m: EmailLifecycle): ActivityRow | null {
+  const { projectId, contactId, emailId, type } = m;
+  return lifecycleRow(sourceId, {
+    projectId,
+    contactId,
+    emailId,
+    type,
+    data: m.data ?? {},
+    occurredAt: dateOf(m.occurredAt),
+  });
 }
 
 /**
@@ -101,10 +124,16 @@ export const FEED_SUBSCRIPTION = { concurrency: FEED_CONCURRENCY, replaces: [MES
  * consumer made from it when it came back from the bus (same source id, the bus message id of its outbox row).
  */
 export function sentActivity(message: OutboxMessage, outboxId: string): ActivityRow | null {
-  return lifecycleActivity(
-    outboxMessageId(MESSAGING_SERVICE, outboxId),
-    readBusMessage(MESSAGING_TOPICS.emailLifecycle, message.payload),
-  );
+  // The payload lifecycleMessage wrote, read as it is rather than decoded back into an EmailLifecycle.
+  const { projectId, contactId, emailId, type, data, occurredAt } = message.payload as LifecyclePayload;
+  return lifecycleRow(outboxMessageId(MESSAGING_SERVICE, outboxId), {
+    projectId,
+    contactId,
+    emailId,
+    type,
+    data,
+    occurredAt: new Date(occurredAt),
+  });
 }
 
 /** Enqueues lifecycle messages in `tx`; the `emails.sent` ones get their feed row (sentActivity) in it too. */

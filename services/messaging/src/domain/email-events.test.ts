@@ -1,3 +1,6 @@
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { busMessage } from '@svc/lib/bus-topic';
+import { emailLifecycleSubject, MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import { lifecycleMessage } from './email-events.js';
 
 const email = {
@@ -43,5 +46,41 @@ describe('email lifecycle messages (README "Messages on the bus")', () => {
   test('the campaign, workflow and test flag of the row are on every message', () => {
     const row = { ...email, campaign_id: 'c1', workflow_id: 'w1', test: true };
     expect(lifecycleMessage(row, 'open').payload).toMatchObject({ campaignId: 'c1', workflowId: 'w1', test: true });
+  });
+
+  test('the payload is what toJson of the generated EmailLifecycle writes', () => {
+    const rows = [
+      email,
+      { ...email, template_id: 't1', campaign_id: 'c1', workflow_id: null, test: true },
+      { ...email, contact_id: null as unknown as string, subject: 'Ünïcode "quoted" \n' },
+    ];
+    const dates = [new Date('2026-01-02T03:04:05.000Z'), new Date('2026-01-02T03:04:05.120Z'), new Date()];
+    const data = { url: 'https://x.test/a?b=1', n: 2.5, flag: false, none: null, nested: { a: [1, 'b', null] } };
+    for (const row of rows)
+      for (const at of dates) {
+        const m = lifecycleMessage(row, 'click', data, at);
+        const generic = busMessage(
+          MESSAGING_TOPICS.emailLifecycle,
+          {
+            projectId: row.project_id,
+            contactId: row.contact_id ?? '',
+            emailId: row.id,
+            type: 'click',
+            occurredAt: timestampFromDate(at),
+            data: {
+              email: row.to_email,
+              subject: row.subject,
+              ...(row.template_id ? { templateId: row.template_id } : {}),
+              ...data,
+            },
+            campaignId: (row as { campaign_id?: string }).campaign_id ?? '',
+            workflowId: (row as { workflow_id?: string | null }).workflow_id ?? '',
+            test: (row as { test?: boolean }).test ?? false,
+          },
+          emailLifecycleSubject('click'),
+        );
+        expect(m).toStrictEqual(generic);
+        expect(JSON.stringify(m.payload)).toBe(JSON.stringify(generic.payload));
+      }
   });
 });
