@@ -61,6 +61,7 @@ describe('SigningPool', () => {
     pool = new SigningPool({ size: 1, logger, threadUrl: crashingThread });
     const before = await pool.build(message('before'));
     expect(before.raw.length).toBeGreaterThan(0);
+    // One batch: the thread has built "first" but not yet answered it when "exit" kills it.
     const results = await Promise.allSettled([
       pool.build(message('first')),
       pool.build(message('exit')),

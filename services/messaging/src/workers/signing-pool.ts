@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from '@svc/lib/logger';
 import { buildMessage, type BuiltMessage } from '../delivery/mime-build.js';
 import type { MailMessage } from '../delivery/smtp-transport.js';
-import type { SignJob, SignResult } from './signing-thread.js';
+import type { SignJob, SignResult, SignThreadData } from './signing-jobs.js';
 
 /** Turns a message into signed MIME bytes: on a pool of threads (SigningPool) or on the calling thread (inline). */
 export interface MessageBuilder {
@@ -45,8 +45,10 @@ interface Job {
 
 interface Slot {
   worker: Worker;
-  /** In the order sent; the thread answers in that order, so the first is the one it is working on. */
+  /** In the order sent; the thread answers in that order (in batches). */
   inFlight: Job[];
+  /** The id of the job the thread is on (0: none), written by the thread: the culprit when it dies. */
+  current: Float64Array;
   startedAt: number;
   answered: boolean;
   retiring: boolean;
@@ -70,18 +72,19 @@ function tsxApiUrl(): string {
  * A thread on `url`. TypeScript sources (the platform runs them through tsx, whose `--import` hook
  * does not reach worker threads on Node 20) are loaded with tsx's API.
  */
-function startThread(url: URL): Worker {
-  if (!url.pathname.endsWith('.ts')) return new Worker(url);
+function startThread(url: URL, workerData: SignThreadData): Worker {
+  if (!url.pathname.endsWith('.ts')) return new Worker(url, { workerData });
   const tsx = tsxApiUrl();
   const boot =
     `import(${JSON.stringify(tsx)}).then((api) => ` +
     `(api.tsImport ?? api.default.tsImport)(${JSON.stringify(url.href)}, ${JSON.stringify(import.meta.url)}))`;
-  return new Worker(boot, { eval: true, execArgv: [] });
+  return new Worker(boot, { eval: true, execArgv: [], workerData });
 }
 
 /**
  * Builds and DKIM-signs messages on `size` worker threads (one RSA-2048 signature is about a
- * millisecond of CPU, which would otherwise cap the main thread's event loop). A thread that
+ * millisecond of CPU, which would otherwise cap the main thread's event loop). Messages go to a thread,
+ * and come back, in batches: a message each way cost a wake-up of both threads. A thread that
  * dies is replaced; the messages it held are sent to another thread, and the one it was
  * working on fails after MAX_CRASHES deaths so a poison message cannot loop. The process
  * never dies with a thread.
@@ -96,6 +99,8 @@ export class SigningPool implements MessageBuilder {
   private closed = false;
   private startFailures = 0;
   private idleTimer?: NodeJS.Timeout;
+  /** A dispatch is due on the next tick: the builds asked for meanwhile go out together. */
+  private dispatchDue = false;
   /** Builds asked for in the current second (`second`, in whole seconds since the epoch). */
   private second = 0;
   private inSecond = 0;
@@ -121,7 +126,12 @@ export class SigningPool implements MessageBuilder {
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ id: this.nextId++, message, resolve, reject, crashes: 0 });
-      this.dispatch();
+      if (this.dispatchDue) return;
+      this.dispatchDue = true;
+      process.nextTick(() => {
+        this.dispatchDue = false;
+        this.dispatch();
+      });
     });
   }
 
@@ -151,52 +161,62 @@ export class SigningPool implements MessageBuilder {
     );
   }
 
-  /** Hands queued messages to the least loaded threads, starting threads in empty slots. */
+  /** Hands queued messages to the least loaded threads, starting threads in empty slots; one batch per thread. */
   private dispatch(): void {
+    if (this.closed) return;
     if (this.startFailures >= MAX_START_FAILURES) {
       for (const job of this.queue.splice(0)) buildMessage(job.message).then(job.resolve, job.reject);
       return;
     }
+    const batches = new Map<Slot, SignJob[]>();
     while (this.queue.length) {
       let best: Slot | undefined;
       for (let i = 0; i < this.slots.length; i++) {
         const slot = this.slots[i] ?? this.spawn(i);
         if (slot.inFlight.length < this.window && (!best || slot.inFlight.length < best.inFlight.length)) best = slot;
       }
-      if (!best) return; // every thread has a full window; an answer calls dispatch again
+      if (!best) break; // every thread has a full window; an answer calls dispatch again
       const job = this.queue.shift()!;
       best.inFlight.push(job);
-      best.worker.postMessage({ id: job.id, message: job.message } satisfies SignJob);
+      const batch = batches.get(best);
+      if (batch) batch.push({ id: job.id, message: job.message });
+      else batches.set(best, [{ id: job.id, message: job.message }]);
     }
+    for (const [slot, jobs] of batches) slot.worker.postMessage(jobs);
   }
 
   private spawn(i: number): Slot {
+    const current = new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT);
     const slot: Slot = {
-      worker: startThread(this.threadUrl),
+      worker: startThread(this.threadUrl, { current }),
       inFlight: [],
+      current: new Float64Array(current),
       startedAt: Date.now(),
       answered: false,
       retiring: false,
     };
     this.slots[i] = slot;
-    slot.worker.on('message', (result: SignResult) => this.onAnswer(slot, result));
+    slot.worker.on('message', (results: SignResult[]) => this.onAnswers(slot, results));
     // Without an 'error' listener a thread's uncaught exception would be rethrown on the main thread.
     slot.worker.on('error', (err) => this.opts.logger.error({ err }, 'DKIM signing thread failed'));
     slot.worker.on('exit', (code) => this.onExit(i, slot, code));
     return slot;
   }
 
-  private onAnswer(slot: Slot, result: SignResult): void {
-    const at = slot.inFlight.findIndex((j) => j.id === result.id);
-    if (at < 0) return;
-    const [job] = slot.inFlight.splice(at, 1);
-    slot.answered = true;
-    this.startFailures = 0;
-    if ('error' in result) {
-      job.reject(Object.assign(new Error(result.error.message), result.error.code ? { code: result.error.code } : {}));
-    } else {
-      const raw = Buffer.from(result.raw.buffer, result.raw.byteOffset, result.raw.byteLength);
-      job.resolve({ raw, envelope: result.envelope, ready: result.ready });
+  private onAnswers(slot: Slot, results: SignResult[]): void {
+    for (const result of results) {
+      const at = slot.inFlight.findIndex((j) => j.id === result.id);
+      if (at < 0) continue;
+      const [job] = slot.inFlight.splice(at, 1);
+      slot.answered = true;
+      this.startFailures = 0;
+      if ('error' in result) {
+        const { message, code } = result.error;
+        job.reject(Object.assign(new Error(message), code ? { code } : {}));
+      } else {
+        const raw = Buffer.from(result.raw.buffer, result.raw.byteOffset, result.raw.byteLength);
+        job.resolve({ raw, envelope: result.envelope, ready: result.ready });
+      }
     }
     this.dispatch();
     this.scheduleIdle();
@@ -205,10 +225,14 @@ export class SigningPool implements MessageBuilder {
   private onExit(i: number, slot: Slot, code: number): void {
     if (this.slots[i] === slot) this.slots[i] = undefined;
     if (this.closed || slot.retiring) return;
-    const [current, ...waiting] = slot.inFlight.splice(0);
+    // The message the thread was on (it wrote its id before starting it); the others are handed on untouched,
+    // those it had built but not yet answered among them.
+    const held = slot.inFlight.splice(0);
+    const current = held.find((j) => j.id === slot.current[0]);
+    const waiting = held.filter((j) => j !== current);
     if (!slot.answered && Date.now() - slot.startedAt < 5_000) this.startFailures++;
     this.opts.logger.error(
-      { code, held: (current ? 1 : 0) + waiting.length, startFailures: this.startFailures },
+      { code, held: held.length, startFailures: this.startFailures },
       'DKIM signing thread exited; starting another and handing its messages on',
     );
     const retry: Job[] = [];
