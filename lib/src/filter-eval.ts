@@ -1,5 +1,5 @@
 import { isCalendarDate, ISO_DATE_TIME } from './calendar-date.js';
-import { foldFilterTree, UNIT_SECONDS, type FilterOperator, type FilterTree, type TimeUnit } from './filter-tree.js';
+import { UNIT_SECONDS, type FilterOperator, type FilterTree, type TimeUnit } from './filter-tree.js';
 
 // The JavaScript back end of the filter tree (filter-tree.ts): one tree over the values of one record, as
 // workflows' CONDITION steps evaluate it (the SQL back end is contacts' filter-sql.ts). It takes the value
@@ -123,15 +123,27 @@ function matches(f: ValueFilter, actual: unknown, now: number): boolean {
   }
 }
 
-/** Whether the record whose field values `fieldValue` gives matches `tree` (groups short-circuit). */
+/**
+ * Whether the record whose field values `fieldValue` gives matches `tree` (groups short-circuit): the fold of
+ * filter-tree.ts (a group's filters then its nested conditions, ANDed; `logic` joins the groups) as plain loops,
+ * because it runs per execution and a closure per node costs more than the evaluation (tsx names each one).
+ */
 export function evaluateFilterTree<F extends ValueFilter>(
   tree: FilterTree<F>,
   fieldValue: (field: string) => unknown,
   now = Date.now(),
 ): boolean {
-  return foldFilterTree<() => boolean, F>(tree, {
-    filter: (f) => () => matches(f, fieldValue(f.field), now),
-    all: (parts) => () => parts.every((p) => p()),
-    any: (parts) => () => parts.some((p) => p()),
-  })();
+  const any = tree.logic === 'OR' && tree.groups.length > 0;
+  for (const group of tree.groups) {
+    let ok = true;
+    for (const f of group.filters) {
+      if (!matches(f, fieldValue(f.field), now)) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok && group.conditions) ok = evaluateFilterTree(group.conditions, fieldValue, now);
+    if (ok === any) return any;
+  }
+  return !any;
 }
