@@ -108,6 +108,22 @@ const INSERT_COLUMNS = [
   'test',
 ] as const;
 
+type InsertColumn = (typeof INSERT_COLUMNS)[number];
+const INSERT_DEFAULTS: Partial<Record<InsertColumn, unknown>> = { bounce_reason: null, dedupe_key: null, test: false };
+
+/**
+ * An email as the INSERT's jsonb record: its columns, copied one by one. Object rest and spread per email made
+ * objects JSON.stringify writes slowly (29 -> 4 us per campaign email, stringify included).
+ */
+function insertRecord(e: NewEmail & { bounce_reason?: string | null }): Record<string, unknown> {
+  const record: Record<string, unknown> = {};
+  for (const column of INSERT_COLUMNS) {
+    const value = e[column];
+    record[column] = value === undefined ? (INSERT_DEFAULTS[column] ?? null) : value;
+  }
+  return record;
+}
+
 /** Columns the delivery worker reads (no large fields it does not need twice). */
 export type ClaimedEmail = EmailRow;
 
@@ -204,7 +220,6 @@ export class EmailsStore {
   async insertMany(tx: Queryable, emails: (NewEmail & { bounce_reason?: string | null })[]): Promise<Set<string>> {
     if (!emails.length) return new Set();
     const cols = INSERT_COLUMNS.join(', ');
-    const defaults = { bounce_reason: null, dedupe_key: null, test: false };
     // The delivery loop is woken in the same statement: PostgreSQL sends one notification per transaction
     // for repeats of the same channel and payload, and none when no row was inserted.
     const { rows } = await tx.query<{ id: string }>(
@@ -213,7 +228,7 @@ export class EmailsStore {
          ON CONFLICT (project_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id
        )
        SELECT id, pg_notify('emails_queued', '') FROM ins`,
-      [JSON.stringify(emails.map(({ attachments: _, ...e }) => ({ ...defaults, ...e })))],
+      [JSON.stringify(emails.map(insertRecord))],
     );
     return new Set(rows.map((r) => r.id));
   }
