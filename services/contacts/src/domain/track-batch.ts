@@ -3,8 +3,8 @@ import { uuidv7 } from '@svc/lib/ids';
 import type { Queryable } from '@svc/lib/db';
 import { outgoingContext, type RequestContext } from '@svc/lib/request-context';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
-import type { ContactRow, EventRow } from '../store/contact-rows.js';
-import type { ContactBatches } from '../store/contacts-store.js';
+import type { EventRow } from '../store/contact-rows.js';
+import type { ContactBatches, LockedContact } from '../store/contacts-store.js';
 import { eventTrackedTopic } from './bus-messages.js';
 import type { Contacts } from './contacts.js';
 import { applyDataPatch, type DataPatch } from './custom-data.js';
@@ -46,28 +46,24 @@ export async function writeTrackBatch(
   transaction: { own?: boolean } = {},
 ): Promise<Tracked[]> {
   const key = (projectId: string, email: string) => `${projectId}:${email.toLowerCase()}`;
-  const state = new Map<string, { row: ContactRow; isNew: boolean; dirty: boolean }>();
+  const state = new Map<string, { row: LockedContact; isNew: boolean; dirty: boolean }>();
   for (const row of await d.batches.lockByKeys(tx, writes, { begin: transaction.own }))
     state.set(key(row.project_id, row.email), { row, isNew: false, dirty: false });
 
   const events: Array<{ id: string; projectId: string; contactId: string; name: string; data: object }> = [];
   const answers: Array<{ contactId: string; eventId: string }> = [];
-  const now = new Date();
   // Each message carries the request of the write that caused it (a contact's: its last write).
   const requestOf = new Map<string, RequestContext | undefined>();
   for (const [i, w] of writes.entries()) {
     const k = key(w.projectId, w.email);
     let entry = state.get(k);
     if (!entry) {
-      const row: ContactRow = {
+      const row: LockedContact = {
         id: randomUUID(),
         project_id: w.projectId,
         email: w.email,
         subscribed: nextSubscription(undefined, w.subscribed, true, 'track'),
-        snoozed_until: null,
         data: applyDataPatch({}, w.patch.patch).data,
-        created_at: now,
-        updated_at: now,
       };
       entry = { row, isNew: true, dirty: false };
       state.set(k, entry);
@@ -96,8 +92,8 @@ export async function writeTrackBatch(
   }
 
   // Each project's new contacts, then its changed ones, then the events: the outbox keeps that order.
-  const written: Array<{ row: ContactRow; isNew: boolean }> = [];
-  const byProject = new Map<string, Array<{ row: ContactRow; isNew: boolean; dirty: boolean }>>();
+  const written: Array<{ row: LockedContact; isNew: boolean }> = [];
+  const byProject = new Map<string, Array<{ row: LockedContact; isNew: boolean; dirty: boolean }>>();
   for (const e of state.values()) byProject.set(e.row.project_id, [...(byProject.get(e.row.project_id) ?? []), e]);
   for (const [projectId, entries] of byProject) {
     const fresh = entries.filter((e) => e.isNew);

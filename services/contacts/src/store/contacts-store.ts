@@ -310,6 +310,9 @@ export const eventTrackedJson = (alias: string) =>
   `jsonb_build_object('projectId', ${alias}.project_id, 'contactId', ${alias}.contact_id, 'eventId', ${alias}.id,
      'name', ${alias}.name, 'data', ${alias}.data, 'createdAt', ${timestampJson(`${alias}.created_at`)})`;
 
+/** What a batch of tracks reads of a contact it locks: no timestamps, so no Date parsed per row. */
+export type LockedContact = Pick<ContactRow, 'id' | 'project_id' | 'email' | 'subscribed' | 'data'>;
+
 /** Set-based writes: CSV import batches and batches of tracks. */
 export class ContactBatches {
   constructor(private readonly pool: Pool) {}
@@ -338,10 +341,11 @@ export class ContactBatches {
     tx: Queryable,
     keys: Array<{ projectId: string; email: string }>,
     ends?: TransactionEnds,
-  ): Promise<ContactRow[]> {
-    return queryWithEnds<ContactRow>(
+  ): Promise<LockedContact[]> {
+    return queryWithEnds<LockedContact>(
       tx,
-      `SELECT c.* FROM contacts c JOIN unnest($1::uuid[], $2::text[]) AS k(project_id, email)
+      `SELECT c.id, c.project_id, c.email, c.subscribed, c.data
+       FROM contacts c JOIN unnest($1::uuid[], $2::text[]) AS k(project_id, email)
          ON c.project_id = k.project_id AND lower(c.email) = k.email
        ORDER BY c.project_id, lower(c.email) FOR UPDATE OF c`,
       [textArray(keys.map((k) => k.projectId)), textArray(keys.map((k) => k.email.toLowerCase()))],
