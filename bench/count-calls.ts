@@ -1,13 +1,15 @@
 /**
  * BENCH_COUNT=1 loads this into each service process (bench/support.ts): it counts the SQL
  * statements the process sends (by their first words), the RPCs it serves, the bus messages it
- * acknowledges and the JetStream messages it publishes (by subject), and writes the totals to
+ * acknowledges and the JetStream messages it publishes (by subject), in embedded mode the in-process bus's
+ * messages published (by subject) and handled (by durable), and writes the totals to
  * LOG_DIR/counts/<pid>.json on SIGUSR2, so a benchmark can print them per unit of work.
  */
 import { writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { MemoryBus } from '../lib/src/bus-memory.js';
 import { JetStreamPublisher } from '../lib/src/jetstream-publish.js';
 
 const counts: Record<string, number> = {};
@@ -44,6 +46,21 @@ const publish = JetStreamPublisher.prototype.publish;
 JetStreamPublisher.prototype.publish = function (this: JetStreamPublisher, subject, ...rest) {
   bump(`pub ${subject.split('.').slice(1, 3).join('.')}`);
   return publish.call(this, subject, ...rest);
+};
+
+// Embedded mode's in-process bus: messages published by subject (`pub <a>.<b>`), deliveries by durable (`handle <d>`).
+const memoryPublish = MemoryBus.prototype.publish;
+MemoryBus.prototype.publish = function (this: MemoryBus, subject, ...rest) {
+  bump(`pub ${subject.split('.').slice(0, 2).join('.')}`);
+  return memoryPublish.call(this, subject, ...rest);
+};
+const memorySubscribe = MemoryBus.prototype.subscribe;
+MemoryBus.prototype.subscribe = function (this: MemoryBus, durable, subjects, handler, ...rest) {
+  const counted: typeof handler = (message) => {
+    bump(`handle ${durable}`);
+    return handler(message);
+  };
+  return memorySubscribe.call(this, durable, subjects, counted, ...rest);
 };
 
 process.on('SIGUSR2', () => {
