@@ -102,6 +102,9 @@ export function on<D extends DescMessage>(
   };
 }
 
+/** Concrete subjects whose matching routes a consumer remembers (a topic family has a handful of members). */
+const MATCHED_SUBJECTS = 1024;
+
 /**
  * A durable consumer of typed topics. A message that does not decode is poison: it is logged
  * (with its id `<service>-<outbox id>`, to find the outbox row) and acknowledged, so it cannot
@@ -118,13 +121,23 @@ export async function subscribeTopics(
   logger: Logger,
   options?: SubscribeOptions,
 ): Promise<void> {
+  // The routes of each subject delivered, matched once: a consumer of many routes (the activity feed's) would
+  // otherwise split every route's pattern and the subject again for each message.
+  const bySubject = new Map<string, TopicRoute[]>();
+  const routesOf = (subject: string): TopicRoute[] => {
+    let matched = bySubject.get(subject);
+    if (!matched) {
+      matched = routes.filter((r) => subjectMatches(r.subject, subject));
+      if (bySubject.size < MATCHED_SUBJECTS) bySubject.set(subject, matched);
+    }
+    return matched;
+  };
   await bus.subscribe(
     durable,
     [...new Set(routes.map((r) => r.subject))],
     // Traces on: each delivery in a consumer span under the message's producer span (lib/tracing.ts).
     tracedHandler(durable, bus.system, async (m) => {
-      for (const route of routes) {
-        if (!subjectMatches(route.subject, m.subject)) continue;
+      for (const route of routesOf(m.subject)) {
         try {
           await route.deliver(m);
         } catch (err) {

@@ -58,12 +58,17 @@ export function lifecycleActivity(sourceId: string, m: EmailLifecycle): Activity
   });
 }
 
-/**
- * A tracked event (`events.tracked`) -> a feed row, or none for `email.*` names: contacts records
- * those from the same lifecycle messages, which are already in the feed (and publishes them on
- * `events.email` now; older ones came on `events.tracked`).
- */
-export function trackedActivity(sourceId: string, m: EventTracked): ActivityRow | null {
+/** The fields of a tracked event a feed row is made of. */
+interface TrackedFields {
+  projectId: string;
+  contactId: string;
+  eventId: string;
+  name: string;
+  data: JsonObject;
+  occurredAt: Date;
+}
+
+function trackedRow(sourceId: string, m: TrackedFields): ActivityRow | null {
   if (!isUuid(m.projectId) || !m.name || m.name.startsWith('email.')) return null;
   const system = m.name.startsWith('contact.') || m.name.startsWith('segment.');
   return {
@@ -75,9 +80,51 @@ export function trackedActivity(sourceId: string, m: EventTracked): ActivityRow 
     email_id: null,
     email: null,
     name: m.name,
-    data: { ...(m.data ?? {}), ...(m.eventId ? { eventId: m.eventId } : {}) },
-    occurred_at: dateOf(m.createdAt),
+    data: m.eventId ? { ...m.data, eventId: m.eventId } : m.data,
+    occurred_at: m.occurredAt,
   };
+}
+
+/**
+ * A tracked event (`events.tracked`) -> a feed row, or none for `email.*` names: contacts records
+ * those from the same lifecycle messages, which are already in the feed (and publishes them on
+ * `events.email` now; older ones came on `events.tracked`).
+ */
+export function trackedActivity(sourceId: string, m: EventTracked): ActivityRow | null {
+  const { projectId, contactId, eventId, name } = m;
+  return trackedRow(sourceId, {
+    projectId,
+    contactId,
+    eventId,
+    name,
+    data: m.data ?? {},
+    occurredAt: dateOf(m.createdAt),
+  });
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const optionalString = (v: unknown): v is string | undefined => v === undefined || typeof v === 'string';
+
+/**
+ * trackedActivity of a payload as received, read as it is rather than decoded into an EventTracked (every tracked
+ * event comes through here): `undefined` when it is not in the form contacts writes (eventTrackedJson), to decode.
+ */
+export function trackedPayloadActivity(sourceId: string, payload: unknown): ActivityRow | null | undefined {
+  if (!isObject(payload)) return undefined;
+  const { projectId, contactId, eventId, name, data, createdAt } = payload;
+  if (typeof projectId !== 'string' || typeof name !== 'string') return undefined;
+  if (!optionalString(contactId) || !optionalString(eventId) || !optionalString(createdAt)) return undefined;
+  if (data !== undefined && !isObject(data)) return undefined;
+  const occurredAt = createdAt === undefined ? new Date() : new Date(createdAt);
+  if (Number.isNaN(occurredAt.getTime())) return undefined;
+  return trackedRow(sourceId, {
+    projectId,
+    contactId: contactId ?? '',
+    eventId: eventId ?? '',
+    name,
+    data: (data ?? {}) as JsonObject,
+    occurredAt,
+  });
 }
 
 function encodeCursor(row: ActivityRow): string {
@@ -177,8 +224,20 @@ export class ActivityFeed {
       ...FEED_LIFECYCLE_TYPES.map((type) =>
         on(emailLifecycleTopic(type), (m, { id }) => this.record(lifecycleActivity(id, m))),
       ),
-      on(CONTACTS_TOPICS.eventTracked, (m, { id }) => this.record(trackedActivity(id, m))),
+      this.trackedRoute(),
     ];
+  }
+
+  /** Tracked events are read from the payload as received; one in another form is decoded (or found malformed). */
+  private trackedRoute(): TopicRoute {
+    const decoded = on(CONTACTS_TOPICS.eventTracked, (m, { id }) => this.record(trackedActivity(id, m)));
+    return {
+      subject: decoded.subject,
+      deliver: (m) => {
+        const row = trackedPayloadActivity(m.id, m.data);
+        return row === undefined ? decoded.deliver(m) : this.record(row);
+      },
+    };
   }
 
   private async record(row: ActivityRow | null): Promise<void> {
