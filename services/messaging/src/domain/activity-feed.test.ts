@@ -2,8 +2,15 @@ import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { readBusMessage } from '@svc/lib/bus-topic';
 import { EventTrackedSchema } from '@svc/proto/svc/contacts/v1/events_pb';
+import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
-import { FEED_LIFECYCLE_TYPES, lifecycleActivity, sentActivity, trackedActivity } from './activity-feed.js';
+import {
+  FEED_LIFECYCLE_TYPES,
+  lifecycleActivity,
+  sentActivity,
+  trackedActivity,
+  trackedPayloadActivity,
+} from './activity-feed.js';
 import { lifecycleMessage } from './email-events.js';
 
 const projectId = '00000000-0000-4000-8000-000000000000';
@@ -61,6 +68,29 @@ describe('activity read model', () => {
     });
     expect(trackedActivity('c-2', tracked('contact.unsubscribed'))).toMatchObject({ type: 'contact.unsubscribed' });
     expect(trackedActivity('c-3', tracked('email.open'))).toBeNull();
+  });
+
+  test('a tracked payload read as received makes the row its decoded EventTracked makes; others are decoded', () => {
+    const wire = {
+      projectId,
+      contactId,
+      eventId: 'e',
+      name: 'purchase',
+      data: { amount: 3, tags: ['a'], nested: { ok: true, none: null } },
+      createdAt: '2026-01-01T00:00:00.123Z',
+    };
+    const { data: _, ...bare } = wire;
+    for (const payload of [wire, bare, { ...wire, name: 'contact.unsubscribed', eventId: '' }]) {
+      const decoded = trackedActivity('c-5', readBusMessage(CONTACTS_TOPICS.eventTracked, payload));
+      const read = trackedPayloadActivity('c-5', payload);
+      expect(read).toEqual({ ...decoded, id: read!.id });
+    }
+    expect(trackedPayloadActivity('c-6', { ...wire, name: 'email.open' })).toBeNull();
+    expect(trackedPayloadActivity('c-7', { ...wire, projectId: 'p' })).toBeNull();
+    const others = [{ ...wire, contactId: 7 }, { ...wire, data: [1] }, { ...wire, createdAt: 'yesterday' }, null];
+    for (const payload of [...others, { project_id: projectId, name: 'purchase' }]) {
+      expect(trackedPayloadActivity('c-8', payload)).toBeUndefined();
+    }
   });
 
   test('a message naming no stored project makes no row (it could never be inserted)', () => {
