@@ -20,6 +20,8 @@ import { startSmtpSink } from '@svc/messaging';
 import {
   cpuByService,
   backendCpu,
+  cpuPerUnit,
+  cpuSnapshot,
   fmt,
   machineLine,
   newTenant,
@@ -190,6 +192,7 @@ run(
     await admin.connect();
     onCleanup(() => admin.end());
     const pgBefore = await backendCpu(admin, prefix);
+    const snapBefore = await cpuSnapshot(platform, admin);
     const cpuBefore = cpuByService(platform);
     const benchBefore = process.cpuUsage();
     const loadBefore = os.loadavg()[0];
@@ -221,6 +224,7 @@ run(
     const cpuAfter = cpuByService(platform);
     const bench = process.cpuUsage(benchBefore);
     const pgAfter = await backendCpu(admin, prefix);
+    const snapAfter = await cpuSnapshot(platform, admin);
     let pgCpu = 0;
     for (const [pid, s] of pgAfter) if (Number.isFinite(s)) pgCpu += s - (pgBefore.get(pid) ?? 0);
     state = (await api(platform, key, 'GET', `/campaigns/${id}`)).body;
@@ -244,6 +248,7 @@ run(
         `CPU from the send to the last message (100% = one core): ${cpu}; ` +
           `PostgreSQL backends of the run ${fmt(pgCpu, 1)} s (${fmt((100 * pgCpu) / seconds)}%); ` +
           `bench process (SMTP sink, polling) ${fmt((bench.user + bench.system) / 1e6, 1)} s`,
+        cpuPerUnit(snapBefore, snapAfter, received, 'message received'),
         platformPeakRss(platform),
         `load average: ${loadBefore.toFixed(1)} at the send, ${os.loadavg()[0].toFixed(1)} at the end; ` +
           `503 answers retried during the run: ${retried503}`,

@@ -247,4 +247,10 @@ export const migrations: Migration[] = [
       ALTER TABLE uploads ADD COLUMN storage text NOT NULL DEFAULT 'database' CHECK (storage IN ('database', 's3'));
     `,
   },
+  {
+    // No statement reads emails by workflow_id, and every workflow email's insert and status change wrote an entry
+    // in this index.
+    id: '011_drop_emails_workflow_index',
+    sql: 'DROP INDEX emails_workflow;',
+  },
 ];
