@@ -66,10 +66,13 @@ describe('message content limits', () => {
   });
 
   test('50 recipients whose renders exceed the request budget: 422 render_budget, nothing queued', async () => {
-    // About 30 ms of CPU per render here: 100 renders (subject and body of 50 recipients) take 3 s, over the 2 s
-    // budget whatever the load, while one render stays inside the 500 ms per-render limit (wall time) unless the
-    // process gets under a sixteenth of a core (180 x 180 steps, 0.1 s, crossed it on a box at load 20-30).
-    const loop = '{% for i in (1..100) %}{% for j in (1..100) %}{% assign k = j %}{% endfor %}{% endfor %}';
+    // About 55 ms of CPU per render here (liquidjs renders synchronously): 100 renders (subject and body of 50
+    // recipients) would take 5.5 s, so the 2 s budget runs out on a machine up to about 2.5 times faster, while one
+    // render stays inside the 500 ms per-render limit (wall time) unless the process gets under a ninth of a core.
+    // Before: 100 x 100 steps (30 ms through the per-node promises of an asynchronous render) took 1.7 s for all
+    // 100 renders once rendering became synchronous, inside the budget; 180 x 180 steps (0.1 s) crossed the
+    // per-render limit on a box at load 20-30.
+    const loop = '{% for i in (1..350) %}{% for j in (1..100) %}{% assign k = j %}{% endfor %}{% endfor %}';
     const to = Array.from({ length: 50 }, () => uniqueEmail('budget'));
     const res = await send({ to, subject: `${loop}Hi`, body: `${loop}<p>Hi {{email}}</p>` });
     expectEnvelope(res, 422, 'VALIDATION_ERROR');
