@@ -47,15 +47,7 @@ function lifecycleRow(sourceId: string, m: LifecycleFields): ActivityRow | null 
 
 /** Email lifecycle (`emails.*`) -> an `email.<type>` feed row; `sourceId` is the bus message id. */
 export function lifecycleActivity(sourceId: string, m: EmailLifecycle): ActivityRow | null {
-  const { projectId, contactId, emailId, type } = m;
-  return lifecycleRow(sourceId, {
-    projectId,
-    contactId,
-    emailId,
-    type,
-    data: m.data ?? {},
-    occurredAt: dateOf(m.occurredAt),
-  });
+  return lifecycleRow(sourceId, { ...m, data: m.data ?? {}, occurredAt: dateOf(m.occurredAt) });
 }
 
 /** The fields of a tracked event a feed row is made of. */
@@ -91,15 +83,7 @@ function trackedRow(sourceId: string, m: TrackedFields): ActivityRow | null {
  * `events.email` now; older ones came on `events.tracked`).
  */
 export function trackedActivity(sourceId: string, m: EventTracked): ActivityRow | null {
-  const { projectId, contactId, eventId, name } = m;
-  return trackedRow(sourceId, {
-    projectId,
-    contactId,
-    eventId,
-    name,
-    data: m.data ?? {},
-    occurredAt: dateOf(m.createdAt),
-  });
+  return trackedRow(sourceId, { ...m, data: m.data ?? {}, occurredAt: dateOf(m.createdAt) });
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
