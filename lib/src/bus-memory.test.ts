@@ -62,4 +62,28 @@ describe('MemoryBus', () => {
     ]);
     await bus.close();
   });
+
+  test('a message a subscriber skips is acknowledged without reaching its handler; a throwing skip skips nothing', async () => {
+    const bus = new MemoryBus(capturingLogger().logger);
+    const seen: string[] = [];
+    const skipped: unknown[] = [];
+    await bus.subscribe('picky', ['x.*'], async (m) => void seen.push(`picky ${m.id}`), {
+      skip: (subject, data) => {
+        skipped.push([subject, structuredClone(data)]);
+        if ((data as { boom?: boolean }).boom) throw new Error('boom');
+        return (data as { keep?: boolean }).keep !== true;
+      },
+    });
+    await bus.subscribe('all', ['x.*'], async (m) => void seen.push(`all ${m.id}`));
+    await bus.publish('x.a', new JsonText('{"keep":false}'), '1');
+    await bus.publish('x.a', { keep: true }, '2');
+    await bus.publish('x.b', new JsonText('{"boom":true}'), '3');
+    expect(seen).toEqual(['all 1', 'picky 2', 'all 2', 'picky 3', 'all 3']);
+    expect(skipped).toEqual([
+      ['x.a', { keep: false }],
+      ['x.a', { keep: true }],
+      ['x.b', { boom: true }],
+    ]);
+    await bus.close();
+  });
 });

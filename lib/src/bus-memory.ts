@@ -16,6 +16,8 @@ interface Subscription {
   durable: string;
   subjects: string[];
   handler: BusHandler;
+  /** SubscribeOptions.skip: a message it answers true for is acknowledged at once, never delivered. */
+  skip?: (subject: string, data: unknown) => boolean;
   /** Deliveries to one subscriber run one after another, in publish order (unless `concurrent`). */
   tail: Promise<void>;
   /** SubscribeOptions.concurrency > 1: each message is handled as it is published (the relay bounds how many). */
@@ -24,6 +26,13 @@ interface Subscription {
 }
 
 type WatchHandler = Parameters<Bus['watch']>[1];
+
+interface Route {
+  watchers: WatchHandler[];
+  targets: Subscription[];
+  /** Some target has a skip. */
+  skipping: boolean;
+}
 
 const DEDUPE_WINDOW = 10_000;
 const MAX_ATTEMPTS = 10;
@@ -41,7 +50,7 @@ export class MemoryBus implements Bus {
   private readonly watchers: Array<{ subjects: string[]; handler: WatchHandler }> = [];
   private readonly seen = new Set<string>();
   /** Who takes a subject, worked out once per subject (every message used to match every pattern). */
-  private readonly routes = new Map<string, { watchers: WatchHandler[]; targets: Subscription[] }>();
+  private readonly routes = new Map<string, Route>();
   private closed = false;
 
   constructor(private readonly logger: Logger) {}
@@ -66,8 +75,12 @@ export class MemoryBus implements Bus {
       unused = false;
       return data;
     };
-    const { watchers, targets } = this.routeOf(subject);
-    for (const handler of watchers) this.notify(handler, subject, copy);
+    const route = this.routeOf(subject);
+    // Skips look at the value before any watcher or subscriber holds it (the first of them takes it).
+    const targets = route.skipping
+      ? route.targets.filter((s) => !s.skip || !this.skips(s, subject, data))
+      : route.targets;
+    for (const handler of route.watchers) this.notify(handler, subject, copy);
     await Promise.all(
       targets.map((s) => {
         const message: BusMessage = { ...base, data: copy() };
@@ -85,7 +98,8 @@ export class MemoryBus implements Bus {
 
   async subscribe(durable: string, subjects: string[], handler: BusHandler, options?: SubscribeOptions): Promise<void> {
     const concurrent = (options?.concurrency ?? 1) > 1;
-    this.subs.push({ durable, subjects, handler, tail: Promise.resolve(), concurrent, inFlight: new Set() });
+    const skip = options?.skip;
+    this.subs.push({ durable, subjects, handler, skip, tail: Promise.resolve(), concurrent, inFlight: new Set() });
     this.routes.clear();
   }
 
@@ -94,19 +108,30 @@ export class MemoryBus implements Bus {
     this.routes.clear();
   }
 
-  private routeOf(subject: string): { watchers: WatchHandler[]; targets: Subscription[] } {
+  private routeOf(subject: string): Route {
     let route = this.routes.get(subject);
     if (!route) {
       const matches = (subjects: string[]) => subjects.some((p) => subjectMatches(p, subject));
+      const targets = this.subs.filter((s) => matches(s.subjects));
       route = {
         watchers: this.watchers.filter((w) => matches(w.subjects)).map((w) => w.handler),
-        targets: this.subs.filter((s) => matches(s.subjects)),
+        targets,
+        skipping: targets.some((s) => s.skip),
       };
       // Subjects are a fixed family (topics and their members); the bound only guards against a runaway caller.
       if (this.routes.size >= 10_000) this.routes.clear();
       this.routes.set(subject, route);
     }
     return route;
+  }
+
+  /** A skip that throws skips nothing: the delivery goes ahead and the handler sees the message as before. */
+  private skips(s: Subscription, subject: string, data: unknown): boolean {
+    try {
+      return s.skip!(subject, data);
+    } catch {
+      return false;
+    }
   }
 
   private notify(handler: WatchHandler, subject: string, copy: () => unknown): void {

@@ -189,4 +189,41 @@ describe('typed consumers', () => {
     expect(most).toBe(4);
     await bus.close();
   });
+
+  test('a message every route of its subject skips is not delivered; a route without a skip still gets it', async () => {
+    const { logger } = capturingLogger();
+    const bus = new MemoryBus(logger);
+    const got: string[] = [];
+    const handled: string[] = [];
+    const wrapped = bus.subscribe.bind(bus);
+    bus.subscribe = (durable, subjects, handler, options) =>
+      wrapped(
+        durable,
+        subjects,
+        async (m) => {
+          handled.push(m.id);
+          await handler(m);
+        },
+        options,
+      );
+    const skip = { skip: (d: unknown) => (d as { campaignId?: string }).campaignId === '' };
+    await subscribeTopics(
+      bus,
+      'picky',
+      [
+        on(MESSAGING_TOPICS.emailLifecycle, async (m) => void got.push(`lifecycle:${m.campaignId}`), skip),
+        on(CONTACTS_TOPICS.eventTracked, async (m) => void got.push(`tracked:${m.name}`)),
+      ],
+      logger,
+    );
+    const none = busMessage(MESSAGING_TOPICS.emailLifecycle, { type: 'sent' }, 'emails.sent');
+    const one = busMessage(MESSAGING_TOPICS.emailLifecycle, { type: 'sent', campaignId: 'c' }, 'emails.sent');
+    const tracked = busMessage(CONTACTS_TOPICS.eventTracked, { name: 'signup' });
+    await bus.publish(none.subject, none.payload, 'm-1');
+    await bus.publish(one.subject, one.payload, 'm-2');
+    await bus.publish(tracked.subject, tracked.payload, 'c-1');
+    expect(got).toEqual(['lifecycle:c', 'tracked:signup']);
+    expect(handled).toEqual(['m-2', 'c-1']);
+    await bus.close();
+  });
 });

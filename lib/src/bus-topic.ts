@@ -55,6 +55,8 @@ export function readBusMessage<D extends DescMessage>(t: Topic<D>, data: unknown
 /** One topic a consumer reads and what it does with each message, as the generated type. */
 export interface TopicRoute {
   readonly subject: string;
+  /** RouteOptions.skip: true when `deliver` would acknowledge the payload without decoding it. */
+  skip?(data: unknown): boolean;
   /** Decodes (throws `MalformedMessage`) then runs the handler (its errors are redelivered). */
   deliver(message: BusMessage): Promise<void>;
 }
@@ -89,6 +91,7 @@ export function on<D extends DescMessage>(
   const skip = options?.skip;
   return {
     subject: t.subject,
+    skip,
     async deliver(m) {
       if (skip?.(m.data)) return;
       let message: MessageShape<D>;
@@ -132,6 +135,12 @@ export async function subscribeTopics(
     }
     return matched;
   };
+  // A message every matching route would skip need not be delivered at all (SubscribeOptions.skip): in embedded
+  // mode most of a /v1/send's deliveries are such (segments, workflows and campaigns track nothing of it).
+  const skip = (subject: string, data: unknown): boolean => {
+    const matched = routesOf(subject);
+    return matched.length > 0 && matched.every((r) => r.skip?.(data) === true);
+  };
   await bus.subscribe(
     durable,
     [...new Set(routes.map((r) => r.subject))],
@@ -149,6 +158,6 @@ export async function subscribeTopics(
         }
       }
     }),
-    options,
+    routes.some((r) => r.skip) ? { ...options, skip } : options,
   );
 }

@@ -34,6 +34,12 @@ export interface SubscribeOptions {
    * deletes it, so a long-lived server neither keeps delivering the retired subjects nor replays the new ones.
    */
   replaces?: string[];
+  /**
+   * Looks at a message as published (its JSON value, read only, not decoded): true means the handler would do
+   * nothing with it. A bus may then acknowledge it without delivering it (the in-process bus does, before any copy,
+   * context or promise); one that delivers it anyway is no different, so the handler must still cope with it.
+   */
+  skip?(subject: string, data: unknown): boolean;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Bus } from '@svc/lib/bus';
-import { on, subscribeTopics } from '@svc/lib/bus-topic';
+import { on, rawField, subscribeTopics } from '@svc/lib/bus-topic';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
@@ -46,13 +46,18 @@ export async function subscribeCampaignsConsumers(
     bus,
     'campaigns-counters',
     [
-      on(MESSAGING_TOPICS.emailLifecycle, async (m) => {
-        if (m.test || !isUuid(m.campaignId) || !isUuid(m.contactId)) return;
-        if (m.type === 'suppressed') return void (await recipients.markWithdrawn(m.campaignId, m.contactId));
-        if (!isStep(m.type)) return;
-        const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
-        await marks.submit({ campaignId: m.campaignId, contactId: m.contactId, step: m.type, at });
-      }),
+      on(
+        MESSAGING_TOPICS.emailLifecycle,
+        async (m) => {
+          if (m.test || !isUuid(m.campaignId) || !isUuid(m.contactId)) return;
+          if (m.type === 'suppressed') return void (await recipients.markWithdrawn(m.campaignId, m.contactId));
+          if (!isStep(m.type)) return;
+          const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
+          await marks.submit({ campaignId: m.campaignId, contactId: m.contactId, step: m.type, at });
+        },
+        // Mail of no campaign (transactional, workflows: most lifecycle messages) is acknowledged undecoded.
+        { skip: (d) => !isUuid(rawField(d, 'campaignId')) },
+      ),
     ],
     logger,
     // A campaign sends thousands of messages a second: they are handled many at once and their flags
