@@ -63,7 +63,7 @@ describe('MemoryBus', () => {
     await bus.close();
   });
 
-  test('a message a subscriber skips is acknowledged without reaching its handler; a throwing skip skips nothing', async () => {
+  test('a message a subscriber skips never reaches its handler; a throwing skip skips nothing', async () => {
     const bus = new MemoryBus(capturingLogger().logger);
     const seen: string[] = [];
     const skipped: unknown[] = [];

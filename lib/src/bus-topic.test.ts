@@ -190,7 +190,7 @@ describe('typed consumers', () => {
     await bus.close();
   });
 
-  test('a message every route of its subject skips is not delivered; a route without a skip still gets it', async () => {
+  test('a message every route of its subject skips is not delivered; a route without one still gets it', async () => {
     const { logger } = capturingLogger();
     const bus = new MemoryBus(logger);
     const got: string[] = [];
