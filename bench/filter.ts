@@ -24,9 +24,9 @@ import pg from 'pg';
 import { createPool, type Pool } from '@svc/lib/db';
 import { migrate } from '@svc/lib/migrate';
 import { OUTBOX_MIGRATION, OUTBOX_NOTIFY_MIGRATION } from '@svc/lib/outbox';
-import { compileFilter, SqlParams } from '../services/contacts/src/domain/filter-sql.js';
+import { compileFilter, SqlParams, type IndexedPaths } from '../services/contacts/src/domain/filter-sql.js';
 import { parseFilterTree } from '@svc/lib/filter-tree';
-import { reconcileFilterIndexes } from '../services/contacts/src/domain/filter-indexes.js';
+import { FilterIndexCatalog, reconcileFilterIndexes } from '../services/contacts/src/domain/filter-indexes.js';
 import { ContactsStore } from '../services/contacts/src/store/contacts-store.js';
 import { migrations } from '../services/contacts/src/store/migrations.js';
 import { cpuSeconds, fmt, machine, median, onCleanup, peakRssReport, PG_SERVER, run, runPrefix } from './support.js';
@@ -177,17 +177,23 @@ interface Measure {
   pagePlan: string[];
 }
 
-function compiler(projectId: string, tree: unknown) {
+/** As the service compiles (audiences.ts): with the managed indexes its catalog (FilterIndexCatalog) lists. */
+function compiler(projectId: string, tree: unknown, indexed: IndexedPaths) {
   return () => {
     const parsed = parseFilterTree(tree, 'condition');
-    const params = new SqlParams([projectId]);
+    const params = new SqlParams([projectId], new Map(), indexed);
     const sql = compileFilter(parsed, params, 'c');
     return { sql, params: params.values };
   };
 }
 
 /** Median CPU ms of one backend (from /proc: a server on this machine) for count and page, without parallel workers. */
-async function serialCpu(dbName: string, projectId: string, tree: unknown): Promise<{ count: number; page: number }> {
+async function serialCpu(
+  dbName: string,
+  projectId: string,
+  tree: unknown,
+  indexed: IndexedPaths,
+): Promise<{ count: number; page: number }> {
   const client = new pg.Client({ connectionString: `${PG_SERVER}/${dbName}` });
   await client.connect();
   try {
@@ -195,7 +201,7 @@ async function serialCpu(dbName: string, projectId: string, tree: unknown): Prom
     const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const pid = rows[0].pid;
     const store = new ContactsStore(client as unknown as Pool);
-    const compile = compiler(projectId, tree);
+    const compile = compiler(projectId, tree, indexed);
     const cpuMs = async (fn: () => Promise<unknown>) => {
       const c0 = cpuSeconds(pid);
       await fn();
@@ -220,7 +226,8 @@ async function serialCpu(dbName: string, projectId: string, tree: unknown): Prom
 async function measure(pool: Pool, dbName: string, projectId: string, tree: unknown): Promise<Measure> {
   const rec = recording(pool);
   const store = new ContactsStore(rec.pool);
-  const compile = compiler(projectId, tree);
+  const indexed = await new FilterIndexCatalog(pool).indexed();
+  const compile = compiler(projectId, tree, indexed);
   // One warm-up of each (plans, caches), then RUNS timed runs; parsing and compiling are inside the timing.
   await store.count(projectId, compile().sql, compile().params);
   await store.page(compile().sql, compile().params, PAGE_SIZE, 0);
@@ -246,7 +253,7 @@ async function measure(pool: Pool, dbName: string, projectId: string, tree: unkn
   const countQuery = rec.last();
   await store.page(compile().sql, compile().params, PAGE_SIZE, 0);
   const pageQuery = rec.last();
-  const cpu = await serialCpu(dbName, projectId, tree);
+  const cpu = await serialCpu(dbName, projectId, tree, indexed);
   return {
     count,
     countMs: median(counts),

@@ -8,7 +8,7 @@ import { Bulk } from './domain/bulk.js';
 import { ContactBilling } from './domain/contact-billing.js';
 import { Contacts } from './domain/contacts.js';
 import { ContactUpserts } from './domain/contact-upserts.js';
-import { FilterIndexLoop, reconcileFilterIndexes } from './domain/filter-indexes.js';
+import { FilterIndexCatalog, FilterIndexLoop, reconcileFilterIndexes } from './domain/filter-indexes.js';
 import { Events } from './domain/events.js';
 import { Fields } from './domain/fields.js';
 import { Imports } from './domain/imports.js';
@@ -61,8 +61,9 @@ export async function startContacts(rt: Runtime<ContactsEnv>): Promise<RunningSe
   const segmentsStore = new SegmentsStore(db.pool);
   const segmentConditions = new SegmentConditions(segmentsStore);
   const filterIndexLog = rt.logger.child({ service: 'contacts', part: 'filter-indexes' });
+  const filterIndexCatalog = new FilterIndexCatalog(db.pool);
   const filterIndexes = new FilterIndexLoop(
-    (signal) => reconcileFilterIndexes(db.pool, rt.config.filterIndexMax, filterIndexLog, signal),
+    (signal) => reconcileFilterIndexes(db.pool, rt.config.filterIndexMax, filterIndexLog, signal, filterIndexCatalog),
     filterIndexLog,
   );
   filterIndexes.start();
@@ -94,7 +95,7 @@ export async function startContacts(rt: Runtime<ContactsEnv>): Promise<RunningSe
         upserts: new ContactUpserts(db.pool, contacts),
         events,
         fields: new Fields(fieldsStore),
-        audiences: new Audiences(contactsStore, segmentConditions),
+        audiences: new Audiences(contactsStore, segmentConditions, filterIndexCatalog),
         segments: new Segments(segmentsStore, segmentConditions, () => filterIndexes.kick()),
         imports,
         bulk,

@@ -1,7 +1,7 @@
 import { validationError } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
 import type { ContactsStore } from '../store/contacts-store.js';
-import { compileFilter, SqlParams } from './filter-sql.js';
+import { compileFilter, SqlParams, type IndexedPaths } from './filter-sql.js';
 import { parseFilterTree } from '@svc/lib/filter-tree';
 import type { SegmentConditions } from './segment-conditions.js';
 
@@ -10,11 +10,14 @@ export class Audiences {
   constructor(
     private readonly store: ContactsStore,
     private readonly segments: SegmentConditions,
+    /** The managed filter indexes (filter-indexes.ts FilterIndexCatalog): indexed paths compile to their forms. */
+    private readonly indexes: { indexed(): Promise<IndexedPaths> } = { indexed: async () => () => false },
   ) {}
 
   private async compile(projectId: string, condition: unknown) {
     const tree = parseFilterTree(condition ?? { logic: 'AND', groups: [] }, 'condition');
-    const params = new SqlParams([projectId], await this.segments.expand(projectId, tree));
+    const [segments, indexed] = await Promise.all([this.segments.expand(projectId, tree), this.indexes.indexed()]);
+    const params = new SqlParams([projectId], segments, indexed);
     const sql = compileFilter(tree, params, 'c');
     return { sql, params: params.values };
   }

@@ -3,7 +3,7 @@ import { contactFieldValue, evaluateFilterTree, type FilterContact } from '@svc/
 import { parseFilterTree } from '@svc/lib/filter-tree';
 import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { migrations } from '../store/migrations.js';
-import { compileFilter, SqlParams } from './filter-sql.js';
+import { compileFilter, SqlParams, type IndexedPaths } from './filter-sql.js';
 
 // The filter tree's two back ends (lib/src/filter-tree.ts) on one table of cases: the SQL compiler (segments,
 // campaign audiences) against a real PostgreSQL with contacts' own schema, and the JavaScript evaluator
@@ -45,6 +45,9 @@ const ann = {
     westOut: agoAtOffset(DAY + 5 * 60_000, -(14 * 60 + 59)),
     eastIn: agoAtOffset(DAY - 5 * 60_000, 14 * 60 + 59),
     eastOut: agoAtOffset(DAY + 5 * 60_000, 14 * 60 + 59),
+    // Longer than the `text` index's cut (200 characters), multi-byte characters across it.
+    long: `${'é'.repeat(199)}ß${'x'.repeat(50)}`,
+    nested: { items: [{ tier: 'gold' }], deep: { tier: 'gold' } },
   },
 };
 
@@ -116,6 +119,21 @@ const AGREE: Array<[string, unknown, boolean]> = [
   ['within 1 day, at offset +14:59, outside', one('data.eastOut', 'within', 1), false],
   ['a number is not a date', one('data.seats', 'greaterThan', '1970-01-01'), false],
   ['a boolean equals only a boolean', one('data.flag', 'equals', 'true'), false],
+  ['a long string equals itself', one('data.long', 'equals', `${'é'.repeat(199)}ß${'x'.repeat(50)}`), true],
+  ['a long string never equals its first 200 characters', one('data.long', 'equals', `${'é'.repeat(199)}ß`), false],
+  [
+    'a long string never equals another with its prefix',
+    one('data.long', 'equals', `${'é'.repeat(199)}ß${'x'.repeat(51)}`),
+    false,
+  ],
+  ['a long string notEquals another with its prefix', one('data.long', 'notEquals', `${'é'.repeat(199)}ßy`), true],
+  ['a nested string equals', one('data.nested.deep.tier', 'equals', 'gold'), true],
+  ['an object never equals a string', one('data.nested.deep', 'equals', 'gold'), false],
+  ['a missing nested path notEquals', one('data.nested.none.tier', 'notEquals', 'gold'), true],
+  ['a non-date string has no age (within)', one('data.plan', 'within', 3), false],
+  ['a non-date string has no age (olderThan)', one('data.plan', 'olderThan', 3), false],
+  ['a number has no age', one('data.seats', 'within', 3000), false],
+  ['an object has no age', one('data.profile', 'olderThan', 1), false],
   ['an empty group matches', { logic: 'AND', groups: [{ filters: [] }] }, true],
   [
     'OR over groups, nested conditions ANDed in a group',
@@ -160,9 +178,9 @@ beforeAll(async () => {
 
 afterAll(() => db.drop());
 
-async function bothBackEnds(input: unknown): Promise<{ js: boolean; sql: boolean }> {
+async function bothBackEnds(input: unknown, indexed: IndexedPaths): Promise<{ js: boolean; sql: boolean }> {
   const tree = parseFilterTree(input);
-  const params = new SqlParams([ann.id, PROJECT]);
+  const params = new SqlParams([ann.id, PROJECT], new Map(), indexed);
   const where = compileFilter(tree, params, 'c');
   // As a WHERE reads it: NULL (unknown) does not match.
   const { rows } = await db.pool.query(
@@ -173,8 +191,16 @@ async function bothBackEnds(input: unknown): Promise<{ js: boolean; sql: boolean
   return { js: evaluateFilterTree(tree, (field) => contactFieldValue(contact, field)), sql: rows[0].matches };
 }
 
-describe('filter tree back ends: the JavaScript evaluator and the SQL compiler', () => {
-  test.each(AGREE)('agree: %s', async (_name, tree, expected) => {
-    expect(await bothBackEnds(tree)).toEqual({ js: expected, sql: expected });
-  });
-});
+// The SQL compiler twice: the forms it compiles without a managed index, and those of every managed index
+// (filter-indexes.ts; an index need not exist for its form to match the same contacts).
+describe.each([
+  ['without managed indexes', () => false],
+  ['with every managed index', () => true],
+] as Array<[string, IndexedPaths]>)(
+  'filter tree back ends, %s: the JavaScript evaluator and the SQL compiler',
+  (_label, indexed) => {
+    test.each(AGREE)('agree: %s', async (_name, tree, expected) => {
+      expect(await bothBackEnds(tree, indexed)).toEqual({ js: expected, sql: expected });
+    });
+  },
+);

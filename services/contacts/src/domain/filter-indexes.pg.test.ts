@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { ContactsStore } from '../store/contacts-store.js';
 import { migrations } from '../store/migrations.js';
-import { indexName, reconcileFilterIndexes, wantedIndexes } from './filter-indexes.js';
-import { compileFilter, SqlParams } from './filter-sql.js';
+import { FilterIndexCatalog, indexName, reconcileFilterIndexes, wantedIndexes } from './filter-indexes.js';
+import { compileFilter, SqlParams, type IndexedPaths } from './filter-sql.js';
 import { parseFilterTree } from '@svc/lib/filter-tree';
 
 // The managed filter indexes against a real PostgreSQL with the service's own migrations.
@@ -14,6 +14,8 @@ const PROJECT = randomUUID();
 const tree = (...filters: object[]) => ({ logic: 'AND', groups: [{ filters }] });
 const gt = (path: string, value: number) => ({ field: `data.${path}`, operator: 'greaterThan', value });
 const within = (path: string, value: number) => ({ field: `data.${path}`, operator: 'within', value, unit: 'days' });
+const equals = (path: string, value: string) => ({ field: `data.${path}`, operator: 'equals', value });
+const LONG = 'g'.repeat(250);
 
 async function define(condition: unknown): Promise<string> {
   const id = randomUUID();
@@ -35,7 +37,8 @@ async function managed(): Promise<Array<{ name: string; valid: boolean }>> {
 
 beforeAll(async () => {
   db = await createTestDatabase('contacts_filter_indexes', migrations);
-  // 600 contacts: numbers, numeric text, other types, absent keys; ISO dates, bare dates, offsets, junk.
+  // 600 contacts: numbers, numeric text, other types, absent keys; ISO dates, bare dates, offsets, junk; strings,
+  // long strings, and other types where equality compares strings, on paths through objects and arrays.
   await db.pool.query(
     `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
      SELECT gen_random_uuid(), $1, 'c' || g || '@example.com', true,
@@ -48,7 +51,12 @@ beforeAll(async () => {
                  WHEN 2 THEN to_jsonb(to_char((now() - (g % 60) * interval '1 day') AT TIME ZONE 'UTC',
                    'YYYY-MM-DD"T"HH24:MI:SS"+09:00"'))
                  ELSE to_jsonb(to_char((now() - (g % 60) * interval '1 day' + interval '1 hour') AT TIME ZONE 'UTC',
-                   'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) END)),
+                   'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) END,
+         'plan', CASE g % 8 WHEN 0 THEN to_jsonb('gold'::text) WHEN 1 THEN to_jsonb('silver'::text)
+                 WHEN 2 THEN to_jsonb(5) WHEN 3 THEN '["gold"]'::jsonb WHEN 4 THEN '{"tier": "gold"}'::jsonb
+                 WHEN 5 THEN NULL WHEN 6 THEN to_jsonb(repeat('g', 250 + g % 2)) ELSE 'null'::jsonb END,
+         'prof', CASE g % 3 WHEN 0 THEN jsonb_build_object('tier', CASE WHEN g % 2 = 0 THEN 'gold' ELSE 'GOLD' END)
+                 WHEN 1 THEN '[{"tier": "gold"}]'::jsonb ELSE '{"0": {"tier": "gold"}}'::jsonb END)),
        now() - g * interval '1 minute', now()
      FROM generate_series(1, 600) g`,
     [PROJECT],
@@ -65,17 +73,29 @@ const TREES = [
   tree(within('seen', 3)),
   tree(within('seen', 30), gt('seats', 50)),
   tree({ field: 'data.seen', operator: 'olderThan', value: 20, unit: 'days' }),
+  tree(equals('plan', 'gold')),
+  tree(equals('plan', LONG)),
+  tree(equals('prof.tier', 'gold'), within('seen', 30), gt('seats', 20)),
+  tree({ field: 'data.plan', operator: 'notEquals', value: 'gold' }),
 ];
+/** notEquals matches most rows: no index serves it. */
+const UNINDEXED = 1;
 
-/** Counts and first pages of each tree; `forced`: sequential scans off, so the managed indexes serve. */
-async function results(forced: boolean): Promise<Array<{ count: number; page: string[]; plan: string }>> {
+/**
+ * Counts and first pages of each tree; `forced`: sequential scans off, so the managed indexes serve; `indexed`: the
+ * managed indexes the compiler knows of.
+ */
+async function results(
+  forced: boolean,
+  indexed: IndexedPaths = () => false,
+): Promise<Array<{ count: number; page: string[]; plan: string }>> {
   const client = await db.pool.connect();
   try {
     await client.query(`SET enable_seqscan = ${forced ? 'off' : 'on'}`);
     const store = new ContactsStore(client as never);
     const out = [];
     for (const t of TREES) {
-      const params = new SqlParams([PROJECT]);
+      const params = new SqlParams([PROJECT], new Map(), indexed);
       const sql = compileFilter(parseFilterTree(t), params, 'c');
       const plan = await client.query(
         `EXPLAIN SELECT count(*) FROM contacts c WHERE c.project_id = $1 AND ${sql}`,
@@ -106,7 +126,7 @@ async function estimatedRows(t: unknown): Promise<number> {
 }
 
 describe('filter indexes', () => {
-  test('wanted: range paths of saved conditions by use, number and date kinds, capped, equality never', () => {
+  test('wanted: compared paths of saved conditions by use: number, instant and string equality kinds, capped', () => {
     const conditions = [
       tree(gt('seats', 1), gt('seats', 2), within('seen', 1)),
       tree(gt('seats', 3), { field: 'data.plan', operator: 'equals', value: 'pro' }),
@@ -120,12 +140,15 @@ describe('filter indexes', () => {
     const all = wantedIndexes(conditions, 10);
     // Ties go by name: the order of equally used paths is fixed but not meaningful.
     expect(all.map((w) => [w.kind, w.path.join('.'), w.uses]).sort()).toEqual([
-      ['date', 'seen', 2],
+      ['instant', 'seen', 2],
       ['number', 'seats', 2],
+      ['text', 'plan', 1],
     ]);
-    expect(all.map((w) => w.name).sort()).toEqual([indexName('date', ['seen']), indexName('number', ['seats'])].sort());
+    expect(all.map((w) => w.name).sort()).toEqual(
+      [indexName('instant', ['seen']), indexName('number', ['seats']), indexName('text', ['plan'])].sort(),
+    );
     expect(wantedIndexes([...conditions, tree(gt('seats', 9))], 1).map((w) => w.kind)).toEqual(['number']);
-    expect(indexName('number', ['seats'])).not.toBe(indexName('date', ['seats']));
+    expect(indexName('number', ['seats'])).not.toBe(indexName('instant', ['seats']));
     expect(wantedIndexes(conditions, 0)).toEqual([]);
   });
 
@@ -135,21 +158,33 @@ describe('filter indexes', () => {
     const ids = [];
     for (const t of TREES) ids.push(await define(t));
     expect(await reconcileFilterIndexes(db.pool, 8)).toBe(true);
-    expect((await managed()).map((i) => i.valid)).toEqual([true, true, true]);
+    expect((await managed()).map((i) => i.valid)).toEqual([true, true, true, true, true]);
     // The planner estimates a range on a managed expression from the index's statistics (ANALYZE after the
     // build): near the 14 true rows, not a third of the table, as without them (e.g. a partial index's).
     expect(await estimatedRows(tree(gt('seats', 95)))).toBeLessThan(60);
-    const withIndexes = await results(true);
-    // Every tree's count is served by a managed index, olderThan's included.
-    for (const r of withIndexes) expect(r.plan).toContain('contacts_range_');
+    const catalog = new FilterIndexCatalog(db.pool);
+    const withIndexes = await results(true, await catalog.indexed());
+    // Every tree's count is served by a managed index, olderThan's and equality's included; never the GIN.
+    for (const r of withIndexes.slice(0, -UNINDEXED)) {
+      expect(r.plan).toContain('contacts_range_');
+      expect(r.plan).not.toContain('contacts_data_gin');
+    }
     expect(withIndexes.map(({ count, page }) => ({ count, page }))).toEqual(
       without.map(({ count, page }) => ({ count, page })),
     );
     expect(without.every((r) => r.count > 0)).toBe(true);
 
+    // The catalog answers from its cache until this replica's pass changes the indexes.
+    expect((await catalog.indexed())('text', ['plan'])).toBe(true);
     await db.pool.query('DELETE FROM segment_definitions WHERE segment_id = ANY($1::uuid[])', [ids.slice(2)]);
-    expect(await reconcileFilterIndexes(db.pool, 8)).toBe(true);
+    expect(await reconcileFilterIndexes(db.pool, 8, undefined, undefined, catalog)).toBe(true);
     expect((await managed()).map((i) => i.name)).toEqual([indexName('number', ['seats'])]);
+    const indexed = await catalog.indexed();
+    expect([indexed('text', ['plan']), indexed('instant', ['seen']), indexed('number', ['seats'])]).toEqual([
+      false,
+      false,
+      true,
+    ]);
     await db.pool.query('DELETE FROM segment_definitions WHERE project_id = $1', [PROJECT]);
     expect(await reconcileFilterIndexes(db.pool, 8)).toBe(true);
     expect(await managed()).toEqual([]);

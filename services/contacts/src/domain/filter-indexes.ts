@@ -2,23 +2,29 @@ import { createHash } from 'node:crypto';
 import type { Pool } from '@svc/lib/db';
 import { logPassFailure } from '@svc/lib/dependency-errors';
 import type { Logger } from '@svc/lib/logger';
-import { MANAGED_INDEX_PREFIX, openFilterIndexSession, textArrayLiteral } from '../store/filter-indexes-store.js';
-import { RANGE_EXPRESSIONS, rangeUses, type RangeKind } from './filter-sql.js';
+import {
+  MANAGED_INDEX_PREFIX,
+  openFilterIndexSession,
+  textArrayLiteral,
+  textLiteral,
+  validManagedIndexes,
+} from '../store/filter-indexes-store.js';
+import { INDEX_EXPRESSIONS, indexUses, type IndexedPaths, type IndexKind } from './filter-sql.js';
 import { parseFilterTree } from '@svc/lib/filter-tree';
 
 /**
- * Paths that saved segments compare by range get an index (README "Filter indexes"). Without one, a selective range
- * filter over a big project reads every row of a GIN match or of the newest contacts; each index costs about
- * +15-20% of PostgreSQL CPU per contact write (bench/README.md, issue 12), so only the paths saved segments use,
- * most-used first, up to a cap.
+ * Paths that saved segments compare get an index (README "Filter indexes"): by range, by date window, by string
+ * equality. Without one, a selective range filter over a big project reads every row of a GIN match or of the newest
+ * contacts, and a count reads every heap page; each index costs PostgreSQL CPU on every contact write
+ * (bench/README.md, issue 12), so only the paths saved segments use, most-used first, up to a cap.
  */
 export interface WantedIndex {
   name: string;
-  kind: RangeKind;
+  kind: IndexKind;
   path: string[];
   /** Saved segment definitions that compare the path so. */
   uses: number;
-  /** The index's key expression: RANGE_EXPRESSIONS over the path as a constant. */
+  /** The index's key expression: INDEX_EXPRESSIONS over the path as constants. */
   expression: string;
 }
 
@@ -29,21 +35,26 @@ export interface WantedIndex {
  */
 const INDEX_SHAPE = 'expression';
 
-export function indexName(kind: RangeKind, path: string[]): string {
+const KIND_TAGS: Record<IndexKind, string> = { number: 'num', instant: 'inst', text: 'eq' };
+
+export function indexName(kind: IndexKind, path: string[]): string {
   const hash = createHash('sha256')
     .update(JSON.stringify([INDEX_SHAPE, kind, path]))
     .digest('hex')
     .slice(0, 20);
-  return `${MANAGED_INDEX_PREFIX}${kind === 'number' ? 'num' : 'date'}_${hash}`;
+  return `${MANAGED_INDEX_PREFIX}${KIND_TAGS[kind]}_${hash}`;
 }
+
+/** The literal of a constant in index DDL (INDEX_EXPRESSIONS' `bind`). */
+const literal = (value: string | string[]) => (Array.isArray(value) ? textArrayLiteral(value) : textLiteral(value));
 
 /** The indexes saved conditions call for: most-used first (ties by name), at most `max`. */
 export function wantedIndexes(conditions: unknown[], max: number): WantedIndex[] {
   const byName = new Map<string, WantedIndex>();
   for (const condition of conditions) {
-    let uses: ReturnType<typeof rangeUses>;
+    let uses: ReturnType<typeof indexUses>;
     try {
-      uses = rangeUses(parseFilterTree(condition, 'condition'));
+      uses = indexUses(parseFilterTree(condition, 'condition'));
     } catch {
       continue; // stored before a rule tightened: evaluating it fails the same way, an index would not help
     }
@@ -60,7 +71,7 @@ export function wantedIndexes(conditions: unknown[], max: number): WantedIndex[]
           kind,
           path,
           uses: 1,
-          expression: RANGE_EXPRESSIONS[kind]('data', textArrayLiteral(path)),
+          expression: INDEX_EXPRESSIONS[kind]('data', path, literal),
         });
     }
   }
@@ -77,6 +88,7 @@ export async function reconcileFilterIndexes(
   max: number,
   logger?: Logger,
   signal?: AbortSignal,
+  catalog?: FilterIndexCatalog,
 ): Promise<boolean> {
   const session = await openFilterIndexSession(pool);
   if (!session) return false;
@@ -110,11 +122,52 @@ export async function reconcileFilterIndexes(
       logger?.info({ index: w.name, path: w.path.join('.'), kind: w.kind, uses: w.uses, ms }, 'filter index built');
     }
     if (built) await session.analyze();
+    if (built || managed.length) catalog?.invalidate();
     if (failure) throw failure;
     return true;
   } finally {
     signal?.removeEventListener('abort', abort);
     session.close();
+  }
+}
+
+/**
+ * The valid managed indexes, as the filter compiler asks for them (SqlParams `indexed`). Read from the catalog at
+ * most every `ttlMs` (another replica builds and drops them too) and at once after this replica's pass changed
+ * them. A stale answer only costs speed: the compiled forms match the same contacts with or without their index.
+ */
+export class FilterIndexCatalog {
+  private names: ReadonlySet<string> = new Set();
+  private loadedAt = Number.NEGATIVE_INFINITY;
+  private loading?: Promise<void>;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly ttlMs = 10_000,
+  ) {}
+
+  async indexed(): Promise<IndexedPaths> {
+    if (performance.now() - this.loadedAt > this.ttlMs) {
+      this.loading ??= this.load().finally(() => {
+        this.loading = undefined;
+      });
+      await this.loading;
+    }
+    const names = this.names;
+    return (kind, path) => names.has(indexName(kind, path));
+  }
+
+  invalidate(): void {
+    this.loadedAt = Number.NEGATIVE_INFINITY;
+  }
+
+  private async load(): Promise<void> {
+    try {
+      this.names = new Set(await validManagedIndexes(this.pool));
+    } catch {
+      // PostgreSQL unreachable: the query that follows fails on its own; keep the last answer.
+    }
+    this.loadedAt = performance.now();
   }
 }
 

@@ -70,6 +70,51 @@ describe('compileFilter', () => {
     });
   });
 
+  test('with a managed index, string equality compiles to its expression: -> per bound key, cut to 200', () => {
+    const params = new SqlParams([PROJECT], new Map(), (kind) => kind === 'text');
+    const tree = parseFilterTree({
+      logic: 'AND',
+      groups: [{ filters: [{ field: 'data.profile.tier', operator: 'equals', value: 'gold' }] }],
+    });
+    const value = '(c.data -> $2::text -> $3::text)';
+    expect(compileFilter(tree, params)).toBe(
+      `(CASE WHEN jsonb_typeof(${value}) = 'string' THEN left(${value} #>> '{}', 200) END = $4::text)`,
+    );
+    expect(params.values).toEqual([PROJECT, 'profile', 'tier', 'gold']);
+    // A value as long as the cut also compares the whole value; numbers and booleans keep containment.
+    const long = 'ü'.repeat(200);
+    const longParams = new SqlParams([PROJECT], new Map(), () => true);
+    const longSql = compileFilter(
+      parseFilterTree({
+        logic: 'AND',
+        groups: [{ filters: [{ field: 'data.tier', operator: 'notEquals', value: long }] }],
+      }),
+      longParams,
+    );
+    expect(longSql).toContain(`= $4::text AND (c.data -> $3::text) = $5::jsonb)`);
+    expect(longParams.values.slice(1)).toEqual(['tier', 'tier', long, JSON.stringify(long)]);
+    expect(longSql).toMatch(/^\(NOT COALESCE\(/);
+    const number = compileFilter(
+      parseFilterTree({ logic: 'AND', groups: [{ filters: [{ field: 'data.seats', operator: 'equals', value: 3 }] }] }),
+      new SqlParams([PROJECT], new Map(), () => true),
+    );
+    expect(number).toBe('(c.data @> $2::jsonb)');
+  });
+
+  test('with a managed index, within/olderThan compare its instant with the cutoff inline (an index condition)', () => {
+    const params = new SqlParams([PROJECT], new Map(), (kind) => kind === 'instant');
+    const tree = parseFilterTree({
+      logic: 'AND',
+      groups: [{ filters: [{ field: 'data.seen', operator: 'olderThan', value: 2 }] }],
+    });
+    const sql = compileFilter(tree, params);
+    expect(sql).toMatch(
+      /^\(\(CASE WHEN .* AT TIME ZONE 'UTC' END\) < now\(\) - make_interval\(secs => \$3::double precision\)\)$/,
+    );
+    expect(sql).not.toContain('::timestamptz');
+    expect(params.values).toEqual([PROJECT, ['seen'], 2 * 86400]);
+  });
+
   test('data paths are bound as a text[] parameter, never interpolated', () => {
     const { sql, values } = compile({ field: "data.it's", operator: 'exists' });
     expect(sql).toBe("(jsonb_typeof((c.data #> $2::text[])) <> 'null')");

@@ -12,17 +12,24 @@ import { ISO_TIME } from '@svc/lib/calendar-date';
 // PostgreSQL boolean expression over `contacts <alias>`. User input only ever reaches the SQL as $n parameters.
 // (The JavaScript back end, lib/src/filter-eval.ts, evaluates the same trees in workflows' CONDITION steps.)
 
+/** Which managed indexes (filter-indexes.ts) exist: a kind of expression over a data path. */
+export type IndexedPaths = (kind: IndexKind, path: string[]) => boolean;
+
+const NO_INDEXES: IndexedPaths = () => false;
+
 /** Collects bind values; the values already bound (e.g. the project id as $1) keep their numbers. */
 export class SqlParams {
   readonly values: unknown[];
 
   /**
    * `segments`: conditions of the DYNAMIC segments the tree references (segment-conditions.ts),
-   * compiled inline; any other `segment.<id>` reads stored members.
+   * compiled inline; any other `segment.<id>` reads stored members. `indexed`: the managed indexes that exist; a
+   * filter on an indexed path compiles to the index's expression (same matches, another form).
    */
   constructor(
     bound: readonly unknown[] = [],
     readonly segments: ReadonlyMap<string, FilterTree> = new Map(),
+    readonly indexed: IndexedPaths = NO_INDEXES,
   ) {
     this.values = [...bound];
   }
@@ -122,49 +129,104 @@ function timestampSql(filter: Filter, column: string, params: SqlParams): string
   throw unsupported(filter);
 }
 
-/** What a range filter on a data path compares: the expression a managed index (filter-indexes.ts) holds. */
-export type RangeKind = 'number' | 'date';
+/**
+ * What a managed index (filter-indexes.ts) holds for a data path: a number for range comparisons, the instant of an
+ * ISO date-time for `within`/`olderThan`, a string's text for `equals`.
+ */
+export type IndexKind = 'number' | 'instant' | 'text';
+
+/** SQL of a constant: a $n parameter when compiling, a literal in index DDL. */
+export type Bind = (value: string | string[]) => string;
+
+/** Characters of a string the `text` index keeps: any key fits a btree entry (at most 2,704 bytes). */
+export const TEXT_KEY_CHARS = 200;
 
 /**
- * The expressions range filters compare, over `data` (SQL of the jsonb column) and `path` (SQL of a text[]: a $n
- * parameter or a literal). The index DDL uses the same functions, so an index expression is the compiled one; node-
- * postgres sends unnamed statements, which PostgreSQL plans with the bound path as a constant that matches it.
- * Number: CASE, not AND: PostgreSQL may evaluate AND operands in any order and the cast would throw. Date: the raw
- * text in byte order (the pre-filters of dateWindowSql); the validated cast is not indexable (not immutable).
+ * The expressions of the managed indexes, over `data` (SQL of the jsonb column) and a path whose constants `bind`
+ * gives. The index DDL uses the same functions, so an index expression is the compiled one; node-postgres sends
+ * unnamed statements, which PostgreSQL plans with the bound path as a constant that matches it. Each never throws
+ * (a write would fail) and is NULL where the filter cannot match.
+ * - number: CASE, not AND: PostgreSQL may evaluate AND operands in any order and the cast would throw.
+ * - instant: isoInstantSql, immutable (the ::timestamptz cast is not).
+ * - text: `->` per key, as containment (`@>`) reads a path: never into an array. Cut to TEXT_KEY_CHARS.
  */
-export const RANGE_EXPRESSIONS: Record<RangeKind, (data: string, path: string) => string> = {
-  number: (data, path) =>
-    `CASE WHEN jsonb_typeof((${data} #> ${path}::text[])) = 'number' THEN (${data} #> ${path}::text[])::numeric END`,
-  date: (data, path) => `(${data} #>> ${path}::text[]) COLLATE "C"`,
+export const INDEX_EXPRESSIONS: Record<IndexKind, (data: string, path: string[], bind: Bind) => string> = {
+  number: (data, path, bind) => {
+    const p = bind(path);
+    return `CASE WHEN jsonb_typeof((${data} #> ${p}::text[])) = 'number' THEN (${data} #> ${p}::text[])::numeric END`;
+  },
+  instant: (data, path, bind) => isoInstantSql(`(${data} #>> ${bind(path)}::text[])`),
+  text: (data, path, bind) => {
+    const value = `(${data}${path.map((key) => ` -> ${bind(key)}::text`).join('')})`;
+    return `CASE WHEN jsonb_typeof(${value}) = 'string' THEN left(${value} #>> '{}', ${TEXT_KEY_CHARS}) END`;
+  },
 };
 
-/** The data paths a tree compares by range, each with the kind of expression it compares (RANGE_EXPRESSIONS). */
-export function rangeUses(tree: FilterTree): Array<{ path: string[]; kind: RangeKind }> {
+/** The data paths a tree compares, each with the kind of index that would serve it (INDEX_EXPRESSIONS). */
+export function indexUses(tree: FilterTree): Array<{ path: string[]; kind: IndexKind }> {
   return treeFilters(tree).flatMap((filter) => {
     const field = parseFilterField(filter.field);
     if (field?.kind !== 'data') return [];
-    const uses: Array<{ path: string[]; kind: RangeKind }> = [];
+    const uses: Array<{ path: string[]; kind: IndexKind }> = [];
     if (comparisonOperator(filter) && typeof filter.value === 'number') uses.push({ path: field.path, kind: 'number' });
-    if (filter.operator === 'within' || filter.operator === 'olderThan') uses.push({ path: field.path, kind: 'date' });
+    if (filter.operator === 'within' || filter.operator === 'olderThan')
+      uses.push({ path: field.path, kind: 'instant' });
+    if (filter.operator === 'equals' && typeof filter.value === 'string') uses.push({ path: field.path, kind: 'text' });
     return uses;
   });
 }
 
+/**
+ * SQL: the instant of `text` when it is an ISO date-time (ISO_TIME) on a real calendar date, else NULL; equal to
+ * `text::timestamptz` there. Immutable, so an index can hold it: integer fields into make_timestamp, the offset
+ * subtracted before reading the result as UTC, and the fraction rounded to microseconds as timestamptz input rounds
+ * it (rint of strtod's value). About 4 us a row: compiled only where its index serves (dateWindowSql otherwise).
+ */
+function isoInstantSql(text: string): string {
+  const t = text;
+  const zone = `CASE WHEN right(${t}, 1) = 'Z' THEN 1 ELSE 6 END`;
+  const fraction =
+    `CASE WHEN substr(${t}, 20, 1) = '.' THEN round(('0' || substr(${t}, 20, length(${t}) - 19 - ${zone}))` +
+    `::double precision * 1000000) * interval '1 microsecond' ELSE interval '0' END`;
+  const offset =
+    `CASE WHEN right(${t}, 1) = 'Z' THEN interval '0' ELSE make_interval(mins => ` +
+    `(CASE WHEN substr(right(${t}, 6), 1, 1) = '-' THEN -1 ELSE 1 END) * ` +
+    `(substr(right(${t}, 6), 2, 2)::int * 60 + substr(right(${t}, 6), 5, 2)::int)) END`;
+  const local =
+    `make_timestamp(substr(${t}, 1, 4)::int, substr(${t}, 6, 2)::int, substr(${t}, 9, 2)::int, ` +
+    `substr(${t}, 12, 2)::int, substr(${t}, 15, 2)::int, substr(${t}, 18, 2)::int)`;
+  return `(CASE WHEN ${isoDateSql(t, ISO_TIME)} THEN (${local} + ${fraction} - ${offset}) AT TIME ZONE 'UTC' END)`;
+}
+
 function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): string {
   const { operator, value } = filter;
+  const bind: Bind = (v) => params.add(v);
+  if (
+    (operator === 'equals' || operator === 'notEquals') &&
+    typeof value === 'string' &&
+    params.indexed('text', path)
+  ) {
+    const match = textEqualsSql(INDEX_EXPRESSIONS.text(`${c}.data`, path, bind), value, path, params, c);
+    return operator === 'equals' ? match : negate(match);
+  }
   // Equality by containment so the jsonb_path_ops GIN index (contacts_data_gin) serves it.
   if (operator === 'equals' || operator === 'notEquals') {
     const contains = `${c}.data @> ${params.add(JSON.stringify(nestValue(path, value)))}::jsonb`;
     return operator === 'equals' ? `(${contains})` : `(NOT ${contains})`;
   }
+  const comparison = comparisonOperator(filter);
+  if (comparison && typeof value === 'number') {
+    return `(${INDEX_EXPRESSIONS.number(`${c}.data`, path, bind)} ${comparison} ${params.add(value)}::numeric)`;
+  }
+  if ((operator === 'within' || operator === 'olderThan') && params.indexed('instant', path)) {
+    // The cutoff inline, not as a subquery: an index condition computes it once, and the planner estimates the
+    // window from the index's statistics (it cannot see into a subquery's value).
+    const instant = INDEX_EXPRESSIONS.instant(`${c}.data`, path, bind);
+    return `(${instant} ${operator === 'within' ? '>=' : '<'} ${cutoffValue(filter, params)})`;
+  }
   const p = params.add(path);
   const json = `(${c}.data #> ${p}::text[])`;
   const text = `(${c}.data #>> ${p}::text[])`;
-  const comparison = comparisonOperator(filter);
-  if (comparison && typeof value === 'number') {
-    const number = params.add(value);
-    return `(${RANGE_EXPRESSIONS.number(`${c}.data`, p)} ${comparison} ${number}::numeric)`;
-  }
   if (comparison) return `(${storedDate(text)} ${comparison} ${params.add(dateValue(value))}::timestamptz)`;
   switch (operator) {
     case 'contains':
@@ -188,13 +250,25 @@ function dataSql(filter: Filter, path: string[], params: SqlParams, c: string): 
       // an overestimated window made the planner AND the GIN's whole `equals` match into a selective plan.
       const bound = params.add(withinBound(Date.now() - withinSeconds(filter) * 1000));
       const window = dateWindowSql(text, operator, cutoffValue(filter, params));
-      return `(${RANGE_EXPRESSIONS.date(`${c}.data`, p)} >= ${bound}::text AND ${window})`;
+      return `(${text} COLLATE "C" >= ${bound}::text AND ${window})`;
     }
     case 'olderThan':
       return dateWindowSql(text, operator, cutoffValue(filter, params));
     default:
       throw unsupported(filter);
   }
+}
+
+/**
+ * A string `equals` over the `text` index's expression. A value shorter than the index's cut equals the cut text
+ * only when it equals the whole string; a longer one also compares the whole value (`->` as the index reads it).
+ */
+function textEqualsSql(indexed: string, value: string, path: string[], params: SqlParams, c: string): string {
+  const chars = [...value]; // code points, as PostgreSQL's left() counts characters
+  if (chars.length < TEXT_KEY_CHARS) return `(${indexed} = ${params.add(value)}::text)`;
+  const whole = `(${c}.data${path.map((key) => ` -> ${params.add(key)}::text`).join('')})`;
+  const cut = params.add(chars.slice(0, TEXT_KEY_CHARS).join(''));
+  return `(${indexed} = ${cut}::text AND ${whole} = ${params.add(JSON.stringify(value))}::jsonb)`;
 }
 
 /**

@@ -95,6 +95,21 @@ function managedName(name: string): string {
   return name;
 }
 
+/** Names of the managed indexes the planner may use (valid and ready). */
+export async function validManagedIndexes(pool: Pool): Promise<string[]> {
+  const { rows } = await pool.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+     WHERE i.indrelid = 'contacts'::regclass AND starts_with(c.relname, $1) AND i.indisvalid AND i.indisready`,
+    [MANAGED_INDEX_PREFIX],
+  );
+  return rows.map((r) => r.name);
+}
+
+/** SQL literal of a text constant. */
+export function textLiteral(value: string): string {
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
 /** SQL literal of a text[] constant, each element quoted as array_in reads it. */
 export function textArrayLiteral(items: string[]): string {
   const array = `{${items.map((i) => `"${i.replace(/[\\"]/g, (ch) => `\\${ch}`)}"`).join(',')}}`;
