@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { simpleParser } from 'mailparser';
-import { Readable } from 'node:stream';
+import { type AddressObject, simpleParser } from 'mailparser';
 import MailComposer from 'nodemailer/lib/mail-composer';
-import { buildMessage, dkimSign, relaxedBodyHash, serialize } from './mime-build.js';
+import { buildMessage, composeMessage, dkimSign, envelopeOf, relaxedBodyHash } from './mime-build.js';
+import { dataReady } from './smtp-session.js';
 import type { MailMessage } from './smtp-transport.js';
 import { testDkimKey } from './test-dkim-key.js';
 
@@ -73,57 +73,150 @@ describe('buildMessage', () => {
   });
 });
 
-describe('serialize', () => {
-  const long = 'Grüße, a long line with trailing spaces and = signs   '.repeat(12);
-  test.each<[string, MailMessage]>([
-    ['html and text', { from: 'a@x.test', to: 'b@y.test', subject: 'Hi', html: '<p>Hi</p>', text: 'Hi' }],
-    ['text only, 8-bit and long lines', { from: 'a@x.test', to: 'b@y.test', subject: 'Zoë', text: `${long}\n.\n` }],
-    [
-      'html only, a lone CR and trailing blanks',
-      { from: 'a@x.test', to: 'b@y.test', html: `<b>x</b>\r \n\r${long}  ` },
-    ],
-    [
-      'attachments in memory, list headers, reply-to, display names',
-      {
-        from: { name: 'Nöel', address: 'a@x.test' },
-        to: { name: 'Zoë, Reader', address: 'b@y.test' },
-        replyTo: 'r@x.test',
-        subject: `${long}`,
-        html: `<p>${long}</p>`,
-        text: long,
-        headers: { 'List-Unsubscribe': '<https://x.test/u/1>', 'X-Custom': 'é' },
-        attachments: [
-          {
-            filename: 'a.bin',
-            content: Buffer.from([0, 1, 2, 255, 13, 10, 46]),
-            contentType: 'application/octet-stream',
-          },
-          { filename: 'ü.txt', content: Buffer.from('text\r\n.\r\n'), contentType: 'text/plain' },
-          { filename: 'logo.png', content: Buffer.alloc(300, 7), contentType: 'image/png', cid: 'logo@x' },
-        ],
+// What a recipient's client reads of a message: the fields mailparser gives, SMTP's line-end repair applied
+// (nodemailer left bare LFs in 7bit and quoted-printable bodies; the transport made them CRLF on the wire).
+async function seen(raw: Buffer) {
+  const wire = Buffer.from(raw.toString('latin1').replace(/\r\n|\r|\n/g, '\r\n'), 'latin1');
+  const p = await simpleParser(wire);
+  const header = (name: string) => p.headers.get(name);
+  return {
+    subject: p.subject,
+    from: p.from?.value,
+    to: (p.to as AddressObject | undefined)?.value,
+    replyTo: p.replyTo?.value,
+    messageId: p.messageId,
+    listUnsubscribe: p.headerLines.filter((h) => h.key.startsWith('list-')).map((h) => h.line),
+    custom: ['x-custom', 'x-message-id', 'precedence'].map(header),
+    contentType: (header('content-type') as { value: string }).value,
+    text: p.text,
+    html: p.html,
+    attachments: p.attachments.map((a) => ({
+      filename: a.filename,
+      contentType: a.contentType,
+      disposition: a.contentDisposition,
+      cid: a.cid,
+      related: a.related,
+      content: a.content.toString('base64'),
+    })),
+  };
+}
+
+const long = 'Grüße, a long line with trailing spaces and = signs   '.repeat(12);
+const cases: [string, MailMessage][] = [
+  ['html and text', { from: 'a@x.test', to: 'b@y.test', subject: 'Hi', html: '<p>Hi</p>', text: 'Hi' }],
+  ['text only, 8-bit and long lines', { from: 'a@x.test', to: 'b@y.test', subject: 'Zoë', text: `${long}\n.\n` }],
+  ['html only, a lone CR and trailing blanks', { from: 'a@x.test', to: 'b@y.test', html: `<b>x</b>\r \n\r${long}  ` }],
+  ['no body at all', { from: 'a@x.test', to: 'b@y.test', subject: 'empty' }],
+  [
+    'mostly non-Latin text (base64 body and B-encoded words), quotes and =? in a subject',
+    {
+      from: { name: 'Отдел "продаж"', address: 'a@x.test' },
+      to: { name: 'Jo "Q" Public', address: 'b@y.test' },
+      subject: 'Привет, мир! Ваш заказ готов =?utf-8?q?x?= "ok"',
+      text: 'Привет, мир!\nВаш заказ готов.\n'.repeat(20),
+      html: '<p>Привет</p>',
+    },
+  ],
+  [
+    'long ASCII lines: a 7bit part needs lines of at most 76 characters',
+    {
+      from: 'a@x.test',
+      to: 'b@y.test',
+      subject: `${'word '.repeat(40)}end`,
+      text: `${'x'.repeat(300)}\n${'a b '.repeat(100)}\n`,
+      html: `<a href="https://example.com/${'p'.repeat(200)}">link</a>`,
+    },
+  ],
+  [
+    'attachments in memory, inline parts, list headers, reply-to, display names',
+    {
+      messageId: '<m2@x.test>',
+      from: { name: 'Nöel', address: 'a@x.test' },
+      to: { name: 'Zoë, Reader', address: 'b@y.test' },
+      replyTo: 'r@x.test',
+      subject: `${long}`,
+      html: `<p>${long}</p><img src="cid:logo@x">`,
+      text: long,
+      headers: {
+        'List-Unsubscribe': `<https://x.test/u/${'1'.repeat(90)}>, <mailto:unsubscribe@x.test?subject=u>`,
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+        'x-custom': 'é',
+        'X-Message-Id': 'plain',
+        Precedence: 'bulk',
       },
-    ],
-  ])('%s: the same bytes as MimeNode.build()', async (_, message) => {
-    const node = new MailComposer(message).compile();
-    const fast = serialize(node);
-    expect(fast).not.toBeNull();
-    expect(fast?.toString('latin1')).toBe((await node.build()).toString('latin1'));
+      attachments: [
+        {
+          filename: 'a.bin',
+          content: new Uint8Array([0, 1, 2, 255, 13, 10, 46]),
+          contentType: 'application/octet-stream',
+        },
+        { filename: 'ü.txt', content: Buffer.from('text\r\n.\r\n'), contentType: 'text/plain' },
+        { filename: 'logo.png', content: Buffer.alloc(300, 7), contentType: 'image/png', cid: 'logo@x' },
+        {
+          filename: 'c.png',
+          content: Buffer.alloc(5, 1),
+          contentType: 'image/png',
+          cid: 'c@x',
+          contentDisposition: 'inline',
+        },
+        {
+          filename: `a "quoted"; long name ${'é'.repeat(40)} (1).pdf`,
+          content: Buffer.alloc(2000, 3),
+          contentType: 'application/pdf',
+        },
+        { filename: `${'long-ascii-name-'.repeat(6)}.txt`, content: Buffer.from('x'), contentType: 'text/plain' },
+      ],
+    },
+  ],
+  [
+    'one attachment and no body; a Unicode domain',
+    {
+      from: 'a@bücher.test',
+      to: 'b@y.test',
+      attachments: [{ filename: 'only.txt', content: Buffer.from('only'), contentType: 'text/plain' }],
+    },
+  ],
+  [
+    'text with an inline part and no html: the part is attached',
+    {
+      from: 'a@x.test',
+      to: 'b@y.test',
+      text: 'see attached',
+      attachments: [{ filename: 'i.png', content: Buffer.alloc(10, 2), contentType: 'image/png', cid: 'i@x' }],
+    },
+  ],
+];
+
+describe('composeMessage', () => {
+  test.each(cases)('%s: a client reads the same message as from nodemailer', async (_, message) => {
+    const ours = composeMessage(message);
+    const theirs = await new MailComposer(message as never).compile().build();
+    const [a, b] = await Promise.all([seen(ours), seen(theirs)]);
+    // Both make a Message-ID when none is given: random either way.
+    if (!message.messageId) a.messageId = b.messageId;
+    expect(a).toEqual(b);
+    expect(envelopeOf(message)).toEqual(new MailComposer(message as never).compile().getEnvelope());
   });
 
-  test('content that is not in memory goes through build()', async () => {
-    const node = new MailComposer({
-      from: 'a@x.test',
-      to: 'b@y.test',
-      text: 'x',
-      attachments: [{ filename: 's.txt', content: Readable.from(['streamed']) }],
-    }).compile();
-    expect(serialize(node)).toBeNull();
-    const built = await buildMessage({
-      from: 'a@x.test',
-      to: 'b@y.test',
-      text: 'x',
-      attachments: [{ filename: 's.txt', content: Readable.from(['streamed']) }],
-    });
-    expect(built.raw.toString()).toContain(Buffer.from('streamed').toString('base64'));
+  test.each(cases)('%s: CRLF line ends, no line over 78 characters but a long word, ready for DATA', (_, message) => {
+    const raw = composeMessage(message).toString('latin1');
+    expect(raw.replace(/\r\n/g, '')).not.toMatch(/[\r\n]/);
+    expect(raw.endsWith('\r\n')).toBe(true);
+    const [head, ...body] = raw.split('\r\n\r\n');
+    for (const line of head.split('\r\n')) if (/\s/.test(line.trim())) expect(line.length).toBeLessThanOrEqual(78);
+    for (const line of body.join('\r\n\r\n').split('\r\n')) {
+      // Body lines: quoted-printable and base64 at most 76, and the message's own part headers.
+      if (!line.startsWith('Content-') && !line.startsWith(' ')) expect(line.length).toBeLessThanOrEqual(76);
+    }
+    expect(dataReady(Buffer.from(raw, 'latin1')) || /\n\./.test(raw)).toBe(true);
+  });
+});
+
+describe('buildMessage signatures', () => {
+  test.each(cases)('%s: the DKIM signature verifies', async (_, message) => {
+    const built = await buildMessage({ ...message, dkim });
+    const [result] = await verify(built.raw);
+    expect(result).toMatchObject({ signingDomain: domain, status: { result: 'pass' } });
+    expect(built.envelope).toEqual(envelopeOf(message));
   });
 });

@@ -1,13 +1,46 @@
-import { createHash, createPrivateKey, createSign, type KeyObject } from 'node:crypto';
-import { domainToASCII } from 'node:url';
-import type { Transform } from 'node:stream';
-import { Encoder as Base64Encoder } from 'nodemailer/lib/base64';
-import MailComposer from 'nodemailer/lib/mail-composer';
-import { foldLines } from 'nodemailer/lib/mime-funcs';
-import type MimeNode from 'nodemailer/lib/mime-node';
-import { Encoder as QpEncoder } from 'nodemailer/lib/qp';
+import { createHash, createPrivateKey, createSign, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
+import { domainToASCII, domainToUnicode } from 'node:url';
+import {
+  base64Lines,
+  crlfLines,
+  displayName,
+  foldHeader,
+  headerName,
+  headerParam,
+  headerText,
+  nameParam,
+  quotedPrintable,
+  textEncoding,
+} from './mime-encode.js';
 import { dataReady } from './smtp-session.js';
-import type { MailMessage } from './smtp-transport.js';
+
+/** An address as a bare `local@domain` or with a display name. */
+export type MailAddress = string | { name?: string; address: string };
+
+export interface MailAttachment {
+  filename: string;
+  content: Uint8Array | string;
+  /** `type/subtype` (checked by the send request's schema). */
+  contentType: string;
+  contentDisposition?: 'attachment' | 'inline';
+  /** Content-ID without angle brackets: an inline part the HTML shows through `cid:`. */
+  cid?: string;
+}
+
+/** What the delivery worker hands to the builder for one recipient. */
+export interface MailMessage {
+  messageId?: string;
+  from: MailAddress;
+  to: MailAddress;
+  replyTo?: MailAddress;
+  subject?: string;
+  text?: string;
+  html?: string;
+  /** Caller and platform headers (List-Unsubscribe, X-Email-Id, ...): never addressing or Content-* ones. */
+  headers?: Record<string, string>;
+  attachments?: MailAttachment[];
+  dkim?: DkimOptions;
+}
 
 /** A message ready for the wire: the MIME bytes (DKIM-signed when the message names a key) and the SMTP envelope. */
 export interface BuiltMessage {
@@ -39,98 +72,139 @@ function signingKey(pem: string): KeyObject {
 }
 
 /**
- * Builds the MIME message with nodemailer's composer (the same bytes its transports produce) and signs it
- * with its DKIM key, if any (CPU-bound: signing-pool.ts runs it on threads). The signature is computed here
- * over the finished buffer rather than by nodemailer's stream signer, whose parser, transform streams and
- * setImmediate hops cost more CPU per message than the RSA signature itself.
+ * Builds the MIME message (the structure nodemailer's composer gave it: text and html as multipart/alternative,
+ * inline parts with the html in multipart/related, attachments in multipart/mixed) and signs it with its DKIM
+ * key, if any. CPU-bound: signing-pool.ts runs it on threads. Every line ends in CRLF and none is longer than
+ * 76 characters but a header with a longer word, so the bytes usually go into SMTP DATA as they are.
  */
 export async function buildMessage(message: MailMessage): Promise<BuiltMessage> {
-  const { dkim, ...mail } = message as MailMessage & { dkim?: DkimOptions };
-  const node = new MailComposer(mail).compile();
-  const envelope = node.getEnvelope() as { from: string | false; to: string[] };
-  const unsigned = serialize(node) ?? (await node.build());
-  const raw = dkim ? dkimSign(unsigned, dkim) : unsigned;
-  return { raw, envelope: { from: envelope.from || '', to: envelope.to }, ready: dataReady(raw) };
+  const unsigned = composeMessage(message);
+  const raw = message.dkim ? dkimSign(unsigned, message.dkim) : unsigned;
+  return { raw, envelope: envelopeOf(message), ready: dataReady(raw) };
 }
 
-/** The parts of nodemailer's MimeNode that its own stream writer reads (internal, so checked before use). */
-interface MimeParts {
-  content?: unknown;
-  contentType?: string;
-  multipart?: string | false;
-  boundary?: string | false;
-  childNodes: MimeParts[];
-  _raw?: unknown;
-  _transforms?: unknown[];
-  _processFuncs?: unknown[];
-  newline?: unknown;
-  buildHeaders(): string;
-  getTransferEncoding(): string | false;
+export function envelopeOf(message: MailMessage): { from: string; to: string[] } {
+  return { from: addressOf(message.from), to: [addressOf(message.to)] };
 }
 
-/**
- * The bytes MimeNode.build() writes, without its streams: for a tree whose contents are all in memory
- * (strings and Buffers: what the delivery worker hands over) the same headers, boundaries and encoders
- * (nodemailer's own, driven synchronously), so the same bytes. Its stream pipeline, a PassThrough per part
- * and a setImmediate per step cost more than the rest of the build. Anything else (streams, paths, URLs,
- * raw parts, transforms) answers null and goes through build().
- */
-export function serialize(root: MimeNode): Buffer | null {
-  const node = root as unknown as MimeParts;
-  if (node._transforms?.length || node._processFuncs?.length || node.newline) return null;
-  const out: Buffer[] = [];
-  if (!write(node, out)) return null;
-  const last = out.length ? out[out.length - 1] : undefined;
-  const lastByte = last?.length ? last[last.length - 1] : undefined;
-  // MimeNode's LastNewline: the message ends with a line break.
-  if (lastByte !== 0x0a) out.push(Buffer.from(lastByte === 0x0d ? '\n' : '\r\n'));
-  return Buffer.concat(out);
-}
-
-function write(node: MimeParts, out: Buffer[]): boolean {
-  if (node._raw) return false;
-  if (node.content && typeof node.content !== 'string' && !Buffer.isBuffer(node.content)) return false;
-  const content = node.content as string | Buffer | undefined;
-  const encoding = node.getTransferEncoding();
-  out.push(Buffer.from(`${node.buildHeaders()}\r\n\r\n`));
-  if (content) {
-    const bytes = typeof content === 'string' ? Buffer.from(content) : content;
-    if (encoding === 'base64') encodeInto(new Base64Encoder({}) as unknown as Transform, bytes, out);
-    else if (encoding === 'quoted-printable')
-      encodeInto(
-        new QpEncoder({ binary: !/^text\//i.test(node.contentType || '') } as never) as unknown as Transform,
-        bytes,
-        out,
-      );
-    else out.push(bytes);
+/** The message without a signature, a Date of now and random boundaries. */
+export function composeMessage(message: MailMessage, date = new Date()): Buffer {
+  const head: string[] = [];
+  for (const [key, value] of Object.entries(message.headers ?? {})) {
+    const name = headerName(key);
+    const text = headerText(String(value ?? ''));
+    if (name && text.trim()) head.push(foldHeader(`${name}: ${text}`));
   }
-  if (node.multipart) {
-    for (const [i, child] of node.childNodes.entries()) {
-      out.push(Buffer.from(`${i > 0 ? '\r\n' : ''}--${node.boundary}\r\n`));
-      if (!write(child, out)) return false;
+  head.push(foldHeader(`From: ${addressField(message.from)}`));
+  head.push(foldHeader(`To: ${addressField(message.to)}`));
+  if (message.replyTo) head.push(foldHeader(`Reply-To: ${addressField(message.replyTo)}`));
+  if (message.subject) head.push(foldHeader(`Subject: ${headerText(message.subject)}`));
+  head.push(`Message-ID: ${messageIdField(message)}`);
+  head.push(`Date: ${date.toUTCString().replace(/GMT/, '+0000')}`);
+  head.push('MIME-Version: 1.0');
+  const out: string[] = [];
+  writePart(structure(message), head, out, { base: randomBytes(8).toString('hex'), next: 1 });
+  const raw = out.join('');
+  // A message ends with a line break (RFC 5322 2.1).
+  return Buffer.from(raw.endsWith('\n') ? raw : `${raw}\r\n`);
+}
+
+/** A MIME part: a leaf with its content, or a multipart of parts. */
+type Part =
+  | { kind: 'text'; type: 'text/plain' | 'text/html'; content: string }
+  | { kind: 'file'; file: MailAttachment }
+  | { kind: 'multi'; subtype: 'mixed' | 'alternative' | 'related'; parts: Part[] };
+
+/** nodemailer's tree for the same message (mail-composer's compile), so clients show the same thing. */
+function structure(message: MailMessage): Part {
+  const text: Part | undefined = message.text ? { kind: 'text', type: 'text/plain', content: message.text } : undefined;
+  const html: Part | undefined = message.html ? { kind: 'text', type: 'text/html', content: message.html } : undefined;
+  const files = message.attachments ?? [];
+  // Parts the html shows by Content-ID go with it in multipart/related; only when there is html.
+  const related = html ? files.filter((f) => f.cid).map((file): Part => ({ kind: 'file', file })) : [];
+  const attached = files.filter((f) => !html || !f.cid).map((file): Part => ({ kind: 'file', file }));
+  const body: Part | undefined = related.length
+    ? { kind: 'multi', subtype: 'related', parts: [html as Part, ...related] }
+    : html;
+  const view: Part | undefined =
+    text && body ? { kind: 'multi', subtype: 'alternative', parts: [text, body] } : (body ?? text);
+  if (attached.length > 1 || (view && attached.length === 1))
+    return { kind: 'multi', subtype: 'mixed', parts: view ? [view, ...attached] : attached };
+  return view ?? attached[0] ?? { kind: 'text', type: 'text/plain', content: '' };
+}
+
+/** Writes a part after its headers (`head`, to which it adds its own). Leaves end without a line break. */
+function writePart(part: Part, head: string[], out: string[], boundaries: { base: string; next: number }): void {
+  if (part.kind === 'multi') {
+    const boundary = `--_NmP-${boundaries.base}-Part_${boundaries.next++}`;
+    const related = part.subtype === 'related' ? ' type="text/html";' : '';
+    head.push(foldHeader(`Content-Type: multipart/${part.subtype};${related} boundary="${boundary}"`));
+    out.push(head.join('\r\n'), '\r\n\r\n');
+    // The CRLF before each delimiter belongs to the delimiter (RFC 2046 5.1.1), not to the part before it.
+    for (const [i, child] of part.parts.entries()) {
+      out.push(i ? `\r\n--${boundary}\r\n` : `--${boundary}\r\n`);
+      writePart(child, [], out, boundaries);
     }
-    out.push(Buffer.from(`\r\n--${node.boundary}--\r\n`));
+    out.push(`\r\n--${boundary}--\r\n`);
+    return;
   }
-  return true;
+  if (part.kind === 'text') {
+    const encoding = textEncoding(part.content);
+    head.push(`Content-Type: ${part.type}; charset=utf-8`, `Content-Transfer-Encoding: ${encoding}`);
+    out.push(head.join('\r\n'), '\r\n\r\n');
+    if (encoding === '7bit') out.push(crlfLines(part.content));
+    else if (encoding === 'quoted-printable') out.push(quotedPrintable(part.content));
+    else out.push(base64Lines(Buffer.from(part.content)));
+    return;
+  }
+  const { file } = part;
+  const type = file.contentType.replace(/[\x00-\x1f\x7f;]/g, '').trim() || 'application/octet-stream';
+  head.push(foldHeader(`Content-Type: ${type}; ${nameParam(file.filename)}`));
+  if (file.cid) head.push(`Content-ID: <${file.cid.replace(/[<>\x00-\x1f\x7f]/g, '')}>`);
+  head.push('Content-Transfer-Encoding: base64');
+  const disposition = file.contentDisposition ?? (file.cid && /^image\//i.test(type) ? 'inline' : 'attachment');
+  head.push(foldHeader(`Content-Disposition: ${disposition}; ${headerParam('filename', file.filename)}`));
+  out.push(head.join('\r\n'), '\r\n\r\n');
+  const content = file.content;
+  if (content.length) out.push(base64Lines(typeof content === 'string' ? Buffer.from(content) : content));
 }
 
-/** Runs one of nodemailer's encoder transforms over one chunk, as a single write then end would. */
-function encodeInto(encoder: Transform, bytes: Buffer, out: Buffer[]): void {
-  const push = (chunk: Buffer | string | null, enc?: BufferEncoding) => {
-    if (chunk !== null) out.push(typeof chunk === 'string' ? Buffer.from(chunk, enc) : chunk);
-    return true;
-  };
-  const steps = encoder as unknown as {
-    push: typeof push;
-    _transform(chunk: Buffer, enc: string, done: (err?: Error | null) => void): void;
-    _flush(done: (err?: Error | null) => void): void;
-  };
-  steps.push = push;
-  const fail = (err?: Error | null) => {
-    if (err) throw err;
-  };
-  steps._transform(bytes, 'buffer', fail);
-  steps._flush(fail);
+function addressOf(address: MailAddress): string {
+  return normalizeAddress(typeof address === 'string' ? address : address.address);
+}
+
+function addressField(address: MailAddress): string {
+  const email = addressOf(address);
+  const name = typeof address === 'string' ? '' : (address.name ?? '');
+  if (name) return `${displayName(name.replace(/\r?\n|\r/g, ' '))} <${email}>`;
+  return PLAIN_ADDRESS.test(email) ? email : `<${email}>`;
+}
+
+// An address with no specials is written bare, anything else in angle brackets.
+const PLAIN_ADDRESS = /^[^\s"(),:;<>@[\\\]]+@[^\s"(),:;<>@[\\\]]+$/;
+// RFC 5321 atext plus the non-ASCII of SMTPUTF8: a local part of these (dot-separated) goes unquoted.
+const DOT_ATOM = /^[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~\u0080-\uffff]+(?:\.[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~\u0080-\uffff]+)*$/;
+const QUOTED_STRING = /^"(?:[^"\\]|\\[\s\S])*"$/;
+
+/** The domain in A-labels (U-labels with a non-ASCII local part: SMTPUTF8), the local part quoted if it must be. */
+function normalizeAddress(raw: string): string {
+  const address = raw.replace(/[\x00-\x1f\x7f<>]+/g, ' ').trim();
+  const at = address.lastIndexOf('@');
+  if (at < 0) return address;
+  let local = address.slice(0, at);
+  if (!DOT_ATOM.test(local) && !QUOTED_STRING.test(local)) local = `"${local.replace(/["\\]/g, '\\$&')}"`;
+  const domain = address.slice(at + 1);
+  const ascii = domainToASCII(domain);
+  const utf8 = /[\u0080-\uffff]/.test(local);
+  return `${local}@${(ascii && (utf8 ? domainToUnicode(ascii) : ascii)) || domain.toLowerCase()}`;
+}
+
+function messageIdField(message: MailMessage): string {
+  let id = (message.messageId ?? '').replace(/\r?\n|\r/g, ' ').replace(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g, '');
+  if (!id) id = `<${randomUUID()}@${addressOf(message.from).split('@').pop() || 'localhost'}>`;
+  if (!id.startsWith('<')) id = `<${id}`;
+  if (!id.endsWith('>')) id = `${id}>`;
+  return id;
 }
 
 // The fields nodemailer signs by default (RFC 4871 section 5.5 and list headers), in its order.
@@ -182,7 +256,7 @@ export function dkimSign(raw: Buffer, dkim: DkimOptions): Buffer {
     `bh=${bodyHash}`,
     `h=${names.join(':')}`,
   ].join('; ');
-  const header = `${foldLines(`DKIM-Signature: ${tags}`, 76)};\r\n b=`;
+  const header = `${foldHeader(`DKIM-Signature: ${tags}`)};\r\n b=`;
   canonical += `dkim-signature:${relaxedValue(header.slice(header.indexOf(':') + 1))}`;
   const signature = createSign('RSA-SHA256').update(canonical, 'latin1').sign(signingKey(dkim.privateKey), 'base64');
   const field = header + signature.replace(/(^.{73}|.{75}(?!\r?\n|\r))/g, '$&\r\n ').trim();

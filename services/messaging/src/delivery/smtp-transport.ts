@@ -1,9 +1,7 @@
 import type { ConnectionOptions } from 'node:tls';
-import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { BuiltMessage } from './mime-build.js';
+export type { MailMessage } from './mime-build.js';
 import { SmtpSession, type SmtpError, type SmtpSessionOptions } from './smtp-session.js';
-
-export type MailMessage = Mail.Options;
 
 export interface MailTransport {
   /**

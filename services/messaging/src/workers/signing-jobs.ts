@@ -25,20 +25,6 @@ export interface SignThreadData {
 /** Answers sent together at most: the pool hands out more while the thread works on the rest. */
 const ANSWER_BATCH = 4;
 
-/** Buffers arrive as plain Uint8Arrays (structured clone); nodemailer wants Buffers for attachment content. */
-function withBuffers(message: MailMessage): MailMessage {
-  if (!message.attachments?.length) return message;
-  return {
-    ...message,
-    attachments: message.attachments.map((a) => {
-      const content = a.content as unknown;
-      return content instanceof Uint8Array && !Buffer.isBuffer(content)
-        ? { ...a, content: Buffer.from(content.buffer, content.byteOffset, content.byteLength) }
-        : a;
-    }),
-  };
-}
-
 /**
  * Runs the thread's side of the pool's protocol with `build` (the tests' threads pass one that crashes on
  * purpose). Answers are flushed when the queue runs dry or ANSWER_BATCH are ready.
@@ -62,7 +48,7 @@ export function serveSigningJobs(build: (message: MailMessage) => Promise<BuiltM
     for (let job = queue.shift(); job; job = queue.shift()) {
       current[0] = job.id;
       try {
-        const built = await build(withBuffers(job.message));
+        const built = await build(job.message);
         // A copy of the exact size, moved (not cloned) to the main thread.
         const raw = new Uint8Array(built.raw.byteLength);
         raw.set(built.raw);
