@@ -100,7 +100,7 @@ export function headerText(value: string): string {
   return PLAIN_HEADER_TEXT.test(text) && !text.includes('=?') ? text : encodedWords(text);
 }
 
-/** A header field name as nodemailer wrote it (`list-unsubscribe` -> `List-Unsubscribe`, `x-message-id` -> `X-Message-ID`). */
+/** A header field name as nodemailer wrote it: `list-unsubscribe` as `List-Unsubscribe`, `x-id` as `X-ID`. */
 export function headerName(key: string): string {
   return key
     .replace(/[\s\x00-\x20\x7f:]/g, '')
