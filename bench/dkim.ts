@@ -12,7 +12,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import nodemailer from 'nodemailer';
+import nodemailer, { type SendMailOptions } from 'nodemailer';
 import { createLogger } from '@svc/lib/logger';
 import { buildMessage } from '../services/messaging/src/delivery/mime-build.js';
 import type { MailMessage } from '../services/messaging/src/delivery/smtp-transport.js';
@@ -93,7 +93,7 @@ async function main(): Promise<void> {
   const rows: [string, Figures][] = [];
   rows.push([
     'before: main thread, PEM decoded per message',
-    await measure((m) => before.sendMail(m as nodemailer.SendMailOptions)),
+    await measure((m) => before.sendMail(m as SendMailOptions)),
   ]);
   rows.push(['inline: main thread, key decoded once (DKIM_WORKERS=0)', await measure(buildMessage)]);
   for (const size of POOL_SIZES) {
