@@ -353,15 +353,42 @@ export async function backendCpu(admin: pg.Client, prefix: string): Promise<Map<
 /** The database (service) of each backend seen by `backendCpu`, to split PostgreSQL's CPU by service. */
 const backendDatabase = new Map<number, string>();
 
-/** CPU seconds used so far by each service process, the run's PostgreSQL backends and this process. */
+/**
+ * The machine's `nats-server` process when NATS runs on this machine (its pid from /proc), else undefined. It is
+ * shared: its CPU during a run also counts other sessions' traffic, so reports print it beside the total, not in it.
+ */
+export function natsServerPid(): number | undefined {
+  try {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'nats-server') return Number(entry);
+      } catch {
+        // gone meanwhile
+      }
+    }
+  } catch {
+    // no /proc
+  }
+  return undefined;
+}
+const NATS_SERVER_PID = natsServerPid();
+
+/** CPU seconds used so far by each service process, the run's PostgreSQL backends, this process and nats-server. */
 export interface CpuSnapshot {
   services: Record<string, number>;
   pg: Map<number, number>;
   bench: NodeJS.CpuUsage;
+  nats: number;
 }
 
 export async function cpuSnapshot(platform: Platform, admin: pg.Client): Promise<CpuSnapshot> {
-  return { services: cpuByService(platform), pg: await backendCpu(admin, platform.prefix), bench: process.cpuUsage() };
+  return {
+    services: cpuByService(platform),
+    pg: await backendCpu(admin, platform.prefix),
+    bench: process.cpuUsage(),
+    nats: cpuSeconds(NATS_SERVER_PID),
+  };
 }
 
 /**
@@ -386,7 +413,9 @@ export function cpuPerUnit(a: CpuSnapshot, b: CpuSnapshot, units: number, unit: 
   return (
     `CPU per ${unit}: total ${ms(total)} ms (${parts.map(([k, v]) => `${k} ${ms(v)}`).join(', ')}); ` +
     `CPU seconds: ${parts.map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ')}; ` +
-    `PostgreSQL by database: ${[...byDatabase].map(([k, v]) => `${k} ${ms(v)}`).join(', ')} ms`
+    `PostgreSQL by database: ${[...byDatabase].map(([k, v]) => `${k} ${ms(v)}`).join(', ')} ms; ` +
+    // Not in the total: the machine's NATS server also carries other runs' messages.
+    `nats-server (shared, not in the total) ${Number.isFinite(b.nats - a.nats) ? ms(b.nats - a.nats) : '?'} ms`
   );
 }
 
