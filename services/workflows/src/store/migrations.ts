@@ -214,4 +214,94 @@ export const migrations: Migration[] = [
       ALTER FUNCTION enrol_triggered(jsonb) SET plan_cache_mode = force_custom_plan;
     `,
   },
+  {
+    id: '006_finish_steps_generic',
+    sql: `
+      -- ExecutionsStore.finishSteps' statement, kept as one generic plan per session instead of planned for every
+      -- batch (about 12% of its PostgreSQL CPU, bench/workflow-sql.ts). A generic plan made while the tables were
+      -- small must not keep scanning them once they have grown (what migration 005 avoids for enrolment), so its
+      -- shape is fixed: without sequential scans, hash or merge joins, each table is reached only through an index
+      -- on what the batch names (executions and execution_steps by primary key, the visit counts by
+      -- execution_steps_execution), whatever the statistics were when it was planned. The batch's own rows
+      -- (the jsonb items, the CTEs) are joined by nested loops over at most one claim.
+      CREATE FUNCTION finish_steps(items jsonb)
+        RETURNS TABLE (id uuid, status text, current_step_id uuid, current_history_id uuid, resume text,
+          wait_event text, waiting_since timestamptz, since timestamptz, due_at timestamptz, lease_token uuid,
+          error text, finished_at timestamptz, updated_at timestamptz, context jsonb, open_visit int,
+          open_started_at timestamptz)
+        LANGUAGE plpgsql VOLATILE
+        SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_hashjoin = off
+        SET enable_mergejoin = off
+      AS $$
+      #variable_conflict use_column
+      BEGIN
+        RETURN QUERY
+        WITH x AS (
+          SELECT * FROM jsonb_to_recordset(items) AS x(id uuid, lease uuid, status text, set_step boolean,
+            next_step uuid, due_at timestamptz, wait_event text, patch jsonb, error text, finished boolean,
+            history_id uuid, fresh_id uuid, step_id uuid, step_type text, started_at timestamptz, h_status text,
+            output jsonb, h_error text, chain jsonb, last_id uuid, last_step uuid, open_id uuid, open_step uuid,
+            open_type text)
+        ), upd AS (
+          UPDATE executions e SET
+            status = x.status,
+            current_step_id = CASE WHEN x.set_step THEN x.next_step ELSE COALESCE(x.last_step, e.current_step_id) END,
+            current_history_id = CASE WHEN x.set_step THEN x.open_id
+              ELSE COALESCE(x.last_id, x.fresh_id, e.current_history_id) END,
+            due_at = x.due_at,
+            wait_event = x.wait_event,
+            -- A wait for an event takes the events since the execution last set off (see resumeFromRecorded).
+            waiting_since = CASE WHEN x.wait_event IS NULL THEN NULL
+              WHEN e.status = 'WAITING' THEN now() ELSE COALESCE(e.since, now()) END,
+            since = CASE WHEN e.status = 'WAITING' AND x.status <> 'WAITING' THEN now() ELSE e.since END,
+            resume = NULL,
+            context = e.context || x.patch,
+            error = COALESCE(x.error, e.error),
+            finished_at = CASE WHEN x.finished THEN now() END,
+            lease_token = CASE WHEN x.finished THEN NULL ELSE e.lease_token END,
+            updated_at = now()
+          FROM x
+          WHERE e.id = x.id AND e.lease_token = x.lease
+          -- What a step can change (the rest is the caller's row): less to send and parse per step.
+          RETURNING e.id, e.status, e.current_step_id, e.current_history_id, e.resume, e.wait_event, e.waiting_since,
+            e.since, e.due_at, e.lease_token, e.error, e.finished_at, e.updated_at,
+            CASE WHEN x.patch = '{}'::jsonb THEN NULL ELSE e.context END AS context
+        ), fresh AS (
+          -- Steps without effects outside this database: their history row is written here, not by beginSteps.
+          INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit, started_at, output, error,
+            finished_at)
+          SELECT x.fresh_id, x.id, x.step_id, x.step_type, x.h_status,
+            (SELECT count(*) + 1 FROM execution_steps s WHERE s.execution_id = x.id AND s.step_id = x.step_id),
+            x.started_at, x.output, x.h_error, CASE WHEN x.h_status = 'WAITING' THEN NULL ELSE now() END
+          FROM x JOIN upd ON upd.id = x.id
+          WHERE x.fresh_id IS NOT NULL
+        ), opened AS (
+          UPDATE execution_steps s SET status = x.h_status, output = x.output, error = x.h_error,
+            finished_at = CASE WHEN x.h_status = 'WAITING' THEN NULL ELSE now() END
+          FROM x JOIN upd ON upd.id = x.id
+          WHERE x.fresh_id IS NULL AND s.id = x.history_id
+        ), chained AS (
+          -- The steps chained after the first in the same round (distinct steps: none is visited twice).
+          INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit, started_at, output, error,
+            finished_at)
+          SELECT c.id, x.id, c.step_id, c.step_type, c.status,
+            (SELECT count(*) + 1 FROM execution_steps s WHERE s.execution_id = x.id AND s.step_id = c.step_id),
+            c.started_at, c.output, c.error, now()
+          FROM x JOIN upd ON upd.id = x.id
+            CROSS JOIN jsonb_to_recordset(x.chain) AS c (id uuid, step_id uuid, step_type text, started_at timestamptz,
+              status text, output jsonb, error text)
+        ), begun AS (
+          -- The next step's history row, opened as beginSteps would (its visit number keys the step's effect).
+          INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit)
+          SELECT x.open_id, x.id, x.open_step, x.open_type, 'RUNNING',
+            (SELECT count(*) + 1 FROM execution_steps s WHERE s.execution_id = x.id AND s.step_id = x.open_step)
+          FROM x JOIN upd ON upd.id = x.id
+          WHERE x.open_id IS NOT NULL AND x.set_step
+          RETURNING execution_id, visit, started_at
+        )
+        SELECT upd.*, begun.visit AS open_visit, begun.started_at AS open_started_at
+        FROM upd LEFT JOIN begun ON begun.execution_id = upd.id;
+      END $$;
+    `,
+  },
 ];
