@@ -3,8 +3,9 @@ import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { ExecutionsStore } from './executions-store.js';
 import { migrations } from './migrations.js';
 
-// finishSteps runs as finish_steps() (migration 006): one generic plan per session, planned while the tables may be
-// empty, that must reach executions and execution_steps only through their indexes however large they grow.
+// finishSteps and claim run as finish_steps() and claim_due() (migrations 006, 007): one generic plan per session,
+// planned while the tables may be empty, that must reach executions and execution_steps only through their indexes
+// however large they grow.
 
 let db: TestDatabase;
 let store: ExecutionsStore;
@@ -58,6 +59,25 @@ const chainToExit = (row: Parameters<ExecutionsStore['finishSteps']>[0][number][
   };
 };
 
+test('claim takes the due executions in due order, up to the limit, and leases them', async () => {
+  const ids = [];
+  for (let i = 0; i < 3; i++) ids.push((await enrol(randomUUID()))[0][0].id);
+  await db.pool.query(
+    `UPDATE executions SET due_at = now() - (array_position($1::uuid[], id) * interval '1 second')
+    WHERE id = ANY ($1::uuid[])`,
+    [ids],
+  );
+  const claimed = await store.claim(2, 60_000);
+  expect(claimed.map((r) => r.id)).toEqual([ids[2], ids[1]]);
+  for (const r of claimed) {
+    expect(r.lease_token).toMatch(/^[0-9a-f-]{36}$/);
+    expect(r.due_at!.getTime()).toBeGreaterThan(Date.now() + 50_000);
+  }
+  expect((await store.claim(10, 60_000)).map((r) => r.id)).toEqual([ids[0]]);
+  expect(await store.claim(10, 60_000)).toEqual([]);
+  await db.pool.query('DELETE FROM executions');
+});
+
 test('finishSteps writes the outcome, the chained history rows and the new state, only under the lease', async () => {
   const [[enrolled]] = await enrol(randomUUID());
   const [row] = await store.claim(10, 60_000);
@@ -83,7 +103,7 @@ test('finishSteps writes the outcome, the chained history rows and the new state
   expect(history[1].output).toEqual({ branch: 'yes' });
 });
 
-test('finish_steps keeps an index-only shape when planned on empty tables', async () => {
+test('finish_steps and claim_due keep an index-only shape when planned on empty tables', async () => {
   const client = await db.pool.connect();
   try {
     await client.query('DELETE FROM executions');
@@ -96,12 +116,22 @@ test('finish_steps keeps an index-only shape when planned on empty tables', asyn
     );
     // The session's first call makes the generic plan, with executions and execution_steps empty.
     await client.query(`SELECT * FROM finish_steps('[]')`);
+    await client.query('SELECT * FROM claim_due(10, 1000)');
     await client.query('RESET auto_explain.log_min_duration');
-    const plan = plans.find((p) => p.includes('Update on executions'));
-    expect(plan).toBeDefined();
-    expect(plan).toMatch(/Index Scan using executions_pkey/);
-    expect(plan).not.toMatch(/Seq Scan on execution/);
-    expect(plan).not.toMatch(/Hash/);
+    const [finish, claim] = ['finish_steps', 'claim_due'].map((f) =>
+      plans.find(
+        (p) =>
+          p.includes('Update on executions') &&
+          !p.includes(`FROM ${f}(`) &&
+          p.includes(f === 'claim_due' ? 'LockRows' : 'execution_steps'),
+      ),
+    );
+    expect(finish).toMatch(/Index Scan using executions_pkey/);
+    expect(finish).not.toMatch(/Seq Scan on execution|Hash/);
+    // Claims walk executions_due in order and stop at the limit: no sort of every due row.
+    expect(claim).toMatch(/Index Scan using executions_due/);
+    expect(claim).toMatch(/Index Scan using executions_pkey/);
+    expect(claim).not.toMatch(/Seq Scan|Bitmap|Sort|Hash/);
   } finally {
     client.release(true);
   }

@@ -201,15 +201,8 @@ export class ExecutionsStore {
    * row due again after the lease, and a worker whose lease was taken over cannot write.
    */
   async claim(limit: number, leaseMs: number): Promise<ExecutionRow[]> {
-    const { rows } = await this.pool.query<ExecutionRow>(
-      `UPDATE executions e SET due_at = now() + $2 * interval '1 millisecond', lease_token = gen_random_uuid()
-       FROM (
-         SELECT id FROM executions WHERE due_at <= now() ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED
-       ) due
-       WHERE e.id = due.id
-       RETURNING e.*`,
-      [limit, leaseMs],
-    );
+    // Store migration 007, claim_due: the statement as a generic plan that always walks executions_due in order.
+    const { rows } = await this.pool.query<ExecutionRow>('SELECT * FROM claim_due($1, $2)', [limit, leaseMs]);
     return rows;
   }
 
