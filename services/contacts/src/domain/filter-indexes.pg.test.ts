@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { ContactsStore } from '../store/contacts-store.js';
 import { migrations } from '../store/migrations.js';
@@ -208,6 +208,24 @@ describe('filter indexes', () => {
     expect(await managed()).toContainEqual({ name: y, valid: true });
     await db.pool.query('DELETE FROM segment_definitions WHERE project_id = $1', [PROJECT]);
     expect(await reconcileFilterIndexes(db.pool, 2)).toBe(true);
+  });
+
+  test('an index built from an older definition of its expression is replaced by the current one', async () => {
+    // What 735f1f4 named an instant index (the expression was not in the hash): a changed expression kept the name,
+    // so a pass left the old index and the compiler's new expression did not match it.
+    const hash = createHash('sha256')
+      .update(JSON.stringify(['expression', 'instant', ['seen']]))
+      .digest('hex')
+      .slice(0, 20);
+    const stale = `contacts_range_inst_${hash}`;
+    expect(stale).not.toBe(indexName('instant', ['seen']));
+    await db.pool.query(`CREATE INDEX ${stale} ON contacts ((data #>> '{seen}'::text[]))`);
+    await define(tree(within('seen', 30)));
+    expect(await reconcileFilterIndexes(db.pool, 8)).toBe(true);
+    expect(await managed()).toEqual([{ name: indexName('instant', ['seen']), valid: true }]);
+    await db.pool.query('DELETE FROM segment_definitions WHERE project_id = $1', [PROJECT]);
+    expect(await reconcileFilterIndexes(db.pool, 8)).toBe(true);
+    expect(await managed()).toEqual([]);
   });
 
   test('one reconciliation at a time: another session holding the lock makes a pass answer false', async () => {

@@ -30,23 +30,29 @@ export interface WantedIndex {
 
 /**
  * Deterministic per path and kind, so every replica (and a retry) names the same index. The shape of the index
- * (filter-indexes-store.ts `create`) is part of the hash: a new shape gets new names, and the first pass drops
- * the old ones as unwanted.
+ * (filter-indexes-store.ts `create`) and the SQL of its kind's expression are part of the hash: a new shape or a
+ * changed expression gets new names, and the first pass drops the old indexes as unwanted and builds the new ones
+ * (an index keeping its name would stay, and the compiler's new expression would not match it).
  */
 const INDEX_SHAPE = 'expression';
 
 const KIND_TAGS: Record<IndexKind, string> = { number: 'num', instant: 'inst', text: 'eq' };
 
+/** The literal of a constant in index DDL (INDEX_EXPRESSIONS' `bind`). */
+const literal = (value: string | string[]) => (Array.isArray(value) ? textArrayLiteral(value) : textLiteral(value));
+
+/** Each kind's expression SQL over a placeholder path: what a definition change changes. */
+const EXPRESSION_SQL = Object.fromEntries(
+  Object.entries(INDEX_EXPRESSIONS).map(([kind, expression]) => [kind, expression('data', ['path'], literal)]),
+) as Record<IndexKind, string>;
+
 export function indexName(kind: IndexKind, path: string[]): string {
   const hash = createHash('sha256')
-    .update(JSON.stringify([INDEX_SHAPE, kind, path]))
+    .update(JSON.stringify([INDEX_SHAPE, kind, EXPRESSION_SQL[kind], path]))
     .digest('hex')
     .slice(0, 20);
   return `${MANAGED_INDEX_PREFIX}${KIND_TAGS[kind]}_${hash}`;
 }
-
-/** The literal of a constant in index DDL (INDEX_EXPRESSIONS' `bind`). */
-const literal = (value: string | string[]) => (Array.isArray(value) ? textArrayLiteral(value) : textLiteral(value));
 
 /** The indexes saved conditions call for: most-used first (ties by name), at most `max`. */
 export function wantedIndexes(conditions: unknown[], max: number): WantedIndex[] {
