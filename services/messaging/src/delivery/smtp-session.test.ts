@@ -1,4 +1,4 @@
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import DataStream from 'nodemailer/lib/smtp-connection/data-stream';
@@ -127,39 +127,6 @@ describe.each([
       await srv.close();
     }
   });
-
-  test('messages waiting for the one connection each take it as the body before them is written', async () => {
-    const srv = await server({ disabledCommands: ['STARTTLS', 'AUTH'], ...extra });
-    let connections = 0;
-    srv.onClosed(() => connections++);
-    const t = createSmtpTransport(`smtp://127.0.0.1:${srv.port}?tls=off`, 1);
-    try {
-      const plain = message(['ok4@y.test'], 'plain\r\nlines\r\n');
-      const outcomes = await Promise.allSettled([
-        t.sendRaw(message(['ok1@y.test'])),
-        t.sendRaw(message(['ok2@y.test'], 'REFUSE-ME\r\n')),
-        t.sendRaw(message(['ok3@y.test'])),
-        t.sendRaw(message(['bounce@y.test'])),
-        t.sendRaw({ ...plain, ready: dataReady(plain.raw) }),
-        t.sendRaw(message(['ok5@y.test', 'bounce@y.test'])),
-      ]);
-      expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value.slice(0, 3) : o.reason.command))).toEqual([
-        '250',
-        'DATA',
-        '250',
-        'RCPT TO',
-        '250',
-        '250',
-      ]);
-      expect(srv.received.map((r) => r.to)).toEqual([['ok1@y.test'], ['ok3@y.test'], ['ok4@y.test'], ['ok5@y.test']]);
-      expect(srv.received[0].raw).toContain('\r\n.dot line\r\n');
-      expect(srv.received[2].raw).toBe(plain.raw.toString('latin1'));
-      expect(connections).toBe(0);
-    } finally {
-      t.close();
-      await srv.close();
-    }
-  });
 });
 
 test('STARTTLS (self-signed, tls=insecure) and AUTH PLAIN / LOGIN', async () => {
@@ -204,57 +171,5 @@ test('a server that closes an idle session: the next message goes over a new one
   } finally {
     t.close();
     await srv.close();
-  }
-});
-
-test('a connection lost after a body: it fails under DATA (not sent again), the next is retried', async () => {
-  // A bare PIPELINING server that drops the first connection instead of answering the end of the first message.
-  let connections = 0;
-  const bodies: string[] = [];
-  const srv = net.createServer((socket) => {
-    const drop = connections++ === 0;
-    let buffer = '';
-    let inData = false;
-    socket.write('220 test\r\n');
-    socket.on('data', (chunk) => {
-      buffer += chunk.toString('latin1');
-      for (;;) {
-        if (inData) {
-          const end = buffer.indexOf('\r\n.\r\n');
-          if (end < 0) return;
-          bodies.push(buffer.slice(0, end));
-          buffer = buffer.slice(end + 5);
-          inData = false;
-          if (drop) return void socket.destroy();
-          socket.write('250 queued\r\n');
-          continue;
-        }
-        const nl = buffer.indexOf('\r\n');
-        if (nl < 0) return;
-        const line = buffer.slice(0, nl).toUpperCase();
-        buffer = buffer.slice(nl + 2);
-        if (line.startsWith('EHLO')) socket.write('250-test\r\n250 PIPELINING\r\n');
-        else if (line === 'DATA') {
-          inData = true;
-          socket.write('354 go\r\n');
-        } else if (line === 'QUIT') socket.end('221 bye\r\n');
-        else socket.write('250 ok\r\n');
-      }
-    });
-  });
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', () => resolve()));
-  const t = createSmtpTransport(`smtp://127.0.0.1:${(srv.address() as AddressInfo).port}?tls=off`, 1);
-  try {
-    const [first, second] = await Promise.allSettled([
-      t.sendRaw(message(['one@y.test'], 'first\r\n')),
-      t.sendRaw(message(['two@y.test'], 'second\r\n')),
-    ]);
-    expect(first).toMatchObject({ status: 'rejected', reason: { code: 'ECONNECTION', command: 'DATA' } });
-    expect(second).toMatchObject({ status: 'fulfilled', value: '250 queued' });
-    expect(bodies.map((b) => b.split('\r\n\r\n')[1])).toEqual(['first', 'second']);
-    expect(connections).toBe(2);
-  } finally {
-    t.close();
-    await new Promise((resolve) => srv.close(resolve));
   }
 });

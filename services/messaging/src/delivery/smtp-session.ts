@@ -5,10 +5,9 @@ import tls from 'node:tls';
 // One SMTP client session (RFC 5321) for the delivery pool: greeting, EHLO (HELO when refused), STARTTLS when
 // offered (RFC 3207), AUTH PLAIN or LOGIN, then messages whose bytes are already built and signed. With
 // PIPELINING (RFC 2920) the envelope (MAIL FROM, RCPT TO, DATA) goes in one write and the dot-stuffed body with its
-// terminator in a second: two writes and two reads per message. A message that was waiting for a connection may
-// have its envelope follow the body in that second write (`send`'s `handOver`): one write per message under load.
-// Errors carry what nodemailer's SMTPConnection put on them (code EENVELOPE/EMESSAGE/ECONNECTION/ETIMEDOUT/EAUTH/
-// ETLS/EPROTOCOL, response, responseCode, command), which the pool and classifyFailure read.
+// terminator in a second: two writes and two reads per message. Errors carry what nodemailer's SMTPConnection
+// put on them (code EENVELOPE/EMESSAGE/ECONNECTION/ETIMEDOUT/EAUTH/ETLS/EPROTOCOL, response, responseCode,
+// command), which the pool and classifyFailure read.
 
 export interface SmtpSessionOptions {
   host: string;
@@ -134,10 +133,6 @@ export class SmtpSession {
   /** The command a connection failure is reported under (CONN until the message's bytes are written). */
   private stage = 'CONN';
   private failure?: SmtpError;
-  /** Messages begun on this session: a send whose body was handed over no longer owns `stage`. */
-  private turns = 0;
-  /** The socket holds a body for the envelope of the message it was handed over to (written in the same writev). */
-  private corked = false;
   private readonly name: string;
   /** Called once when the session fails or the server closes it (also when idle in a pool). */
   onClose?: (err: SmtpError) => void;
@@ -170,18 +165,9 @@ export class SmtpSession {
 
   /**
    * Sends one message; answers the server's final reply (`250 ...`). A refusal of the envelope or the message
-   * leaves the session usable after `reset()`; a connection failure closes it. With PIPELINING, `handOver` is
-   * asked once the body is written, before its reply: true means another message's `send` starts on this session
-   * now (its envelope joins the body in one write, RFC 2920 allows commands after the end of data); that send then
-   * owns the session, and this one needs no `reset()` after a refused message (the end of data ends the transaction).
-   * A connection failure after the body was written is reported under DATA even when the next message began.
+   * leaves the session usable after `reset()`; a connection failure closes it.
    */
-  async send(
-    envelope: { from: string; to: string[] },
-    raw: Buffer,
-    ready = false,
-    handOver?: () => boolean,
-  ): Promise<string> {
+  async send(envelope: { from: string; to: string[] }, raw: Buffer, ready = false): Promise<string> {
     const from = envelope.from.trim();
     const to = envelope.to.map((t) => t.trim());
     if (!to.length) throw smtpError('No recipients defined', 'EENVELOPE', undefined, 'API');
@@ -193,12 +179,10 @@ export class SmtpSession {
     const utf8 = this.extensions.has('SMTPUTF8') && (NON_ASCII.test(from) || to.some((t) => NON_ASCII.test(t)));
     const commands = [`MAIL FROM:<${from}>${utf8 ? ' SMTPUTF8' : ''}`, ...to.map((t) => `RCPT TO:<${t}>`), 'DATA'];
     this.stage = 'MAIL FROM';
-    const turn = ++this.turns;
     let replies: string[];
     if (this.extensions.has('PIPELINING')) {
       const pending = this.replies(commands.length);
       this.write(`${commands.join('\r\n')}\r\n`);
-      this.flush();
       replies = await pending;
     } else {
       replies = [];
@@ -219,37 +203,17 @@ export class SmtpSession {
     if (!dataReply.startsWith('354')) throw smtpError('Data command failed', 'EENVELOPE', dataReply, 'DATA');
     this.stage = 'DATA';
     const pending = this.reply();
-    if (!this.failure) {
-      // One writev for the message and its terminator (without copying the message into a new buffer), and the
-      // next message's envelope when it is handed over (flush(): its write, or the next turn of the loop at most).
+    if (ready && !this.failure) {
+      // One writev for the message and its terminator, without copying the message into a new buffer.
       this.socket.cork();
-      if (ready) {
-        this.socket.write(raw);
-        this.socket.write(DOT_LINE);
-      } else this.socket.write(dataBytes(raw));
-      if (handOver && this.extensions.has('PIPELINING') && handOver()) {
-        this.corked = true;
-        setImmediate(() => this.flush());
-      } else this.socket.uncork();
-    }
-    let answer: string;
-    try {
-      answer = await pending;
-    } catch (err) {
-      const e = err as SmtpError;
-      // The bytes of this message were written: a failure now is DATA's, whichever message the session is on.
-      throw e.command === 'DATA' ? e : Object.assign(new Error(e.message), e, { command: 'DATA' });
-    }
-    if (this.turns === turn) this.stage = 'MAIL FROM';
+      this.socket.write(raw);
+      this.socket.write(DOT_LINE);
+      this.socket.uncork();
+    } else this.write(dataBytes(raw));
+    const answer = await pending;
+    this.stage = 'MAIL FROM';
     if (answer[0] !== '2') throw smtpError('Message failed', 'EMESSAGE', answer, 'DATA');
     return answer;
-  }
-
-  /** Writes out a body held back for the envelope of the message it was handed over to. */
-  private flush(): void {
-    if (!this.corked) return;
-    this.corked = false;
-    this.socket.uncork();
   }
 
   /** RSET after a refused message. */

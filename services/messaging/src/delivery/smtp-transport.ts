@@ -60,32 +60,14 @@ class SmtpPool implements MailTransport {
   async sendRaw({ raw, envelope, ready }: BuiltMessage): Promise<string> {
     for (;;) {
       const c = await this.acquire();
-      // A message waiting for a connection takes this one as soon as the body is written: its envelope goes out
-      // with the body (one write) and its replies queue behind this message's reply.
-      let handedOver = false;
-      const handOver = () => {
-        if (!this.waiting.length || c.dead) return false;
-        handedOver = true;
+      try {
+        const response = await c.conn.send(envelope, raw, ready);
         c.sent++;
         this.release(c);
-        return true;
-      };
-      const reused = c.sent > 0;
-      try {
-        const response = await c.conn.send(envelope, raw, ready, handOver);
-        if (!handedOver) {
-          c.sent++;
-          this.release(c);
-        }
         return response.slice(0, 500);
       } catch (e) {
         const err = e as SmtpError;
-        // Refused after the end of data: the transaction is over and the next message already has the session.
-        if (handedOver && err.code === 'EMESSAGE' && err.responseCode !== 421) throw err;
-        if (handedOver) {
-          this.discard(c);
-          throw err;
-        }
+        const reused = c.sent > 0;
         if ((err.code === 'EENVELOPE' || err.code === 'EMESSAGE') && err.responseCode !== 421 && !c.dead) {
           // The server refused this message; the session itself is fine once reset.
           c.conn.reset().then(
