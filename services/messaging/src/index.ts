@@ -240,8 +240,8 @@ export async function startMessaging(
 }
 
 /**
- * Send queue gauges, read when scraped: depth of the queue (email_queue; `sending` stays 0 since a claim is a row
- * lock, not a status) and the age of the oldest due message.
+ * Send queue gauges, read when scraped: depth of the unfinished statuses (partial indexes
+ * emails_due and emails_leased serve both counts) and the age of the oldest due message.
  */
 function watchSendQueue(pool: Pool): void {
   scrapeGauge({
@@ -250,7 +250,8 @@ function watchSendQueue(pool: Pool): void {
     labelNames: ['status'],
     read: async () => {
       const { rows } = await pool.query<{ status: string; n: string }>(
-        `SELECT 'queued' AS status, count(*)::text AS n FROM email_queue UNION ALL SELECT 'sending', '0'`,
+        `SELECT s.status, (SELECT count(*) FROM emails e WHERE e.status = s.status)::text AS n
+         FROM (VALUES ('queued'), ('sending')) AS s(status)`,
       );
       return rows.map((r) => ({ labels: { status: r.status }, value: Number(r.n) }));
     },
@@ -262,7 +263,7 @@ function watchSendQueue(pool: Pool): void {
     read: async () => {
       const { rows } = await pool.query<{ age: number | null }>(
         `SELECT extract(epoch FROM now() - min(next_attempt_at))::float8 AS age
-         FROM email_queue WHERE next_attempt_at <= now()`,
+         FROM emails WHERE status = 'queued' AND next_attempt_at <= now()`,
       );
       return [{ labels: {}, value: rows[0].age ?? 0 }];
     },

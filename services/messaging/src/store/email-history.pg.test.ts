@@ -59,22 +59,23 @@ afterAll(() => db.drop());
 
 beforeEach(async () => {
   await pool.query('DELETE FROM emails');
-  await pool.query('DELETE FROM email_queue');
   await pool.query('DELETE FROM email_attempts');
 });
 
 describe('recordOutcomes writes one attempt per outcome with the SMTP answer', () => {
-  test('retry, then sent; bounced; given up with its code after the prefix; no longer queued: nothing', async () => {
+  test('retry, then sent; bounced; given up with the code after its prefix; a lost lease records nothing', async () => {
     const [a, b, c, d] = [email(), email(), email(), email()];
     await queue([a, b, c, d]);
+    await store.claimDue(10, 60);
     await store.recordOutcomes(pool, {
       sent: [],
       retry: [{ id: a.id, delayMs: 0, error: '451 4.7.1 Greylisted' }],
       bounced: [{ id: b.id, reason: '550 5.1.1 No such user' }],
       failed: [{ id: c.id, reason: 'gave up after 1 attempts: 421 4.3.0 Try later' }],
     });
-    // d is no longer queued (withdrawn meanwhile): its outcome changes nothing and records nothing.
-    await pool.query(`UPDATE emails SET status = 'suppressed' WHERE id = $1`, [d.id]);
+    await store.claimDue(10, 60);
+    // d's lease went to another worker meanwhile: its outcome changes nothing and records nothing.
+    await pool.query(`UPDATE emails SET status = 'queued' WHERE id = $1`, [d.id]);
     const sent = [a.id, d.id].map((id) => ({ id, response: '250 2.0.0 Ok: queued' }));
     await store.recordOutcomes(pool, { sent, retry: [], bounced: [], failed: [] });
 

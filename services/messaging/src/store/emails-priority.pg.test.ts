@@ -58,14 +58,6 @@ afterAll(() => db.drop());
 
 beforeEach(async () => {
   await pool.query('DELETE FROM emails');
-  await pool.query('DELETE FROM email_queue');
-});
-
-const sent = (rows: { id: string }[]) => ({
-  sent: rows.map((r) => ({ id: r.id, response: '250 ok' })),
-  retry: [],
-  bounced: [],
-  failed: [],
 });
 
 test('a transactional message queued behind a 5,000-message campaign is claimed first', async () => {
@@ -73,7 +65,7 @@ test('a transactional message queued behind a 5,000-message campaign is claimed 
   await queue([email('workflow', 0)]);
   await queue([email('transactional', 0)]);
 
-  const first = await store.lockDue(pool, 3);
+  const first = await store.claimDue(3, 60);
   expect(first.map((r) => r.subject)).toEqual(['transactional', 'workflow', 'campaign']);
 });
 
@@ -83,12 +75,12 @@ test('the due-work loop delivers by priority while a campaign backlog drains', a
   const loop = new DueWorkLoop({
     name: 'test-delivery',
     logger: createLogger('silent'),
-    claim: (limit) => store.lockDue(pool, limit),
+    claim: (limit) => store.claimDue(limit, 60),
     run: async (rows) => {
       for (const r of rows) order.push(r.subject);
       // The first campaign batch is in flight when the password reset arrives.
       if (order.length === 50) await queue([email('transactional', 1)]);
-      await store.recordOutcomes(pool, sent(rows));
+      await pool.query(`UPDATE emails SET status = 'sent' WHERE id = ANY($1::uuid[])`, [rows.map((r) => r.id)]);
     },
     batchSize: 50,
     pollMs: 50,
@@ -104,36 +96,15 @@ test('the due-work loop delivers by priority while a campaign backlog drains', a
   expect(order.indexOf('transactional')).toBe(50);
 });
 
-test('the queue: a retry is due later; a final outcome or a provider notice takes the email out', async () => {
-  const [a, b, c] = [
-    email('transactional', 2),
-    email('workflow', 2),
-    { ...email('campaign', 2), status: 'suppressed' },
-  ];
-  await queue([a, b, c as NewEmail]);
-  // A withheld email never enters the queue.
-  expect((await store.lockDue(pool, 10)).map((r) => r.id)).toEqual([a.id, b.id]);
-  await store.recordOutcomes(pool, {
-    sent: [],
-    retry: [{ id: a.id, delayMs: 60_000, error: '451 later' }],
-    bounced: [],
-    failed: [],
-  });
-  expect((await store.lockDue(pool, 10)).map((r) => r.id)).toEqual([b.id]);
-  expect(await store.queuedRetries(PROJECT, 10)).toMatchObject([{ id: b.id }, { id: a.id }]);
-  await pool.query(`UPDATE email_queue SET next_attempt_at = now() - interval '1 second' WHERE email_id = $1`, [a.id]);
-  const [again] = await store.lockDue(pool, 10);
-  expect(again).toMatchObject({ id: a.id, attempts: 2 });
-  await store.recordOutcomes(pool, sent([again]));
-  expect(await store.markDelivered(pool, b.id)).toBe(true);
-  expect(await store.lockDue(pool, 10)).toEqual([]);
-  const { rows } = await pool.query(`SELECT id, status, attempts FROM emails ORDER BY subject`);
-  expect(rows).toEqual([
-    { id: c.id, status: 'suppressed', attempts: 0 },
-    { id: a.id, status: 'sent', attempts: 2 },
-    { id: b.id, status: 'delivered', attempts: 0 },
-  ]);
-  expect((await pool.query('SELECT count(*)::int AS n FROM email_queue')).rows).toEqual([{ n: 0 }]);
+test('a lease that expires puts the message back in the queue', async () => {
+  await queue([email('transactional', 2)]);
+  const [claimed] = await store.claimDue(10, 60);
+  expect(await store.claimDue(10, 60)).toEqual([]);
+  await pool.query(`UPDATE emails SET locked_until = now() - interval '1 second' WHERE id = $1`, [claimed.id]);
+  expect(await store.requeueExpiredLeases()).toBe(1);
+  const [again] = await store.claimDue(10, 60);
+  expect(again.id).toBe(claimed.id);
+  expect(again.attempts).toBe(2);
 });
 
 test('lockDue: the lock is the lease (by priority, skipped by others, due again after a rollback)', async () => {
@@ -155,7 +126,11 @@ test('lockDue: the lock is the lease (by priority, skipped by others, due again 
       ['transactional', 1],
       ['campaign', 1],
     ]);
-    await store.recordOutcomes(a, sent([again[0]]));
+    await store.recordOutcomes(
+      a,
+      { sent: [{ id: again[0].id, response: '250 ok' }], retry: [], bounced: [], failed: [] },
+      true,
+    );
     await store.postpone(a, [again[1].id], 60_000);
     await a.query('COMMIT');
     const { rows } = await pool.query(

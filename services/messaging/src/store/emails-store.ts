@@ -124,41 +124,8 @@ function insertRecord(e: NewEmail & { bounce_reason?: string | null }): Record<s
   return record;
 }
 
-/**
- * What the delivery worker reads of a claimed email: what the message and its lifecycle message are built from
- * (not the engagement counters and lifecycle times, which a queued email has not had yet).
- */
-export type ClaimedEmail = Pick<
-  EmailRow,
-  | 'id'
-  | 'project_id'
-  | 'contact_id'
-  | 'to_email'
-  | 'to_name'
-  | 'from_email'
-  | 'from_name'
-  | 'reply_to'
-  | 'subject'
-  | 'html'
-  | 'text'
-  | 'headers'
-  | 'attachments'
-  | 'template_id'
-  | 'type'
-  | 'message_id'
-  | 'priority'
-  | 'send_id'
-  | 'campaign_id'
-  | 'workflow_id'
-  | 'dedupe_key'
-  | 'test'
-  | 'status'
-  | 'attempts'
->;
-
-const CLAIM_COLUMNS = `e.id, e.project_id, e.contact_id, e.to_email, e.to_name, e.from_email, e.from_name, e.reply_to,
-  e.subject, e.html, e.text, e.headers, e.attachments, e.template_id, e.type, e.message_id, e.priority, e.send_id,
-  e.campaign_id, e.workflow_id, e.dedupe_key, e.test, e.status, e.attempts`;
+/** Columns the delivery worker reads (no large fields it does not need twice). */
+export type ClaimedEmail = EmailRow;
 
 export interface DeliveryOutcomes {
   /** response: the server's reply accepting the message (250 ...). */
@@ -231,20 +198,15 @@ export class EmailsStore {
 
   /**
    * A contact's MARKETING mail still waiting in the queue (a campaign's send window, a workflow's step, a retry
-   * after a deferral) is withheld as `unsubscribed`. Mail a worker has claimed is left to go: the claim holds its
-   * email_queue row's lock, so this statement waits for it, and a row the outcome deleted is no longer withdrawn
-   * (a retry's row still is). `emails_project_contact` finds the contact's rows.
+   * after a deferral) is withheld as `unsubscribed`. Mail a worker has claimed (`sending`) is left to go: the
+   * claim holds the row's lock, so this statement waits for it and then no longer sees the row as queued.
+   * `emails_project_contact` finds the contact's rows.
    */
   async withdrawMarketing(tx: Queryable, projectId: string, contactId: string): Promise<EmailRow[]> {
     const { rows } = await tx.query<EmailRow>(
-      `WITH dequeued AS (
-         DELETE FROM email_queue q USING emails e
-         WHERE q.email_id = e.id AND e.project_id = $1 AND e.contact_id = $2 AND e.status = 'queued'
-           AND e.type = 'MARKETING'
-         RETURNING q.email_id)
-       UPDATE emails SET status = 'suppressed', bounce_reason = 'unsubscribed', locked_until = NULL,
+      `UPDATE emails SET status = 'suppressed', bounce_reason = 'unsubscribed', locked_until = NULL,
          last_error = 'withdrawn from the queue: the contact unsubscribed'
-       WHERE id IN (SELECT email_id FROM dequeued) AND status = 'queued'
+       WHERE project_id = $1 AND contact_id = $2 AND status = 'queued' AND type = 'MARKETING'
        RETURNING ${SUMMARY_COLUMNS}`,
       [projectId, contactId],
     );
@@ -253,8 +215,7 @@ export class EmailsStore {
 
   /**
    * Inserts the emails and answers the ids actually inserted: an email whose dedupe_key the project
-   * already has (committed, or earlier in this transaction) is skipped, not an error. Each `queued` one also
-   * enters the send queue (email_queue).
+   * already has (committed, or earlier in this transaction) is skipped, not an error.
    */
   async insertMany(tx: Queryable, emails: (NewEmail & { bounce_reason?: string | null })[]): Promise<Set<string>> {
     if (!emails.length) return new Set();
@@ -264,11 +225,7 @@ export class EmailsStore {
     const { rows } = await tx.query<{ id: string }>(
       `WITH ins AS (
          INSERT INTO emails (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::emails, $1::jsonb)
-         ON CONFLICT (project_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
-         RETURNING id, priority, next_attempt_at, status
-       ), queued AS (
-         INSERT INTO email_queue (email_id, priority, next_attempt_at)
-         SELECT id, priority, next_attempt_at FROM ins WHERE status = 'queued'
+         ON CONFLICT (project_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id
        )
        SELECT id, pg_notify('emails_queued', '') FROM ins`,
       [JSON.stringify(emails.map(insertRecord))],
@@ -318,20 +275,36 @@ export class EmailsStore {
     );
   }
 
+  /** Leases due messages (SKIP LOCKED: several workers never take the same row). */
+  async claimDue(limit: number, leaseSeconds: number): Promise<ClaimedEmail[]> {
+    const { rows } = await this.pool.query<ClaimedEmail>(
+      // Walks emails_due (priority, next_attempt_at): the due rows of the best priority come first, and
+      // the scan stops after $1 unlocked rows, however many campaign rows wait behind them.
+      // RETURNING has no order of its own: the outer SELECT hands the batch over best first.
+      `WITH claimed AS (
+         UPDATE emails SET status = 'sending', attempts = attempts + 1, locked_until = now() + make_interval(secs => $2)
+         WHERE id IN (SELECT id FROM emails WHERE status = 'queued' AND next_attempt_at <= now()
+                      ORDER BY priority, next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING *)
+       SELECT * FROM claimed ORDER BY priority, next_attempt_at`,
+      [limit, leaseSeconds],
+    );
+    return rows;
+  }
+
   /**
-   * Locks due messages for one delivery batch inside the caller's open transaction: their email_queue rows, by
-   * email_queue_due (priority, next_attempt_at), the scan stopping after $1 unlocked rows however many campaign
-   * rows wait behind them (SKIP LOCKED: other workers pass over them). The row lock is the lease: claiming writes
-   * nothing, and when the worker dies its transaction ends and the rows are due again at once. `attempts` is
-   * answered as this attempt's number, which recordOutcomes then stores.
+   * Locks due messages for one delivery batch inside the caller's open transaction (SKIP LOCKED: other workers
+   * pass over them). The row lock is the lease: claiming writes no row version (each would go through every
+   * index), and when the worker dies its transaction ends and the rows are due again at once. The rows stay
+   * `queued`; `attempts` is answered as this attempt's number, which recordOutcomes(..., locked) then stores.
    */
   async lockDue(tx: Queryable, limit: number): Promise<ClaimedEmail[]> {
+    // The ids first (as claimDue): a plain SELECT * ... FOR UPDATE sorts the whole due queue's wide rows.
     const { rows } = await tx.query<ClaimedEmail>(
-      `WITH due AS (
-         SELECT email_id, priority, next_attempt_at FROM email_queue WHERE next_attempt_at <= now()
-         ORDER BY priority, next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-       SELECT ${CLAIM_COLUMNS} FROM due JOIN emails e ON e.id = due.email_id
-       ORDER BY due.priority, due.next_attempt_at`,
+      `SELECT * FROM emails
+       WHERE id IN (SELECT id FROM emails WHERE status = 'queued' AND next_attempt_at <= now()
+                    ORDER BY priority, next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+       ORDER BY priority, next_attempt_at`,
       [limit],
     );
     for (const row of rows) row.attempts++;
@@ -342,68 +315,73 @@ export class EmailsStore {
   async postpone(tx: Queryable, ids: string[], delayMs: number): Promise<void> {
     if (!ids.length) return;
     await tx.query(
-      `WITH later AS (
-         UPDATE email_queue SET next_attempt_at = now() + make_interval(secs => $2::double precision / 1000)
-         WHERE email_id = ANY($1::uuid[]) RETURNING email_id, next_attempt_at)
-       UPDATE emails e SET next_attempt_at = later.next_attempt_at FROM later WHERE e.id = later.email_id`,
+      `UPDATE emails SET next_attempt_at = now() + make_interval(secs => $2::double precision / 1000)
+       WHERE id = ANY($1::uuid[]) AND status = 'queued'`,
+      [ids, delayMs],
+    );
+  }
+
+  /** Messages whose worker died mid-send go back to the queue (at-least-once delivery). */
+  async requeueExpiredLeases(): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE emails SET status = 'queued', locked_until = NULL WHERE status = 'sending' AND locked_until < now()`,
+    );
+    return rowCount ?? 0;
+  }
+
+  /** Hands leased rows back untouched (throttled), to be taken again after `delayMs`. */
+  async release(ids: string[], delayMs: number): Promise<void> {
+    if (!ids.length) return;
+    await this.pool.query(
+      `UPDATE emails SET status = 'queued', attempts = attempts - 1, locked_until = NULL,
+         next_attempt_at = now() + make_interval(secs => $2::double precision / 1000)
+       WHERE id = ANY($1::uuid[]) AND status = 'sending'`,
       [ids, delayMs],
     );
   }
 
   /**
-   * Applies the outcomes of rows this transaction locked with lockDue and writes each one's attempt
-   * (email_attempts) with the SMTP answer. A final outcome deletes the email's email_queue row, a retry moves it
-   * later. The emails UPDATE changes no indexed column (migration 012), so it stays on the row's page (HOT). A
-   * 'sent' attempt of a non-test email carries its project and campaign: GET /analytics/timeseries counts those.
-   * A row that is no longer `queued` records nothing.
+   * Applies the outcomes of leased rows and writes each one's attempt (email_attempts) with the SMTP answer.
+   * Each statement inserts attempts only for the rows it updated: a row whose lease another worker took
+   * over records nothing here. `locked`: rows this transaction locked with lockDue (still `queued`, the attempt
+   * counted here) rather than leased by claimDue (`sending`, counted by the claim).
    */
-  async recordOutcomes(tx: Queryable, o: DeliveryOutcomes): Promise<void> {
+  async recordOutcomes(tx: Queryable, o: DeliveryOutcomes, locked = false): Promise<void> {
+    const leased = locked ? `e.status = 'queued'` : `e.status = 'sending'`;
+    const count = locked ? 'attempts = attempts + 1,' : '';
     // The reply code leads the SMTP answer ("451 4.7.1 ..."), after "gave up after N attempts: " when given up.
-    const attempt = (outcome: string) => {
-      const counted = outcome === 'sent' ? 'CASE WHEN NOT test THEN project_id END' : 'NULL';
-      const campaign = outcome === 'sent' ? 'CASE WHEN NOT test THEN campaign_id END' : 'NULL';
-      return `INSERT INTO email_attempts (email_id, attempt, outcome, smtp_code, smtp_response, project_id, campaign_id)
+    const attempt = (outcome: string) =>
+      `INSERT INTO email_attempts (email_id, attempt, outcome, smtp_code, smtp_response)
        SELECT id, attempts, '${outcome}',
-         substring(answer FROM '^(?:gave up after \\d+ attempts: )?([2-5]\\d\\d)[ -]')::int, coalesce(answer, ''),
-         ${counted}, ${campaign}
+         substring(answer FROM '^(?:gave up after \\d+ attempts: )?([2-5]\\d\\d)[ -]')::int, coalesce(answer, '')
        FROM updated`;
-    };
-    // A final outcome: the queue row goes with the email's change.
-    const dequeue = 'WITH dequeued AS (DELETE FROM email_queue WHERE email_id = ANY($1::uuid[]))';
     if (o.sent.length) {
       await tx.query(
-        `${dequeue},
-         updated AS (
-           UPDATE emails e SET attempts = attempts + 1, status = 'sent', sent_at = now(), locked_until = NULL,
-             last_error = NULL
-           FROM unnest($1::uuid[], $2::text[]) AS d(id, response) WHERE e.id = d.id AND e.status = 'queued'
-           RETURNING e.id, e.attempts, d.response AS answer, e.project_id, e.campaign_id, e.test)
+        `WITH updated AS (
+           UPDATE emails e SET ${count} status = 'sent', sent_at = now(), locked_until = NULL, last_error = NULL
+           FROM unnest($1::uuid[], $2::text[]) AS d(id, response) WHERE e.id = d.id AND ${leased}
+           RETURNING e.id, e.attempts, d.response AS answer)
          ${attempt('sent')}`,
         [o.sent.map((s) => s.id), o.sent.map((s) => s.response)],
       );
     }
     if (o.retry.length) {
       await tx.query(
-        `WITH later AS (
-           UPDATE email_queue q SET next_attempt_at = now() + make_interval(secs => d.ms::double precision / 1000)
-           FROM unnest($1::uuid[], $2::int[]) AS d(id, ms) WHERE q.email_id = d.id
-           RETURNING q.email_id, q.next_attempt_at),
-         updated AS (
-           UPDATE emails e SET attempts = attempts + 1, locked_until = NULL, last_error = d.err,
-             next_attempt_at = later.next_attempt_at
-           FROM unnest($1::uuid[], $3::text[]) AS d(id, err) JOIN later ON later.email_id = d.id
-           WHERE e.id = d.id AND e.status = 'queued' RETURNING e.id, e.attempts, d.err AS answer)
+        `WITH updated AS (
+           UPDATE emails e SET ${count} status = 'queued', locked_until = NULL, last_error = d.err,
+             next_attempt_at = now() + make_interval(secs => d.ms::double precision / 1000)
+           FROM unnest($1::uuid[], $2::int[], $3::text[]) AS d(id, ms, err)
+           WHERE e.id = d.id AND ${leased} RETURNING e.id, e.attempts, d.err AS answer)
          ${attempt('retry')}`,
         [o.retry.map((r) => r.id), o.retry.map((r) => r.delayMs), o.retry.map((r) => r.error)],
       );
     }
     if (o.bounced.length) {
       await tx.query(
-        `${dequeue},
-         updated AS (
-           UPDATE emails e SET attempts = attempts + 1, status = 'bounced', bounced_at = now(), locked_until = NULL,
+        `WITH updated AS (
+           UPDATE emails e SET ${count} status = 'bounced', bounced_at = now(), locked_until = NULL,
              bounce_reason = d.reason, last_error = d.reason
-           FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND e.status = 'queued'
+           FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND ${leased}
            RETURNING e.id, e.attempts, d.reason AS answer)
          ${attempt('bounced')}`,
         [o.bounced.map((r) => r.id), o.bounced.map((r) => r.reason)],
@@ -411,10 +389,9 @@ export class EmailsStore {
     }
     if (o.failed.length) {
       await tx.query(
-        `${dequeue},
-         updated AS (
-           UPDATE emails e SET attempts = attempts + 1, status = 'failed', locked_until = NULL, last_error = d.reason
-           FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND e.status = 'queued'
+        `WITH updated AS (
+           UPDATE emails e SET ${count} status = 'failed', locked_until = NULL, last_error = d.reason
+           FROM unnest($1::uuid[], $2::text[]) AS d(id, reason) WHERE e.id = d.id AND ${leased}
            RETURNING e.id, e.attempts, d.reason AS answer)
          ${attempt('failed')}`,
         [o.failed.map((r) => r.id), o.failed.map((r) => r.reason)],
@@ -517,11 +494,9 @@ export class EmailsStore {
     return null;
   }
 
-  /** A provider's word on a message also takes it out of the send queue, if it was still there (a retry). */
   async markDelivered(tx: Queryable, id: string): Promise<boolean> {
     const { rowCount } = await tx.query(
-      `WITH dequeued AS (DELETE FROM email_queue WHERE email_id = $1)
-       UPDATE emails SET status = 'delivered', delivered_at = coalesce(delivered_at, now())
+      `UPDATE emails SET status = 'delivered', delivered_at = coalesce(delivered_at, now())
        WHERE id = $1 AND status IN ('queued', 'sending', 'sent')`,
       [id],
     );
@@ -530,8 +505,7 @@ export class EmailsStore {
 
   async markBounced(tx: Queryable, id: string, reason: string): Promise<boolean> {
     const { rowCount } = await tx.query(
-      `WITH dequeued AS (DELETE FROM email_queue WHERE email_id = $1)
-       UPDATE emails SET status = 'bounced', bounced_at = coalesce(bounced_at, now()), bounce_reason = $2
+      `UPDATE emails SET status = 'bounced', bounced_at = coalesce(bounced_at, now()), bounce_reason = $2
        WHERE id = $1 AND status <> 'bounced'`,
       [id, reason],
     );
@@ -540,8 +514,7 @@ export class EmailsStore {
 
   async markComplained(tx: Queryable, id: string): Promise<boolean> {
     const { rowCount } = await tx.query(
-      `WITH dequeued AS (DELETE FROM email_queue WHERE email_id = $1)
-       UPDATE emails SET status = 'complained', complained_at = coalesce(complained_at, now())
+      `UPDATE emails SET status = 'complained', complained_at = coalesce(complained_at, now())
        WHERE id = $1 AND status <> 'complained'`,
       [id],
     );
@@ -585,8 +558,8 @@ export class EmailsStore {
     limit: number,
   ): Promise<{ id: string; to_email: string; subject: string; next_attempt_at: Date }[]> {
     const { rows } = await this.pool.query(
-      `SELECT e.id, e.to_email, e.subject, q.next_attempt_at FROM emails e JOIN email_queue q ON q.email_id = e.id
-       WHERE e.project_id = $1 AND e.status = 'queued' ORDER BY q.next_attempt_at LIMIT $2`,
+      `SELECT id, to_email, subject, next_attempt_at FROM emails
+       WHERE project_id = $1 AND status = 'queued' ORDER BY next_attempt_at LIMIT $2`,
       [projectId, limit],
     );
     return rows;

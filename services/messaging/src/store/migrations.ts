@@ -253,43 +253,4 @@ export const migrations: Migration[] = [
     id: '011_drop_emails_workflow_index',
     sql: 'DROP INDEX emails_workflow;',
   },
-  {
-    // The send queue leaves emails, so that a delivery's outcome is a HOT update of its row (no index entry
-    // written): before, the status was in the predicates of emails_due and emails_leased and sent_at was the key of
-    // emails_project_sent, so each sent message wrote a new entry in every index of emails (about 7).
-    //  - email_queue holds one narrow row per email waiting to go (queued, or deferred for a retry); the delivery
-    //    worker locks its rows (the lock is the lease) and deletes them with the final outcome.
-    //  - The sent step of GET /analytics/timeseries reads the 'sent' attempt of each non-test email, which now
-    //    carries its email's project and campaign (the attempt's `at` is the email's sent_at: same transaction).
-    //  - fillfactor 50: a message's row is about 1 KB and every one is updated once after its insert; the room
-    //    left on each page keeps that update on the page (a non-HOT update took as much room elsewhere).
-    // Rows a worker leased in the old way ('sending') go back to the queue, as their lease sweep did.
-    id: '012_email_queue',
-    sql: `
-      CREATE TABLE email_queue (
-        email_id uuid PRIMARY KEY,
-        priority smallint NOT NULL,
-        next_attempt_at timestamptz NOT NULL DEFAULT now()
-      );
-      CREATE INDEX email_queue_due ON email_queue (priority, next_attempt_at);
-      UPDATE emails SET status = 'queued', locked_until = NULL WHERE status = 'sending';
-      INSERT INTO email_queue (email_id, priority, next_attempt_at)
-        SELECT id, priority, next_attempt_at FROM emails WHERE status = 'queued';
-      DROP INDEX emails_due;
-      DROP INDEX emails_leased;
-
-      ALTER TABLE email_attempts ADD COLUMN project_id uuid, ADD COLUMN campaign_id uuid;
-      UPDATE email_attempts a SET project_id = e.project_id, campaign_id = e.campaign_id
-        FROM emails e WHERE a.email_id = e.id AND a.outcome = 'sent' AND NOT e.test;
-      -- Emails sent before attempts were recorded (migration 008) get their 'sent' attempt now.
-      INSERT INTO email_attempts (email_id, attempt, outcome, smtp_response, at, project_id, campaign_id)
-        SELECT e.id, greatest(e.attempts, 1), 'sent', '', e.sent_at, e.project_id, e.campaign_id FROM emails e
-        WHERE e.sent_at IS NOT NULL AND NOT e.test
-          AND NOT EXISTS (SELECT 1 FROM email_attempts a WHERE a.email_id = e.id AND a.outcome = 'sent');
-      CREATE INDEX email_attempts_project_sent ON email_attempts (project_id, at)
-        WHERE outcome = 'sent' AND project_id IS NOT NULL;
-      DROP INDEX emails_project_sent;
-      ALTER TABLE emails SET (fillfactor = 50);
-    `,
-  },
 ];

@@ -15,7 +15,7 @@ const PROJECT_TABLES = [
 /**
  * A project's step of a reset or deletion: every row messaging holds for it, in one transaction. Queued
  * mail goes with its rows (the delivery worker claims nothing of the project afterwards); the attempts and
- * stored attachments and send-queue rows of its emails hang off email and send ids, not the project, so they go first.
+ * stored attachments of its emails hang off email and send ids, not the project, so they go first.
  */
 export class ProjectWipeStore {
   constructor(private readonly pool: Pool) {}
@@ -23,9 +23,6 @@ export class ProjectWipeStore {
   async wipe(projectId: string): Promise<void> {
     await withTransaction(this.pool, async (tx) => {
       await tx.query('DELETE FROM email_attempts WHERE email_id IN (SELECT id FROM emails WHERE project_id = $1)', [
-        projectId,
-      ]);
-      await tx.query('DELETE FROM email_queue WHERE email_id IN (SELECT id FROM emails WHERE project_id = $1)', [
         projectId,
       ]);
       await tx.query(

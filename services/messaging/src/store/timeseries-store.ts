@@ -9,11 +9,9 @@ export interface TimeseriesBucketRow {
   bounced: number;
 }
 
-/**
- * The lifecycle steps counted, each by the emails column holding when it happened (migration 006 indexes each);
- * `sent` by the emails' 'sent' attempts (migration 012: email_attempts_project_sent).
- */
+/** The lifecycle steps counted, each by the emails column holding when it happened (migration 006 indexes each). */
 const STEPS = [
+  ['sent', 'sent_at'],
   ['delivered', 'delivered_at'],
   ['opened', 'first_opened_at'],
   ['clicked', 'first_clicked_at'],
@@ -24,29 +22,20 @@ export class TimeseriesStore {
   constructor(readonly pool: Pool) {}
 
   /**
-   * One statement: per step, an index range scan of (project_id, <step>_at) over [from, to) grouped by UTC bucket
-   * (the sent step: of email_attempts_project_sent),
+   * One statement: per step, an index range scan of (project_id, <step>_at) over [from, to) grouped by UTC bucket,
    * joined to every bucket of the range (generate_series) so empty buckets answer zeros. Test emails are left out.
    */
   async buckets(
     projectId: string,
     range: { interval: 'day' | 'hour'; from: Date; to: Date; campaignId?: string },
   ): Promise<TimeseriesBucketRow[]> {
-    const sent = `SELECT 'sent' AS step, date_trunc($4, at, 'UTC') AS bucket, count(*) AS n FROM email_attempts
-       WHERE project_id = $1 AND outcome = 'sent' AND at >= $2 AND at < $3
-         AND ($6::uuid IS NULL OR campaign_id = $6) GROUP BY 2`;
-    const counts = [
-      sent,
-      ...STEPS.map(
-        ([step, column]) =>
-          `SELECT '${step}' AS step, date_trunc($4, ${column}, 'UTC') AS bucket, count(*) AS n FROM emails
-           WHERE project_id = $1 AND ${column} >= $2 AND ${column} < $3 AND NOT test
-             AND ($6::uuid IS NULL OR campaign_id = $6) GROUP BY 2`,
-      ),
-    ].join(' UNION ALL ');
-    const sums = [['sent'], ...STEPS]
-      .map(([step]) => `coalesce(sum(c.n) FILTER (WHERE c.step = '${step}'), 0) AS ${step}`)
-      .join(', ');
+    const counts = STEPS.map(
+      ([step, column]) =>
+        `SELECT '${step}' AS step, date_trunc($4, ${column}, 'UTC') AS bucket, count(*) AS n FROM emails
+         WHERE project_id = $1 AND ${column} >= $2 AND ${column} < $3 AND NOT test
+           AND ($6::uuid IS NULL OR campaign_id = $6) GROUP BY 2`,
+    ).join(' UNION ALL ');
+    const sums = STEPS.map(([step]) => `coalesce(sum(c.n) FILTER (WHERE c.step = '${step}'), 0) AS ${step}`).join(', ');
     const { rows } = await this.pool.query<TimeseriesBucketRow>(
       `WITH counts AS (${counts})
        SELECT s.bucket, ${sums}

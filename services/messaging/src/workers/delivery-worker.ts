@@ -75,6 +75,7 @@ export class DeliveryWorker {
       lanes: opts.lanes ?? 4,
       pollMs: opts.pollMs ?? 500,
       notify: { pool, channel: 'emails_queued' },
+      reclaim: { everyMs: 30_000, run: () => this.emails.requeueExpiredLeases() },
     });
   }
 
@@ -180,7 +181,7 @@ export class DeliveryWorker {
         }
       }),
     );
-    await this.emails.recordOutcomes(tx, outcomes);
+    await this.emails.recordOutcomes(tx, outcomes, true);
     for (const row of suppress) await this.emails.suppress(tx, row.project_id, row.to_email, 'bounce', row.id);
     // The feed's `email.sent` rows go with the outcomes: the feed does not read `emails.sent` back from the bus.
     await enqueueLifecycle(tx, this.activity, messages);
