@@ -113,5 +113,5 @@ export function textLiteral(value: string): string {
 /** SQL literal of a text[] constant, each element quoted as array_in reads it. */
 export function textArrayLiteral(items: string[]): string {
   const array = `{${items.map((i) => `"${i.replace(/[\\"]/g, (ch) => `\\${ch}`)}"`).join(',')}}`;
-  return `'${array.replace(/'/g, "''")}'`;
+  return textLiteral(array);
 }

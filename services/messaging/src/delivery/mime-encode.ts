@@ -11,7 +11,7 @@ export function foldHeader(line: string, width = 76): string {
   let out = '';
   let pos = 0;
   while (pos < line.length) {
-    let piece = line.substr(pos, width);
+    let piece = line.slice(pos, pos + width);
     if (piece.length < width) {
       out += piece;
       break;
@@ -53,7 +53,7 @@ const B_BYTES = 30;
  * RFC 2047 encoded words for the whole value, as many as needed to keep each short, separated by spaces (where
  * the header folds). A word never splits a character.
  */
-export function encodedWords(value: string): string {
+function encodedWords(value: string): string {
   const words: string[] = [];
   if (wordEncoding(value) === 'Q') {
     let word = '';
