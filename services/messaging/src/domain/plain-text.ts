@@ -1,4 +1,5 @@
 import { compile } from 'html-to-text';
+import { simpleHtmlToText } from './simple-html-text.js';
 
 // The text/plain alternative SPEC.md requires for every HTML body ("There is no plain-text field").
 const convert = compile({
@@ -14,6 +15,10 @@ const convert = compile({
   ],
 });
 
+/** html-to-text's conversion with the options above, untrimmed (simple-html-text.ts is tested against it). */
+export const libraryConversion = (html: string): string => convert(html);
+
 export function htmlToPlainText(html: string): string {
-  return convert(html).trim();
+  // Simple HTML (most bodies) in one pass over its tags: 3 us against html-to-text's 11 for bench/send.ts's body.
+  return (simpleHtmlToText(html) ?? convert(html)).trim();
 }
