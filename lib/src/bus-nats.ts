@@ -49,6 +49,8 @@ interface Registration {
   handler: BusHandler;
   /** Messages handled at once (SubscribeOptions). */
   concurrency: number;
+  /** SubscribeOptions.skip: such a message is acknowledged without running the handler. */
+  skip?: SubscribeOptions['skip'];
   messages?: ConsumerMessages;
   /** Retires the durables this one's group replaces (SubscribeOptions.replaces) before it consumes. */
   migration?: () => Promise<void>;
@@ -198,6 +200,7 @@ export class NatsBus implements Bus {
         stream: this.streamName(streamOf(subject.replace(/\.[*>]$/, '.x'))),
         handler,
         concurrency: Math.max(1, options?.concurrency ?? 1),
+        skip: options?.skip,
       }),
     );
     const retired = (options?.replaces ?? []).filter((subject) => !subjects.includes(subject));
@@ -548,13 +551,16 @@ export class NatsBus implements Bus {
 
   private async handle(m: JsMsg, reg: Registration): Promise<void> {
     const subject = m.subject.slice(this.prefix.length + 1);
+    const data = parseOrUndefined(m.string());
+    // Nothing for the handler to do (most of segments' and workflows' email deliveries): acknowledged before any
+    // context, id, trace span or promise is made for it.
+    if (data !== undefined && skips(reg, subject, data)) return this.ackSoon(m);
     // The handler, its log lines and the outbox rows it writes belong to the request that wrote the message.
     const requestId = m.headers?.get(REQUEST_ID_HEADER) || undefined;
     const traceparent = m.headers?.get(TRACEPARENT_HEADER) || undefined;
     await runInContext(messageContext({ requestId, traceparent }), async () => {
       try {
         const id = m.headers?.get('Nats-Msg-Id') || `${m.info.stream}-${m.seq}`;
-        const data = parseOrUndefined(m.string());
         if (data === undefined) {
           // Not JSON: no redelivery can fix it (lib/bus-topic.ts treats undecodable payloads alike).
           const fields = { event: 'bus.malformed', durable: reg.durable, subject, id };
@@ -609,6 +615,15 @@ export class NatsBus implements Bus {
       const timer = setTimeout(done, ms);
       this.wakers.add(done);
     });
+  }
+}
+
+/** A skip that throws skips nothing: the handler gets the message, as on the in-process bus. */
+function skips(reg: Registration, subject: string, data: unknown): boolean {
+  try {
+    return reg.skip?.(subject, data) === true;
+  } catch {
+    return false;
   }
 }
 

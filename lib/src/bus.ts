@@ -37,7 +37,8 @@ export interface SubscribeOptions {
   /**
    * Looks at a message as published (its JSON value, read only, not decoded): true means the handler would do
    * nothing with it. A bus may then acknowledge it without delivering it (the in-process bus does, before any copy,
-   * context or promise); one that delivers it anyway is no different, so the handler must still cope with it.
+   * context or promise; JetStream once the payload is parsed); one that delivers it anyway is no different, so the
+   * handler must still cope with it.
    */
   skip?(subject: string, data: unknown): boolean;
 }
