@@ -33,9 +33,12 @@ import {
   startPlatform,
   type Platform,
 } from './support.js';
+import { writeReport, writeSnapshot } from './table-writes.js';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
 const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 900);
+/** BENCH_TABLE_STATS=1: also rows written per message by table and index growth (bench/table-writes.ts). */
+const TABLE_STATS = process.env.BENCH_TABLE_STATS === '1';
 const MAX_CSV_BYTES = 5 * 1024 * 1024;
 const SERVICES = ['identity', 'contacts', 'messaging', 'segments', 'campaigns'];
 
@@ -191,6 +194,7 @@ run(
     const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
     await admin.connect();
     onCleanup(() => admin.end());
+    const writesBefore = TABLE_STATS ? await writeSnapshot(admin, prefix) : undefined;
     const pgBefore = await backendCpu(admin, prefix);
     const snapBefore = await cpuSnapshot(platform, admin);
     const cpuBefore = cpuByService(platform);
@@ -228,6 +232,11 @@ run(
     let pgCpu = 0;
     for (const [pid, s] of pgAfter) if (Number.isFinite(s)) pgCpu += s - (pgBefore.get(pid) ?? 0);
     state = (await api(platform, key, 'GET', `/campaigns/${id}`)).body;
+    if (writesBefore) {
+      await settle(platform, 30);
+      await sleep(1500); // backends flush their table statistics at most once a second
+      console.log(writeReport(writesBefore, await writeSnapshot(admin, prefix), received));
+    }
 
     const seconds = (end - t0) / 1000;
     const cpu = Object.entries(cpuAfter)

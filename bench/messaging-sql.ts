@@ -1,0 +1,148 @@
+/**
+ * No services, no bus: messaging's SQL for one campaign email's life, on a throwaway database with the messaging
+ * migrations. `BENCH_EMAILS` campaign emails queued through `EmailsStore.insertMany` in batches of `BENCH_BATCH`
+ * (with the `byDedupeKeys` probe each QueueEmails batch makes), then delivery batches of `BENCH_CLAIM` as the
+ * delivery worker writes them in one transaction: `lockDue`, `recordOutcomes` (sent, with the attempt rows), the
+ * `emails.sent` outbox rows and their feed rows (`enqueueLifecycle`), then the relay's mark of the outbox rows.
+ * Prints the CPU milliseconds per email of its one PostgreSQL backend (from /proc, 10 ms resolution) and of this
+ * process for each statement.
+ *
+ *   node --import tsx bench/messaging-sql.ts
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { enqueueMany } from '@svc/lib/outbox';
+import { createPool } from '@svc/lib/db';
+import { createTestDatabase } from '@svc/lib/test-database';
+import { sentActivity } from '../services/messaging/src/domain/activity-feed.js';
+import { lifecycleMessage } from '../services/messaging/src/domain/email-events.js';
+import { ActivityStore } from '../services/messaging/src/store/activity-store.js';
+import { type ClaimedEmail, EmailsStore, type NewEmail } from '../services/messaging/src/store/emails-store.js';
+import { migrations } from '../services/messaging/src/store/migrations.js';
+
+const N = Number(process.env.BENCH_EMAILS ?? 20000);
+const BATCH = Number(process.env.BENCH_BATCH ?? 500);
+const CLAIM = Number(process.env.BENCH_CLAIM ?? 100);
+/** Statements sent with each delivery batch's BEGIN (e.g. planner settings), to compare. */
+const BEGIN = process.env.BENCH_BEGIN ? `BEGIN; ${process.env.BENCH_BEGIN}` : 'BEGIN';
+
+const db = await createTestDatabase('bench_messagingsql', migrations);
+const url = (db.pool as unknown as { options: { connectionString: string } }).options.connectionString;
+const pool = createPool(url, 1);
+try {
+  const emails = new EmailsStore(pool);
+  const activity = new ActivityStore(pool);
+  const project = randomUUID();
+  const campaign = randomUUID();
+  const backend = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+  const backendMs = () => {
+    const f = readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  };
+  const totals = new Map<string, { pg: number; node: number }>();
+  const measure = async <T>(label: string, run: () => Promise<T>): Promise<T> => {
+    const [pg0, node0] = [backendMs(), process.cpuUsage()];
+    const out = await run();
+    const node = process.cpuUsage(node0);
+    const t = totals.get(label) ?? { pg: 0, node: 0 };
+    t.pg += backendMs() - pg0;
+    t.node += (node.user + node.system) / 1000;
+    totals.set(label, t);
+    return out;
+  };
+
+  for (let i = 0; i < N; i += BATCH) {
+    const batch: NewEmail[] = Array.from({ length: Math.min(BATCH, N - i) }, (_, k) => {
+      const n = i + k;
+      const contact = randomUUID();
+      return {
+        id: randomUUID(),
+        project_id: project,
+        contact_id: contact,
+        to_email: `reader${n}@campaign.example`,
+        to_name: '',
+        from_email: 'news@camp.test',
+        from_name: 'Bench News',
+        reply_to: '',
+        subject: `Hello Reader${n}, your pro news`,
+        html:
+          `<h1>Hi Reader${n}</h1><p>You are on the pro plan.</p><p><a href="https://t.camp.test/c/${randomUUID()}">` +
+          `Read the issue</a></p><img src="https://t.camp.test/o/${randomUUID()}" width="1" height="1" alt="">`,
+        text: `Hi Reader${n}\n\nYou are on the pro plan.\n\nRead the issue: https://t.camp.test/c/${randomUUID()}`,
+        headers: { 'List-Unsubscribe': `<https://t.camp.test/u/${randomUUID()}>` },
+        template_id: null,
+        type: 'MARKETING',
+        message_id: `<${randomUUID()}@camp.test>`,
+        priority: 2,
+        status: 'queued',
+        send_id: randomUUID(),
+        campaign_id: campaign,
+        dedupe_key: `campaign:${campaign}:${contact}`,
+      };
+    });
+    await measure('byDedupeKeys', () => emails.byDedupeKeys(project, batch.map((e) => e.dedupe_key!)));
+    await measure('insertMany', () => pool.query('BEGIN').then(() => emails.insertMany(pool, batch)));
+    await pool.query('COMMIT');
+  }
+  let batches = 0;
+  for (;;) {
+    if (process.env.BENCH_EXPLAIN && batches++ === Math.floor(N / CLAIM / 2)) {
+      await pool.query(BEGIN);
+      const plan = await pool.query(
+        `EXPLAIN (ANALYZE, BUFFERS, WAL) SELECT * FROM emails
+         WHERE id IN (SELECT id FROM emails WHERE status = 'queued' AND next_attempt_at <= now()
+                      ORDER BY priority, next_attempt_at LIMIT ${CLAIM} FOR UPDATE SKIP LOCKED)
+         ORDER BY priority, next_attempt_at`,
+      );
+      console.log(plan.rows.map((r) => r['QUERY PLAN']).join('\n'));
+      const locked = await emails.lockDue(pool, CLAIM);
+      const plan2 = await pool.query(
+        `EXPLAIN (ANALYZE, BUFFERS, WAL) WITH updated AS (
+           UPDATE emails e SET attempts = attempts + 1, status = 'sent', sent_at = now(), locked_until = NULL,
+             last_error = NULL
+           FROM unnest($1::uuid[], $2::text[]) AS d(id, response) WHERE e.id = d.id AND e.status = 'queued'
+           RETURNING e.id, e.attempts, d.response AS answer)
+         INSERT INTO email_attempts (email_id, attempt, outcome, smtp_code, smtp_response)
+         SELECT id, attempts, 'sent', substring(answer FROM '^([2-5]\\d\\d)[ -]')::int, coalesce(answer, '')
+         FROM updated`,
+        [locked.map((r) => r.id), locked.map(() => '250 2.0.0 Ok: queued as ABC123')],
+      );
+      console.log(plan2.rows.map((r) => r['QUERY PLAN']).join('\n'));
+      await pool.query('ROLLBACK');
+    }
+    await pool.query(BEGIN);
+    const rows: ClaimedEmail[] = await measure('lockDue', () => emails.lockDue(pool, CLAIM));
+    if (!rows.length) {
+      await pool.query('COMMIT');
+      break;
+    }
+    const sent = rows.map((r) => ({ id: r.id, response: '250 2.0.0 Ok: queued as ABC123' }));
+    await measure('recordOutcomes', () =>
+      emails.recordOutcomes(pool, { sent, retry: [], bounced: [], failed: [] }, true),
+    );
+    const messages = rows.map((r) => lifecycleMessage(r, 'sent', { messageId: r.message_id }));
+    const ids = await measure('outbox insert', () => enqueueMany(pool, messages));
+    await measure('activity insert', () =>
+      activity.insertMany(
+        pool,
+        messages.map((m, i) => sentActivity(m, ids[i])!),
+      ),
+    );
+    await measure('commit', () => pool.query('COMMIT'));
+    await measure('relay mark', async () => {
+      const { rows: claimed } = await pool.query<{ id: string }>(
+        'SELECT id::text FROM outbox WHERE published_at IS NULL ORDER BY outbox.id LIMIT 500 FOR UPDATE SKIP LOCKED',
+      );
+      await pool.query(`UPDATE outbox SET published_at = now() WHERE id = ANY('{${claimed.map((r) => r.id)}}')`);
+    });
+  }
+  let pgTotal = 0;
+  for (const [label, t] of totals) {
+    pgTotal += t.pg;
+    console.log(`${label}: PostgreSQL ${(t.pg / N).toFixed(3)} ms, this process ${(t.node / N).toFixed(3)} ms per email`);
+  }
+  console.log(`all: PostgreSQL ${(pgTotal / N).toFixed(3)} ms per email`);
+} finally {
+  await pool.end();
+  await db.drop();
+}
