@@ -80,7 +80,12 @@ try {
         dedupe_key: `campaign:${campaign}:${contact}`,
       };
     });
-    await measure('byDedupeKeys', () => emails.byDedupeKeys(project, batch.map((e) => e.dedupe_key!)));
+    await measure('byDedupeKeys', () =>
+      emails.byDedupeKeys(
+        project,
+        batch.map((e) => e.dedupe_key!),
+      ),
+    );
     await measure('insertMany', () => pool.query('BEGIN').then(() => emails.insertMany(pool, batch)));
     await pool.query('COMMIT');
   }
@@ -139,7 +144,8 @@ try {
   let pgTotal = 0;
   for (const [label, t] of totals) {
     pgTotal += t.pg;
-    console.log(`${label}: PostgreSQL ${(t.pg / N).toFixed(3)} ms, this process ${(t.node / N).toFixed(3)} ms per email`);
+    const perEmail = (ms: number) => (ms / N).toFixed(3);
+    console.log(`${label}: PostgreSQL ${perEmail(t.pg)} ms, this process ${perEmail(t.node)} ms per email`);
   }
   console.log(`all: PostgreSQL ${(pgTotal / N).toFixed(3)} ms per email`);
 } finally {
