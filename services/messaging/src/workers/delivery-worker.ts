@@ -12,7 +12,12 @@ import type { SendThrottle } from '../domain/throttle.js';
 import type { MailMessage, MailTransport } from '../delivery/smtp-transport.js';
 import { ActivityStore } from '../store/activity-store.js';
 import type { DomainsStore } from '../store/domains-store.js';
-import type { ClaimedEmail, DeliveryOutcomes, EmailsStore } from '../store/emails-store.js';
+import {
+  DELIVERY_PLAN_SETTINGS,
+  type ClaimedEmail,
+  type DeliveryOutcomes,
+  type EmailsStore,
+} from '../store/emails-store.js';
 import { SendAttachmentsStore, type SendAttachment } from '../store/send-attachments-store.js';
 import { messageBuilder, type MessageBuilder } from './signing-pool.js';
 
@@ -94,12 +99,14 @@ export class DeliveryWorker {
 
   /**
    * Opens the batch's transaction and locks up to `limit` due rows in it. The session may sit idle in it while
-   * the batch is sent: for up to the lease, not the server's default idle-in-transaction timeout.
+   * the batch is sent: for up to the lease, not the server's default idle-in-transaction timeout. Its statements
+   * are planned with DELIVERY_PLAN_SETTINGS, sent with the BEGIN (no round trip of their own).
    */
   private async claim(limit: number, leaseSeconds: number): Promise<ClaimedEmail[]> {
     const tx = await this.pool.connect();
     try {
-      await tx.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${Math.round(leaseSeconds * 1000)}`);
+      const idle = `SET LOCAL idle_in_transaction_session_timeout = ${Math.round(leaseSeconds * 1000)}`;
+      await tx.query(`BEGIN; ${idle}; ${DELIVERY_PLAN_SETTINGS}`);
       const rows = await this.emails.lockDue(tx, limit);
       if (rows.length) {
         this.locks.set(rows, tx);
