@@ -135,4 +135,37 @@ describe('simpleHtmlToText', () => {
     // Most of the cases without outside-the-subset parts take the simple path.
     expect(simple).toBeGreaterThan(1500);
   });
+
+  test('seeded random fragments of markup (unbalanced, broken entities and tags) agree whenever taken', () => {
+    const pieces = [
+      ...['<', '>', '</', '/>', '&', '#', ';', '"', "'", '=', ' ', '\n', '\t', '\u200b', '\u00a0', '-->', '!--'],
+      ...['a', 'p', 'b', 'h1', 'div', 'br', 'img', 'td', 'href', 'x', '1', 'amp', 'lt', 'nbsp', '#39', '#x27', 'P'],
+      ...['mailto:', 'http://e.com', 'undefined', 'y'.repeat(80), ' href="', '<a href="', '<p>', '</p>', '<b>'],
+      ...[
+        '</b>',
+        '<br>',
+        '</a>',
+        '<h2>',
+        '</h2>',
+        '<div>',
+        '</div>',
+        '<td>',
+        '</td>',
+        '<tr>',
+        '<table>',
+        '<img src=x>',
+      ],
+    ];
+    const rnd = random(7);
+    let simple = 0;
+    for (let i = 0; i < 8000; i++) {
+      let input = '';
+      for (let n = Math.floor(rnd() * 30); n > 0; n--) input += pieces[Math.floor(rnd() * pieces.length)];
+      const text = simpleHtmlToText(input);
+      if (text === undefined) continue;
+      simple++;
+      expect({ input, text }).toEqual({ input, text: libraryConversion(input) });
+    }
+    expect(simple).toBeGreaterThan(800);
+  });
 });
