@@ -477,6 +477,21 @@ describe('POST /v1/send validation', () => {
     expect(broken.body.error.errors[0]).toMatchObject({ field: 'body', code: 'template_error' });
   });
 
+  test('a variable is HTML-escaped in the body and as written in the subject; ?? fills a missing one', async () => {
+    const to = recipient();
+    const res = await send({
+      to,
+      from: `news@${domain}`,
+      subject: 'For {{who}}',
+      body: '<p>Dear {{who}}, plan {{plan ?? "free"}}</p>',
+      data: { who: 'Tom & "Jerry" <tj>' },
+    });
+    expect(res.status).toBe(200);
+    const [mail] = await waitForMail(to);
+    expect(mail.parsed.subject).toBe('For Tom & "Jerry" <tj>');
+    expect(mail.parsed.html).toContain('<p>Dear Tom &amp; &#34;Jerry&#34; &lt;tj&gt;, plan free</p>');
+  });
+
   test('the deprecated name is the sender name only when from is a plain address', async () => {
     const a = recipient();
     await send({ to: a, from: from(), name: 'Fallback Name', subject: 's', body: 'b' });

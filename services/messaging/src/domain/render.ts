@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Context, Liquid, toValue, toValueSync, type Emitter, type FS, type Template } from 'liquidjs';
 import { validationError, type AppError } from '@svc/lib/errors';
 import { MAX_BODY_BYTES } from './content-limits.js';
+import { plainPieces, renderPieces } from './plain-template.js';
 import { FALLBACK_FILTER, rewriteTemplate } from './template-rewrite.js';
 
 // Liquid templates of subjects and bodies, with bounds on everything a caller controls: the
@@ -184,10 +185,15 @@ export function createRenderer(options: RendererOptions = {}): Renderer {
     const field = opts.field ?? 'body';
     const liquid = engine(opts.kind ?? 'html');
     const templates = parse(opts.kind ?? 'html', template, field);
+    const pieces = plainPieces(templates, liquid);
     return {
       async render(vars, budget = new RenderBudget(Number.POSITIVE_INFINITY)) {
         const allowedMs = Math.min(timeoutMs, budget.remainingMs);
         if (allowedMs <= 0) throw budgetError(field, budget);
+        // Text and plain variable outputs: read directly, as liquidjs would render them (plain-template.ts). Output
+        // over the bound goes through liquidjs, whose error names the line and column where it passed it.
+        const plain = pieces && renderPieces(pieces, vars);
+        if (plain !== undefined && Buffer.byteLength(plain) <= maxOutputBytes) return plain;
         // `data` exposes the same variables for bracket lookups (`{{data[key]}}`); a custom field
         // literally named `data` stays reachable as `{{data.data}}`.
         const ctx = new Context({ ...vars, data: vars }, liquid.options, { renderLimit: allowedMs }, { liquid });
