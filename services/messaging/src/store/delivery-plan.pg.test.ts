@@ -38,7 +38,6 @@ function email(n: number): NewEmail {
   };
 }
 
-/** One delivery batch as the worker writes it: lock, every email sent, commit. Answers the batch. */
 /** The plans of the statements `run` makes on `client`, from auto_explain. */
 async function plansOf(client: PoolClient, run: () => Promise<unknown>): Promise<string[]> {
   const plans: string[] = [];
@@ -57,6 +56,7 @@ async function plansOf(client: PoolClient, run: () => Promise<unknown>): Promise
   return plans;
 }
 
+/** One delivery batch as the worker writes it: lock, every email sent, commit. Answers the batch's ids. */
 async function deliverBatch(tx: PoolClient, settings: string, limit: number): Promise<string[]> {
   await tx.query(`BEGIN; ${settings}`);
   const rows = await store.lockDue(tx, limit);
