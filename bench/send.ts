@@ -12,7 +12,17 @@ import path from 'node:path';
 import { startSmtpSink } from '@svc/messaging';
 import { startTestDnsServer, type TestZoneRecords } from '@svc/lib/test-dns-server';
 import { freePort, httpOk, stopProcess, waitFor } from '../test/support/processes.js';
-import { cpuDelta, descendants, formatCpu, LOG_DIR, peakRssReport, runClients, sendBody, treeCpu } from './support.js';
+import {
+  cpuDelta,
+  descendants,
+  formatCpu,
+  LOG_DIR,
+  mainThreadCpuSeconds,
+  peakRssReport,
+  runClients,
+  sendBody,
+  treeCpu,
+} from './support.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -113,6 +123,7 @@ async function main(): Promise<void> {
     const counts0 = await counts(child.pid!);
     const loadBefore = load();
     const cpuBefore = treeCpu(child.pid!);
+    const mainBefore = mainThreadCpuSeconds(child.pid!);
     const benchCpuBefore = process.cpuUsage();
     const started = performance.now();
     const clients = await runClients(`${base}/v1/send`, auth, (i) => sendBody(i, domain), REQUESTS, CONNECTIONS);
@@ -129,6 +140,7 @@ async function main(): Promise<void> {
     const totalSeconds = (lastDeliveryAt - started) / 1000;
     const windowSeconds = (lastDeliveryAt - firstDeliveryAt) / 1000;
     const cpu = cpuDelta(treeCpu(child.pid!), cpuBefore);
+    const mainCpu = mainThreadCpuSeconds(child.pid!) - mainBefore;
     const benchCpu = process.cpuUsage(benchCpuBefore);
     cpu['bench (clients + SMTP sink)'] = (benchCpu.user + benchCpu.system) / 1e6;
     const nodeCpu = cpu.self;
@@ -144,7 +156,9 @@ async function main(): Promise<void> {
           `${(delivered / windowSeconds).toFixed(0)} messages/s`,
         `CPU from the first request to the last message (100% is one core; self is the platform's Node process, ` +
           `postgres the embedded server's processes): ${formatCpu(cpu, totalSeconds)}`,
-        `platform CPU per delivered message: ${((1000 * nodeCpu) / delivered).toFixed(2)} ms (Node process)`,
+        `platform CPU per delivered message: ${((1000 * nodeCpu) / delivered).toFixed(2)} ms (Node process); ` +
+          `main thread ${((1000 * mainCpu) / delivered).toFixed(3)} ms ` +
+          `(${((100 * mainCpu) / totalSeconds).toFixed(0)}% of a core: the limit when near 100%)`,
         `${peakRssReport({ platform: child.pid })}; load average ${loadBefore} before, ${load()} after`,
       ].join('\n') + '\n',
     );

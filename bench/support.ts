@@ -314,7 +314,7 @@ export const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux); NaN elsewhere. */
-export function cpuSeconds(pid: number | undefined): number {
+export function cpuSeconds(pid: number | string | undefined): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -323,6 +323,9 @@ export function cpuSeconds(pid: number | undefined): number {
     return Number.NaN;
   }
 }
+
+/** CPU seconds of a process's main thread (its thread id is its pid): the JavaScript event loop, without workers. */
+export const mainThreadCpuSeconds = (pid: number) => cpuSeconds(`${pid}/task/${pid}`);
 
 /** The PostgreSQL backends serving `pool`'s database now, and their CPU seconds so far (`seconds()`, on each call). */
 export async function databaseCpu(pool: pg.Pool): Promise<{ backends: number; seconds: () => number }> {
