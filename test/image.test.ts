@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync, readFileSync, rmSync, type WriteStream } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -97,6 +97,7 @@ test('plain node runs the build: --migrate, every service, /readyz, SIGTERM exit
     ...(await freeServicePorts()),
   };
   // No --import: a .ts file anywhere in the graph would fail to load.
+  const logs = new WeakMap<ChildProcess, WriteStream>();
   const node = (args: string[], name: string): ChildProcess => {
     const child = spawn(process.execPath, [path.join(OUT, 'bin/platform.js'), ...args], {
       cwd: ROOT,
@@ -104,11 +105,15 @@ test('plain node runs the build: --migrate, every service, /readyz, SIGTERM exit
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const log = createWriteStream(path.join(ROOT, '.test-run', 'logs', `${name}-${DB}.log`));
-    child.stdout!.pipe(log);
-    child.stderr!.pipe(log);
+    child.stdout!.pipe(log, { end: false });
+    child.stderr!.pipe(log, { end: false });
+    logs.set(child, log);
     return child;
   };
-  const exit = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', resolve));
+  // 'close', not 'exit': it comes after both pipes have ended ('exit' may come before the last lines are read),
+  // and the log file is complete once its stream has written them.
+  const exit = (child: ChildProcess) =>
+    new Promise<number | null>((resolve) => child.once('close', (code) => logs.get(child)!.end(() => resolve(code))));
 
   const migrate = node(['--migrate'], 'image-migrate');
   expect(await exit(migrate)).toBe(0);
