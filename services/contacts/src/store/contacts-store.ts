@@ -178,10 +178,17 @@ export class ContactsStore {
     return rows;
   }
 
-  /** Locks the rows (FOR UPDATE) unless `read` is set. */
+  /**
+   * Locks the rows (FOR UPDATE, in id order) unless `read` is set. Each id probes the primary key (LATERAL): with
+   * `id = ANY(...)` a planner without statistics (a table never analysed) read every contact of the project
+   * through contacts_project_created for each batch.
+   */
   async byIds(tx: Queryable, projectId: string, ids: string[], read = false): Promise<ContactRow[]> {
     const { rows } = await tx.query<ContactRow>(
-      `SELECT * FROM contacts WHERE project_id = $1 AND id = ANY($2::uuid[])${read ? '' : ' FOR UPDATE'}`,
+      `SELECT c.* FROM (SELECT DISTINCT i FROM unnest($2::uuid[]) AS i ORDER BY i) AS k(id)
+       CROSS JOIN LATERAL (
+         SELECT * FROM contacts WHERE id = k.id AND project_id = $1 LIMIT 1${read ? '' : ' FOR UPDATE'}
+       ) c`,
       [projectId, ids],
     );
     return rows;

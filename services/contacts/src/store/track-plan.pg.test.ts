@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { PoolClient } from '@svc/lib/db';
 import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { uuidv7 } from '@svc/lib/ids';
-import { ContactBatches } from './contacts-store.js';
+import { ContactBatches, ContactsStore } from './contacts-store.js';
 import { EventsStore } from './events-store.js';
 import { migrations } from './migrations.js';
 
@@ -97,4 +97,27 @@ test('a batch of email activity finds its contacts by primary key, not a read of
     [PROJECT],
   );
   expect(written).toEqual([{ n: 150 }]);
+});
+
+test('contacts by id (a workflow round fetching its contacts) probe contacts_pkey, not every contact', async () => {
+  const { rows } = await db.pool.query<{ id: string }>('SELECT id FROM contacts ORDER BY email DESC LIMIT 50');
+  const ids = [...rows.map((r) => r.id), rows[0].id, randomUUID()];
+  const store = new ContactsStore(db.pool);
+  const client = await db.pool.connect();
+  try {
+    for (const read of [true, false]) {
+      let found: string[] = [];
+      await client.query('BEGIN');
+      const plans = await plansOf(client, async () => {
+        found = (await store.byIds(client, PROJECT, ids, read)).map((r) => r.id);
+      });
+      await client.query('COMMIT');
+      expect(found.sort()).toEqual(rows.map((r) => r.id).sort());
+      const plan = plans.find((p) => p.includes('contacts'));
+      expect(plan).toMatch(/Index Scan using contacts_pkey/);
+      expect(plan).not.toMatch(/contacts_project_created|Seq Scan on contacts|Bitmap/);
+    }
+  } finally {
+    client.release();
+  }
 });
