@@ -31,3 +31,25 @@ export async function createTestDatabase(tag: string, migrations: Migration[]): 
     },
   };
 }
+
+/**
+ * The plans of the statements `run` makes on `client`, from auto_explain as notices (with row counts, without
+ * timing): for tests that a statement keeps its plan, e.g. on a table the planner has no statistics of yet.
+ */
+export async function explainedPlans(client: pg.ClientBase, run: () => Promise<unknown>): Promise<string[]> {
+  const plans: string[] = [];
+  const notice = (n: { message?: string }) => plans.push(n.message ?? '');
+  client.on('notice', notice);
+  await client.query(`LOAD 'auto_explain'`);
+  await client.query(
+    `SET auto_explain.log_min_duration = 0; SET auto_explain.log_level = notice; SET client_min_messages = notice;
+     SET auto_explain.log_analyze = on; SET auto_explain.log_timing = off`,
+  );
+  try {
+    await run();
+  } finally {
+    await client.query('RESET auto_explain.log_min_duration');
+    client.off('notice', notice);
+  }
+  return plans;
+}

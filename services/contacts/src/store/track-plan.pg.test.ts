@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { PoolClient } from '@svc/lib/db';
-import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
+import { createTestDatabase, explainedPlans, type TestDatabase } from '@svc/lib/test-database';
 import { uuidv7 } from '@svc/lib/ids';
 import { ContactBatches, ContactsStore } from './contacts-store.js';
 import { EventsStore } from './events-store.js';
@@ -15,25 +14,6 @@ const PROJECT = randomUUID();
 const CONTACTS = 3000;
 
 let db: TestDatabase;
-
-/** The plans of the statements `run` makes on `client`, from auto_explain. */
-async function plansOf(client: PoolClient, run: () => Promise<unknown>): Promise<string[]> {
-  const plans: string[] = [];
-  const notice = (n: { message?: string }) => plans.push(n.message ?? '');
-  client.on('notice', notice);
-  await client.query(`LOAD 'auto_explain'`);
-  await client.query(
-    `SET auto_explain.log_min_duration = 0; SET auto_explain.log_level = notice; SET client_min_messages = notice;
-     SET auto_explain.log_analyze = on; SET auto_explain.log_timing = off`,
-  );
-  try {
-    await run();
-  } finally {
-    await client.query('RESET auto_explain.log_min_duration');
-    client.off('notice', notice);
-  }
-  return plans;
-}
 
 beforeAll(async () => {
   db = await createTestDatabase('contacts_track_plan', migrations);
@@ -55,7 +35,7 @@ test('a batch of tracks locks its contacts by probing contacts_project_email per
   try {
     let emails: string[] = [];
     await client.query('BEGIN');
-    const plans = await plansOf(client, async () => {
+    const plans = await explainedPlans(client, async () => {
       emails = (await new ContactBatches(db.pool).lockByKeys(client, keys)).map((r) => r.email);
     });
     await client.query('COMMIT');
@@ -84,7 +64,9 @@ test('a batch of email activity finds its contacts by primary key, not a read of
   }));
   const client = await db.pool.connect();
   try {
-    const plans = await plansOf(client, () => new EventsStore(db.pool).writeEmailActivity(client, 'test', writes));
+    const plans = await explainedPlans(client, () =>
+      new EventsStore(db.pool).writeEmailActivity(client, 'test', writes),
+    );
     const plan = plans.find((p) => p.includes('Insert on email_activity'));
     expect(plan).toMatch(/Index Scan using contacts_pkey/);
     // Nor a nested loop of the batch against itself (what the planner chose when it thought a join gave one row).
@@ -108,7 +90,7 @@ test('contacts by id (a workflow round fetching its contacts) probe contacts_pke
     for (const read of [true, false]) {
       let found: string[] = [];
       await client.query('BEGIN');
-      const plans = await plansOf(client, async () => {
+      const plans = await explainedPlans(client, async () => {
         found = (await store.byIds(client, PROJECT, ids, read)).map((r) => r.id);
       });
       await client.query('COMMIT');

@@ -1,3 +1,4 @@
+import { seededRandom } from '@svc/lib/test-random';
 import { createRenderer, type RenderKind } from './render.js';
 
 // The direct path must render exactly what liquidjs renders. A tag that renders nothing keeps a template off it,
@@ -12,16 +13,6 @@ async function both(template: string, vars: Record<string, unknown>, kind: Rende
       (err: Error) => ({ error: err.message }),
     );
   return { direct: await answer(template), liquid: await answer(template + VIA_LIQUID) };
-}
-
-/** Seeded PRNG (mulberry32). */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const VALUES: unknown[] = [
@@ -95,7 +86,7 @@ describe('plain templates render without liquidjs, as liquidjs renders them', ()
   });
 
   test('seeded random templates and variables', async () => {
-    const rnd = random(3);
+    const rnd = seededRandom(3);
     for (let i = 0; i < 2000; i++) {
       const tpl = template(rnd);
       const vars = variables(rnd);

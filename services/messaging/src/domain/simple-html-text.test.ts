@@ -1,15 +1,6 @@
+import { seededRandom } from '@svc/lib/test-random';
 import { htmlToPlainText, libraryConversion } from './plain-text.js';
 import { simpleHtmlToText } from './simple-html-text.js';
-
-/** Seeded PRNG (mulberry32): the random cases are the same on every run. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = [
   'Hello',
@@ -123,7 +114,7 @@ describe('simpleHtmlToText', () => {
   });
 
   test('seeded random HTML converts as html-to-text converts it', () => {
-    const rnd = random(12);
+    const rnd = seededRandom(12);
     let simple = 0;
     for (let i = 0; i < 3000; i++) {
       const input = html(rnd, 0, i % 3 === 0);
@@ -156,7 +147,7 @@ describe('simpleHtmlToText', () => {
         '<img src=x>',
       ],
     ];
-    const rnd = random(7);
+    const rnd = seededRandom(7);
     let simple = 0;
     for (let i = 0; i < 8000; i++) {
       let input = '';

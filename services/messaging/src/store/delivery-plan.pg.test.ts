@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from '@svc/lib/db';
-import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
+import { createTestDatabase, explainedPlans, type TestDatabase } from '@svc/lib/test-database';
 import { DELIVERY_PLAN_SETTINGS, EmailsStore, type NewEmail } from './emails-store.js';
 import { migrations } from './migrations.js';
 
@@ -38,24 +38,6 @@ function email(n: number): NewEmail {
   };
 }
 
-/** The plans of the statements `run` makes on `client`, from auto_explain. */
-async function plansOf(client: PoolClient, run: () => Promise<unknown>): Promise<string[]> {
-  const plans: string[] = [];
-  const notice = (n: { message?: string }) => plans.push(n.message ?? '');
-  client.on('notice', notice);
-  await client.query(`LOAD 'auto_explain'`);
-  await client.query(
-    `SET auto_explain.log_min_duration = 0; SET auto_explain.log_level = notice; SET client_min_messages = notice`,
-  );
-  try {
-    await run();
-  } finally {
-    await client.query('RESET auto_explain.log_min_duration');
-    client.off('notice', notice);
-  }
-  return plans;
-}
-
 /** One delivery batch as the worker writes it: lock, every email sent, commit. Answers the batch's ids. */
 async function deliverBatch(tx: PoolClient, settings: string, limit: number): Promise<string[]> {
   await tx.query(`BEGIN; ${settings}`);
@@ -85,7 +67,7 @@ test('a delivery batch locks through emails_due in order and records outcomes by
     for (let i = 0; i < 20; i++) expect(await deliverBatch(tx, DELIVERY_PLAN_SETTINGS, 100)).toHaveLength(100);
 
     let batch: string[] = [];
-    const plans = await plansOf(tx, async () => (batch = await deliverBatch(tx, DELIVERY_PLAN_SETTINGS, 100)));
+    const plans = await explainedPlans(tx, async () => (batch = await deliverBatch(tx, DELIVERY_PLAN_SETTINGS, 100)));
     expect(batch).toHaveLength(100);
 
     const lock = plans.find((p) => p.includes('LockRows'));
@@ -115,7 +97,7 @@ test('the dedupe lookup of a batch probes emails_dedupe once per key, not every 
     let found = new Map<string, string>();
     // A campaign batch's 500 keys, most of them new.
     const keys = [...rows.map((r) => r.dedupe_key), ...Array.from({ length: 498 }, (_, n) => `campaign:c1:new${n}`)];
-    const plans = await plansOf(client, async () => (found = await lookup.byDedupeKeys(PROJECT, keys)));
+    const plans = await explainedPlans(client, async () => (found = await lookup.byDedupeKeys(PROJECT, keys)));
     expect(found).toEqual(new Map(rows.map((r) => [r.dedupe_key, r.id])));
     const plan = plans.find((p) => p.includes('emails'));
     expect(plan).toMatch(/Index Scan using emails_dedupe/);
