@@ -10,7 +10,6 @@
  *   node --import tsx bench/messaging-sql.ts
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { enqueueMany } from '@svc/lib/outbox';
 import { createPool } from '@svc/lib/db';
 import { createTestDatabase } from '@svc/lib/test-database';
@@ -19,6 +18,7 @@ import { lifecycleMessage } from '../services/messaging/src/domain/email-events.
 import { ActivityStore } from '../services/messaging/src/store/activity-store.js';
 import { type ClaimedEmail, EmailsStore, type NewEmail } from '../services/messaging/src/store/emails-store.js';
 import { migrations } from '../services/messaging/src/store/migrations.js';
+import { cpuSeconds } from './support.js';
 
 const N = Number(process.env.BENCH_EMAILS ?? 20000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 500);
@@ -35,10 +35,7 @@ try {
   const project = randomUUID();
   const campaign = randomUUID();
   const backend = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-  const backendMs = () => {
-    const f = readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  };
+  const backendMs = () => cpuSeconds(backend) * 1000;
   const totals = new Map<string, { pg: number; node: number }>();
   const measure = async <T>(label: string, run: () => Promise<T>): Promise<T> => {
     const [pg0, node0] = [backendMs(), process.cpuUsage()];
@@ -89,32 +86,7 @@ try {
     await measure('insertMany', () => pool.query('BEGIN').then(() => emails.insertMany(pool, batch)));
     await pool.query('COMMIT');
   }
-  let batches = 0;
   for (;;) {
-    if (process.env.BENCH_EXPLAIN && batches++ === Math.floor(N / CLAIM / 2)) {
-      await pool.query(BEGIN);
-      const plan = await pool.query(
-        `EXPLAIN (ANALYZE, BUFFERS, WAL) SELECT * FROM emails
-         WHERE id IN (SELECT id FROM emails WHERE status = 'queued' AND next_attempt_at <= now()
-                      ORDER BY priority, next_attempt_at LIMIT ${CLAIM} FOR UPDATE SKIP LOCKED)
-         ORDER BY priority, next_attempt_at`,
-      );
-      console.log(plan.rows.map((r) => r['QUERY PLAN']).join('\n'));
-      const locked = await emails.lockDue(pool, CLAIM);
-      const plan2 = await pool.query(
-        `EXPLAIN (ANALYZE, BUFFERS, WAL) WITH updated AS (
-           UPDATE emails e SET attempts = attempts + 1, status = 'sent', sent_at = now(), locked_until = NULL,
-             last_error = NULL
-           FROM unnest($1::uuid[], $2::text[]) AS d(id, response) WHERE e.id = d.id AND e.status = 'queued'
-           RETURNING e.id, e.attempts, d.response AS answer)
-         INSERT INTO email_attempts (email_id, attempt, outcome, smtp_code, smtp_response)
-         SELECT id, attempts, 'sent', substring(answer FROM '^([2-5]\\d\\d)[ -]')::int, coalesce(answer, '')
-         FROM updated`,
-        [locked.map((r) => r.id), locked.map(() => '250 2.0.0 Ok: queued as ABC123')],
-      );
-      console.log(plan2.rows.map((r) => r['QUERY PLAN']).join('\n'));
-      await pool.query('ROLLBACK');
-    }
     await pool.query(BEGIN);
     const rows: ClaimedEmail[] = await measure('lockDue', () => emails.lockDue(pool, CLAIM));
     if (!rows.length) {
