@@ -92,6 +92,7 @@ try {
           return {
             row,
             fresh: fresh('TRIGGER'),
+            firstVisit: true,
             outcome: {
               history: { status: 'COMPLETED' as const },
               execution: { status: 'EXITED' as const, nextStepId: null },

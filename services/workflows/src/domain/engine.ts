@@ -256,6 +256,7 @@ export class Engine {
         fresh: d.fresh,
         chain: d.chain,
         open: this.opening(d.item.graph, d.outcome),
+        firstVisit: d.step?.type === 'TRIGGER' && d.fresh !== undefined,
       })),
     );
     const next: Item[] = [];

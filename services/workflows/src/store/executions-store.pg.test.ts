@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
+import { createTestDatabase, explainedPlans, type TestDatabase } from '@svc/lib/test-database';
 import { ExecutionsStore } from './executions-store.js';
 import { migrations } from './migrations.js';
 
-// finishSteps and claim run as finish_steps() and claim_due() (migrations 006, 007): one generic plan per session,
-// planned while the tables may be empty, that must reach executions and execution_steps only through their indexes
-// however large they grow.
+// finishSteps, claim and enrolTriggered run as finish_steps_v2(), claim_due() and enrol_triggered_v2() (migrations
+// 008, 007, 009): one generic plan per session, planned while the tables may be empty, that must reach executions and
+// execution_steps only through their indexes however large they grow.
 
 let db: TestDatabase;
 let store: ExecutionsStore;
@@ -101,6 +101,112 @@ test('finishSteps writes the outcome, the chained history rows and the new state
     ['EXIT', 'COMPLETED', 1],
   ]);
   expect(history[1].output).toEqual({ branch: 'yes' });
+});
+
+test('finishSteps counts earlier visits of a step unless the execution writes its first history rows', async () => {
+  const [[enrolled]] = await enrol(randomUUID());
+  const [row] = await store.claim(10, 60_000);
+  expect(row.id).toBe(enrolled.id);
+  // Rows an earlier round left (as a loop through a DELAY would): the TRIGGER and CONDITION visited once already.
+  for (const type of ['TRIGGER', 'CONDITION'] as const) {
+    await db.pool.query(
+      `INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit, finished_at)
+       VALUES ($1, $2, $3, $4, 'COMPLETED', 1, now() - interval '1 minute')`,
+      [randomUUID(), row.id, steps[type], type],
+    );
+  }
+  await store.finishSteps([chainToExit(row)]);
+  const counted = (await store.steps(row.id)).slice(2).map((h) => [h.step_type, h.visit]);
+  expect(counted).toEqual([
+    ['TRIGGER', 2],
+    ['CONDITION', 2],
+    ['EXIT', 1],
+  ]);
+
+  const [[second]] = await enrol(randomUUID());
+  const [claimed] = await store.claim(10, 60_000);
+  expect(claimed.id).toBe(second.id);
+  await store.finishSteps([{ ...chainToExit(claimed), firstVisit: true }]);
+  expect((await store.steps(claimed.id)).map((h) => [h.step_type, h.visit])).toEqual([
+    ['TRIGGER', 1],
+    ['CONDITION', 1],
+    ['EXIT', 1],
+  ]);
+  await db.pool.query('DELETE FROM executions');
+});
+
+test('enrolTriggered keeps its re-entry rules with a plan made on empty tables', async () => {
+  const client = await db.pool.connect();
+  try {
+    await client.query('DELETE FROM executions');
+    const pooled = new ExecutionsStore(db.pool);
+    const contact = randomUUID();
+    const event = (contactId: string) => ({
+      projectId: project,
+      contactId,
+      eventName: 'signup',
+      context: {},
+      triggerKey: randomUUID(),
+      since: new Date(),
+    });
+    // The session's first call plans with executions empty; later calls reuse that plan.
+    expect((await pooled.enrolTriggered(client, [event(contact)]))[0]).toHaveLength(1);
+    for (let i = 0; i < 50; i++) await pooled.enrolTriggered(client, [event(randomUUID()), event(randomUUID())]);
+    // Without allowReentry the contact is never enrolled again, once or twice in one batch.
+    const again = await pooled.enrolTriggered(client, [event(contact), event(contact)]);
+    expect(again.flat()).toHaveLength(0);
+  } finally {
+    client.release(true);
+    await db.pool.query('DELETE FROM executions');
+  }
+});
+
+test('enrol_triggered_v2 and finish_steps_v2 reach each row by its keys with plans made on empty tables', async () => {
+  const client = await db.pool.connect();
+  try {
+    await client.query('DELETE FROM executions');
+    const session = new ExecutionsStore({ query: client.query.bind(client) } as never);
+    const plans = await explainedPlans(client, async () => {
+      await client.query('SET auto_explain.log_nested_statements = on');
+      // The session's first calls make the generic plans, with executions and execution_steps empty.
+      await session.enrolTriggered(client, [
+        {
+          projectId: project,
+          contactId: randomUUID(),
+          eventName: 'signup',
+          context: {},
+          triggerKey: 'k0',
+          since: new Date(),
+        },
+      ]);
+      for (let i = 0; i < 20; i++) {
+        const events = Array.from({ length: 10 }, (_, k) => ({
+          projectId: project,
+          contactId: randomUUID(),
+          eventName: 'signup',
+          context: {},
+          triggerKey: `k${i}-${k}`,
+          since: new Date(),
+        }));
+        await session.enrolTriggered(client, events);
+        const claimed = await session.claim(10, 60_000);
+        await session.finishSteps(claimed.map((r, k) => ({ ...chainToExit(r), firstVisit: k % 2 === 0 })));
+      }
+    });
+    const last = (f: (p: string) => boolean) => plans.filter(f).at(-1) ?? '';
+    const insert = last((p) => p.includes('Insert on executions'));
+    // The re-entry probe names the workflow and the contact (an anti join on the workflow alone read every row).
+    expect(insert).toMatch(/Index Only Scan using executions_contact/);
+    expect(insert).toContain('Index Cond: ((workflow_id = w.id) AND (contact_id = e.contact_id))');
+    expect(insert).not.toMatch(/Seq Scan|Hash|Rows Removed by Join Filter/);
+    const finish = last((p) => p.includes('Update on executions') && p.includes('execution_steps'));
+    expect(finish).toMatch(/Index Scan using executions_pkey/);
+    // The history writes read the updated rows alone: no join of the batch with itself.
+    expect(finish).not.toMatch(/Rows Removed by Join Filter|Seq Scan|Bitmap|Hash/);
+  } finally {
+    client.release(true);
+    await db.pool.query('DELETE FROM executions');
+  }
 });
 
 test('finish_steps and claim_due keep an index-only shape when planned on empty tables', async () => {

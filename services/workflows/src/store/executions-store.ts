@@ -185,7 +185,7 @@ export class ExecutionsStore {
       };
     });
     const { rows } = await db.query<EnrolledExecution>(
-      'SELECT id, workflow_id, project_id, contact_id, trigger_key FROM enrol_triggered($1::jsonb)',
+      'SELECT id, workflow_id, project_id, contact_id, trigger_key FROM enrol_triggered_v2($1::jsonb)',
       [JSON.stringify(input)],
     );
     for (const row of rows) {
@@ -267,11 +267,16 @@ export class ExecutionsStore {
       chain?: ChainedStep[];
       /** The next step to open now (one with effects outside this database), instead of by beginSteps. */
       open?: FreshHistory;
+      /**
+       * The execution has no history row yet (it is on its TRIGGER, which nothing leads into): the rows written
+       * here, its first, are each step's first visit, without counting the earlier ones.
+       */
+      firstVisit?: boolean;
     }[],
   ): Promise<Map<string, ExecutionRow & { opened?: HistoryRow }>> {
     if (!list.length) return new Map();
     const input = list
-      .map(({ row, outcome: o, fresh, chain = [], open }) => {
+      .map(({ row, outcome: o, fresh, chain = [], open, firstVisit }) => {
         const x = o.execution;
         const finished = !['RUNNING', 'WAITING'].includes(x.status);
         const chained = chain.map((c) => ({
@@ -309,12 +314,13 @@ export class ExecutionsStore {
           open_id: open?.id ?? null,
           open_step: open?.stepId ?? null,
           open_type: open?.stepType ?? null,
+          first_visit: firstVisit === true && fresh !== undefined,
         };
       })
       // The same lock order in every batch.
       .sort((a, b) => (a.id < b.id ? -1 : 1));
-    // Store migration 006, finish_steps: this statement as a generic plan of a fixed shape (see there).
-    const { rows } = await this.pool.query<ExecutionRow>('SELECT * FROM finish_steps($1::jsonb)', [
+    // Store migration 008, finish_steps_v2: this statement as a generic plan of a fixed shape (see there and 006).
+    const { rows } = await this.pool.query<ExecutionRow>('SELECT * FROM finish_steps_v2($1::jsonb)', [
       JSON.stringify(input),
     ]);
     const given = new Map(list.map((l) => [l.row.id, l]));
