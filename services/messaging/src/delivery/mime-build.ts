@@ -1,4 +1,4 @@
-import { createHash, createPrivateKey, createSign, randomUUID, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { domainToASCII, domainToUnicode } from 'node:url';
 import {
   base64Lines,
@@ -70,6 +70,24 @@ function signingKey(pem: string): KeyObject {
   }
   return key;
 }
+
+// Domains in A-labels (and back to U-labels), worked out once per domain: few senders, recipients' domains repeat.
+const asciiDomains = new Map<string, string>();
+const unicodeDomains = new Map<string, string>();
+const MAX_DOMAINS = 10_000;
+
+function cached(map: Map<string, string>, key: string, convert: (key: string) => string): string {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = convert(key);
+    if (map.size >= MAX_DOMAINS) map.clear();
+    map.set(key, value);
+  }
+  return value;
+}
+
+const asciiDomain = (domain: string) => cached(asciiDomains, domain, domainToASCII);
+const unicodeDomain = (domain: string) => cached(unicodeDomains, domain, domainToUnicode);
 
 /**
  * Builds the MIME message (the structure nodemailer's composer gave it: text and html as multipart/alternative,
@@ -196,9 +214,9 @@ function normalizeAddress(raw: string): string {
   let local = address.slice(0, at);
   if (!DOT_ATOM.test(local) && !QUOTED_STRING.test(local)) local = `"${local.replace(/["\\]/g, '\\$&')}"`;
   const domain = address.slice(at + 1);
-  const ascii = domainToASCII(domain);
+  const ascii = asciiDomain(domain);
   const utf8 = /[\u0080-\uffff]/.test(local);
-  return `${local}@${(ascii && (utf8 ? domainToUnicode(ascii) : ascii)) || domain.toLowerCase()}`;
+  return `${local}@${(ascii && (utf8 ? unicodeDomain(ascii) : ascii)) || domain.toLowerCase()}`;
 }
 
 function messageIdField(message: MailMessage): string {
@@ -252,7 +270,7 @@ export function dkimSign(raw: Buffer, dkim: DkimOptions): Buffer {
     'v=1',
     'a=rsa-sha256',
     'c=relaxed/relaxed',
-    `d=${domainToASCII(clean(dkim.domainName)) || clean(dkim.domainName).toLowerCase()}`,
+    `d=${asciiDomain(clean(dkim.domainName)) || clean(dkim.domainName).toLowerCase()}`,
     'q=dns/txt',
     `s=${clean(dkim.keySelector)}`,
     `bh=${bodyHash}`,
@@ -260,12 +278,25 @@ export function dkimSign(raw: Buffer, dkim: DkimOptions): Buffer {
   ].join('; ');
   const header = `${foldHeader(`DKIM-Signature: ${tags}`)};\r\n b=`;
   canonical += `dkim-signature:${relaxedValue(header.slice(header.indexOf(':') + 1))}`;
-  const signature = createSign('RSA-SHA256').update(canonical, 'latin1').sign(signingKey(dkim.privateKey), 'base64');
-  const field = header + signature.replace(/(^.{73}|.{75}(?!\r?\n|\r))/g, '$&\r\n ').trim();
+  // RSASSA-PKCS1-v1_5 with SHA-256 (the default padding of an RSA key), as createSign('RSA-SHA256') without its stream.
+  const signature = sign('sha256', Buffer.from(canonical, 'latin1'), signingKey(dkim.privateKey)).toString('base64');
+  const field = header + foldSignature(signature);
   return Buffer.concat([Buffer.from(`${field}\r\n`, 'latin1'), raw]);
 }
 
+/** The base64 signature in lines: 73 characters on the `b=` line, then 75 on each continuation line. */
+export function foldSignature(signature: string): string {
+  if (signature.length <= 73) return signature;
+  let out = signature.slice(0, 73);
+  for (let i = 73; i < signature.length; i += 75) out += `\r\n ${signature.slice(i, i + 75)}`;
+  return out;
+}
+
+// A header value relaxed canonicalisation leaves alone but for the one space after the colon.
+const RELAXED_AS_IT_IS = /^ ?[^ \t\r\n](?:[^\t\r\n ]| (?! |$))*$/;
+
 function relaxedValue(value: string): string {
+  if (RELAXED_AS_IT_IS.test(value)) return value[0] === ' ' ? value.slice(1) : value;
   return value
     .replace(/\r?\n/g, '')
     .replace(/[ \t]+/g, ' ')
@@ -286,6 +317,19 @@ const CR = 0x0d;
 const LF = 0x0a;
 const SP = 0x20;
 const TAB = 0x09;
+const CRLF_BYTES = Buffer.from('\r\n');
+
+/**
+ * True when relaxed canonicalisation changes no line of `body` (found with native scans, as most built bodies
+ * are): every line ends in CRLF but maybe the last, no tab, no run of spaces, no space at the end of a line.
+ */
+function relaxedAsItIs(body: Buffer): boolean {
+  if (body.indexOf(TAB) >= 0 || body.indexOf('  ') >= 0 || body.indexOf(' \r') >= 0) return false;
+  if (body.length && body[body.length - 1] === SP) return false;
+  for (let i = body.indexOf(LF); i >= 0; i = body.indexOf(LF, i + 1)) if (i === 0 || body[i - 1] !== CR) return false;
+  for (let i = body.indexOf(CR); i >= 0; i = body.indexOf(CR, i + 1)) if (body[i + 1] !== LF) return false;
+  return true;
+}
 
 /**
  * The base64 SHA-256 of the body's relaxed canonicalisation (RFC 6376 3.4.4): whitespace at the end of a
@@ -293,6 +337,14 @@ const TAB = 0x09;
  * non-empty body ending with CRLF. Bare LFs count as line ends, as in nodemailer's signer.
  */
 export function relaxedBodyHash(body: Buffer): string {
+  if (relaxedAsItIs(body)) {
+    // Only the empty lines at the end go (and a CRLF comes to a last line without one).
+    let end = body.length;
+    while (end >= 2 && body[end - 2] === CR && body[end - 1] === LF) end -= 2;
+    const hash = createHash('sha256');
+    if (end) hash.update(body.subarray(0, end)).update(CRLF_BYTES);
+    return hash.digest('base64');
+  }
   // Each input byte yields at most two (a lone LF becomes CRLF), plus the CRLF a body may lack at its end.
   const out = Buffer.allocUnsafe(body.length * 2 + 2);
   let n = 0;

@@ -164,8 +164,6 @@ export function base64Lines(bytes: Uint8Array): string {
   return out;
 }
 
-const LINE_BREAK = /\r\n|\n|\r/;
-
 /** Text with every line break made CRLF, what SMTP DATA would make of it anyway (RFC 5321 2.3.8). */
 export function crlfLines(text: string): string {
   return text.replace(/\r\n|\n|\r/g, CRLF);
@@ -179,33 +177,49 @@ QP_LITERAL[0x20] = 1;
 QP_LITERAL[0x09] = 1;
 const QP_WIDTH = 76;
 
+const HEX_CODES = Buffer.from(HEX, 'latin1');
+
 /**
  * Quoted-printable text (RFC 2045 6.7): each line break a CRLF, lines of at most 76 characters with soft breaks
- * (`=` at the end) that never split an `=XX`, whitespace at the end of a line encoded.
+ * (`=` at the end) that never split an `=XX`, whitespace at the end of a line encoded. Written byte by byte into
+ * one buffer: a string per character made this most of a message's garbage.
  */
 export function quotedPrintable(text: string): string {
-  let out = '';
-  for (const [n, line] of text.split(LINE_BREAK).entries()) {
-    if (n > 0) out += CRLF;
-    const bytes = Buffer.from(line);
-    let row = '';
-    for (let i = 0; i < bytes.length; i++) {
-      const b = bytes[i];
-      const last = i === bytes.length - 1;
-      const enc =
-        QP_LITERAL[b] && !(last && (b === 0x20 || b === 0x09))
-          ? String.fromCharCode(b)
-          : `=${HEX[b >> 4]}${HEX[b & 15]}`;
-      // A soft break needs room for its `=`; the line's last piece may use the whole width.
-      if (row.length + enc.length > (last ? QP_WIDTH : QP_WIDTH - 1)) {
-        out += `${row}=${CRLF}`;
-        row = '';
-      }
-      row += enc;
+  const bytes = Buffer.from(text);
+  // Each byte yields at most 3 characters, each 75 of them one soft break (3) more; each line break 2.
+  const out = Buffer.allocUnsafe(bytes.length * 4 + 16);
+  let n = 0;
+  let row = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    // Line breaks (CRLF, LF or CR) become CRLF and start a new row.
+    if (b === 0x0d || b === 0x0a) {
+      if (b === 0x0d && bytes[i + 1] === 0x0a) i++;
+      out[n++] = 0x0d;
+      out[n++] = 0x0a;
+      row = 0;
+      continue;
     }
-    out += row;
+    const next = bytes[i + 1];
+    const last = i === bytes.length - 1 || next === 0x0d || next === 0x0a;
+    const literal = QP_LITERAL[b] === 1 && !(last && (b === 0x20 || b === 0x09));
+    const width = literal ? 1 : 3;
+    // A soft break needs room for its `=`; the line's last piece may use the whole width.
+    if (row + width > (last ? QP_WIDTH : QP_WIDTH - 1)) {
+      out[n++] = 0x3d;
+      out[n++] = 0x0d;
+      out[n++] = 0x0a;
+      row = 0;
+    }
+    if (literal) out[n++] = b;
+    else {
+      out[n++] = 0x3d;
+      out[n++] = HEX_CODES[b >> 4];
+      out[n++] = HEX_CODES[b & 15];
+    }
+    row += width;
   }
-  return out;
+  return out.toString('latin1', 0, n);
 }
 
 // Content a text part can carry as 7bit: no control characters but tab and line breaks, ASCII only.
