@@ -12,12 +12,15 @@
  *
  *   node --import tsx bench/campaign.ts
  *   BENCH_CONTACTS=100000 BENCH_TIMEOUT_S=900 SMTP_POOL_SIZE=8 DKIM_WORKERS=2 node --import tsx bench/campaign.ts
+ *   BENCH_COUNT=1 BENCH_COUNT_DETAIL=1 BENCH_CONTACTS=20000 node --import tsx bench/campaign.ts   # calls per message
  */
 import os from 'node:os';
 import pg from 'pg';
 import { startTestDnsServer, type TestZoneRecords } from '@svc/lib/test-dns-server';
 import { startSmtpSink } from '@svc/messaging';
 import {
+  callCounts,
+  callsPerUnit,
   cpuByService,
   backendCpu,
   cpuPerUnit,
@@ -194,6 +197,7 @@ run(
     const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
     await admin.connect();
     onCleanup(() => admin.end());
+    const calls0 = await callCounts(platform);
     const writesBefore = TABLE_STATS ? await writeSnapshot(admin, prefix) : undefined;
     const pgBefore = await backendCpu(admin, prefix);
     const snapBefore = await cpuSnapshot(platform, admin);
@@ -232,6 +236,7 @@ run(
     let pgCpu = 0;
     for (const [pid, s] of pgAfter) if (Number.isFinite(s)) pgCpu += s - (pgBefore.get(pid) ?? 0);
     state = (await api(platform, key, 'GET', `/campaigns/${id}`)).body;
+    const calls1 = await callCounts(platform);
     if (writesBefore) {
       await settle(platform, 30);
       await sleep(1500); // backends flush their table statistics at most once a second
@@ -258,6 +263,7 @@ run(
           `PostgreSQL backends of the run ${fmt(pgCpu, 1)} s (${fmt((100 * pgCpu) / seconds)}%); ` +
           `bench process (SMTP sink, polling) ${fmt((bench.user + bench.system) / 1e6, 1)} s`,
         cpuPerUnit(snapBefore, snapAfter, received, 'message received'),
+        ...(Object.keys(calls1).length ? [`per message: ${callsPerUnit(calls0, calls1, received)}`] : []),
         platformPeakRss(platform),
         `load average: ${loadBefore.toFixed(1)} at the send, ${os.loadavg()[0].toFixed(1)} at the end; ` +
           `503 answers retried during the run: ${retried503}`,

@@ -52,7 +52,8 @@ export interface QueueRequest {
 
 const email = z.string().refine(isValidEmail, { message: 'Invalid email', params: { code: 'invalid_string' } });
 
-const recipientSchema = z.object({
+/** One recipient's rules (exported for the tests that hold `validRecipient` to them). */
+export const recipientSchema = z.object({
   contactId: z.string().uuid(),
   email,
   name: z
@@ -69,7 +70,32 @@ const recipientSchema = z.object({
     .transform((k) => k || undefined),
 });
 
-const queueSchema = (maxAttachmentBytes: number) =>
+const UUID = /^[0-9a-fA-F]{8}\b-[0-9a-fA-F]{4}\b-[0-9a-fA-F]{4}\b-[0-9a-fA-F]{4}\b-[0-9a-fA-F]{12}$/i;
+const LINE_BREAK = /[\r\n]/;
+
+/** A plain object: what z.record accepts without copying a prototype's quirks (anything else goes to zod). */
+const isPlainObject = (v: unknown): v is Record<string, unknown> => {
+  if (typeof v !== 'object' || v === null) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+};
+
+/**
+ * `recipientSchema`'s output for a recipient it certainly accepts (the same rules, written out: zod costs about
+ * 12 us a recipient, most of a campaign batch's validation), or undefined when zod must decide (and name the errors).
+ */
+export function validRecipient(r: unknown): BatchRecipient | undefined {
+  if (!isPlainObject(r)) return undefined;
+  const { contactId, email, name, subscribed, variables, dedupeKey } = r;
+  if (typeof contactId !== 'string' || !UUID.test(contactId)) return undefined;
+  if (typeof email !== 'string' || !isValidEmail(email)) return undefined;
+  if (typeof name !== 'string' || name.length > 200 || LINE_BREAK.test(name)) return undefined;
+  if (typeof subscribed !== 'boolean' || !isPlainObject(variables)) return undefined;
+  if (dedupeKey !== undefined && (typeof dedupeKey !== 'string' || dedupeKey.length > MAX_DEDUPE_KEY)) return undefined;
+  return { contactId, email, name, subscribed, variables, dedupeKey: dedupeKey || undefined };
+}
+
+const queueSchema = (maxAttachmentBytes: number, recipients: z.ZodTypeAny = recipientSchema) =>
   z.object({
     content: z.object({
       templateId: z.string().uuid().optional(),
@@ -81,7 +107,7 @@ const queueSchema = (maxAttachmentBytes: number) =>
       headers: headersSchema.optional(),
       attachments: attachmentsSchema(maxAttachmentBytes).optional(),
     }),
-    recipients: z.array(recipientSchema).min(1).max(MAX_QUEUE_RECIPIENTS),
+    recipients: z.array(recipients).min(1).max(MAX_QUEUE_RECIPIENTS),
     source: z.enum(['transactional', 'workflow', 'campaign']),
     campaignId: z.string().uuid().optional(),
     workflowId: z.string().uuid().optional(),
@@ -90,17 +116,23 @@ const queueSchema = (maxAttachmentBytes: number) =>
 
 /** Validates a QueueEmails request; throws 422 VALIDATION_ERROR listing every problem. */
 export function parseQueueRequest(input: QueueInput, limits: SendLimits = {}): QueueRequest {
-  const result = queueSchema(limits.maxAttachmentBytes ?? MAX_ATTACHMENT_BYTES).safeParse(input);
+  const maxAttachmentBytes = limits.maxAttachmentBytes ?? MAX_ATTACHMENT_BYTES;
+  // Recipients checked by hand first; if any is not certainly valid, zod checks everything and lists the errors.
+  const checked = Array.isArray(input.recipients) ? input.recipients.map(validRecipient) : [];
+  const fast = checked.length > 0 && checked.every((r) => r !== undefined);
+  const result = (fast ? queueSchema(maxAttachmentBytes, z.unknown()) : queueSchema(maxAttachmentBytes)).safeParse(
+    input,
+  );
   const { templateId: template, subject, body } = input.content;
   const missing = contentRequired({ template, subject, body }).map((e) => ({ ...e, field: `content.${e.field}` }));
   if (!result.success || missing.length) {
     throw validationError([...(result.success ? [] : fieldErrors(result.error)), ...missing]);
   }
-  const { content, recipients, source, campaignId, workflowId, test } = result.data;
+  const { content, source, campaignId, workflowId, test } = result.data;
   const { templateId, ...rest } = content;
   return {
     content: { ...rest, ...(templateId ? { templateId } : {}) },
-    recipients,
+    recipients: fast ? (checked as BatchRecipient[]) : (result.data.recipients as BatchRecipient[]),
     origin: { source, campaignId, workflowId, test },
   };
 }
