@@ -40,11 +40,20 @@ const contacts: ContactsPort = {
 class Messaging implements MessagingPort {
   readonly queued = new Map<string, string>();
   calls = 0;
+  recipients = 0;
   crashAfterQueue = false;
+  /** Answers for some contacts instead of queueing them (withheld at hand-over, a render error). */
+  readonly answers = new Map<string, 'suppressed' | 'failed'>();
+  /** Runs while a call is answered (say a cancel meanwhile). */
+  during?: () => Promise<void>;
   senderVerified = async () => true;
   async queue(_p: string, _c: unknown, rs: Parameters<MessagingPort['queue']>[2]): Promise<QueueResult[]> {
     this.calls++;
+    this.recipients += rs.length;
+    await this.during?.();
     const out = rs.map((r) => {
+      const answer = this.answers.get(r.contactId);
+      if (answer) return { contactId: r.contactId, emailId: '', status: answer, error: answer === 'failed' ? 'x' : '' };
       const first = this.queued.get(r.dedupeKey!);
       if (first) return { contactId: r.contactId, emailId: first, status: 'duplicate', error: '' };
       const emailId = randomUUID();
@@ -189,5 +198,137 @@ describe('campaign fan-out', () => {
       [a, people[0].id],
     );
     expect(rows[0].sent_at.getTime()).toBe(early.getTime());
+  });
+
+  describe('hand-over checkpoint', () => {
+    const rowAnswers = async (id: string) =>
+      (
+        await db.pool.query(
+          `SELECT contact_id, queue_status FROM campaign_recipients
+           WHERE campaign_id = $1 AND handed_over_at IS NOT NULL ORDER BY contact_id`,
+          [id],
+        )
+      ).rows;
+    const campaignRow = async (id: string) => (await campaigns.byId(id))!;
+
+    test('a round moves the checkpoint in one write; only recipients not queued get their answer on their row', async () => {
+      const id = await newCampaign();
+      const messaging = new Messaging();
+      messaging.answers.set(people[2].id, 'suppressed');
+      messaging.answers.set(people[7].id, 'failed');
+      await slice(new FanOut(fanOutStore, contacts, messaging, opts, logger), id);
+      expect(await status(id)).toBe('SENT');
+      expect(await rowAnswers(id)).toEqual([
+        { contact_id: people[2].id, queue_status: 'suppressed' },
+        { contact_id: people[7].id, queue_status: 'failed' },
+      ]);
+      const row = await campaignRow(id);
+      expect(row.handover_after).toBe(people[people.length - 1].id);
+      expect(Number(row.handover_queued)).toBe(people.length - 2);
+      expect((await recipients.counts([id])).get(id)).toMatchObject({
+        total: people.length,
+        pending: 0,
+        queued: people.length - 2,
+        suppressed: 1,
+        failed: 1,
+      });
+    });
+
+    test('the send window holds the checkpoint queued recipients until each is sent, bounced or withdrawn', async () => {
+      const id = await newCampaign();
+      const messaging = new Messaging();
+      await slice(new FanOut(fanOutStore, contacts, messaging, { ...opts, window: 5 }, logger), id);
+      expect(messaging.recipients).toBe(5); // one round, then the window is full
+      expect(await fanOutStore.inFlight(id)).toBe(5);
+      const at = new Date();
+      const mark = (i: number, step: 'sent' | 'bounce' | 'open') => ({
+        campaignId: id,
+        contactId: people[i].id,
+        step,
+        at,
+      });
+      await recipients.markMany(db.pool, [mark(0, 'sent'), mark(1, 'sent'), mark(0, 'open')]);
+      expect(await fanOutStore.inFlight(id)).toBe(3);
+      await recipients.markMany(db.pool, [mark(2, 'bounce'), mark(1, 'sent')]); // 1 was sent before
+      expect(await fanOutStore.inFlight(id)).toBe(2);
+      expect(await recipients.markWithdrawn(id, people[3].id)).toBe(true);
+      expect(await recipients.markWithdrawn(id, people[3].id)).toBe(false);
+      expect(await recipients.markWithdrawn(id, people[1].id)).toBe(false); // already sent
+      expect(await fanOutStore.inFlight(id)).toBe(1);
+      expect((await recipients.counts([id])).get(id)).toMatchObject({ pending: 20, queued: 4, suppressed: 1 });
+      // A bounce after the message was sent counts it as ended twice: the window errs larger, never smaller.
+      await recipients.markMany(db.pool, [mark(0, 'bounce')]);
+      expect(await fanOutStore.inFlight(id)).toBe(0);
+      // The window has room again: the next slice hands over as many as it allows.
+      await db.pool.query('UPDATE campaigns SET run_at = now() WHERE id = $1', [id]);
+      await slice(new FanOut(fanOutStore, contacts, messaging, { ...opts, window: 5 }, logger), id);
+      expect(messaging.recipients).toBe(10);
+      expect(await fanOutStore.inFlight(id)).toBe(5);
+    });
+
+    test('mail sent before a lost answer is recorded leaves the window exact once the round is sent again', async () => {
+      const id = await newCampaign();
+      const messaging = new Messaging();
+      const fanOut = new FanOut(fanOutStore, contacts, messaging, { ...opts, window: 5 }, logger);
+      messaging.crashAfterQueue = true;
+      await slice(fanOut, id); // messaging queued 5, the answer was lost: no checkpoint
+      expect((await campaignRow(id)).handover_after).toBeNull();
+      // Their emails.sent messages come before the round is sent again.
+      const at = new Date();
+      await recipients.markMany(
+        db.pool,
+        [0, 1].map((i) => ({ campaignId: id, contactId: people[i].id, step: 'sent' as const, at })),
+      );
+      await db.pool.query('UPDATE campaigns SET run_at = now() WHERE id = $1', [id]);
+      // The same 5 again (duplicates, counted queued once): 2 of them ended, so the window takes 2 more.
+      await slice(fanOut, id);
+      expect(messaging.recipients).toBe(12);
+      expect(messaging.queued.size).toBe(7);
+      expect(await fanOutStore.inFlight(id)).toBe(5);
+      expect((await recipients.counts([id])).get(id)).toMatchObject({ pending: 18, queued: 7 });
+    });
+
+    test('recipients an older release recorded per row are not handed over again and hold the window', async () => {
+      const id = await newCampaign();
+      const [claimed] = (await fanOutStore.claim(10, 30)).filter((c) => c.id === id);
+      for (const c of await fanOutStore.claim(10, 30)) await fanOutStore.release(c.id, c.lease_token!, 0);
+      const token = claimed.lease_token!;
+      const snapshot = people.map((p) => ({ contactId: p.id, email: p.email, subscribed: true, variables: p.data }));
+      expect(await fanOutStore.addSnapshotBatch(id, token, snapshot, people[people.length - 1].id, true)).toBe(true);
+      // The release before the checkpoint handed over the first 5 and wrote each answer on its row.
+      await fanOutStore.recordHandOver(
+        id,
+        people.slice(0, 5).map((p) => ({ contactId: p.id, emailId: randomUUID(), status: 'queued', error: null })),
+      );
+      expect(await fanOutStore.inFlight(id)).toBe(5);
+      // Their emails.sent are handled (by either release: the counters are the same).
+      await recipients.markMany(
+        db.pool,
+        [0, 1].map((i) => ({ campaignId: id, contactId: people[i].id, step: 'sent' as const, at: new Date() })),
+      );
+      expect(await fanOutStore.inFlight(id)).toBe(3);
+      const messaging = new Messaging();
+      await new FanOut(fanOutStore, contacts, messaging, opts, logger).run({ ...claimed, snapshot_done: true });
+      expect(await status(id)).toBe('SENT');
+      expect(messaging.recipients).toBe(people.length - 5);
+      expect((await recipients.counts([id])).get(id)).toMatchObject({ pending: 0, queued: people.length });
+      // 3 of the rows and 20 of the checkpoint; the 2 sent rows also lower the checkpoint's share (errs low).
+      expect(await fanOutStore.inFlight(id)).toBe(3 + 20 - 2);
+    });
+
+    test('a cancel while messaging answers a round records that round on its rows, and moves no checkpoint', async () => {
+      const id = await newCampaign();
+      const messaging = new Messaging();
+      messaging.during = async () => {
+        messaging.during = undefined;
+        await campaigns.cancel(PROJECT, id);
+      };
+      await slice(new FanOut(fanOutStore, contacts, messaging, opts, logger), id);
+      expect(await status(id)).toBe('CANCELLED');
+      expect(messaging.recipients).toBe(5);
+      expect((await campaignRow(id)).handover_after).toBeNull();
+      expect((await rowAnswers(id)).map((r) => r.contact_id)).toEqual(people.slice(0, 5).map((p) => p.id));
+      expect((await recipients.counts([id])).get(id)).toMatchObject({ pending: 20, queued: 5 });
+    });
   });
 });

@@ -33,8 +33,9 @@ type Step = 'more' | 'window' | 'stop';
  * 1. snapshot: the audience is streamed from contacts (in contact id order, resuming after
  *    `snapshot_after`) into campaign_recipients, the checkpoint moving in the same transaction;
  * 2. hand-over: pending recipients go to messaging's QueueEmails in batches, each recipient with
- *    the dedupe key campaign:<id>:<contact>, then are marked handed over. A crash between the two
- *    re-sends the batch and messaging answers "duplicate" for everyone already queued.
+ *    the dedupe key campaign:<id>:<contact>; then the hand-over checkpoint (`handover_after`) moves past the
+ *    round in one write, and only recipients not queued (suppressed, failed) get their answer on their row.
+ *    A crash between the two re-sends the round and messaging answers "duplicate" for everyone already queued.
  * SENT when the snapshot is complete and nobody is pending.
  */
 export class FanOut {
@@ -108,7 +109,11 @@ export class FanOut {
     if (!(await this.store.stillHeld(c.id, token))) return 'stop';
     const room = this.opts.window - (await this.store.inFlight(c.id));
     if (room <= 0) return 'window';
-    const pending = await this.store.pending(c.id, Math.min(room, this.opts.batchSize * this.opts.parallel));
+    const pending = await this.store.pending(
+      c.id,
+      c.handover_after,
+      Math.min(room, this.opts.batchSize * this.opts.parallel),
+    );
     if (!pending.length) {
       if (await this.store.finish(c.id, token))
         this.logger.info({ campaignId: c.id, projectId: c.project_id }, 'campaign sent');
@@ -117,13 +122,22 @@ export class FanOut {
     const chunks: PendingRecipient[][] = [];
     for (let i = 0; i < pending.length; i += this.opts.batchSize)
       chunks.push(pending.slice(i, i + this.opts.batchSize));
-    await Promise.all(chunks.map((chunk) => this.queue(c, chunk)));
-    return 'more';
+    // Every chunk answered, or none is recorded: a chunk that fails sends the round again (its queued
+    // recipients answer "duplicate"), so the checkpoint only ever moves past recipients messaging answered.
+    const results = (await Promise.all(chunks.map((chunk) => this.queue(c, chunk)))).flat();
+    const last = pending[pending.length - 1].contact_id;
+    if (await this.store.recordHandOverBatch(c.id, token, results, last)) {
+      c.handover_after = last;
+      return 'more';
+    }
+    // Cancelled (or the lease lost) while messaging queued the round: its answers go on the rows, so the
+    // campaign's breakdown still says who was handed over.
+    await this.store.recordHandOver(c.id, results);
+    return 'stop';
   }
 
-  /** One QueueEmails call and its answers recorded; a request messaging refuses outright fails its recipients. */
-  private async queue(c: CampaignRow, chunk: PendingRecipient[]): Promise<void> {
-    let results: HandOver[];
+  /** One QueueEmails call and its answers; a request messaging refuses outright fails its recipients. */
+  private async queue(c: CampaignRow, chunk: PendingRecipient[]): Promise<HandOver[]> {
     try {
       const answer = await this.messaging.queue(
         c.project_id,
@@ -137,7 +151,7 @@ export class FanOut {
         })),
         { campaignId: c.id, test: false },
       );
-      results = answer.map((a) => ({
+      return answer.map((a) => ({
         contactId: a.contactId,
         emailId: a.emailId || null,
         status: a.status === 'suppressed' ? 'suppressed' : a.status === 'failed' ? 'failed' : 'queued',
@@ -148,8 +162,7 @@ export class FanOut {
       // Anything else (503, 403 while the domain is unverified) is retried with back-off.
       if (!(err instanceof AppError) || ![400, 404, 422].includes(err.status)) throw err;
       this.logger.warn({ err, campaignId: c.id }, 'messaging refused a campaign batch; its recipients fail');
-      results = chunk.map((r) => ({ contactId: r.contact_id, emailId: null, status: 'failed', error: err.message }));
+      return chunk.map((r) => ({ contactId: r.contact_id, emailId: null, status: 'failed', error: err.message }));
     }
-    await this.store.recordHandOver(c.id, results);
   }
 }

@@ -33,6 +33,10 @@ export interface CampaignRow {
   snapshot_after: string | null;
   snapshot_done: boolean;
   last_error: string | null;
+  /** Hand-over checkpoint (migration 002): every recipient with a contact id up to it was handed over. */
+  handover_after: string | null;
+  handover_queued: number;
+  handover_withdrawn: number;
 }
 
 /** What a campaign says (create, replace, duplicate): the fields a client writes. */

@@ -122,7 +122,8 @@ export class CampaignsStore {
   async sendNow(projectId: string, id: string): Promise<CampaignRow | null> {
     const { rows } = await this.pool.query<CampaignRow>(
       `UPDATE campaigns SET status = 'SENDING', scheduled_for = NULL, run_at = now(), sent_at = now(),
-         snapshot_after = NULL, snapshot_done = false, last_error = NULL, updated_at = now()
+         snapshot_after = NULL, snapshot_done = false, last_error = NULL, updated_at = now(),
+         handover_after = NULL, handover_queued = 0, handover_withdrawn = 0
        WHERE project_id = $1 AND id = $2 AND status = 'DRAFT' RETURNING *`,
       [projectId, id],
     );

@@ -1,6 +1,9 @@
 import { withTransaction, type Pool } from '@svc/lib/db';
 import type { CampaignRow } from './campaign-row.js';
 
+/** Below every contact id: the hand-over checkpoint of a campaign that handed over nobody yet. */
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
 /** A recipient of the audience snapshot, as the contacts service streamed it. */
 export interface SnapshotRecipient {
   contactId: string;
@@ -130,27 +133,71 @@ export class FanOutStore {
     await this.pool.query('ANALYZE campaign_recipients');
   }
 
-  /** The next recipients to hand over, in contact id order (the partial index campaign_recipients_pending). */
-  async pending(id: string, limit: number): Promise<PendingRecipient[]> {
+  /**
+   * The next recipients to hand over, in contact id order after the hand-over checkpoint (`after`, none: from the
+   * start), skipping any recorded as handed over on their row (the partial index campaign_recipients_pending).
+   */
+  async pending(id: string, after: string | null, limit: number): Promise<PendingRecipient[]> {
     const { rows } = await this.pool.query<PendingRecipient>(
       `SELECT contact_id, email, subscribed, variables FROM campaign_recipients
-       WHERE campaign_id = $1 AND handed_over_at IS NULL ORDER BY contact_id LIMIT $2`,
-      [id, limit],
+       WHERE campaign_id = $1 AND contact_id > $2 AND handed_over_at IS NULL ORDER BY contact_id LIMIT $3`,
+      [id, after ?? NIL_UUID, limit],
     );
     return rows;
   }
 
-  /** Handed over and queued, delivery not yet ended (sent or bounced): the send window in use. */
+  /**
+   * Handed over and queued, delivery not yet ended (sent, bounced or withdrawn): the send window in use. Recipients
+   * recorded per row (by a release before the checkpoint, or a round cancelled meanwhile) through
+   * campaign_recipients_in_flight; those of the checkpoint from the campaign's counters: queued less sent, bounced
+   * and withdrawn. Every release keeps sent_count and bounced_count, so lifecycle messages handled by an older
+   * release's consumer during an upgrade still free the window. The counters make it an estimate that errs low (a
+   * window a little larger than set, never a stalled one): a recipient that bounces after it was sent, and one of
+   * the rows above that ended, count as ended twice.
+   */
   async inFlight(id: string): Promise<number> {
     const { rows } = await this.pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM campaign_recipients
-       WHERE campaign_id = $1 AND queue_status = 'queued' AND sent_at IS NULL AND bounced_at IS NULL`,
+      `SELECT (SELECT count(*) FROM campaign_recipients
+                WHERE campaign_id = $1 AND queue_status = 'queued' AND sent_at IS NULL AND bounced_at IS NULL)
+            + (SELECT greatest(handover_queued - sent_count - bounced_count - handover_withdrawn, 0)
+               FROM campaigns WHERE id = $1) AS n`,
       [id],
     );
-    return Number(rows[0].n);
+    return Number(rows[0].n ?? 0);
   }
 
-  /** Records messaging's answers; a recipient recorded before (a retried batch) keeps its first answer. */
+  /**
+   * Records one hand-over round whose recipients were every pending one up to `last` (in contact id order): the
+   * checkpoint moves to `last` and counts the queued ones (queued or duplicate); only the others (suppressed,
+   * failed) are written on their rows. One statement, fenced like every forward write. false when the worker no
+   * longer holds the campaign: nothing was written (the caller records the answers per row instead).
+   */
+  async recordHandOverBatch(id: string, token: string, results: HandOver[], last: string): Promise<boolean> {
+    const others = results.filter((r) => r.status !== 'queued');
+    const { rows } = await this.pool.query<{ n: string }>(
+      `WITH c AS (
+         UPDATE campaigns SET handover_after = $3, handover_queued = handover_queued + $4
+         WHERE id = $1 AND lease_token = $2 AND status = 'SENDING' RETURNING id),
+       r AS (
+         UPDATE campaign_recipients r SET handed_over_at = now(), email_id = x.e, queue_status = x.s, error = x.err
+         FROM unnest($5::uuid[], $6::uuid[], $7::text[], $8::text[]) AS x(c, e, s, err)
+         WHERE r.campaign_id = $1 AND r.contact_id = x.c AND r.handed_over_at IS NULL AND EXISTS (SELECT 1 FROM c))
+       SELECT count(*) AS n FROM c`,
+      [
+        id,
+        token,
+        last,
+        results.length - others.length,
+        others.map((r) => r.contactId),
+        others.map((r) => r.emailId),
+        others.map((r) => r.status),
+        others.map((r) => r.error),
+      ],
+    );
+    return Number(rows[0].n) === 1;
+  }
+
+  /** Records messaging's answers on each recipient's row; a recipient recorded before (a retried batch) keeps its first answer. */
   async recordHandOver(id: string, results: HandOver[]): Promise<void> {
     if (!results.length) return;
     await this.pool.query(
@@ -167,12 +214,13 @@ export class FanOutStore {
     );
   }
 
-  /** SENDING -> SENT once the snapshot is complete and nobody waits to be handed over. */
+  /** SENDING -> SENT once the snapshot is complete and nobody waits to be handed over (past the checkpoint). */
   async finish(id: string, token: string): Promise<boolean> {
     const { rowCount } = await this.pool.query(
       `UPDATE campaigns SET status = 'SENT', run_at = NULL, lease_until = NULL, lease_token = NULL, updated_at = now()
        WHERE id = $1 AND lease_token = $2 AND status = 'SENDING' AND snapshot_done
-         AND NOT EXISTS (SELECT 1 FROM campaign_recipients WHERE campaign_id = $1 AND handed_over_at IS NULL)`,
+         AND NOT EXISTS (SELECT 1 FROM campaign_recipients r WHERE r.campaign_id = $1 AND r.handed_over_at IS NULL
+           AND (campaigns.handover_after IS NULL OR r.contact_id > campaigns.handover_after))`,
       [id, token],
     );
     return rowCount === 1;

@@ -76,4 +76,19 @@ export const migrations: Migration[] = [
         WHERE queue_status = 'queued' AND sent_at IS NULL AND bounced_at IS NULL;
     `,
   },
+  {
+    // The hand-over recorded per batch: one checkpoint write per QueueEmails round instead of one row update per
+    // recipient. Additive: a release without it keeps writing handed_over_at per row, which this one reads too.
+    id: '002_campaign_handover_checkpoint',
+    sql: `
+      ALTER TABLE campaigns
+        -- Every recipient whose contact id is at most this one was handed over (recipients not queued, and any
+        -- handed over by a release without the checkpoint, have handed_over_at and queue_status on their row).
+        ADD COLUMN handover_after uuid,
+        -- Recipients handed over by the checkpoint that messaging queued (or had queued: duplicate), and of those,
+        -- how many messaging withdrew: with sent_count and bounced_count, the send window of the checkpoint.
+        ADD COLUMN handover_queued bigint NOT NULL DEFAULT 0,
+        ADD COLUMN handover_withdrawn bigint NOT NULL DEFAULT 0;
+    `,
+  },
 ];

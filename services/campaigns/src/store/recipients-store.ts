@@ -44,15 +44,23 @@ export class RecipientsStore {
 
   /**
    * Messaging withdrew the recipient's queued email (the contact unsubscribed before it went): the recipient is
-   * suppressed, like one withheld at hand-over, and leaves the send window. Answers whether it was still queued.
+   * suppressed, like one withheld at hand-over, and leaves the send window (a recipient of the hand-over checkpoint,
+   * no answer on its row, through the campaign's handover_withdrawn). Answers whether it was still queued.
    */
   async markWithdrawn(campaignId: string, contactId: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      `UPDATE campaign_recipients SET queue_status = 'suppressed', error = 'unsubscribed'
-       WHERE campaign_id = $1 AND contact_id = $2 AND queue_status = 'queued' AND sent_at IS NULL`,
+    const { rows } = await this.pool.query<{ n: string }>(
+      `WITH w AS (
+         UPDATE campaign_recipients r SET queue_status = 'suppressed', error = 'unsubscribed'
+         FROM (SELECT queue_status FROM campaign_recipients WHERE campaign_id = $1 AND contact_id = $2 FOR UPDATE) o
+         WHERE r.campaign_id = $1 AND r.contact_id = $2 AND (r.queue_status = 'queued' OR r.queue_status IS NULL)
+           AND r.sent_at IS NULL
+         RETURNING o.queue_status IS NULL AND r.bounced_at IS NULL AS checkpoint),
+       c AS (UPDATE campaigns SET handover_withdrawn = handover_withdrawn + 1
+             WHERE id = $1 AND EXISTS (SELECT 1 FROM w WHERE checkpoint))
+       SELECT count(*) AS n FROM w`,
       [campaignId, contactId],
     );
-    return rowCount === 1;
+    return Number(rows[0].n) === 1;
   }
 
   /**
@@ -84,18 +92,24 @@ export class RecipientsStore {
     return set;
   }
 
-  /** The recipient breakdown of campaigns (hand-over state), by campaign id. */
+  /**
+   * The recipient breakdown of campaigns (hand-over state), by campaign id. Handed over: an answer on the row, or a
+   * contact id up to the campaign's checkpoint; such a recipient without an answer on its row was queued.
+   */
   async counts(campaignIds: string[]): Promise<Map<string, RecipientCounts>> {
     const out = new Map<string, RecipientCounts>();
     if (!campaignIds.length) return out;
     const { rows } = await this.pool.query<Record<keyof RecipientCounts, string> & { campaign_id: string }>(
-      `SELECT campaign_id, count(*) AS total,
-         count(*) FILTER (WHERE handed_over_at IS NULL) AS pending,
-         count(*) FILTER (WHERE queue_status = 'queued') AS queued,
-         count(*) FILTER (WHERE queue_status = 'suppressed') AS suppressed,
-         count(*) FILTER (WHERE queue_status = 'failed') AS failed,
-         count(*) FILTER (WHERE complained_at IS NOT NULL) AS complained
-       FROM campaign_recipients WHERE campaign_id = ANY($1::uuid[]) GROUP BY campaign_id`,
+      `SELECT r.campaign_id, count(*) AS total,
+         count(*) FILTER (WHERE NOT h.handed) AS pending,
+         count(*) FILTER (WHERE h.handed AND coalesce(r.queue_status, 'queued') = 'queued') AS queued,
+         count(*) FILTER (WHERE r.queue_status = 'suppressed') AS suppressed,
+         count(*) FILTER (WHERE r.queue_status = 'failed') AS failed,
+         count(*) FILTER (WHERE r.complained_at IS NOT NULL) AS complained
+       FROM campaign_recipients r JOIN campaigns c ON c.id = r.campaign_id
+       CROSS JOIN LATERAL (SELECT r.handed_over_at IS NOT NULL OR coalesce(r.contact_id <= c.handover_after, false)
+                           AS handed) h
+       WHERE r.campaign_id = ANY($1::uuid[]) GROUP BY r.campaign_id`,
       [campaignIds],
     );
     for (const r of rows) {
