@@ -211,7 +211,7 @@ describe('campaign fan-out', () => {
       ).rows;
     const campaignRow = async (id: string) => (await campaigns.byId(id))!;
 
-    test('a round moves the checkpoint in one write; only recipients not queued get their answer on their row', async () => {
+    test('a round moves the checkpoint in one write; only answers not queued go on their rows', async () => {
       const id = await newCampaign();
       const messaging = new Messaging();
       messaging.answers.set(people[2].id, 'suppressed');
@@ -234,7 +234,7 @@ describe('campaign fan-out', () => {
       });
     });
 
-    test('the send window holds the checkpoint queued recipients until each is sent, bounced or withdrawn', async () => {
+    test('the window holds the checkpoint queued recipients until each is sent, bounced or withdrawn', async () => {
       const id = await newCampaign();
       const messaging = new Messaging();
       await slice(new FanOut(fanOutStore, contacts, messaging, { ...opts, window: 5 }, logger), id);
@@ -266,7 +266,7 @@ describe('campaign fan-out', () => {
       expect(await fanOutStore.inFlight(id)).toBe(5);
     });
 
-    test('mail sent before a lost answer is recorded leaves the window exact once the round is sent again', async () => {
+    test('mail sent before a lost answer is recorded leaves the window right once the round is resent', async () => {
       const id = await newCampaign();
       const messaging = new Messaging();
       const fanOut = new FanOut(fanOutStore, contacts, messaging, { ...opts, window: 5 }, logger);
@@ -316,7 +316,7 @@ describe('campaign fan-out', () => {
       expect(await fanOutStore.inFlight(id)).toBe(3 + 20 - 2);
     });
 
-    test('a cancel while messaging answers a round records that round on its rows, and moves no checkpoint', async () => {
+    test('a cancel while messaging answers a round records it on its rows and moves no checkpoint', async () => {
       const id = await newCampaign();
       const messaging = new Messaging();
       messaging.during = async () => {

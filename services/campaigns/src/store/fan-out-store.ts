@@ -197,7 +197,7 @@ export class FanOutStore {
     return Number(rows[0].n) === 1;
   }
 
-  /** Records messaging's answers on each recipient's row; a recipient recorded before (a retried batch) keeps its first answer. */
+  /** Records messaging's answers on each recipient's row; a recipient recorded before keeps its first answer. */
   async recordHandOver(id: string, results: HandOver[]): Promise<void> {
     if (!results.length) return;
     await this.pool.query(
