@@ -21,6 +21,7 @@ import {
   peakRssReport,
   runClients,
   sendBody,
+  threadCpuSeconds,
   treeCpu,
 } from './support.js';
 
@@ -124,6 +125,7 @@ async function main(): Promise<void> {
     const loadBefore = load();
     const cpuBefore = treeCpu(child.pid!);
     const mainBefore = mainThreadCpuSeconds(child.pid!);
+    const threadsBefore = threadCpuSeconds(child.pid!);
     const benchCpuBefore = process.cpuUsage();
     const started = performance.now();
     const clients = await runClients(`${base}/v1/send`, auth, (i) => sendBody(i, domain), REQUESTS, CONNECTIONS);
@@ -141,9 +143,11 @@ async function main(): Promise<void> {
     const windowSeconds = (lastDeliveryAt - firstDeliveryAt) / 1000;
     const cpu = cpuDelta(treeCpu(child.pid!), cpuBefore);
     const mainCpu = mainThreadCpuSeconds(child.pid!) - mainBefore;
+    const threads = threadsCpu(child.pid!, threadsBefore);
     const benchCpu = process.cpuUsage(benchCpuBefore);
     cpu['bench (clients + SMTP sink)'] = (benchCpu.user + benchCpu.system) / 1e6;
     const nodeCpu = cpu.self;
+    const perMessage = (seconds: number) => ((1000 * seconds) / delivered).toFixed(3);
     process.stdout.write(
       [
         `DKIM_WORKERS=${process.env.DKIM_WORKERS ?? '(default: one per CPU)'}, SMTP_POOL_SIZE=${env.SMTP_POOL_SIZE}`,
@@ -158,7 +162,12 @@ async function main(): Promise<void> {
           `postgres the embedded server's processes): ${formatCpu(cpu, totalSeconds)}`,
         `platform CPU per delivered message: ${((1000 * nodeCpu) / delivered).toFixed(2)} ms (Node process); ` +
           `main thread ${((1000 * mainCpu) / delivered).toFixed(3)} ms ` +
-          `(${((100 * mainCpu) / totalSeconds).toFixed(0)}% of a core: the limit when near 100%)`,
+          `(${((100 * mainCpu) / totalSeconds).toFixed(0)}% of a core: the limit when near 100%); ` +
+          `threads started during the run ${perMessage(threads.started.reduce((a, b) => a + b, 0))} ms ` +
+          `(${threads.started.map(perMessage).join(' + ')}, busiest first: the DKIM signing threads, then ` +
+          `smaller ones such as tsx's module loader threads); the other threads (V8's compiler and GC helpers, ` +
+          `libuv's pool) ` +
+          `${perMessage(threads.others)} ms`,
         `${peakRssReport({ platform: child.pid })}; load average ${loadBefore} before, ${load()} after`,
       ].join('\n') + '\n',
     );
@@ -183,6 +192,23 @@ async function main(): Promise<void> {
     await dns.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * CPU seconds since `before` of the process's threads but its main thread: each thread that started since
+ * (the signing pool's, busiest first; those under 1% of the busiest left out) and the others' sum.
+ */
+function threadsCpu(pid: number, before: Map<string, number>): { started: number[]; others: number } {
+  const started: number[] = [];
+  let others = 0;
+  for (const [tid, seconds] of threadCpuSeconds(pid)) {
+    if (tid === String(pid)) continue;
+    const was = before.get(tid);
+    if (was === undefined) started.push(seconds);
+    else others += seconds - was;
+  }
+  started.sort((a, b) => b - a);
+  return { started: started.filter((s) => s >= started[0] / 100), others };
 }
 
 /** The platform's counts so far (BENCH_COUNT=1; empty otherwise). */

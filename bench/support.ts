@@ -327,6 +327,17 @@ export function cpuSeconds(pid: number | string | undefined): number {
 /** CPU seconds of a process's main thread (its thread id is its pid): the JavaScript event loop, without workers. */
 export const mainThreadCpuSeconds = (pid: number) => cpuSeconds(`${pid}/task/${pid}`);
 
+/** CPU seconds so far of each thread of a process, by thread id (threads that ended are missing). */
+export function threadCpuSeconds(pid: number): Map<string, number> {
+  const threads = new Map<string, number>();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) threads.set(tid, cpuSeconds(`${pid}/task/${tid}`));
+  } catch {
+    // the process is gone
+  }
+  return threads;
+}
+
 /** The PostgreSQL backends serving `pool`'s database now, and their CPU seconds so far (`seconds()`, on each call). */
 export async function databaseCpu(pool: pg.Pool): Promise<{ backends: number; seconds: () => number }> {
   const { rows } = await pool.query<{ pid: number }>(
