@@ -24,7 +24,9 @@ const db = await createTestDatabase('bench_relay', []);
 const bus = NatsBus.start(NATS_URL, prefix, 'bench-relay', logger);
 try {
   while (!bus.connected()) await new Promise((r) => setTimeout(r, 20));
-  const relay = new OutboxRelay({ service: 'bench', pool: db.pool, bus, logger });
+  // BENCH_KEEP_PUBLISHED=0: the relay deletes what it published (as in embedded mode) instead of marking it.
+  const keepPublished = process.env.BENCH_KEEP_PUBLISHED !== '0';
+  const relay = new OutboxRelay({ service: 'bench', pool: db.pool, bus, logger, keepPublished });
   // About the size of the bench's contacts.updated snapshot and events.tracked payload.
   const insertWave = () =>
     db.pool.query(

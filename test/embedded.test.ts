@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { call, sessionCookie } from './support/client.js';
 import { freePort, httpOk, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
@@ -42,6 +43,19 @@ describe('embedded mode', () => {
       expect(tracked.status).toBe(200);
       const contacts = await call('GET', '/contacts', undefined, { baseUrl, key: project.body.secretKey });
       expect(contacts.body.total).toBe(1);
+      // The in-process bus cannot lose what it took: the relay deletes each row it published (no mark, no replay).
+      const db = new pg.Client({
+        connectionString: `postgres://postgres:postgres@127.0.0.1:${env.EMBEDDED_PG_PORT}/platform_contacts`,
+      });
+      await db.connect();
+      try {
+        const outbox = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0].n;
+        const deadline = Date.now() + 10_000;
+        while ((await outbox()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        expect(await outbox()).toBe(0);
+      } finally {
+        await db.end();
+      }
     } finally {
       await stopProcess(child);
       rmSync(dataDir, { recursive: true, force: true });

@@ -112,6 +112,35 @@ describe('outbox relay', () => {
     expect(await relay.drain()).toBe(0);
   });
 
+  test('published rows stay, marked, for a replay; with keepPublished false they are deleted', async () => {
+    const rows = async () =>
+      (
+        await pool.query<{ n: number; published: boolean }>(
+          "SELECT (payload->>'n')::int AS n, published_at IS NOT NULL AS published FROM outbox ORDER BY id",
+        )
+      ).rows;
+    const kept = new OutboxRelay({ service: 'svc', pool, bus: recordingBus(), logger });
+    await enqueueMany(pool, [{ subject: 'events.tracked', payload: { n: 1 } }]);
+    expect(await kept.drain()).toBe(1);
+    expect(await rows()).toEqual([{ n: 1, published: true }]);
+
+    const bus = recordingBus();
+    const relay = new OutboxRelay({ service: 'svc', pool, bus, logger, keepPublished: false });
+    await enqueueMany(
+      pool,
+      [2, 3, 4].map((n) => ({ subject: 'events.tracked', payload: { n } })),
+    );
+    bus.failNext = 1;
+    // The first publish failed: nothing deleted; then each row once (the bus's dedupe), and gone.
+    await expect(relay.drain()).rejects.toThrow('bus down');
+    expect((await rows()).map((r) => r.n)).toEqual([1, 2, 3, 4]);
+    expect(await relay.drain()).toBe(3);
+    expect(bus.got.map((m) => (m.data as { n: number }).n).sort()).toEqual([2, 3, 4]);
+    expect(await rows()).toEqual([{ n: 1, published: true }]);
+    expect(await relay.drain()).toBe(0);
+    expect(bus.got).toHaveLength(3);
+  });
+
   test('the relay wakes on NOTIFY and delivers to in-process subscribers, which see each message id once', async () => {
     const bus = new MemoryBus(logger);
     const seen: BusMessage[] = [];

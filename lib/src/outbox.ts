@@ -90,7 +90,18 @@ export interface RelayOptions {
   health?: DbHealth;
   pollMs?: number;
   batchSize?: number;
+  /**
+   * Published rows stay this long (default 60), for refillLostStreams to send again when a broker loses a stream.
+   * Ignored with keepPublished false.
+   */
   retentionMinutes?: number;
+  /**
+   * false: a published row is deleted in the pass that published it, not marked. For a bus that cannot lose what it
+   * took (embedded mode's in-process bus: its publish resolves once every subscriber handled the message), where a
+   * kept row is never sent again: a delete writes no new row version and no index entry (the mark's update writes
+   * both: published_at is in outbox_unpublished's predicate, so it is never a HOT update). Default true.
+   */
+  keepPublished?: boolean;
 }
 
 /**
@@ -137,7 +148,7 @@ export class OutboxRelay {
       total += sent;
       if (sent < (this.opts.batchSize ?? 500)) break;
     }
-    if (Date.now() - this.lastCleanup > CLEANUP_EVERY_MS) {
+    if (this.opts.keepPublished !== false && Date.now() - this.lastCleanup > CLEANUP_EVERY_MS) {
       this.lastCleanup = Date.now();
       await this.opts.pool.query('DELETE FROM outbox WHERE published_at < now() - make_interval(mins => $1)', [
         this.opts.retentionMinutes ?? 60,
@@ -187,7 +198,10 @@ export class OutboxRelay {
       } finally {
         if (published.length) {
           const ids = published.join(',');
-          commit = `UPDATE outbox SET published_at = now() WHERE id = ANY('{${ids}}'::bigint[]); COMMIT`;
+          commit =
+            this.opts.keepPublished === false
+              ? `DELETE FROM outbox WHERE id = ANY('{${ids}}'::bigint[]); COMMIT`
+              : `UPDATE outbox SET published_at = now() WHERE id = ANY('{${ids}}'::bigint[]); COMMIT`;
         }
         await client.query(commit);
       }

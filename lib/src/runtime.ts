@@ -130,6 +130,8 @@ export async function openServiceDatabase(service: string, rt: Runtime, own: Mig
     bus: rt.bus,
     health,
     logger: rt.logger.child({ service, part: 'outbox' }),
+    // Published rows are kept only for a bus that can lose a stream and have them sent again (refillLostStreams).
+    keepPublished: rt.bus.onStreamRecreated !== undefined,
   });
   await relay.start();
   refillLostStreams(rt.bus, pool, relay, rt.logger.child({ service, part: 'outbox' }));
