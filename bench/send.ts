@@ -185,7 +185,8 @@ async function main(): Promise<void> {
         `platform CPU per delivered message: ${((1000 * nodeCpu) / delivered).toFixed(2)} ms (Node process); ` +
           `main thread ${((1000 * mainCpu) / delivered).toFixed(3)} ms ` +
           `(${((100 * mainCpu) / totalSeconds).toFixed(0)}% of a core: the limit when near 100%); ` +
-          `threads started during the run and its warm-up ${perMessage(threads.started.reduce((a, b) => a + b, 0))} ms ` +
+          `threads started during the run and its warm-up ` +
+          `${perMessage(threads.started.reduce((a, b) => a + b, 0))} ms ` +
           `(${threads.started.map(perMessage).join(' + ')}, busiest first: the DKIM signing threads, then ` +
           `smaller ones such as tsx's module loader threads); the other threads (V8's compiler and GC helpers, ` +
           `libuv's pool) ` +
