@@ -53,3 +53,23 @@ test('the relay claims through outbox_unpublished in id order, however many rows
   expect(claim[0]).not.toMatch(/Bitmap|Sort/);
   expect(claim[0]).toMatch(/Limit +\(cost=[^)]*\) \(actual rows=20 loops=1\)/);
 });
+
+test("with planSettings '' the claim is the planner's own and publishes the same rows", async () => {
+  const published: string[] = [];
+  const counting: Bus = { ...bus, publish: async (_subject, _payload, id) => void published.push(id!) };
+  const relay = new OutboxRelay({ service: 'own', pool: relayPool, bus: counting, logger, planSettings: '' });
+  await relay.drain();
+  published.length = 0;
+  await enqueueMany(db.pool, rows(20));
+  const { rows: pending } = await db.pool.query<{ id: string }>(
+    'SELECT id::text FROM outbox WHERE published_at IS NULL ORDER BY id',
+  );
+  const client = await relayPool.connect();
+  const plans = await explainedPlans(client, async () => {
+    client.release();
+    expect(await relay.drain()).toBe(20);
+  });
+  expect(published).toEqual(pending.map((r) => `own-${r.id}`));
+  // The planner's choice without statistics: the bitmap the default settings turn off.
+  expect(plans.filter((p) => p.includes('LockRows'))[0]).toMatch(/Bitmap Index Scan on outbox_unpublished/);
+});

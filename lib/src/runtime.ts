@@ -115,7 +115,12 @@ async function untilMigrated(service: string, rt: Runtime, url: string, migratio
  * Migrates the service's own database (or, with MIGRATE_ON_START=false, waits until it is migrated),
  * then starts its outbox relay.
  */
-export async function openServiceDatabase(service: string, rt: Runtime, own: Migration[]): Promise<ServiceDatabase> {
+export async function openServiceDatabase(
+  service: string,
+  rt: Runtime,
+  own: Migration[],
+  opts: { relayPlanSettings?: string } = {},
+): Promise<ServiceDatabase> {
   if (!rt.config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const url = serviceDatabaseUrl(service, rt.config.databaseUrl, rt.config.env);
   const migrations = [...OUTBOX_MIGRATIONS, ...own];
@@ -132,6 +137,7 @@ export async function openServiceDatabase(service: string, rt: Runtime, own: Mig
     logger: rt.logger.child({ service, part: 'outbox' }),
     // Published rows are kept only for a bus that can lose a stream and have them sent again (refillLostStreams).
     keepPublished: rt.bus.onStreamRecreated !== undefined,
+    planSettings: opts.relayPlanSettings,
   });
   await relay.start();
   refillLostStreams(rt.bus, pool, relay, rt.logger.child({ service, part: 'outbox' }));
