@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { seededRandom } from '@svc/lib/test-random';
 import { type AddressObject, simpleParser } from 'mailparser';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { buildMessage, composeMessage, dkimSign, envelopeOf, relaxedBodyHash } from './mime-build.js';
@@ -240,11 +241,7 @@ describe('buildMessage signatures', () => {
 
 describe('composeMessage against nodemailer on random text', () => {
   // A fixed-seed generator, so a failure names a message that can be built again.
-  let seed = 42;
-  const random = () => {
-    seed = (seed * 1103515245 + 12345) % 2 ** 31;
-    return seed / 2 ** 31;
-  };
+  const random = seededRandom(42);
   const pieces = [
     'a',
     'Zo',

@@ -1,4 +1,5 @@
 import { createHash, createSign } from 'node:crypto';
+import { seededRandom } from '@svc/lib/test-random';
 import { dkimSign, foldSignature, relaxedBodyHash } from './mime-build.js';
 import { quotedPrintable } from './mime-encode.js';
 import { testDkimKey } from './test-dkim-key.js';
@@ -7,11 +8,7 @@ import { testDkimKey } from './test-dkim-key.js';
 // form leaves alone, the signature folded by slicing) against the straightforward code they replaced, on seeded
 // random input: the bytes must be the same.
 
-let seed = 7;
-const random = () => {
-  seed = (seed * 1103515245 + 12345) % 2 ** 31;
-  return seed / 2 ** 31;
-};
+const random = seededRandom(7);
 const pieces = [
   'a',
   'Zo',
