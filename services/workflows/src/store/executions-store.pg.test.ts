@@ -107,11 +107,12 @@ test('finishSteps counts earlier visits of a step unless the execution writes it
   const [[enrolled]] = await enrol(randomUUID());
   const [row] = await store.claim(10, 60_000);
   expect(row.id).toBe(enrolled.id);
-  // Rows an earlier round left (as a loop through a DELAY would): the TRIGGER and CONDITION visited once already.
+  // Rows an earlier round left (as a loop through a DELAY would): the TRIGGER and CONDITION visited once already,
+  // started before the new rows (whose start times come from this process's clock, in milliseconds).
   for (const type of ['TRIGGER', 'CONDITION'] as const) {
     await db.pool.query(
-      `INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit, finished_at)
-       VALUES ($1, $2, $3, $4, 'COMPLETED', 1, now() - interval '1 minute')`,
+      `INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, visit, started_at, finished_at)
+       VALUES ($1, $2, $3, $4, 'COMPLETED', 1, now() - interval '2 minutes', now() - interval '1 minute')`,
       [randomUUID(), row.id, steps[type], type],
     );
   }
