@@ -7,3 +7,10 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** Fewer than `max` pieces drawn from `pieces` with `random` and joined: generated text for tests. */
+export function randomText(random: () => number, pieces: readonly string[], max: number): string {
+  let s = '';
+  for (let n = Math.floor(random() * max); n > 0; n--) s += pieces[Math.floor(random() * pieces.length)];
+  return s;
+}

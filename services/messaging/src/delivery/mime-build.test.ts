@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { seededRandom } from '@svc/lib/test-random';
+import { randomText, seededRandom } from '@svc/lib/test-random';
 import { type AddressObject, simpleParser } from 'mailparser';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { buildMessage, composeMessage, dkimSign, envelopeOf, relaxedBodyHash } from './mime-build.js';
@@ -276,11 +276,7 @@ describe('composeMessage against nodemailer on random text', () => {
     'word ',
     'https://example.com/x?y=1&z=2 ',
   ];
-  const text = (max: number) => {
-    let s = '';
-    for (let n = Math.floor(random() * max); n > 0; n--) s += pieces[Math.floor(random() * pieces.length)];
-    return s;
-  };
+  const text = (max: number) => randomText(random, pieces, max);
   const line = (max: number) => text(max).replace(/[\r\n]/g, ' ');
 
   test.each(Array.from({ length: 40 }, (_, i) => i))('random message %i reads the same', async () => {
