@@ -81,6 +81,9 @@ function isMissingConsumer(err: unknown): boolean {
   return e?.api_error?.err_code === 10014 || /consumer not found/i.test(e?.message ?? '');
 }
 
+/** The last token of a paused durable's filter (pauseDeliveries): no topic is named so. */
+const PAUSED_TOKEN = '__paused__';
+
 /** A durable's name on the broker: one per subject a consumer group reads. */
 const durableName = (durable: string, subject: string) => `${durable}_${subject}`.replace(/[^A-Za-z0-9_-]/g, '_');
 
@@ -217,6 +220,30 @@ export class NatsBus implements Bus {
     for (const reg of regs) {
       this.registrations.push(reg);
       this.loops.push(this.consumeForever(reg));
+    }
+  }
+
+  /**
+   * Bus.pauseDeliveries: the durable's filter moves to a subject of its stream that nothing is published on, so the
+   * server passes the stream's messages by without sending them (its position moves on, nothing is pending), and
+   * back. nats-server 2.9 has no consumer pause; a filter may change since 2.8.5. The consumer loop's add of a
+   * durable it (re)makes always sets the real filter: only this call pauses.
+   */
+  async pauseDeliveries(durable: string, subjects: string[], paused: boolean): Promise<void> {
+    const jsm = this.jsm;
+    if (!jsm || !this.connected()) throw new Error('message bus unavailable: NATS not connected or streams not ready');
+    for (const subject of subjects) {
+      const stream = this.streamName(streamOf(subject.replace(/\.[*>]$/, '.x')));
+      const name = durableName(durable, subject);
+      const filter = paused ? `${this.prefix}.${subject.split('.')[0]}.${PAUSED_TOKEN}` : `${this.prefix}.${subject}`;
+      const info = await jsm.consumers.info(stream, name).catch((err) => {
+        if (isMissingConsumer(err)) return undefined;
+        throw err;
+      });
+      if (!info || info.config.filter_subject === filter) continue;
+      await jsm.consumers.update(stream, name, { filter_subject: filter });
+      const event = paused ? 'nats.consumer_paused' : 'nats.consumer_resumed';
+      this.logger.info({ event, durable: name }, paused ? 'bus consumer paused' : 'bus consumer resumed');
     }
   }
 

@@ -84,6 +84,14 @@ export interface Bus {
    * unconsumed messages are gone, so publishers send their recently published outbox rows again.
    */
   onStreamRecreated?(listener: (subjects: string[]) => void): void;
+  /**
+   * Stops (`paused`) or restarts the broker's delivery of a durable's subjects. While paused, what is published on
+   * them is passed over for good, never delivered later: only for a consumer that knows none of it would do
+   * anything, and that orders each pause against whatever would change that (a restart is always safe: it
+   * delivers what is published from then on). A durable not made yet is left alone, and one made again starts
+   * delivering. Optional: a bus without it delivers everything (an in-process skip is already cheap).
+   */
+  pauseDeliveries?(durable: string, subjects: string[], paused: boolean): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -7,6 +7,8 @@ import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import type { Tracking } from './domain/tracking.js';
 import type { SegmentsStore } from './store/segments-store.js';
 
+const MEMBERSHIP_DURABLE = 'segments-membership';
+
 /** Tracked-event messages handled at once (a project that tracks segments still takes them one by one: its lock). */
 const EVENT_CONCURRENCY = 64;
 
@@ -26,34 +28,25 @@ export async function subscribeSegmentsConsumers(
     isUuid(projectId) && isUuid(contactId) ? tracking.contactChanged(projectId, contactId) : Promise.resolve();
   // A project known to track no segment: its messages are acknowledged undecoded (most projects, most messages).
   const untracked = { skip: (data: unknown) => tracking.tracksNothing(rawField(data, 'projectId')) };
-  await subscribeTopics(
-    bus,
-    'segments-membership',
-    [
-      on(CONTACTS_TOPICS.created, async (m) => changed(m.projectId, m.contact?.id ?? ''), untracked),
-      // A CSV import's new contacts, many per message: each is re-evaluated as one created alone would be.
-      on(CONTACTS_TOPICS.imported, async (m) => {
-        for (const id of m.contactIds) await changed(m.projectId, id);
-      }),
-      on(CONTACTS_TOPICS.updated, async (m) => changed(m.projectId, m.contact?.id ?? ''), untracked),
-      on(CONTACTS_TOPICS.deleted, async (m) =>
-        isUuid(m.contactId) ? tracking.contactDeleted(m.contactId) : undefined,
-      ),
-    ],
-    logger,
-  );
+  const contactRoutes = [
+    on(CONTACTS_TOPICS.created, async (m) => changed(m.projectId, m.contact?.id ?? ''), untracked),
+    // A CSV import's new contacts, many per message: each is re-evaluated as one created alone would be.
+    on(CONTACTS_TOPICS.imported, async (m) => {
+      for (const id of m.contactIds) await changed(m.projectId, id);
+    }),
+    on(CONTACTS_TOPICS.updated, async (m) => changed(m.projectId, m.contact?.id ?? ''), untracked),
+    on(CONTACTS_TOPICS.deleted, async (m) => (isUuid(m.contactId) ? tracking.contactDeleted(m.contactId) : undefined)),
+  ];
+  await subscribeTopics(bus, MEMBERSHIP_DURABLE, contactRoutes, logger);
   // Tracked events come by the thousand during a campaign (its email.* events): handled many at once (most
   // projects track nothing, a cached answer: tracking.ts), not one ack round after another. Same durable.
-  await subscribeTopics(
-    bus,
-    'segments-membership',
-    [
-      on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId), untracked),
-      // The email.* events contacts records (a filter may count them) come on their own subject.
-      on(CONTACTS_TOPICS.emailEventTracked, async (m) => changed(m.projectId, m.contactId), untracked),
-    ],
-    logger,
-    { concurrency: EVENT_CONCURRENCY },
-  );
+  const eventRoutes = [
+    on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId), untracked),
+    // The email.* events contacts records (a filter may count them) come on their own subject.
+    on(CONTACTS_TOPICS.emailEventTracked, async (m) => changed(m.projectId, m.contactId), untracked),
+  ];
+  await subscribeTopics(bus, MEMBERSHIP_DURABLE, eventRoutes, logger, { concurrency: EVENT_CONCURRENCY });
   await joinProjectWipes(bus, { service: 'segments', identity, logger, wipe: (p) => store.removeProject(p) });
+  // None of them does anything while no project tracks a segment (membership-deliveries.ts).
+  return { durable: MEMBERSHIP_DURABLE, subjects: [...contactRoutes, ...eventRoutes].map((r) => r.subject) };
 }

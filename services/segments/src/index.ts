@@ -10,6 +10,7 @@ import { contactsPort } from './contacts-rpc.js';
 import { subscribeSegmentsConsumers } from './consumers.js';
 import { Segments } from './domain/segments.js';
 import { Tracking } from './domain/tracking.js';
+import { MembershipDeliveries } from './membership-deliveries.js';
 import { segmentsRoutes } from './rpc.js';
 import { MembershipsStore } from './store/memberships-store.js';
 import { migrations } from './store/migrations.js';
@@ -22,10 +23,11 @@ export async function startSegments(rt: Runtime): Promise<RunningService> {
   const campaigns = createRpcClient(CampaignsService, rt.config.rpcUrls.campaigns, rt.config);
   const tracksAny = new NotifiedCache(db.pool, 'segments_tracking_changed', rt.logger.child({ service: 'segments' }));
   await tracksAny.start();
-  const tracking = new Tracking(db.pool, store, new MembershipsStore(), contacts, tracksAny);
   const identity = createRpcClient(IdentityService, rt.config.rpcUrls.identity, rt.config);
   const busLogger = rt.logger.child({ service: 'segments', part: 'bus' });
-  await subscribeSegmentsConsumers(rt.bus, tracking, store, identity, busLogger);
+  const deliveries = new MembershipDeliveries(db.pool, store, rt.bus, busLogger);
+  const tracking = new Tracking(db.pool, store, new MembershipsStore(), contacts, tracksAny, deliveries);
+  deliveries.start(await subscribeSegmentsConsumers(rt.bus, tracking, store, identity, busLogger));
   const server = await serveRpc(
     rt,
     'segments',
@@ -36,6 +38,7 @@ export async function startSegments(rt: Runtime): Promise<RunningService> {
     name: 'segments',
     async stop() {
       await server.close();
+      await deliveries.stop();
       await tracksAny.stop();
       await db.close();
     },

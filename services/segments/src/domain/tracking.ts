@@ -34,10 +34,14 @@ export class Tracking {
     private readonly contacts: ContactsPort,
     /** Whether a project tracks any segment, kept until a segment's tracking changes (store migration 002). */
     private readonly tracksAny?: NotifiedCache,
+    /** The broker's delivery of contact changes, paused while no segment is tracked (membership-deliveries.ts). */
+    private readonly deliveries?: { sync(): Promise<void> },
   ) {}
 
   /** The whole segment against its condition; `events: false` takes a silent baseline (tracking just turned on). */
-  compute(segment: SegmentRow, opts: { events: boolean }) {
+  async compute(segment: SegmentRow, opts: { events: boolean }) {
+    // The segment is stored as tracked: deliveries restart (if paused) before the baseline reads the contacts.
+    await this.deliveries?.sync();
     return withTransaction(this.pool, async (tx) => {
       const s = (await this.store.get(tx, segment.project_id, segment.id, true)) ?? segment;
       const now = new Set<string>();

@@ -143,6 +143,16 @@ export class SegmentsStore {
     return (rowCount ?? 0) > 0;
   }
 
+  /**
+   * Whether any project tracks a segment, read under the lock that orders pausing the membership deliveries
+   * against a segment's tracking starting (membership-deliveries.ts): the caller's transaction holds it.
+   */
+  async anyTrackedLocked(tx: Queryable): Promise<boolean> {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('segments.membership_deliveries', 0))`);
+    const { rowCount } = await tx.query(`SELECT 1 FROM segments WHERE track_membership AND type = 'DYNAMIC' LIMIT 1`);
+    return (rowCount ?? 0) > 0;
+  }
+
   /** Tracked DYNAMIC segments of a project, locked in id order (one order for every writer: no deadlock). */
   async trackedForUpdate(db: Queryable, projectId: string): Promise<SegmentRow[]> {
     const { rows } = await db.query<SegmentRow>(
