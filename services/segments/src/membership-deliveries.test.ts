@@ -80,3 +80,12 @@ test('deliveries are paused while no segment is tracked, and a pass after one is
   await deliveries.stop();
   await bus.close();
 });
+
+test("a pass the broker cannot answer fails as a dependency down (503): a tracked segment's start waits", async () => {
+  const bus = NatsBus.start('nats://127.0.0.1:1', nats.prefix, 'segments', nats.logger);
+  const deliveries = new MembershipDeliveries(db.pool, store, bus, nats.logger);
+  deliveries.start({ durable: 'membership-down', subjects });
+  await expect(deliveries.sync()).rejects.toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
+  await deliveries.stop();
+  await bus.close();
+});

@@ -1,5 +1,6 @@
 import type { Bus } from '@svc/lib/bus';
 import { withTransaction, type Pool } from '@svc/lib/db';
+import { serviceUnavailable } from '@svc/lib/errors';
 import type { Logger } from '@svc/lib/logger';
 import type { SegmentsStore } from './store/segments-store.js';
 
@@ -33,7 +34,12 @@ export class MembershipDeliveries {
     if (!pauseDeliveries || !group) return;
     await withTransaction(this.pool, async (tx) => {
       const paused = !(await this.store.anyTrackedLocked(tx));
-      await pauseDeliveries(group.durable, group.subjects, paused);
+      // A tracked segment's start waits for the broker (503, as any dependency down): a baseline read while the
+      // durables may stay paused would miss the changes the broker passes over until the next pass.
+      await pauseDeliveries(group.durable, group.subjects, paused).catch((err) => {
+        this.logger.debug({ err }, 'membership deliveries: the broker did not answer');
+        throw serviceUnavailable('The message bus is unavailable; retry shortly');
+      });
     });
   }
 
