@@ -100,6 +100,7 @@ export const STREAMS = [
   { name: 'CONTACTS', subjects: ['contacts.>'] },
   { name: 'EVENTS', subjects: ['events.>'] },
   { name: 'EMAILS', subjects: ['emails.>'] },
+  { name: 'DELIVERIES', subjects: ['deliveries.>'] },
   { name: 'IDENTITY', subjects: ['identity.>'] },
   { name: 'SEGMENTS', subjects: ['segments.>'] },
 ] as const;

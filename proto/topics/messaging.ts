@@ -1,9 +1,11 @@
 import { topic } from '@svc/lib/bus-topic';
-import { EmailLifecycleSchema } from '../gen/svc/messaging/v1/events_pb.js';
+import { CampaignEmailsSentSchema, EmailLifecycleSchema } from '../gen/svc/messaging/v1/events_pb.js';
 
 /** Subjects the messaging service publishes: `emails.<type>` for each lifecycle step. */
 export const MESSAGING_TOPICS = {
   emailLifecycle: topic('emails.>', EmailLifecycleSchema),
+  /** A delivery batch's sent emails of one campaign, many per message (the campaigns service's sent counter). */
+  campaignEmailsSent: topic('deliveries.campaign_sent', CampaignEmailsSentSchema),
 } as const;
 
 export const emailLifecycleSubject = (type: string) => `emails.${type}`;

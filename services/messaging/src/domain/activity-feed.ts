@@ -167,7 +167,7 @@ export function sentActivity(message: OutboxMessage, outboxId: string): Activity
   });
 }
 
-/** Enqueues lifecycle messages in `tx`; the `emails.sent` ones get their feed row (sentActivity) in it too. */
+/** Enqueues messages in one statement in `tx`; the `emails.sent` ones get their feed row (sentActivity) in it too. */
 export async function enqueueLifecycle(tx: Queryable, store: ActivityStore, messages: OutboxMessage[]): Promise<void> {
   const outboxIds = await enqueueMany(tx, messages);
   const rows: ActivityRow[] = [];

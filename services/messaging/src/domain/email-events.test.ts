@@ -1,7 +1,7 @@
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { busMessage } from '@svc/lib/bus-topic';
 import { emailLifecycleSubject, MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
-import { lifecycleMessage } from './email-events.js';
+import { campaignSentMessages, lifecycleMessage } from './email-events.js';
 
 const email = {
   id: '33333333-3333-4333-8333-333333333333',
@@ -82,5 +82,29 @@ describe('email lifecycle messages (README "Messages on the bus")', () => {
         expect(m).toStrictEqual(generic);
         expect(JSON.stringify(m.payload)).toBe(JSON.stringify(generic.payload));
       }
+  });
+
+  test('deliveries.campaign_sent: one per campaign of a batch with its contacts; no test mail, no others', () => {
+    const at = new Date('2026-01-02T03:04:05.000Z');
+    const [c1, c2] = ['44444444-4444-4444-8444-444444444444', '55555555-5555-4555-8555-555555555555'];
+    const row = (contact: string, campaign: string | null, test = false) => ({
+      project_id: email.project_id,
+      contact_id: contact,
+      campaign_id: campaign,
+      test,
+    });
+    const messages = campaignSentMessages(
+      [row('a', c1), row('b', c2), row('c', c1), row('d', null), row('e', c1, true), row('f', c2)],
+      at,
+    );
+    expect(messages).toStrictEqual([
+      { subject: 'deliveries.campaign_sent', payload: sent(c1, ['a', 'c']) },
+      { subject: 'deliveries.campaign_sent', payload: sent(c2, ['b', 'f']) },
+    ]);
+    expect(campaignSentMessages([row('d', null), row('e', c1, true)])).toEqual([]);
+
+    function sent(campaignId: string, contactIds: string[]) {
+      return { projectId: email.project_id, campaignId, contactIds, occurredAt: '2026-01-02T03:04:05Z' };
+    }
   });
 });

@@ -1,6 +1,7 @@
 import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
-import type { OutboxMessage } from '@svc/lib/bus-topic';
-import { emailLifecycleSubject } from '@svc/proto/topics/messaging';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { busMessage, type OutboxMessage } from '@svc/lib/bus-topic';
+import { emailLifecycleSubject, MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import type { EmailRow } from '../store/emails-store.js';
 
 /** This service's name: its database's outbox relay gives each message the id `messaging-<outbox id>`. */
@@ -76,4 +77,30 @@ export interface LifecyclePayload {
   campaignId: string;
   workflowId: string;
   test: boolean;
+}
+
+/**
+ * The `deliveries.campaign_sent` messages of a delivery batch's sent emails: one per campaign, with its contacts (test
+ * mail and mail of no campaign or contact have none). Each email still has its own `emails.sent`; the campaigns
+ * service counts from these, so a campaign's every email is not delivered to it one message at a time.
+ */
+export function campaignSentMessages(
+  emails: Array<Pick<EmailRow, 'project_id' | 'contact_id'> & Partial<Pick<EmailRow, 'campaign_id' | 'test'>>>,
+  occurredAt = new Date(),
+): OutboxMessage[] {
+  const byCampaign = new Map<string, { projectId: string; contactIds: string[] }>();
+  for (const e of emails) {
+    if (!e.campaign_id || !e.contact_id || e.test) continue;
+    const of = byCampaign.get(e.campaign_id) ?? { projectId: e.project_id, contactIds: [] };
+    of.contactIds.push(e.contact_id);
+    byCampaign.set(e.campaign_id, of);
+  }
+  return [...byCampaign].map(([campaignId, { projectId, contactIds }]) =>
+    busMessage(MESSAGING_TOPICS.campaignEmailsSent, {
+      projectId,
+      campaignId,
+      contactIds,
+      occurredAt: timestampFromDate(occurredAt),
+    }),
+  );
 }

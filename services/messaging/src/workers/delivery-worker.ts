@@ -6,7 +6,7 @@ import type { OutboxMessage } from '@svc/lib/bus-topic';
 import { enqueueLifecycle } from '../domain/activity-feed.js';
 import { domainOf } from '../domain/address.js';
 import { classifyFailure, type SmtpFailure } from '../domain/delivery-outcome.js';
-import { lifecycleMessage } from '../domain/email-events.js';
+import { campaignSentMessages, lifecycleMessage } from '../domain/email-events.js';
 import { SANDBOX_DOMAIN, SandboxRefused, type SandboxSender } from '../domain/sandbox-sender.js';
 import type { SendThrottle } from '../domain/throttle.js';
 import type { MailMessage, MailTransport } from '../delivery/smtp-transport.js';
@@ -156,6 +156,7 @@ export class DeliveryWorker {
 
     const outcomes: DeliveryOutcomes = { sent: [], retry: [], bounced: [], failed: [] };
     const messages: OutboxMessage[] = [];
+    const sent: ClaimedEmail[] = [];
     const suppress: ClaimedEmail[] = [];
     // A send's attachments are stored once: one read serves all of the batch's emails of that send.
     const sendIds = [...new Set(ready.map((r) => r.send_id).filter((id): id is string => id !== null))];
@@ -167,6 +168,7 @@ export class DeliveryWorker {
           const built = await this.builder.build(await this.message(row, attachments.get(row.send_id ?? '') ?? []));
           const response = await this.transport.sendRaw(built);
           outcomes.sent.push({ id: row.id, response });
+          sent.push(row);
           messages.push(lifecycleMessage(row, 'sent', { messageId: row.message_id }));
         } catch (err) {
           if (err instanceof SandboxRefused) {
@@ -191,7 +193,8 @@ export class DeliveryWorker {
     await this.emails.recordOutcomes(tx, outcomes, true);
     for (const row of suppress) await this.emails.suppress(tx, row.project_id, row.to_email, 'bounce', row.id);
     // The feed's `email.sent` rows go with the outcomes: the feed does not read `emails.sent` back from the bus.
-    await enqueueLifecycle(tx, this.activity, messages);
+    // Campaigns count their sent mail from one message per campaign of the batch, in the same INSERT.
+    await enqueueLifecycle(tx, this.activity, [...messages, ...campaignSentMessages(sent)]);
     for (const result of ['sent', 'retry', 'bounced', 'failed'] as const)
       if (outcomes[result].length) smtpResults.inc({ result }, outcomes[result].length);
     if (outcomes.retry.length)

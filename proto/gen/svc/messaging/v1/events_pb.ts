@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/messaging/v1/events.proto.
  */
 export const file_svc_messaging_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zdmMvbWVzc2FnaW5nL3YxL2V2ZW50cy5wcm90bxIQc3ZjLm1lc3NhZ2luZy52MSLoAQoORW1haWxMaWZlY3ljbGUSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGVtYWlsX2lkGAMgASgJEgwKBHR5cGUYBCABKAkSLwoLb2NjdXJyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2NhbXBhaWduX2lkGAcgASgJEhMKC3dvcmtmbG93X2lkGAggASgJEgwKBHRlc3QYCSABKAhiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch1zdmMvbWVzc2FnaW5nL3YxL2V2ZW50cy5wcm90bxIQc3ZjLm1lc3NhZ2luZy52MSLoAQoORW1haWxMaWZlY3ljbGUSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGVtYWlsX2lkGAMgASgJEgwKBHR5cGUYBCABKAkSLwoLb2NjdXJyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2NhbXBhaWduX2lkGAcgASgJEhMKC3dvcmtmbG93X2lkGAggASgJEgwKBHRlc3QYCSABKAgigwEKEkNhbXBhaWduRW1haWxzU2VudBISCgpwcm9qZWN0X2lkGAEgASgJEhMKC2NhbXBhaWduX2lkGAIgASgJEhMKC2NvbnRhY3RfaWRzGAMgAygJEi8KC29jY3VycmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcGIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * emails.<type>: one step of a message's lifecycle (sent, delivery, open, click, bounce, complaint).
@@ -80,4 +80,40 @@ export type EmailLifecycle = Message<"svc.messaging.v1.EmailLifecycle"> & {
  */
 export const EmailLifecycleSchema: GenMessage<EmailLifecycle> = /*@__PURE__*/
   messageDesc(file_svc_messaging_v1_events, 0);
+
+/**
+ * deliveries.campaign_sent: the emails of one campaign that one delivery batch handed to the SMTP server, by
+ * contact (the same emails also go out one by one as emails.sent). The campaigns service counts sent mail from these:
+ * one message per campaign and batch instead of one per email.
+ *
+ * @generated from message svc.messaging.v1.CampaignEmailsSent
+ */
+export type CampaignEmailsSent = Message<"svc.messaging.v1.CampaignEmailsSent"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string campaign_id = 2;
+   */
+  campaignId: string;
+
+  /**
+   * @generated from field: repeated string contact_ids = 3;
+   */
+  contactIds: string[];
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 4;
+   */
+  occurredAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message svc.messaging.v1.CampaignEmailsSent.
+ * Use `create(CampaignEmailsSentSchema)` to create a new message.
+ */
+export const CampaignEmailsSentSchema: GenMessage<CampaignEmailsSent> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_events, 1);
 
