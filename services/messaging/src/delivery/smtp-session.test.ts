@@ -81,7 +81,9 @@ async function server(options: Partial<SMTPServerOptions>) {
   const closedListeners: (() => void)[] = [];
   srv.server.on('connection', (socket) => socket.on('close', () => closedListeners.forEach((f) => f())));
   const onClosed = (f: () => void) => closedListeners.push(f);
-  return { port, received, onClosed, close: () => new Promise<void>((resolve) => srv.close(() => resolve())) };
+  const onConnection = (f: () => void) => srv.server.on('connection', f);
+  const close = () => new Promise<void>((resolve) => srv.close(() => resolve()));
+  return { port, received, onClosed, onConnection, close };
 }
 
 const message = (to: string[], body = 'hello\r\n.dot line\r\n') => ({
@@ -122,6 +124,40 @@ describe.each([
       expect(srv.received.map((r) => r.to)).toEqual([['ok1@y.test'], ['ok3@y.test'], ['ok4@y.test'], ['ok5@y.test']]);
       expect(srv.received[0].raw).toContain('\r\n.dot line\r\n');
       expect(srv.received[3].raw).toBe(plain.raw.toString('latin1'));
+    } finally {
+      t.close();
+      await srv.close();
+    }
+  });
+
+  test('messages sent at once over one connection queue behind each other; refusals stay their own', async () => {
+    const srv = await server({ disabledCommands: ['STARTTLS', 'AUTH'], ...extra });
+    const t = createSmtpTransport(`smtp://127.0.0.1:${srv.port}?tls=off`, 1);
+    let connections = 0;
+    srv.onConnection(() => connections++);
+    try {
+      const sends = [
+        message(['ok1@y.test']),
+        message(['bounce@y.test']),
+        message(['ok2@y.test'], 'REFUSE-ME\r\n'),
+        message(['ok3@y.test']),
+        message(['defer@y.test']),
+        message(['ok4@y.test'], 'plain\r\n'),
+        message(['ok5@y.test', 'bounce@y.test']),
+      ].map((m) => t.sendRaw({ ...m, ready: dataReady(m.raw) }).then(String, (err) => err));
+      const results = await Promise.all(sends);
+      expect(results.map((r) => (typeof r === 'string' ? r.slice(0, 3) : `${r.code} ${r.responseCode}`))).toEqual([
+        '250',
+        'EENVELOPE 550',
+        'EMESSAGE 554',
+        '250',
+        'EENVELOPE 451',
+        '250',
+        '250',
+      ]);
+      expect(srv.received.map((r) => r.to)).toEqual([['ok1@y.test'], ['ok3@y.test'], ['ok4@y.test'], ['ok5@y.test']]);
+      expect(srv.received[2].raw).toBe('From: a@x.test\r\nTo: ok4@y.test\r\nSubject: s\r\n\r\nplain\r\n');
+      expect(connections).toBe(1);
     } finally {
       t.close();
       await srv.close();

@@ -5,7 +5,9 @@ import tls from 'node:tls';
 // One SMTP client session (RFC 5321) for the delivery pool: greeting, EHLO (HELO when refused), STARTTLS when
 // offered (RFC 3207), AUTH PLAIN or LOGIN, then messages whose bytes are already built and signed. With
 // PIPELINING (RFC 2920) the envelope (MAIL FROM, RCPT TO, DATA) goes in one write and the dot-stuffed body with its
-// terminator in a second: two writes and two reads per message. Errors carry what nodemailer's SMTPConnection
+// terminator in a second; messages given while another is in flight queue behind it, and each body is written with
+// the next one's envelope (RFC 2920 lets the next transaction follow the end of data): one write and one read per
+// message while the pool is busy. Errors carry what nodemailer's SMTPConnection
 // put on them (code EENVELOPE/EMESSAGE/ECONNECTION/ETIMEDOUT/EAUTH/ETLS/EPROTOCOL, response, responseCode,
 // command), which the pool and classifyFailure read.
 
@@ -111,6 +113,17 @@ export function dataBytes(raw: Buffer): Buffer {
   return Buffer.concat(out);
 }
 
+/** The replies to a waiting message's envelope, written with the body before it (none: it writes its own). */
+type Written = { replies: Promise<string[]> } | undefined;
+
+/** A message queued behind the one in flight: its envelope goes with a body before it, or on its own. */
+interface Next {
+  envelope: string;
+  count: number;
+  /** Called with the waiter of its envelope's replies once written with the body before, or with none. */
+  go(written: Written): void;
+}
+
 /** Waits for the next `count` replies (a pipelined group is one waiter: one promise per write, not per reply). */
 interface Waiter {
   count: number;
@@ -134,6 +147,9 @@ export class SmtpSession {
   private stage = 'CONN';
   private failure?: SmtpError;
   private readonly name: string;
+  /** Messages given and not yet answered: the one in flight and those queued behind it (`queued`). */
+  private sending = 0;
+  private readonly queued: Next[] = [];
   /** Called once when the session fails or the server closes it (also when idle in a pool). */
   onClose?: (err: SmtpError) => void;
 
@@ -150,6 +166,11 @@ export class SmtpSession {
     return this.extensions.has('AUTH');
   }
 
+  /** Whether more messages may be given while one is in flight (each envelope then goes with a body before it). */
+  get pipelines(): boolean {
+    return !this.failure && this.extensions.has('PIPELINING');
+  }
+
   static async connect(opts: SmtpSessionOptions, auth?: { user: string; pass: string }): Promise<SmtpSession> {
     const s = new SmtpSession(opts);
     try {
@@ -164,8 +185,9 @@ export class SmtpSession {
   }
 
   /**
-   * Sends one message; answers the server's final reply (`250 ...`). A refusal of the envelope or the message
-   * leaves the session usable after `reset()`; a connection failure closes it.
+   * Sends one message; answers the server's final reply (`250 ...`). A refusal of the envelope (the session reset
+   * before the answer) or of the message leaves the session usable; a connection failure closes it. While one
+   * message is in flight more may be given when the session `pipelines`: they go after it, in order.
    */
   async send(envelope: { from: string; to: string[] }, raw: Buffer, ready = false): Promise<string> {
     const from = envelope.from.trim();
@@ -176,15 +198,46 @@ export class SmtpSession {
       if (!t || /[\r\n<>]/.test(t))
         throw smtpError(`Invalid recipient ${JSON.stringify(t)}`, 'EENVELOPE', undefined, 'API');
     if (this.failure) throw this.failure;
+    if (this.sending > 0 && !this.pipelines) throw new Error('SMTP session busy');
+    this.sending++;
+    const turn = { handedOn: false };
+    try {
+      return await this.transaction(from, to, raw, ready, turn);
+    } finally {
+      this.sending--;
+      // Ended without taking the next envelope along with its body (refused, failed, or none was queued yet):
+      // the first message queued behind it writes its own.
+      if (!turn.handedOn) this.queued.shift()?.go(undefined);
+    }
+  }
+
+  private async transaction(
+    from: string,
+    to: string[],
+    raw: Buffer,
+    ready: boolean,
+    turn: { handedOn: boolean },
+  ): Promise<string> {
     const utf8 = this.extensions.has('SMTPUTF8') && (NON_ASCII.test(from) || to.some((t) => NON_ASCII.test(t)));
     const commands = [`MAIL FROM:<${from}>${utf8 ? ' SMTPUTF8' : ''}`, ...to.map((t) => `RCPT TO:<${t}>`), 'DATA'];
-    this.stage = 'MAIL FROM';
     let replies: string[];
     if (this.extensions.has('PIPELINING')) {
-      const pending = this.replies(commands.length);
-      this.write(`${commands.join('\r\n')}\r\n`);
+      const envelope = `${commands.join('\r\n')}\r\n`;
+      // Behind a message in flight: a body's write takes this envelope along (or that message ends without one).
+      const written =
+        this.sending > 1
+          ? await new Promise<Written>((go) => this.queued.push({ envelope, count: commands.length, go }))
+          : undefined;
+      let pending = written?.replies;
+      if (this.failure) throw this.failure;
+      if (!pending) {
+        this.stage = 'MAIL FROM';
+        pending = this.replies(commands.length);
+        this.write(envelope);
+      }
       replies = await pending;
     } else {
+      this.stage = 'MAIL FROM';
       replies = [];
       for (const [i, command] of commands.entries()) {
         replies.push(await this.command(command));
@@ -195,29 +248,36 @@ export class SmtpSession {
     }
     const refused = this.envelopeError(replies, to.length);
     const dataReply = replies[to.length + 1];
-    if (refused) {
-      // A server that opened DATA anyway gets an empty message ended, then the envelope's error.
+    if (refused || !dataReply.startsWith('354')) {
+      // A server that opened DATA anyway gets an empty message ended; the transaction is reset either way.
       if (dataReply?.startsWith('354')) await this.command('.');
-      throw refused;
+      await this.reset().catch(() => this.close());
+      throw refused ?? smtpError('Data command failed', 'EENVELOPE', dataReply, 'DATA');
     }
-    if (!dataReply.startsWith('354')) throw smtpError('Data command failed', 'EENVELOPE', dataReply, 'DATA');
     this.stage = 'DATA';
     const pending = this.reply();
-    if (ready && !this.failure) {
-      // One writev for the message and its terminator, without copying the message into a new buffer.
+    // The envelope of the first message queued behind this one follows the end of data, in the same write.
+    const next = this.failure ? undefined : this.queued.shift();
+    const nextReplies = next && this.replies(next.count);
+    turn.handedOn = next !== undefined;
+    if (!this.failure) {
+      // One writev for the message, its terminator and the next envelope, without copying the message.
       this.socket.cork();
-      this.socket.write(raw);
-      this.socket.write(DOT_LINE);
+      if (ready) this.socket.write(raw);
+      this.socket.write(ready ? DOT_LINE : dataBytes(raw));
+      if (next) this.socket.write(next.envelope);
       this.socket.uncork();
-    } else this.write(dataBytes(raw));
+    }
+    next?.go(nextReplies && { replies: nextReplies });
     const answer = await pending;
-    this.stage = 'MAIL FROM';
+    // A connection failure is reported under DATA until the next message's own body (nothing is retried as unsent).
+    if (!next) this.stage = 'MAIL FROM';
     if (answer[0] !== '2') throw smtpError('Message failed', 'EMESSAGE', answer, 'DATA');
     return answer;
   }
 
-  /** RSET after a refused message. */
-  async reset(): Promise<void> {
+  /** RSET after a refused envelope. */
+  private async reset(): Promise<void> {
     const r = await this.command('RSET');
     if (r[0] !== '2') throw smtpError('Could not reset session', 'EPROTOCOL', r, 'RSET');
   }

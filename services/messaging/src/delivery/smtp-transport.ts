@@ -42,11 +42,22 @@ interface Pooled {
   conn: SmtpSession;
   /** Messages sent over it: a failure before the message on a reused connection may be a server's idle close. */
   sent: number;
+  /** Messages given to it and not yet answered: the one in flight and those queued behind it (pipelined). */
+  busy: number;
   dead: boolean;
 }
 
+/**
+ * Messages one connection that pipelines takes at once: the one in flight and two queued behind it, so the one
+ * writing its body finds the next envelope waiting (one write and one read per message instead of two).
+ */
+const PIPELINE_DEPTH = 3;
+
+/** While every connection is busy, a message queues behind those in flight on a connection that pipelines. */
 class SmtpPool implements MailTransport {
   private readonly idle: Pooled[] = [];
+  /** Busy connections that can take another message behind theirs. */
+  private readonly roomy = new Set<Pooled>();
   private readonly waiting: Array<{ resolve(c: Pooled): void; reject(err: unknown): void }> = [];
   private open = 0;
   private closed = false;
@@ -69,11 +80,8 @@ class SmtpPool implements MailTransport {
         const err = e as SmtpError;
         const reused = c.sent > 0;
         if ((err.code === 'EENVELOPE' || err.code === 'EMESSAGE') && err.responseCode !== 421 && !c.dead) {
-          // The server refused this message; the session itself is fine once reset.
-          c.conn.reset().then(
-            () => this.release(c),
-            () => this.discard(c),
-          );
+          // The server refused this message; the session itself is fine (reset by the session after an envelope).
+          this.release(c);
           throw err;
         }
         this.discard(c);
@@ -90,17 +98,35 @@ class SmtpPool implements MailTransport {
 
   private acquire(): Promise<Pooled> {
     if (this.closed) return Promise.reject(new Error('SMTP transport closed'));
-    const c = this.idle.pop();
-    if (c) return Promise.resolve(c);
-    if (this.open < this.size) return this.connect();
+    const c = this.idle.pop() ?? (this.open < this.size ? undefined : this.roomy.values().next().value);
+    if (c) return Promise.resolve(this.take(c));
+    if (this.open < this.size) return this.connect().then((opened) => this.take(opened));
     return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
   }
 
+  /** Whether `c` takes one more message (a second or third behind the first when it pipelines). */
+  private hasRoom(c: Pooled): boolean {
+    return c.busy === 0 || (c.busy < PIPELINE_DEPTH && c.conn.pipelines);
+  }
+
+  /** Gives `c` one more message. */
+  private take(c: Pooled): Pooled {
+    c.busy++;
+    if (this.hasRoom(c)) this.roomy.add(c);
+    else this.roomy.delete(c);
+    return c;
+  }
+
   private release(c: Pooled): void {
+    c.busy--;
+    this.roomy.delete(c);
     if (c.dead) return;
-    const next = this.waiting.shift();
-    if (next) next.resolve(c);
-    else if (this.closed) c.conn.quit();
+    while (this.waiting.length && this.hasRoom(c)) this.waiting.shift()!.resolve(this.take(c));
+    if (c.busy > 0) {
+      if (this.hasRoom(c)) this.roomy.add(c);
+      return;
+    }
+    if (this.closed) c.conn.quit();
     else this.idle.push(c);
   }
 
@@ -108,19 +134,20 @@ class SmtpPool implements MailTransport {
   private discard(c: Pooled): void {
     if (c.dead) return;
     c.dead = true;
+    this.roomy.delete(c);
     this.open--;
     const at = this.idle.indexOf(c);
     if (at >= 0) this.idle.splice(at, 1);
     c.conn.close();
     const next = this.waiting.shift();
-    if (next) this.connect().then(next.resolve, next.reject);
+    if (next) this.connect().then((opened) => next.resolve(this.take(opened)), next.reject);
   }
 
   private connect(): Promise<Pooled> {
     this.open++;
     return SmtpSession.connect(this.options, this.auth).then(
       (conn) => {
-        const c: Pooled = { conn, sent: 0, dead: false };
+        const c: Pooled = { conn, sent: 0, busy: 0, dead: false };
         // An idle connection the server closes (or that fails) leaves the pool; a busy one fails its send too.
         conn.onClose = () => this.discard(c);
         return c;
@@ -128,7 +155,7 @@ class SmtpPool implements MailTransport {
       (err: unknown) => {
         this.open--;
         const next = this.waiting.shift();
-        if (next) this.connect().then(next.resolve, next.reject);
+        if (next) this.connect().then((opened) => next.resolve(this.take(opened)), next.reject);
         throw err;
       },
     );
