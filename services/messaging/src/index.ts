@@ -93,7 +93,7 @@ export async function startMessaging(
   const logger = rt.logger.child({ service: MESSAGING_SERVICE });
   // The relay's claim keeps the planner's bitmap here: a delivery batch's transaction stays open while it sends, so
   // an index scan could not mark the dead entries published rows leave (lib/src/outbox.ts, planSettings).
-  const db = await openServiceDatabase(MESSAGING_SERVICE, rt, migrations, { relayPlanSettings: '' });
+  const db = await openServiceDatabase(MESSAGING_SERVICE, rt, migrations);
 
   // Embedded mode with the local sink: the sink keeps its mail in the database for GET /dev/mail, and
   // the sandbox sender exists. Never with SMTP_URL or in distributed mode (no real mail can leave from it).

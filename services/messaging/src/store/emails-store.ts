@@ -136,6 +136,9 @@ function insertRecord(e: NewEmail & { bounce_reason?: string | null }): Record<s
 export const DELIVERY_PLAN_SETTINGS =
   'SET LOCAL enable_bitmapscan = off; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off';
 
+/** The email id that leads a Message-ID we set (`<id@sender domain>` without its angle brackets). */
+const EMAIL_ID_OF_MESSAGE_ID = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})@/i;
+
 /** Columns the delivery worker reads (no large fields it does not need twice). */
 export type ClaimedEmail = EmailRow;
 
@@ -374,7 +377,13 @@ export class EmailsStore {
        SELECT id, attempts, '${outcome}',
          substring(answer FROM '^(?:gave up after \\d+ attempts: )?([2-5]\\d\\d)[ -]')::int, coalesce(answer, '')
        FROM updated`;
-    if (o.sent.length) {
+    if (o.sent.length && locked) {
+      // Store migration 013, record_sent_emails: this statement as a generic plan kept per session.
+      await tx.query('SELECT record_sent_emails($1::uuid[], $2::text[])', [
+        o.sent.map((s) => s.id),
+        o.sent.map((s) => s.response),
+      ]);
+    } else if (o.sent.length) {
       await tx.query(
         `WITH updated AS (
            UPDATE emails e SET ${count} status = 'sent', sent_at = now(), locked_until = NULL, last_error = NULL
@@ -499,7 +508,10 @@ export class EmailsStore {
     return rows[0] ?? null;
   }
 
-  /** By our id or by the Message-ID we set (with or without angle brackets). */
+  /**
+   * By our id or by the Message-ID we set (with or without angle brackets). Every Message-ID we set is
+   * `<email id@sender domain>` (email-batch.ts), so one names its row by primary key; any other names none of ours.
+   */
   async findForNotification(ref: { emailId?: string; messageId?: string }): Promise<EmailRow | null> {
     if (ref.emailId) {
       const { rows } = await this.pool.query<EmailRow>('SELECT * FROM emails WHERE id = $1', [ref.emailId]);
@@ -507,7 +519,12 @@ export class EmailsStore {
     }
     if (ref.messageId) {
       const bare = ref.messageId.trim().replace(/^<|>$/g, '');
-      const { rows } = await this.pool.query<EmailRow>('SELECT * FROM emails WHERE message_id = $1', [`<${bare}>`]);
+      const id = EMAIL_ID_OF_MESSAGE_ID.exec(bare)?.[1];
+      if (!id) return null;
+      const { rows } = await this.pool.query<EmailRow>('SELECT * FROM emails WHERE id = $1 AND message_id = $2', [
+        id,
+        `<${bare}>`,
+      ]);
       return rows[0] ?? null;
     }
     return null;

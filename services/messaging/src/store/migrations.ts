@@ -253,4 +253,36 @@ export const migrations: Migration[] = [
     id: '011_drop_emails_workflow_index',
     sql: 'DROP INDEX emails_workflow;',
   },
+  {
+    // A Message-ID we set names its email's id (`<id@sender domain>`): a provider's notification finds the row by
+    // primary key. Every email's insert and status change wrote an entry in this index.
+    id: '012_drop_emails_message_id_index',
+    sql: 'DROP INDEX emails_message_id;',
+  },
+  {
+    // recordOutcomes' statement for sent mail of locked rows (the delivery batch's write of every email) as a generic
+    // plan kept per session, instead of parsed and planned for every batch. Its shape is fixed as
+    // DELIVERY_PLAN_SETTINGS fixes the statement's (whatever the statistics were when the plan was made): each row
+    // reached by primary key through a nested loop over the batch. Each email's attempt is written with its outcome;
+    // the reply code leads the server's answer ("250 ...").
+    id: '013_record_sent_function',
+    sql: `
+      CREATE FUNCTION record_sent_emails(ids uuid[], answers text[]) RETURNS void
+        LANGUAGE plpgsql VOLATILE
+        SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_bitmapscan = off
+        SET enable_hashjoin = off SET enable_mergejoin = off
+      AS $$
+      BEGIN
+        WITH updated AS (
+          UPDATE emails e SET attempts = e.attempts + 1, status = 'sent', sent_at = now(), locked_until = NULL,
+            last_error = NULL
+          FROM unnest(ids, answers) AS d(id, answer) WHERE e.id = d.id
+          RETURNING e.id, e.attempts, d.answer)
+        INSERT INTO email_attempts (email_id, attempt, outcome, smtp_code, smtp_response)
+        SELECT u.id, u.attempts, 'sent',
+          substring(u.answer FROM '^(?:gave up after \\d+ attempts: )?([2-5]\\d\\d)[ -]')::int, coalesce(u.answer, '')
+        FROM updated u;
+      END $$;
+    `,
+  },
 ];
