@@ -7,7 +7,7 @@ describe("the messaging service's own environment variables", () => {
     expect(parseEnv(messagingEnv, {})).toEqual({
       smtpUrl: undefined,
       smtpPoolSize: 5,
-      dkimWorkers: availableParallelism(),
+      dkimWorkers: Math.max(1, availableParallelism() - 1),
       embeddedSmtpPort: 2525,
       sendRatePerSecond: 100,
       sendMaxAttempts: 6,

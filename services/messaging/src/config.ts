@@ -2,14 +2,21 @@ import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { envDnsServers, envPort, envPositiveInt, envUrl, type Config } from '@svc/lib/config';
 
+/**
+ * One signing thread per CPU but one, at least one: the main thread (HTTP, SQL results, SMTP) keeps a core. On 2 CPUs
+ * a second signing thread cost about 7% more of the process's CPU per message in bench/send.ts (three busy threads on
+ * two cores), and one thread builds and signs about 2,500 messages a second.
+ */
+export const DKIM_THREADS = Math.max(1, availableParallelism() - 1);
+
 /** The messaging service's own environment variables (the platform-wide ones are in lib/src/config.ts). */
 export const messagingEnv = z
   .object({
     /** SMTP relay of outgoing mail; unset: a local sink on EMBEDDED_SMTP_PORT. */
     SMTP_URL: envUrl.optional(),
     SMTP_POOL_SIZE: envPositiveInt.default(5),
-    /** Worker threads that build and DKIM-sign outgoing mail; 0 signs on the main thread. Default: one per CPU. */
-    DKIM_WORKERS: z.coerce.number().int().min(0).max(64).default(availableParallelism()),
+    /** Worker threads that build and DKIM-sign outgoing mail; 0 signs on the main thread. Default: DKIM_THREADS. */
+    DKIM_WORKERS: z.coerce.number().int().min(0).max(64).default(DKIM_THREADS),
     EMBEDDED_SMTP_PORT: envPort.default(2525),
     /** SMTP listener of inbound mail (README "Inbound mail"); unset: off, except embedded mode (2526). */
     INBOUND_SMTP_PORT: envPort.optional(),
