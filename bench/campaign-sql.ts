@@ -17,6 +17,7 @@ import { CampaignsStore } from '../services/campaigns/src/store/campaigns-store.
 import { FanOutStore } from '../services/campaigns/src/store/fan-out-store.js';
 import { migrations } from '../services/campaigns/src/store/migrations.js';
 import { RecipientsStore } from '../services/campaigns/src/store/recipients-store.js';
+import { insertSendingCampaign } from '../services/campaigns/src/store/test-campaigns.js';
 import { cpuSeconds, fmt, machineLine, run } from './support.js';
 
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 50_000);
@@ -56,21 +57,7 @@ run(
     }
 
     async function one(mode: Mode): Promise<void> {
-      const id = randomUUID();
-      await campaigns.insert(id, project, {
-        name: 'c',
-        description: '',
-        subject: 's',
-        body: 'b',
-        from_email: 'a@x.test',
-        from_name: '',
-        reply_to: '',
-        type: 'MARKETING',
-        audience_type: 'ALL',
-        segment_id: null,
-        audience_condition: null,
-      });
-      await campaigns.sendNow(project, id);
+      const id = await insertSendingCampaign(campaigns, project);
       const claimed = (await fanOut.claim(10, 600)).find((c) => c.id === id)!;
       const token = claimed.lease_token!;
       const ids = Array.from({ length: RECIPIENTS }, () => randomUUID()).sort();

@@ -10,6 +10,7 @@ import { subscribeCampaignsConsumers } from './consumers.js';
 import { CampaignsStore } from './store/campaigns-store.js';
 import { migrations } from './store/migrations.js';
 import { RecipientsStore } from './store/recipients-store.js';
+import { insertSendingCampaign } from './store/test-campaigns.js';
 
 // The counters' consumer on a real PostgreSQL with the in-process bus: sent mail comes as one
 // deliveries.campaign_sent per campaign and delivery batch, the other steps as emails.<type>.
@@ -37,21 +38,7 @@ afterAll(async () => {
 
 /** A sending campaign with these recipients in its snapshot. */
 async function campaignOf(contacts: string[]): Promise<string> {
-  const id = randomUUID();
-  await campaigns.insert(id, PROJECT, {
-    name: 'c',
-    description: '',
-    subject: 's',
-    body: 'b',
-    from_email: 'a@x.test',
-    from_name: '',
-    reply_to: '',
-    type: 'MARKETING',
-    audience_type: 'ALL',
-    segment_id: null,
-    audience_condition: null,
-  });
-  await campaigns.sendNow(PROJECT, id);
+  const id = await insertSendingCampaign(campaigns, PROJECT);
   await db.pool.query(
     `INSERT INTO campaign_recipients (campaign_id, contact_id, email, subscribed, variables)
      SELECT $1, c, c::text || '@x.test', true, '{}' FROM unnest($2::uuid[]) AS c`,

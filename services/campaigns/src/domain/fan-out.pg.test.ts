@@ -5,6 +5,7 @@ import { CampaignsStore } from '../store/campaigns-store.js';
 import { FanOutStore } from '../store/fan-out-store.js';
 import { migrations } from '../store/migrations.js';
 import { RecipientsStore } from '../store/recipients-store.js';
+import { insertSendingCampaign } from '../store/test-campaigns.js';
 import { FanOut } from './fan-out.js';
 import type { AudienceContact, ContactsPort, MessagingPort, QueueResult } from './ports.js';
 
@@ -68,24 +69,7 @@ class Messaging implements MessagingPort {
   }
 }
 
-async function newCampaign(): Promise<string> {
-  const id = randomUUID();
-  await campaigns.insert(id, PROJECT, {
-    name: 'c',
-    description: '',
-    subject: 's',
-    body: 'b',
-    from_email: 'a@x.test',
-    from_name: '',
-    reply_to: '',
-    type: 'MARKETING',
-    audience_type: 'ALL',
-    segment_id: null,
-    audience_condition: null,
-  });
-  await campaigns.sendNow(PROJECT, id);
-  return id;
-}
+const newCampaign = (): Promise<string> => insertSendingCampaign(campaigns, PROJECT);
 
 const opts = { batchSize: 5, parallel: 1, window: 1000, sliceMs: 60_000 };
 const status = async (id: string) => (await campaigns.byId(id))!.status;

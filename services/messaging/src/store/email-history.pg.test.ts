@@ -4,6 +4,7 @@ import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { EmailHistory } from '../domain/email-history.js';
 import { EmailsStore, type NewEmail } from './emails-store.js';
 import { migrations } from './migrations.js';
+import { testEmail } from './test-emails.js';
 
 // email_attempts written with the delivery outcomes, and GET /emails' filters and pages, on a real PostgreSQL.
 
@@ -15,29 +16,7 @@ let pool: Pool;
 let store: EmailsStore;
 let history: EmailHistory;
 
-function email(over: Partial<NewEmail> = {}): NewEmail {
-  const id = randomUUID();
-  return {
-    id,
-    project_id: PROJECT,
-    contact_id: randomUUID(),
-    to_email: `${id}@example.com`,
-    to_name: '',
-    from_email: 'hi@example.com',
-    from_name: '',
-    reply_to: '',
-    subject: 's',
-    html: '<p>x</p>',
-    text: 'x',
-    headers: {},
-    template_id: null,
-    type: 'TRANSACTIONAL',
-    message_id: `<${id}@example.com>`,
-    priority: 0,
-    status: 'queued',
-    ...over,
-  };
-}
+const email = (over: Partial<NewEmail> = {}): NewEmail => testEmail(PROJECT, over);
 
 async function queue(emails: NewEmail[]): Promise<void> {
   const client = await pool.connect();

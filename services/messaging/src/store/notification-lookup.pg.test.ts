@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { EmailsStore } from './emails-store.js';
 import { migrations } from './migrations.js';
+import { testEmail } from './test-emails.js';
 
 // A provider's notification names our email by its id or by the Message-ID we set (`<id@sender domain>`), which
 // findForNotification reads by primary key (migration 012 dropped the index on message_id).
@@ -17,25 +18,12 @@ beforeAll(async () => {
   const client = await db.pool.connect();
   try {
     await store.insertMany(client, [
-      {
+      testEmail(randomUUID(), {
         id,
-        project_id: randomUUID(),
-        contact_id: randomUUID(),
         to_email: 'to@example.com',
-        to_name: '',
         from_email: 'hi@mail.example.com',
-        from_name: '',
-        reply_to: '',
-        subject: 's',
-        html: '<p>x</p>',
-        text: 'x',
-        headers: {},
-        template_id: null,
-        type: 'TRANSACTIONAL',
         message_id: messageId,
-        priority: 0,
-        status: 'queued',
-      },
+      }),
     ]);
   } finally {
     client.release();

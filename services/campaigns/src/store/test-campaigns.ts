@@ -1,0 +1,22 @@
+import { randomUUID } from 'node:crypto';
+import type { CampaignsStore } from './campaigns-store.js';
+
+/** A MARKETING campaign to ALL with the least content, moved to SENDING: what fan-out and counter tests start from. */
+export async function insertSendingCampaign(campaigns: CampaignsStore, projectId: string): Promise<string> {
+  const id = randomUUID();
+  await campaigns.insert(id, projectId, {
+    name: 'c',
+    description: '',
+    subject: 's',
+    body: 'b',
+    from_email: 'a@x.test',
+    from_name: '',
+    reply_to: '',
+    type: 'MARKETING',
+    audience_type: 'ALL',
+    segment_id: null,
+    audience_condition: null,
+  });
+  await campaigns.sendNow(projectId, id);
+  return id;
+}
