@@ -248,14 +248,15 @@ describe('QueueEmails: dedupe keys, per-recipient failures, test messages', () =
     expect((await waitForMail(ok2.email))[0].parsed.html).toContain('xx');
   });
 
-  test('test messages and campaign ids are on the row and on every emails.<type> lifecycle message', async () => {
+  test('test messages and campaign ids are on the row and on every lifecycle message (sent in batches)', async () => {
     const [c] = await people(1);
     const campaignId = randomUUID();
     const nc = await connect({ servers: platform.env.NATS_URL });
-    const sub = nc.subscribe(`${platform.runId}.emails.sent`);
+    // Sent mail goes out as `deliveries.emails_sent`, a delivery batch's emails of a project in one message.
+    const sub = nc.subscribe(`${platform.runId}.deliveries.emails_sent`);
     const seen: Array<Record<string, unknown>> = [];
     void (async () => {
-      for await (const m of sub) seen.push(JSON.parse(new TextDecoder().decode(m.data)));
+      for await (const m of sub) seen.push(...JSON.parse(new TextDecoder().decode(m.data)).emails);
     })();
     try {
       const out = await messaging().queueEmails({

@@ -1,5 +1,6 @@
 import { call, eventually, expectEnvelope, newTenant, uniqueEmail, type Tenant } from './support/client.js';
 import { importCsv } from './support/csv.js';
+import { verifiedDomain } from './support/messaging.js';
 
 const tree = (...filters: object[]) => ({ logic: 'AND', groups: [{ filters }] });
 const planIs = (plan: string) => tree({ field: 'data.plan', operator: 'equals', value: plan });
@@ -277,6 +278,39 @@ describe('segments', () => {
 
     const untracked = (await s('POST', '/segments', { name: 'Untracked', condition: planIs('pro') })).body;
     expectEnvelope(await s('POST', `/segments/${untracked.id}/compute`), 400, 'BAD_REQUEST');
+  });
+
+  test('tracked: a sent email moves its contact in (email.* events come many per message: events.emails)', async () => {
+    const fresh = await newTenant();
+    const seg = (
+      await call(
+        'POST',
+        '/segments',
+        {
+          name: 'Mailed',
+          trackMembership: true,
+          condition: tree({ field: 'event.email.sent', operator: 'triggered' }),
+        },
+        { key: fresh.secretKey },
+      )
+    ).body;
+    expect(seg).toMatchObject({ trackMembership: true, slug: 'mailed' });
+    const { domain } = await verifiedDomain(fresh);
+    const to = uniqueEmail('mailed');
+    const sent = await call(
+      'POST',
+      '/v1/send',
+      { to, from: `hi@${domain}`, subject: 'Hi', body: '<p>hi</p>' },
+      { key: fresh.secretKey },
+    );
+    expect(sent.status).toBe(200);
+    const contactId = sent.body.data.emails[0].contact.id;
+    await eventually(
+      async () => ((await eventNames(fresh, contactId)).includes('segment.mailed.entry') ? true : undefined),
+      15_000,
+      'entry after the email was sent',
+    );
+    expect(await eventNames(fresh, contactId)).toContain('email.sent');
   });
 
   test('tracked: contacts a CSV import creates enter in seconds (contacts.imported carries their ids)', async () => {

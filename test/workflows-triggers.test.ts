@@ -94,6 +94,37 @@ describe('workflow triggers from the bus', () => {
     expect(await executions(opened)).toHaveLength(1);
   });
 
+  test('email.sent: each sent email starts the workflow once (sent mail comes in batches)', async () => {
+    const onSent = await workflow('email.sent', { type: 'UPDATE_CONTACT', config: { data: { mailed: true } } });
+    const to = [uniqueEmail('wf-sent'), uniqueEmail('wf-sent')];
+    const sent = await call(
+      'POST',
+      '/v1/send',
+      { to, from: `hi@${domain}`, subject: 'Sent', body: '<p>Hello</p>' },
+      { key: t.secretKey },
+    );
+    expect(sent.status).toBe(200);
+    const emails = sent.body.data.emails as Array<{ email: string; contact: { id: string } }>;
+    const mine = new Set(emails.map((e) => e.contact.id));
+    const list = await eventually(
+      async () => {
+        const done = (await executions(onSent)).filter((e) => mine.has(e.contactId) && e.status === 'EXITED');
+        return done.length === 2 ? done : undefined;
+      },
+      20_000,
+      'an execution per sent email',
+    );
+    // Keyed by the deliveries.emails_sent message's bus id and the email's place in it.
+    for (const e of list) {
+      expect(e.context.event).toMatchObject({ id: expect.stringMatching(/^messaging-\d+\/\d+$/), name: 'email.sent' });
+      const emailId = emails.find((x) => x.contact.id === e.contactId)?.email;
+      expect(e.context.event.data).toMatchObject({ emailId });
+    }
+    // No second execution from contacts' copy of the event (events.emails does not reach workflows).
+    expect((await executions(onSent)).filter((e) => mine.has(e.contactId))).toHaveLength(2);
+    expect((await api('PATCH', `/workflows/${onSent}`, { enabled: false })).status).toBe(200);
+  });
+
   test('segment.<slug>.entry: a contact joining a tracked segment starts the workflow', async () => {
     const seg = await api('POST', '/segments', {
       name: `Joiners ${Date.now().toString(36)}`,

@@ -3,6 +3,7 @@ import {
   ContactChangedSchema,
   ContactDeletedSchema,
   ContactsImportedSchema,
+  EmailEventsTrackedSchema,
   EventTrackedSchema,
 } from '../gen/svc/contacts/v1/events_pb.js';
 
@@ -20,4 +21,9 @@ export const CONTACTS_TOPICS = {
    * services that take the lifecycle itself (workflows, the activity feed) need not receive them twice.
    */
   emailEventTracked: topic('events.email', EventTrackedSchema),
+  /**
+   * The same `email.<type>` events, a batch of them of one project per message: what contacts publishes now instead of
+   * one `events.email` each (segments reads both; upgrade it before contacts).
+   */
+  emailEventsTracked: topic('events.emails', EmailEventsTrackedSchema),
 } as const;

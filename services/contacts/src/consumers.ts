@@ -4,7 +4,7 @@ import type { Logger } from '@svc/lib/logger';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
-import { EMAIL_ACTIVITY_SUBSCRIPTION, type Events } from './domain/events.js';
+import { EMAIL_ACTIVITY_SUBSCRIPTION, EMAILS_SENT_SUBSCRIPTION, type Events } from './domain/events.js';
 import type { SegmentEvents } from './domain/segment-events.js';
 import type { ContactsStore } from './store/contacts-store.js';
 
@@ -28,6 +28,14 @@ export async function subscribeContactsConsumers(bus: Bus, d: ConsumerDeps): Pro
     [on(MESSAGING_TOPICS.emailLifecycle, (m, meta) => d.events.recordEmailActivity(meta.id, m))],
     d.logger,
     EMAIL_ACTIVITY_SUBSCRIPTION,
+  );
+  // Sent mail comes many emails per message from the delivery worker (instead of one `emails.sent` each).
+  await subscribeTopics(
+    bus,
+    'contacts-emails-sent',
+    [on(MESSAGING_TOPICS.emailsSent, (m, meta) => d.events.recordEmailsSent(meta.id, m))],
+    d.logger,
+    EMAILS_SENT_SUBSCRIPTION,
   );
   await subscribeTopics(
     bus,

@@ -44,6 +44,14 @@ export async function subscribeSegmentsConsumers(
     on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId), untracked),
     // The email.* events contacts records (a filter may count them) come on their own subject.
     on(CONTACTS_TOPICS.emailEventTracked, async (m) => changed(m.projectId, m.contactId), untracked),
+    // What contacts publishes for them now: a batch of one project per message, each contact re-evaluated once.
+    on(
+      CONTACTS_TOPICS.emailEventsTracked,
+      async (m) => {
+        for (const contactId of new Set(m.events.map((e) => e.contactId))) await changed(m.projectId, contactId);
+      },
+      untracked,
+    ),
   ];
   await subscribeTopics(bus, MEMBERSHIP_DURABLE, eventRoutes, logger, { concurrency: EVENT_CONCURRENCY });
   await joinProjectWipes(bus, { service: 'segments', identity, logger, wipe: (p) => store.removeProject(p) });

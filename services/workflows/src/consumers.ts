@@ -93,5 +93,35 @@ export async function subscribeWorkflowsConsumers(
     logger,
     { concurrency: CONCURRENCY },
   );
+  // Sent mail comes many emails per message (a delivery batch's of one project) instead of one `emails.sent` each:
+  // each email is handled as its `emails.sent` was, keyed by the message id and its place in the message.
+  await subscribeTopics(
+    bus,
+    'workflows-emails-sent',
+    [
+      on(
+        MESSAGING_TOPICS.emailsSent,
+        async (batch, meta) => {
+          await Promise.all(
+            batch.emails.map(async (m, i) => {
+              if (m.test || m.type !== 'sent' || !isUuid(m.projectId) || !isUuid(m.contactId)) return;
+              if (executions.ignores(m.projectId, 'email.sent')) return;
+              await executions.eventTracked({
+                projectId: m.projectId,
+                contactId: m.contactId,
+                eventId: `${meta.id}/${i}`,
+                name: 'email.sent',
+                data: { emailId: m.emailId, ...((m.data ?? {}) as Record<string, unknown>) },
+                at: m.occurredAt ? timestampDate(m.occurredAt) : new Date(),
+              });
+            }),
+          );
+        },
+        { skip: (d) => executions.ignores(rawField(d, 'projectId'), 'email.sent') },
+      ),
+    ],
+    logger,
+    { concurrency: 4 },
+  );
   await joinProjectWipes(bus, { service: 'workflows', identity, logger, wipe: (p) => store.removeProject(p) });
 }

@@ -1,5 +1,5 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import type { EmailLifecycle } from '@svc/proto/svc/messaging/v1/events_pb';
+import type { EmailLifecycle, EmailsSent } from '@svc/proto/svc/messaging/v1/events_pb';
 import type { Queryable } from '@svc/lib/db';
 import { validationError } from '@svc/lib/errors';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
@@ -8,7 +8,7 @@ import { outgoingContext, type RequestContext } from '@svc/lib/request-context';
 import type { EventRow } from '../store/contact-rows.js';
 import type { ContactBatches } from '../store/contacts-store.js';
 import type { EventsStore } from '../store/events-store.js';
-import { eventTracked, eventTrackedTopic } from './bus-messages.js';
+import { eventTracked } from './bus-messages.js';
 import { checkEmail, type Contacts } from './contacts.js';
 import { decodeCursor, keysetPage } from './cursor.js';
 import { splitDataPatch } from './custom-data.js';
@@ -33,10 +33,13 @@ const EMAIL_ACTIVITY_CONCURRENCY = 256;
 /** How contacts subscribes to `emails.*`: each message adds its own rows, so order does not matter. */
 export const EMAIL_ACTIVITY_SUBSCRIPTION = { concurrency: EMAIL_ACTIVITY_CONCURRENCY };
 
+/** `deliveries.emails_sent` messages handled at once: each holds a delivery batch's sent emails of one project. */
+export const EMAILS_SENT_SUBSCRIPTION = { concurrency: 4 };
+
+/** One bus message's lifecycle steps: one for `emails.<type>`, a delivery batch's for `deliveries.emails_sent`. */
 interface EmailActivityWrite {
   messageId: string;
-  m: EmailLifecycle;
-  at: Date;
+  items: Array<{ m: EmailLifecycle; at: Date }>;
 }
 
 /** Tracked events: /v1/track, the dashboard alias, and the email lifecycle recorded from the bus. */
@@ -158,15 +161,31 @@ export class Events {
    * handled at once (EMAIL_ACTIVITY_SUBSCRIPTION) share one set-based write.
    */
   async recordEmailActivity(messageId: string, m: EmailLifecycle): Promise<void> {
-    if (m.test || !isUuid(m.projectId) || !isUuid(m.contactId)) return;
-    const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
-    await this.emailActivity.submit({ messageId, m, at });
+    await this.recordEmailSteps(messageId, [m]);
+  }
+
+  /**
+   * A `deliveries.emails_sent` message: its emails as if each had come as its own `emails.sent`, written together
+   * (one processed_messages row for the message; a redelivery writes nothing).
+   */
+  async recordEmailsSent(messageId: string, m: EmailsSent): Promise<void> {
+    await this.recordEmailSteps(
+      messageId,
+      m.emails.filter((e) => e.type === 'sent'),
+    );
+  }
+
+  private async recordEmailSteps(messageId: string, steps: EmailLifecycle[]): Promise<void> {
+    const items = steps
+      .filter((m) => !m.test && isUuid(m.projectId) && isUuid(m.contactId))
+      .map((m) => ({ m, at: m.occurredAt ? timestampDate(m.occurredAt) : new Date() }));
+    if (items.length) await this.emailActivity.submit({ messageId, items });
   }
 
   /**
    * Messages seen for the first time (redeliveries skipped, by message id), of contacts that still exist
-   * (deleted since the email went out: nothing), become email_activity rows and `email.<type>` events, each
-   * event's outbox message in the context of the message that brought it: one statement per batch.
+   * (deleted since the email went out: nothing), become email_activity rows and `email.<type>` events, published
+   * as one `events.emails` per project of the batch (EventsStore.writeEmailActivity): one statement per batch.
    */
   private async writeEmailActivity(
     tx: Queryable,
@@ -176,18 +195,21 @@ export class Events {
     await this.store.writeEmailActivity(
       tx,
       'email-activity',
-      writes.map((w, i) => ({
-        messageId: w.messageId,
-        projectId: w.m.projectId,
-        contactId: w.m.contactId,
-        emailId: w.m.emailId,
-        type: w.m.type,
-        at: w.at,
-        eventId: uuidv7(),
-        subject: eventTrackedTopic(`email.${w.m.type}`).subject,
-        data: { emailId: w.m.emailId, ...(w.m.data ?? {}) },
-        context: outgoingContext(contexts[i]),
-      })),
+      writes.flatMap((w, i) => {
+        const context = outgoingContext(contexts[i]);
+        return w.items.map(({ m, at }, item) => ({
+          messageId: w.messageId,
+          item,
+          projectId: m.projectId,
+          contactId: m.contactId,
+          emailId: m.emailId,
+          type: m.type,
+          at,
+          eventId: uuidv7(),
+          data: { emailId: m.emailId, ...(m.data ?? {}) },
+          context,
+        }));
+      }),
     );
   }
 }

@@ -1,10 +1,17 @@
 import type { Pool, Queryable } from '@svc/lib/db';
 import type { EventRow } from './contact-rows.js';
+import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { eventTrackedJson } from './contacts-store.js';
 
 /** Names clients track: not the platform's own (isReservedEventName in domain/event-names.ts). */
 const CLIENT_TRACKED = `name NOT LIKE 'email.%' AND name NOT IN ('contact.subscribed', 'contact.unsubscribed')
   AND name !~ '^segment\\.[^.]+\\.(entry|exit)$'`;
+
+/**
+ * `email.*` events per `events.emails` message at most: a bus message stays far below NATS's 1 MB payload limit even
+ * with 998-character subjects in every event's data (about 3.5 KB an event).
+ */
+export const EMAIL_EVENTS_PER_MESSAGE = 100;
 
 export class EventsStore {
   constructor(readonly pool: Pool) {}
@@ -120,24 +127,27 @@ export class EventsStore {
 
   /** email_activity rows in one statement. */
   /**
-   * A batch of email lifecycle messages in one statement: each message id seen for the first time by
-   * `consumer` (redeliveries and repeats in the batch left out) whose contact still exists becomes an
-   * email_activity row, an `email.<type>` event and that event's outbox message on its `subject`, the payload built
-   * here from the written row (`eventTrackedJson`), in the order given, each with its request's ids. The
-   * batch goes as one JSON text of tuples.
+   * A batch of email lifecycle messages in one statement: each step of a message id seen for the first time by
+   * `consumer` (redeliveries and repeats in the batch left out; one processed row per message, whatever its number
+   * of steps, so a message's steps must come in the same batch) whose contact still exists becomes an
+   * email_activity row and an `email.<type>` event. The events go out as `events.emails` messages, one per project
+   * and EMAIL_EVENTS_PER_MESSAGE events (EmailEventsTracked: each event's payload built here from the written row,
+   * `eventTrackedJson`, in the order given), with the ids of the first request among them. The batch goes as one
+   * JSON text of tuples.
    */
   async writeEmailActivity(
     tx: Queryable,
     consumer: string,
     writes: Array<{
       messageId: string;
+      /** The step's place in its message (a `deliveries.emails_sent` holds many; an `emails.<type>` one, 0). */
+      item: number;
       projectId: string;
       contactId: string;
       emailId: string;
       type: string;
       at: Date;
       eventId: string;
-      subject: string;
       data: object;
       context?: { requestId?: string | null; traceparent?: string | null };
     }>,
@@ -152,29 +162,29 @@ export class EventsStore {
         w.type,
         w.at,
         w.eventId,
-        w.subject,
         w.data,
         w.context?.requestId ?? null,
         w.context?.traceparent ?? null,
+        w.item,
       ]),
     );
     await tx.query(
       `WITH w AS (
          SELECT x.r->>0 AS message_id, (x.r->>1)::uuid AS project_id, (x.r->>2)::uuid AS contact_id,
                 x.r->>3 AS email_id, x.r->>4 AS type, (x.r->>5)::timestamptz AS at, (x.r->>6)::uuid AS event_id,
-                x.r->>7 AS subject, x.r->8 AS data, x.r->>9 AS request_id, x.r->>10 AS traceparent, x.n
+                x.r->7 AS data, x.r->>8 AS request_id, x.r->>9 AS traceparent, (x.r->>10)::int AS item, x.n
          FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(r, n)
        ), fresh AS (
          INSERT INTO processed_messages (consumer, message_id) SELECT DISTINCT $2::text, message_id FROM w
          ON CONFLICT DO NOTHING RETURNING message_id
        ), kept AS (
-         -- The first of a message's copies, if its contact still exists (an event needs its contact). The contact
-         -- is probed by primary key per message: a join let a planner without statistics read every contact.
-         SELECT DISTINCT ON (w.message_id) w.* FROM w JOIN fresh USING (message_id)
+         -- The first copy of each step of a message, if its contact still exists (an event needs its contact). The
+         -- contact is probed by primary key per step: a join let a planner without statistics read every contact.
+         SELECT DISTINCT ON (w.message_id, w.item) w.* FROM w JOIN fresh USING (message_id)
            CROSS JOIN LATERAL (
              SELECT 1 FROM contacts c WHERE c.project_id = w.project_id AND c.id = w.contact_id LIMIT 1
            ) c
-         ORDER BY w.message_id, w.n
+         ORDER BY w.message_id, w.item, w.n
        ), activity AS (
          INSERT INTO email_activity (project_id, contact_id, email_id, type, created_at)
          SELECT project_id, contact_id, email_id, type, at FROM kept ORDER BY n
@@ -184,9 +194,14 @@ export class EventsStore {
          RETURNING *
        )
        INSERT INTO outbox (subject, payload, request_id, traceparent)
-       SELECT kept.subject, ${eventTrackedJson('ev')}, kept.request_id, kept.traceparent
-       FROM ev JOIN kept ON kept.event_id = ev.id ORDER BY kept.n`,
-      [tuples, consumer],
+       SELECT $3::text, jsonb_build_object('projectId', project_id, 'events', jsonb_agg(payload ORDER BY n)),
+              (array_agg(request_id ORDER BY n))[1], (array_agg(traceparent ORDER BY n))[1]
+       FROM (
+         SELECT ev.project_id, kept.n, kept.request_id, kept.traceparent, ${eventTrackedJson('ev')} AS payload,
+                (row_number() OVER (PARTITION BY ev.project_id ORDER BY kept.n) - 1) / $4::int AS part
+         FROM ev JOIN kept ON kept.event_id = ev.id
+       ) e GROUP BY project_id, part ORDER BY min(n)`,
+      [tuples, consumer, CONTACTS_TOPICS.emailEventsTracked.subject, EMAIL_EVENTS_PER_MESSAGE],
     );
   }
 

@@ -53,13 +53,13 @@ test('a batch of email activity finds its contacts by primary key, not a read of
   const { rows } = await db.pool.query<{ id: string }>('SELECT id FROM contacts ORDER BY email LIMIT 150');
   const writes = [...rows.map((r) => r.id), randomUUID()].map((contactId, n) => ({
     messageId: `m${n}`,
+    item: 0,
     projectId: PROJECT,
     contactId,
     emailId: `e${n}`,
     type: 'sent',
     at: new Date(),
     eventId: uuidv7(),
-    subject: 'events.tracked.email.sent',
     data: { emailId: `e${n}` },
   }));
   const client = await db.pool.connect();

@@ -10,7 +10,7 @@ import { EmailsStore } from '../store/emails-store.js';
 import { migrations } from '../store/migrations.js';
 import { emailLifecycleTopic } from '@svc/proto/topics/messaging';
 import { ActivityFeed, enqueueLifecycle } from './activity-feed.js';
-import { lifecycleMessage } from './email-events.js';
+import { emailsSentMessages, lifecycleMessage, lifecyclePayload } from './email-events.js';
 
 // The feed's consumer reading what the delivery path publishes, through the real outbox, relay
 // and in-process bus, on a real PostgreSQL; a malformed row on the bus is skipped, not retried.
@@ -73,4 +73,28 @@ test('lifecycle messages published through the outbox land in the feed; a malfor
   expect(lines).toContainEqual(
     expect.objectContaining({ event: 'bus.malformed', durable: 'messaging-activity', subject: 'emails.open' }),
   );
+});
+
+test("a deliveries.emails_sent message's emails get their feed rows in the transaction that enqueues it", async () => {
+  const store = new ActivityStore(db.pool);
+  const feed = new ActivityFeed(store, new EmailsStore(db.pool));
+  const projectId = randomUUID();
+  const at = new Date('2026-01-01T00:00:00Z');
+  const emails = ['a@b.co', 'c@d.co'].map((to) => ({
+    id: randomUUID(),
+    project_id: projectId,
+    contact_id: randomUUID(),
+    to_email: to,
+    subject: 'Hi',
+    template_id: null,
+  }));
+  const batch = emailsSentMessages(emails.map((e) => lifecyclePayload(e, 'sent', { messageId: `<${e.id}@x>` }, at)));
+  await withTransaction(db.pool, (tx) => enqueueLifecycle(tx, store, batch));
+  const { rows: outbox } = await db.pool.query(`SELECT id FROM outbox WHERE subject = 'deliveries.emails_sent'`);
+  const { items, total } = await feed.list(projectId, {});
+  expect(total).toBe(2);
+  expect(items.map((r) => [r.type, r.email_id, r.email, r.occurred_at.toISOString()]).sort()).toEqual(
+    emails.map((e) => ['email.sent', e.id, e.to_email, at.toISOString()]).sort(),
+  );
+  expect(items.map((r) => r.source_id).sort()).toEqual([0, 1].map((i) => `messaging-${outbox.at(-1).id}/${i}`));
 });

@@ -13,10 +13,11 @@ import { emailLifecycleSubject, emailLifecycleTopic, MESSAGING_TOPICS } from '@s
 import type { ActivityRow, ActivityStore } from '../store/activity-store.js';
 import type { EmailCountsRow, EmailsStore } from '../store/emails-store.js';
 import { intParam } from '@svc/lib/pagination';
-import { LIFECYCLE_TYPES, MESSAGING_SERVICE, type LifecyclePayload } from './email-events.js';
+import { LIFECYCLE_TYPES, MESSAGING_SERVICE, type EmailsSentPayload, type LifecyclePayload } from './email-events.js';
 
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : new Date());
 const SENT_SUBJECT = emailLifecycleSubject('sent');
+const EMAILS_SENT_SUBJECT = MESSAGING_TOPICS.emailsSent.subject;
 const uuidOrNull = (v: string) => (isUuid(v) ? v : null);
 
 /** The fields of an email lifecycle message a feed row is made of. */
@@ -172,10 +173,28 @@ export async function enqueueLifecycle(tx: Queryable, store: ActivityStore, mess
   const outboxIds = await enqueueMany(tx, messages);
   const rows: ActivityRow[] = [];
   messages.forEach((m, i) => {
-    const row = m.subject === SENT_SUBJECT ? sentActivity(m, outboxIds[i]) : null;
-    if (row) rows.push(row);
+    if (m.subject === SENT_SUBJECT) {
+      const row = sentActivity(m, outboxIds[i]);
+      if (row) rows.push(row);
+    } else if (m.subject === EMAILS_SENT_SUBJECT) {
+      for (const row of emailsSentActivity(m, outboxIds[i])) rows.push(row);
+    }
   });
   await store.insertMany(tx, rows);
+}
+
+/**
+ * The feed rows of a `deliveries.emails_sent` message, one per email, written in the transaction that enqueues it;
+ * each row's source id is the message's bus id and the email's place in it.
+ */
+export function emailsSentActivity(message: OutboxMessage, outboxId: string): ActivityRow[] {
+  const source = outboxMessageId(MESSAGING_SERVICE, outboxId);
+  const rows: ActivityRow[] = [];
+  (message.payload as EmailsSentPayload).emails.forEach((e, i) => {
+    const row = lifecycleRow(`${source}/${i}`, { ...e, occurredAt: new Date(e.occurredAt) });
+    if (row) rows.push(row);
+  });
+  return rows;
 }
 
 /** GET /activity and friends, over the read model. */

@@ -1,7 +1,13 @@
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { busMessage } from '@svc/lib/bus-topic';
 import { emailLifecycleSubject, MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
-import { campaignSentMessages, lifecycleMessage } from './email-events.js';
+import {
+  campaignSentMessages,
+  EMAILS_PER_MESSAGE,
+  emailsSentMessages,
+  lifecycleMessage,
+  lifecyclePayload,
+} from './email-events.js';
 
 const email = {
   id: '33333333-3333-4333-8333-333333333333',
@@ -106,5 +112,31 @@ describe('email lifecycle messages (README "Messages on the bus")', () => {
     function sent(campaignId: string, contactIds: string[]) {
       return { projectId: email.project_id, campaignId, contactIds, occurredAt: '2026-01-02T03:04:05Z' };
     }
+  });
+
+  test('deliveries.emails_sent: one per project of a batch, its emails in order, as toJson of EmailsSent', () => {
+    const at = new Date('2026-01-02T03:04:05.120Z');
+    const other = '66666666-6666-4666-8666-666666666666';
+    const rows = [
+      email,
+      { ...email, project_id: other, id: '77777777-7777-4777-8777-777777777777' },
+      { ...email, template_id: 't1', campaign_id: 'c1', test: true, id: '88888888-8888-4888-8888-888888888888' },
+    ];
+    const payloads = rows.map((r) => lifecyclePayload(r, 'sent', { messageId: `<${r.id}@x.test>` }, at));
+    const messages = emailsSentMessages(payloads);
+    expect(messages.map((m) => m.subject)).toEqual(['deliveries.emails_sent', 'deliveries.emails_sent']);
+    const emailsOf = (projectId: string) =>
+      payloads.filter((p) => p.projectId === projectId).map((p) => ({ ...p, occurredAt: timestampFromDate(at) }));
+    const generic = [email.project_id, other].map((projectId) =>
+      busMessage(MESSAGING_TOPICS.emailsSent, { projectId, emails: emailsOf(projectId) }),
+    );
+    expect(messages).toStrictEqual(generic);
+    expect(JSON.stringify(messages.map((m) => m.payload))).toBe(JSON.stringify(generic.map((m) => m.payload)));
+    expect(emailsSentMessages([])).toEqual([]);
+    // At most EMAILS_PER_MESSAGE emails a message, in order.
+    const many = Array.from({ length: 2 * EMAILS_PER_MESSAGE + 1 }, (_, i) => ({ ...payloads[0], emailId: `e${i}` }));
+    const parts = emailsSentMessages(many).map((m) => (m.payload as { emails: Array<{ emailId: string }> }).emails);
+    expect(parts.map((p) => p.length)).toEqual([EMAILS_PER_MESSAGE, EMAILS_PER_MESSAGE, 1]);
+    expect(parts.flat().map((e) => e.emailId)).toEqual(many.map((e) => e.emailId));
   });
 });

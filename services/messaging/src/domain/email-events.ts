@@ -38,12 +38,24 @@ function defined(data: LifecycleData): JsonObject {
  * compares the two): a campaign enqueues one per email, and the generic create + toJson cost more than the rest.
  */
 export function lifecycleMessage(
-  email: Pick<EmailRow, 'id' | 'project_id' | 'contact_id' | 'to_email' | 'subject' | 'template_id'> &
-    Partial<Pick<EmailRow, 'campaign_id' | 'workflow_id' | 'test'>>,
+  email: LifecycleEmail,
   type: LifecycleType,
   data: LifecycleData = {},
   occurredAt = new Date(),
 ): OutboxMessage {
+  return { subject: emailLifecycleSubject(type), payload: lifecyclePayload(email, type, data, occurredAt) };
+}
+
+type LifecycleEmail = Pick<EmailRow, 'id' | 'project_id' | 'contact_id' | 'to_email' | 'subject' | 'template_id'> &
+  Partial<Pick<EmailRow, 'campaign_id' | 'workflow_id' | 'test'>>;
+
+/** An EmailLifecycle in its proto3 JSON form: an `emails.<type>` payload, or an item of `deliveries.emails_sent`. */
+export function lifecyclePayload(
+  email: LifecycleEmail,
+  type: LifecycleType,
+  data: LifecycleData = {},
+  occurredAt = new Date(),
+): LifecyclePayload {
   const about = {
     email: email.to_email,
     subject: email.subject,
@@ -62,7 +74,7 @@ export function lifecycleMessage(
     workflowId: email.workflow_id ?? '',
     test: email.test ?? false,
   };
-  return { subject: emailLifecycleSubject(type), payload };
+  return payload;
 }
 
 /** EmailLifecycle as JSON (its proto3 JSON form), as lifecycleMessage writes it. */
@@ -79,9 +91,43 @@ export interface LifecyclePayload {
   test: boolean;
 }
 
+/** EmailsSent as JSON (its proto3 JSON form), as emailsSentMessages writes it. */
+export interface EmailsSentPayload {
+  [field: string]: JsonValue;
+  projectId: string;
+  emails: LifecyclePayload[];
+}
+
+/**
+ * The `deliveries.emails_sent` messages of a delivery batch: one per project and EMAILS_PER_MESSAGE emails, each
+ * email as its `emails.sent` would carry it (lifecyclePayload), in the order given. They replace `emails.sent`: a
+ * campaign's every email is not published, relayed and consumed one message at a time.
+ */
+export function emailsSentMessages(sent: LifecyclePayload[]): OutboxMessage[] {
+  const byProject = new Map<string, LifecyclePayload[]>();
+  for (const payload of sent) {
+    const of = byProject.get(payload.projectId);
+    if (of) of.push(payload);
+    else byProject.set(payload.projectId, [payload]);
+  }
+  const messages: OutboxMessage[] = [];
+  for (const [projectId, emails] of byProject)
+    for (let i = 0; i < emails.length; i += EMAILS_PER_MESSAGE) {
+      const payload: EmailsSentPayload = { projectId, emails: emails.slice(i, i + EMAILS_PER_MESSAGE) };
+      messages.push({ subject: MESSAGING_TOPICS.emailsSent.subject, payload });
+    }
+  return messages;
+}
+
+/**
+ * Emails per `deliveries.emails_sent` at most (a delivery batch's size by default): a bus message stays far below
+ * NATS's 1 MB payload limit even with 998-character subjects (about 3.5 KB an email).
+ */
+export const EMAILS_PER_MESSAGE = 100;
+
 /**
  * The `deliveries.campaign_sent` messages of a delivery batch's sent emails: one per campaign, with its contacts (test
- * mail and mail of no campaign or contact have none). Each email still has its own `emails.sent`; the campaigns
+ * mail and mail of no campaign or contact have none). Each email is also in a `deliveries.emails_sent`; the campaigns
  * service counts from these, so a campaign's every email is not delivered to it one message at a time.
  */
 export function campaignSentMessages(

@@ -6,7 +6,13 @@ import type { OutboxMessage } from '@svc/lib/bus-topic';
 import { enqueueLifecycle } from '../domain/activity-feed.js';
 import { domainOf } from '../domain/address.js';
 import { classifyFailure, type SmtpFailure } from '../domain/delivery-outcome.js';
-import { campaignSentMessages, lifecycleMessage } from '../domain/email-events.js';
+import {
+  campaignSentMessages,
+  emailsSentMessages,
+  lifecycleMessage,
+  lifecyclePayload,
+  type LifecyclePayload,
+} from '../domain/email-events.js';
 import { SANDBOX_DOMAIN, SandboxRefused, type SandboxSender } from '../domain/sandbox-sender.js';
 import type { SendThrottle } from '../domain/throttle.js';
 import type { MailMessage, MailTransport } from '../delivery/smtp-transport.js';
@@ -157,6 +163,7 @@ export class DeliveryWorker {
     const outcomes: DeliveryOutcomes = { sent: [], retry: [], bounced: [], failed: [] };
     const messages: OutboxMessage[] = [];
     const sent: ClaimedEmail[] = [];
+    const sentPayloads: LifecyclePayload[] = [];
     const suppress: ClaimedEmail[] = [];
     // A send's attachments are stored once: one read serves all of the batch's emails of that send.
     const sendIds = [...new Set(ready.map((r) => r.send_id).filter((id): id is string => id !== null))];
@@ -169,7 +176,7 @@ export class DeliveryWorker {
           const response = await this.transport.sendRaw(built);
           outcomes.sent.push({ id: row.id, response });
           sent.push(row);
-          messages.push(lifecycleMessage(row, 'sent', { messageId: row.message_id }));
+          sentPayloads.push(lifecyclePayload(row, 'sent', { messageId: row.message_id }));
         } catch (err) {
           if (err instanceof SandboxRefused) {
             outcomes.failed.push({ id: row.id, reason: err.message });
@@ -192,9 +199,14 @@ export class DeliveryWorker {
     );
     await this.emails.recordOutcomes(tx, outcomes, true);
     for (const row of suppress) await this.emails.suppress(tx, row.project_id, row.to_email, 'bounce', row.id);
-    // The feed's `email.sent` rows go with the outcomes: the feed does not read `emails.sent` back from the bus.
-    // Campaigns count their sent mail from one message per campaign of the batch, in the same INSERT.
-    await enqueueLifecycle(tx, this.activity, [...messages, ...campaignSentMessages(sent)]);
+    // Sent mail goes out as one `deliveries.emails_sent` per project of the batch (no `emails.sent` per email), and the
+    // feed's `email.sent` rows are written with the outcomes: the feed does not read them back from the bus.
+    // Campaigns count their sent mail from one message per campaign of the batch. All in the same INSERT.
+    await enqueueLifecycle(tx, this.activity, [
+      ...messages,
+      ...emailsSentMessages(sentPayloads),
+      ...campaignSentMessages(sent),
+    ]);
     for (const result of ['sent', 'retry', 'bounced', 'failed'] as const)
       if (outcomes[result].length) smtpResults.inc({ result }, outcomes[result].length);
     if (outcomes.retry.length)

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/contacts/v1/events.proto.
  */
 export const file_svc_contacts_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChxzdmMvY29udGFjdHMvdjEvZXZlbnRzLnByb3RvEg9zdmMuY29udGFjdHMudjEixwEKD0NvbnRhY3RTbmFwc2hvdBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRISCgpzdWJzY3JpYmVkGAMgASgIEiUKBGRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlcKDkNvbnRhY3RDaGFuZ2VkEhIKCnByb2plY3RfaWQYASABKAkSMQoHY29udGFjdBgCIAEoCzIgLnN2Yy5jb250YWN0cy52MS5Db250YWN0U25hcHNob3QiRwoOQ29udGFjdERlbGV0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEg0KBWVtYWlsGAMgASgJIq0BCgxFdmVudFRyYWNrZWQSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEgwKBG5hbWUYBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOwoQQ29udGFjdHNJbXBvcnRlZBISCgpwcm9qZWN0X2lkGAEgASgJEhMKC2NvbnRhY3RfaWRzGAIgAygJYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChxzdmMvY29udGFjdHMvdjEvZXZlbnRzLnByb3RvEg9zdmMuY29udGFjdHMudjEixwEKD0NvbnRhY3RTbmFwc2hvdBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRISCgpzdWJzY3JpYmVkGAMgASgIEiUKBGRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlcKDkNvbnRhY3RDaGFuZ2VkEhIKCnByb2plY3RfaWQYASABKAkSMQoHY29udGFjdBgCIAEoCzIgLnN2Yy5jb250YWN0cy52MS5Db250YWN0U25hcHNob3QiRwoOQ29udGFjdERlbGV0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEg0KBWVtYWlsGAMgASgJIq0BCgxFdmVudFRyYWNrZWQSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEgwKBG5hbWUYBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiVwoSRW1haWxFdmVudHNUcmFja2VkEhIKCnByb2plY3RfaWQYASABKAkSLQoGZXZlbnRzGAIgAygLMh0uc3ZjLmNvbnRhY3RzLnYxLkV2ZW50VHJhY2tlZCI7ChBDb250YWN0c0ltcG9ydGVkEhIKCnByb2plY3RfaWQYASABKAkSEwoLY29udGFjdF9pZHMYAiADKAliBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A contact as it is after a change.
@@ -157,6 +157,31 @@ export const EventTrackedSchema: GenMessage<EventTracked> = /*@__PURE__*/
   messageDesc(file_svc_contacts_v1_events, 3);
 
 /**
+ * events.emails: the email.* events contacts recorded from one batch of email lifecycle messages, of one project, many
+ * per message, in the order recorded (they replace one events.email each: a campaign records thousands a second).
+ *
+ * @generated from message svc.contacts.v1.EmailEventsTracked
+ */
+export type EmailEventsTracked = Message<"svc.contacts.v1.EmailEventsTracked"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: repeated svc.contacts.v1.EventTracked events = 2;
+   */
+  events: EventTracked[];
+};
+
+/**
+ * Describes the message svc.contacts.v1.EmailEventsTracked.
+ * Use `create(EmailEventsTrackedSchema)` to create a new message.
+ */
+export const EmailEventsTrackedSchema: GenMessage<EmailEventsTracked> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_events, 4);
+
+/**
  * contacts.imported: the contacts a CSV import created, up to 500 per message (a contacts.created
  * message per contact cost the import more than its own writes). Consumers read the contacts by id.
  *
@@ -179,5 +204,5 @@ export type ContactsImported = Message<"svc.contacts.v1.ContactsImported"> & {
  * Use `create(ContactsImportedSchema)` to create a new message.
  */
 export const ContactsImportedSchema: GenMessage<ContactsImported> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_events, 4);
+  messageDesc(file_svc_contacts_v1_events, 5);
 

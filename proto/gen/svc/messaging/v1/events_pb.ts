@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/messaging/v1/events.proto.
  */
 export const file_svc_messaging_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zdmMvbWVzc2FnaW5nL3YxL2V2ZW50cy5wcm90bxIQc3ZjLm1lc3NhZ2luZy52MSLoAQoORW1haWxMaWZlY3ljbGUSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGVtYWlsX2lkGAMgASgJEgwKBHR5cGUYBCABKAkSLwoLb2NjdXJyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2NhbXBhaWduX2lkGAcgASgJEhMKC3dvcmtmbG93X2lkGAggASgJEgwKBHRlc3QYCSABKAgigwEKEkNhbXBhaWduRW1haWxzU2VudBISCgpwcm9qZWN0X2lkGAEgASgJEhMKC2NhbXBhaWduX2lkGAIgASgJEhMKC2NvbnRhY3RfaWRzGAMgAygJEi8KC29jY3VycmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcGIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch1zdmMvbWVzc2FnaW5nL3YxL2V2ZW50cy5wcm90bxIQc3ZjLm1lc3NhZ2luZy52MSLoAQoORW1haWxMaWZlY3ljbGUSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGVtYWlsX2lkGAMgASgJEgwKBHR5cGUYBCABKAkSLwoLb2NjdXJyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2NhbXBhaWduX2lkGAcgASgJEhMKC3dvcmtmbG93X2lkGAggASgJEgwKBHRlc3QYCSABKAgigwEKEkNhbXBhaWduRW1haWxzU2VudBISCgpwcm9qZWN0X2lkGAEgASgJEhMKC2NhbXBhaWduX2lkGAIgASgJEhMKC2NvbnRhY3RfaWRzGAMgAygJEi8KC29jY3VycmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJSCgpFbWFpbHNTZW50EhIKCnByb2plY3RfaWQYASABKAkSMAoGZW1haWxzGAIgAygLMiAuc3ZjLm1lc3NhZ2luZy52MS5FbWFpbExpZmVjeWNsZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * emails.<type>: one step of a message's lifecycle (sent, delivery, open, click, bounce, complaint).
@@ -116,4 +116,30 @@ export type CampaignEmailsSent = Message<"svc.messaging.v1.CampaignEmailsSent"> 
  */
 export const CampaignEmailsSentSchema: GenMessage<CampaignEmailsSent> = /*@__PURE__*/
   messageDesc(file_svc_messaging_v1_events, 1);
+
+/**
+ * deliveries.emails_sent: the emails of one project that one delivery batch handed to the SMTP server, each as its
+ * emails.sent would carry it (type "sent"). The delivery worker publishes these instead of one emails.sent per email:
+ * consumers that need each sent email (contacts, workflows) read the batch. Other steps stay on emails.<type>.
+ *
+ * @generated from message svc.messaging.v1.EmailsSent
+ */
+export type EmailsSent = Message<"svc.messaging.v1.EmailsSent"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: repeated svc.messaging.v1.EmailLifecycle emails = 2;
+   */
+  emails: EmailLifecycle[];
+};
+
+/**
+ * Describes the message svc.messaging.v1.EmailsSent.
+ * Use `create(EmailsSentSchema)` to create a new message.
+ */
+export const EmailsSentSchema: GenMessage<EmailsSent> = /*@__PURE__*/
+  messageDesc(file_svc_messaging_v1_events, 2);
 
