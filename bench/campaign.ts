@@ -42,6 +42,8 @@ const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
 const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 900);
 /** BENCH_TABLE_STATS=1: also rows written per message by table and index growth (bench/table-writes.ts). */
 const TABLE_STATS = process.env.BENCH_TABLE_STATS === '1';
+/** BENCH_TIMELINE=1: each second, messages received, messaging's queue depth and the campaign's hand-over counters. */
+const TIMELINE = process.env.BENCH_TIMELINE === '1';
 const MAX_CSV_BYTES = 5 * 1024 * 1024;
 const SERVICES = ['identity', 'contacts', 'messaging', 'segments', 'campaigns'];
 
@@ -207,6 +209,50 @@ run(
     received = 0;
     firstAt = 0;
 
+    let timeline: (() => void) | undefined;
+    let starvedSamples = () => 0;
+    if (TIMELINE) {
+      const messagingDb = new pg.Client({ connectionString: `${PG_SERVER}/${prefix}_messaging` });
+      const campaignsDb = new pg.Client({ connectionString: `${PG_SERVER}/${prefix}_campaigns` });
+      await Promise.all([messagingDb.connect(), campaignsDb.connect()]);
+      onCleanup(() => messagingDb.end());
+      onCleanup(() => campaignsDb.end());
+      let last = 0;
+      let cpuLast = cpuByService(platform);
+      let tick = 0;
+      let minQueued = Number.POSITIVE_INFINITY;
+      let starved = 0;
+      // Messaging's queue depth 4 times a second (its minimum printed): under 400 the delivery lanes are not all full.
+      const timer = setInterval(async () => {
+        const q = await messagingDb.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM emails WHERE status = 'queued'`,
+        );
+        minQueued = Math.min(minQueued, q.rows[0].n);
+        if (q.rows[0].n < 400 && received > 0 && received < CONTACTS) starved++;
+        if (++tick % 4) return;
+        const t = ((performance.now() - t0) / 1000).toFixed(1);
+        const c = await campaignsDb.query(
+          `SELECT total_recipients AS tot, snapshot_done AS sd, handover_queued AS hq, sent_count AS sc
+           FROM campaigns WHERE id = $1`,
+          [id],
+        );
+        const cpuNow = cpuByService(platform);
+        const cpuText = Object.keys(cpuNow)
+          .map((k) => `${k.slice(0, 4)} ${Math.round(100 * (cpuNow[k] - cpuLast[k]))}`)
+          .join(' ');
+        cpuLast = cpuNow;
+        const r = c.rows[0] ?? {};
+        console.log(
+          `t ${t} recv +${received - last} (${received}) queued ${q.rows[0].n} (min ${minQueued}) ` +
+            `snap ${r.tot}${r.sd ? '*' : ''} handed ${r.hq} sent ${r.sc} | ${cpuText} | ` +
+            `load ${os.loadavg()[0].toFixed(1)}`,
+        );
+        minQueued = Number.POSITIVE_INFINITY;
+        last = received;
+      }, 250);
+      timeline = () => clearInterval(timer);
+      starvedSamples = () => starved;
+    }
     const t0 = performance.now();
     const sent = await api(platform, key, 'POST', `/campaigns/${id}/send`);
     if (sent.status !== 200) throw new Error(`send: ${sent.status} ${JSON.stringify(sent.body)}`);
@@ -229,6 +275,11 @@ run(
       await sleep(100);
     }
     const end = lastAt || performance.now();
+    timeline?.();
+    if (TIMELINE)
+      console.log(
+        `timeline: messaging's queue under 400 (delivery lanes not all full) in ${starvedSamples()} quarter-seconds`,
+      );
     const cpuAfter = cpuByService(platform);
     const bench = process.cpuUsage(benchBefore);
     const pgAfter = await backendCpu(admin, prefix);

@@ -7,7 +7,7 @@ export const campaignsEnv = z
     /** Recipients per QueueEmails call. */
     CAMPAIGN_BATCH_SIZE: envPositiveInt.max(1000).default(500),
     /** Recipients handed over to messaging but not yet sent or bounced, per campaign (cancel stops within it). */
-    CAMPAIGN_SEND_WINDOW: envPositiveInt.default(2000),
+    CAMPAIGN_SEND_WINDOW: envPositiveInt.default(4000),
     /** Seconds a replica holds a campaign it works on; a crashed replica's campaign resumes after this. */
     CAMPAIGN_LEASE_SECONDS: envPositiveInt.default(30),
     /** How often the scheduler looks for due campaigns (a send-now wakes it at once). */

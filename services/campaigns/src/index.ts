@@ -42,7 +42,13 @@ export async function startCampaigns(rt: Runtime<CampaignsEnv>): Promise<Running
     fanOutStore,
     contacts,
     messaging,
-    { batchSize: config.campaignBatchSize, parallel: 2, window: config.campaignSendWindow, sliceMs: 5_000 },
+    {
+      batchSize: config.campaignBatchSize,
+      parallel: 2,
+      window: config.campaignSendWindow,
+      sliceMs: 5_000,
+      windowPollMs: 100,
+    },
     logger.child({ part: 'fan-out' }),
   );
   const scheduler = await startScheduler(

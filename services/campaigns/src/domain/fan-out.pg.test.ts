@@ -305,6 +305,8 @@ describe('campaign fan-out', () => {
       const messaging = new Messaging();
       messaging.during = async () => {
         messaging.during = undefined;
+        // The snapshot, streaming beside the hand-over, completes first (a cancel during it: the test below).
+        while (!(await campaignRow(id)).snapshot_done) await new Promise((r) => setTimeout(r, 5));
         await campaigns.cancel(PROJECT, id);
       };
       await slice(new FanOut(fanOutStore, contacts, messaging, opts, logger), id);
@@ -313,6 +315,108 @@ describe('campaign fan-out', () => {
       expect((await campaignRow(id)).handover_after).toBeNull();
       expect((await rowAnswers(id)).map((r) => r.contact_id)).toEqual(people.slice(0, 5).map((p) => p.id));
       expect((await recipients.counts([id])).get(id)).toMatchObject({ pending: 20, queued: 5 });
+    });
+  });
+
+  describe('hand-over beside the snapshot', () => {
+    /** Streams the first batch (10), then holds the rest until `release` is called; `fail` makes it throw there. */
+    const heldStream = (opts: { fail?: boolean } = {}) => {
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const port: ContactsPort = {
+        ...contacts,
+        async *stream(_p, _c, _s, afterId) {
+          const rest = people.filter((p) => !afterId || p.id > afterId);
+          for (let i = 0; i < rest.length; i += 10) {
+            if (i === 10) {
+              await held;
+              if (opts.fail) throw new Error('contacts went away mid-stream');
+            }
+            yield rest.slice(i, i + 10);
+          }
+        },
+      };
+      return { port, release };
+    };
+    const campaignRow = async (id: string) => (await campaigns.byId(id))!;
+
+    test('starts before the snapshot is complete and never passes its checkpoint', async () => {
+      const id = await newCampaign();
+      const messaging = new Messaging();
+      const { port, release } = heldStream();
+      const seen: { snapshotDone: boolean; after: string; last: string }[] = [];
+      const queue = messaging.queue.bind(messaging);
+      messaging.queue = async (p: string, c: unknown, rs: Parameters<MessagingPort['queue']>[2]) => {
+        const row = await campaignRow(id);
+        seen.push({ snapshotDone: row.snapshot_done, after: row.snapshot_after!, last: rs[rs.length - 1].contactId });
+        if (seen.length === 2) release(); // the snapshot goes on once the hand-over caught up with it
+        return queue(p, c, rs);
+      };
+      await slice(new FanOut(fanOutStore, port, messaging, opts, logger), id);
+      expect(await status(id)).toBe('SENT');
+      expect(seen[0].snapshotDone).toBe(false);
+      expect(seen[0].after).toBe(people[9].id);
+      for (const s of seen) expect(s.last <= s.after).toBe(true);
+      expect(messaging.queued.size).toBe(people.length);
+      expect(messaging.recipients).toBe(people.length);
+    });
+
+    test('a snapshot failing mid-stream ends the slice; the next resumes both, sending nobody twice', async () => {
+      const id = await newCampaign();
+      const messaging = new Messaging();
+      const failing = heldStream({ fail: true });
+      messaging.during = async () => {
+        if (messaging.calls === 2) failing.release();
+      };
+      await slice(new FanOut(fanOutStore, failing.port, messaging, opts, logger), id);
+      const row = await campaignRow(id);
+      expect(row.status).toBe('SENDING');
+      expect(row.snapshot_done).toBe(false);
+      expect(row.total_recipients).toBe(10);
+      expect(row.last_error).toBe('contacts went away mid-stream');
+      expect(messaging.queued.size).toBeLessThanOrEqual(10);
+      await db.pool.query('UPDATE campaigns SET run_at = now() WHERE id = $1', [id]);
+      messaging.during = undefined;
+      await slice(new FanOut(fanOutStore, contacts, messaging, opts, logger), id);
+      expect(await status(id)).toBe('SENT');
+      expect(messaging.queued.size).toBe(people.length);
+      expect((await recipients.counts([id])).get(id)).toMatchObject({ total: people.length, pending: 0 });
+    });
+
+    test('a cancel during the snapshot stops the snapshot and the hand-over', async () => {
+      const id = await newCampaign();
+      const messaging = new Messaging();
+      const { port, release } = heldStream();
+      messaging.during = async () => {
+        messaging.during = undefined;
+        await campaigns.cancel(PROJECT, id);
+        release();
+      };
+      await slice(new FanOut(fanOutStore, port, messaging, opts, logger), id);
+      const row = await campaignRow(id);
+      expect(row.status).toBe('CANCELLED');
+      expect(row.total_recipients).toBe(10);
+      expect(messaging.recipients).toBe(5);
+      expect((await recipients.counts([id])).get(id)).toMatchObject({ pending: 5, queued: 5 });
+    });
+
+    test('a full window is waited for inside the slice, without giving the campaign back', async () => {
+      const id = await newCampaign();
+      const messaging = new Messaging();
+      // Every round is sent at once (its emails.sent handled), which frees the window a moment later.
+      messaging.during = async () => {
+        setTimeout(() => {
+          const handed = [...messaging.queued.keys()].map((k) => k.split(':')[2]);
+          void recipients.markMany(
+            db.pool,
+            handed.map((contactId) => ({ campaignId: id, contactId, step: 'sent' as const, at: new Date() })),
+          );
+        }, 20);
+      };
+      await slice(new FanOut(fanOutStore, contacts, messaging, { ...opts, window: 5, windowPollMs: 10 }, logger), id);
+      expect(await status(id)).toBe('SENT');
+      // One slice, one claim: without waiting, it would have given the campaign back after the first round.
+      expect(messaging.recipients).toBe(people.length);
     });
   });
 });

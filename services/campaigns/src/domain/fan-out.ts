@@ -16,11 +16,16 @@ export interface FanOutOptions {
   window: number;
   /** How long one claim works on a campaign before giving it back (other campaigns, other replicas). */
   sliceMs: number;
+  /**
+   * A full window: 0 gives the campaign back to the scheduler (due again after WINDOW_DELAY_MS); otherwise the
+   * slice looks again every `windowPollMs` until its end, holding the campaign (no release and claim per wait).
+   */
+  windowPollMs?: number;
 }
 
 /** Back-off of a campaign whose step failed (a dependency down, the sender domain unverified). */
 const RETRY_DELAY_MS = 5_000;
-/** Re-check of a full send window. */
+/** Re-check of a full send window given back to the scheduler. */
 const WINDOW_DELAY_MS = 100;
 
 /** The dedupe key messaging keeps per project: a retried hand-over never queues a recipient twice. */
@@ -28,15 +33,57 @@ export const dedupeKey = (campaignId: string, contactId: string) => `campaign:${
 
 type Step = 'more' | 'window' | 'stop';
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One claim's work on a campaign: the snapshot and the hand-over run side by side and end together. */
+class Slice {
+  /** Set when either part stopped (lease lost, cancelled, failed): the other ends at its next step. */
+  ended = false;
+  /** The snapshot streams in this slice; the hand-over may catch up with it and wait for its next checkpoint. */
+  snapshotRunning = false;
+  private wake?: () => void;
+
+  constructor(
+    readonly campaign: CampaignRow,
+    readonly token: string,
+    readonly deadline: number,
+  ) {}
+
+  /** The snapshot moved its checkpoint (or ended): a hand-over waiting for it goes on. */
+  progressed(): void {
+    this.wake?.();
+    this.wake = undefined;
+  }
+
+  /** Resolves at the snapshot's next checkpoint or its end (at once when it does not run). */
+  nextCheckpoint(): Promise<void> {
+    if (!this.snapshotRunning || this.ended) return Promise.resolve();
+    return new Promise((resolve) => {
+      const before = this.wake;
+      this.wake = () => {
+        before?.();
+        resolve();
+      };
+    });
+  }
+
+  end(): void {
+    this.ended = true;
+    this.progressed();
+  }
+}
+
 /**
- * Fan-out of one leased campaign, in two checkpointed phases:
+ * Fan-out of one leased campaign, in two checkpointed parts that run side by side:
  * 1. snapshot: the audience is streamed from contacts (in contact id order, resuming after
  *    `snapshot_after`) into campaign_recipients, the checkpoint moving in the same transaction;
  * 2. hand-over: pending recipients go to messaging's QueueEmails in batches, each recipient with
  *    the dedupe key campaign:<id>:<contact>; then the hand-over checkpoint (`handover_after`) moves past the
  *    round in one write, and only recipients not queued (suppressed, failed) get their answer on their row.
  *    A crash between the two re-sends the round and messaging answers "duplicate" for everyone already queued.
- * SENT when the snapshot is complete and nobody is pending.
+ * The hand-over reads committed recipients only, and every committed recipient is at or before the snapshot's
+ * checkpoint (written in the same transaction), so it never passes the snapshot; when it catches up it waits for
+ * the snapshot's next checkpoint. SENT when the snapshot is complete and nobody is pending.
  */
 export class FanOut {
   private stopping = false;
@@ -55,67 +102,110 @@ export class FanOut {
   }
 
   async run(campaign: CampaignRow): Promise<void> {
-    const token = campaign.lease_token!;
-    const deadline = Date.now() + this.opts.sliceMs;
+    const slice = new Slice(campaign, campaign.lease_token!, Date.now() + this.opts.sliceMs);
+    // Either part that stops or fails ends the other at its next step.
+    const part = async (work: () => Promise<Step>): Promise<Step> => {
+      try {
+        const step = await work();
+        if (step === 'stop') slice.end();
+        return step;
+      } catch (err) {
+        slice.end();
+        throw err;
+      }
+    };
+    const [snapshot, handOver] = await Promise.allSettled([
+      campaign.snapshot_done ? Promise.resolve<Step>('more') : part(() => this.snapshot(slice)),
+      part(() => this.handOver(slice)),
+    ]);
     let delay = 0;
     let error: string | undefined;
-    try {
-      for (;;) {
-        const step = campaign.snapshot_done
-          ? await this.handOver(campaign, token)
-          : await this.snapshot(campaign, token, deadline);
-        if (step === 'stop') return;
-        if (step === 'window') {
-          delay = WINDOW_DELAY_MS;
-          break;
-        }
-        if (this.stopping || Date.now() >= deadline) break;
-      }
-    } catch (err) {
+    const failed = [snapshot, handOver].find((r) => r.status === 'rejected');
+    if (failed) {
+      const err = failed.reason;
       delay = RETRY_DELAY_MS;
       error = err instanceof Error ? err.message : String(err);
       const level = isDependencyUnavailable(err) || (err instanceof AppError && err.status === 503) ? 'warn' : 'error';
       this.logger[level]({ err, campaignId: campaign.id }, 'campaign fan-out step failed; retrying');
+    } else {
+      const steps = [snapshot, handOver].map((r) => (r as PromiseFulfilledResult<Step>).value);
+      if (steps.includes('stop')) return;
+      if (steps[1] === 'window') delay = WINDOW_DELAY_MS;
     }
-    await this.store.release(campaign.id, token, delay, error);
+    await this.store.release(campaign.id, slice.token, delay, error);
   }
 
-  private async snapshot(c: CampaignRow, token: string, deadline: number): Promise<Step> {
-    let after = c.snapshot_after;
-    const batches = this.contacts.stream(c.project_id, audienceTree(c), subscribedOnly(c.type), after);
-    for await (const batch of batches) {
-      if (!batch.length) continue;
-      const last = batch[batch.length - 1].id;
-      const recipients = batch.map((b) => ({
-        contactId: b.id,
-        email: b.email,
-        subscribed: b.subscribed,
-        variables: b.data,
-      }));
-      if (!(await this.store.addSnapshotBatch(c.id, token, recipients, last, false))) return 'stop';
-      after = last;
-      c.snapshot_after = last;
-      // Leaving the loop cancels the stream; the next slice resumes after the checkpoint.
-      if (this.stopping || Date.now() >= deadline) return 'more';
-    }
-    if (!(await this.store.addSnapshotBatch(c.id, token, [], after, true))) return 'stop';
-    c.snapshot_done = true;
-    await this.store.analyzeRecipients();
-    return 'more';
+  /** Whether a part should end: the slice is over, the other part stopped, or the service stops. */
+  private over(s: Slice): boolean {
+    return this.stopping || s.ended || Date.now() >= s.deadline;
   }
 
-  private async handOver(c: CampaignRow, token: string): Promise<Step> {
-    // A cancel (or a lease taken over) stops the hand-over before the next batch.
-    if (!(await this.store.stillHeld(c.id, token))) return 'stop';
+  private async snapshot(s: Slice): Promise<Step> {
+    const c = s.campaign;
+    s.snapshotRunning = true;
+    try {
+      let after = c.snapshot_after;
+      const batches = this.contacts.stream(c.project_id, audienceTree(c), subscribedOnly(c.type), after);
+      for await (const batch of batches) {
+        if (!batch.length) continue;
+        const last = batch[batch.length - 1].id;
+        const recipients = batch.map((b) => ({
+          contactId: b.id,
+          email: b.email,
+          subscribed: b.subscribed,
+          variables: b.data,
+        }));
+        if (!(await this.store.addSnapshotBatch(c.id, s.token, recipients, last, false))) return 'stop';
+        after = last;
+        c.snapshot_after = last;
+        s.progressed();
+        // Leaving the loop cancels the stream; the next slice resumes after the checkpoint.
+        if (this.over(s)) return 'more';
+      }
+      if (!(await this.store.addSnapshotBatch(c.id, s.token, [], after, true))) return 'stop';
+      await this.store.analyzeRecipients();
+      c.snapshot_done = true;
+      return 'more';
+    } finally {
+      s.snapshotRunning = false;
+      s.progressed();
+    }
+  }
+
+  private async handOver(s: Slice): Promise<Step> {
+    const poll = this.opts.windowPollMs ?? 0;
+    for (;;) {
+      if (this.over(s)) return 'more';
+      const step = await this.round(s);
+      if (step === 'caught-up') await s.nextCheckpoint();
+      else if (step === 'window') {
+        if (!poll || Date.now() + poll >= s.deadline) return 'window';
+        await sleep(poll);
+      } else if (step === 'stop') return 'stop';
+    }
+  }
+
+  /**
+   * One hand-over round: up to `batchSize x parallel` pending recipients (as many as the window has room for, once
+   * it has room for a batch or a quarter of the window), or "caught-up" when nobody is pending while the snapshot
+   * still streams.
+   */
+  private async round(s: Slice): Promise<Step | 'caught-up'> {
+    const c = s.campaign;
     const room = this.opts.window - (await this.store.inFlight(c.id));
-    if (room <= 0) return 'window';
+    if (room <= 0 || room < Math.min(this.opts.batchSize, Math.ceil(this.opts.window / 4))) return 'window';
+    // A cancel (or a lease taken over) stops the hand-over before the next batch.
+    if (!(await this.store.stillHeld(c.id, s.token))) return 'stop';
+    // Read before the pending recipients: a snapshot done by then has all of its recipients committed.
+    const snapshotDone = c.snapshot_done;
     const pending = await this.store.pending(
       c.id,
       c.handover_after,
       Math.min(room, this.opts.batchSize * this.opts.parallel),
     );
     if (!pending.length) {
-      if (await this.store.finish(c.id, token))
+      if (!snapshotDone) return 'caught-up';
+      if (await this.store.finish(c.id, s.token))
         this.logger.info({ campaignId: c.id, projectId: c.project_id }, 'campaign sent');
       return 'stop';
     }
@@ -126,7 +216,7 @@ export class FanOut {
     // recipients answer "duplicate"), so the checkpoint only ever moves past recipients messaging answered.
     const results = (await Promise.all(chunks.map((chunk) => this.queue(c, chunk)))).flat();
     const last = pending[pending.length - 1].contact_id;
-    if (await this.store.recordHandOverBatch(c.id, token, results, last)) {
+    if (await this.store.recordHandOverBatch(c.id, s.token, results, last)) {
       c.handover_after = last;
       return 'more';
     }
