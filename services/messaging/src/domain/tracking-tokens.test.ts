@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { subscriptionUrls, TrackingTokens } from './tracking-tokens.js';
 
 const tokens = new TrackingTokens('secret-a');
@@ -16,6 +17,15 @@ describe('tracking tokens', () => {
     const other = Buffer.from(JSON.stringify({ emailId: 'e2' })).toString('base64url');
     expect(tokens.verify('open', `${other}.${mac}`)).toBeNull();
     for (const bad of ['', '.', 'abc', 'abc.def', `${open}x`]) expect(tokens.verify('open', bad)).toBeNull();
+  });
+
+  test('the MAC is HMAC-SHA256 of the kind and payload, for short, block-sized and long secrets', () => {
+    for (const secret of ['secret-a', 'k'.repeat(64), 'long-'.repeat(40), 'clé-ü']) {
+      const token = new TrackingTokens(secret).sign('subscription', { projectId: 'p', contactId: 'c', emailId: 'e' });
+      const [body, mac] = token.split('.');
+      const expected = createHmac('sha256', secret).update(`s.${body}`).digest().subarray(0, 16).toString('base64url');
+      expect(mac).toBe(expected);
+    }
   });
 
   test('subscription URLs are the reserved template variables', () => {
