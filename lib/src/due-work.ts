@@ -24,6 +24,13 @@ export interface DueWorkOptions<T> {
   batchSize?: number;
   /** Batches in flight at once; a full batch starts another lane, so a backlog drains in parallel. */
   lanes?: number;
+  /**
+   * Work that arrives as a stream (one NOTIFY per few rows) claimed in bigger batches: a lane waits this long
+   * before its first claim, and a wake-up while a lane runs starts no other (that lane claims again when its
+   * batch is done, and keeps on until nothing is due); only a full batch starts another lane. Unset: each
+   * wake-up starts a lane at once while lanes are free.
+   */
+  gatherMs?: number;
   /** Fallback poll: finds work queued by other replicas and work that became due with time. */
   pollMs: number;
   /** Wakes the loop at once when a statement does `NOTIFY <channel>` (or `pg_notify`). */
@@ -68,10 +75,14 @@ export class DueWorkLoop<T> {
     this.kick();
   }
 
-  /** Starts a lane if one is free; a kick while every lane runs is remembered. */
+  /** Starts a lane if one is free; a kick while every lane runs (or, with gatherMs, while any runs) is remembered. */
   kick(): void {
+    this.startLane(this.opts.gatherMs ? 1 : (this.opts.lanes ?? 1));
+  }
+
+  private startLane(lanes: number): void {
     if (this.stopped) return;
-    if (this.running.size >= (this.opts.lanes ?? 1)) {
+    if (this.running.size >= lanes) {
       this.wanted = true;
       return;
     }
@@ -94,12 +105,13 @@ export class DueWorkLoop<T> {
 
   private async drain(): Promise<void> {
     const size = this.opts.batchSize ?? 1;
+    if (this.opts.gatherMs) await new Promise((resolve) => setTimeout(resolve, this.opts.gatherMs));
     while (!this.stopped) {
       const items = await this.opts.claim(size);
       if (!items.length) return;
       this.metrics.claimed(items.length);
       this.opts.hooks?.claimed?.(items.length);
-      if (items.length === size) this.kick();
+      if (items.length === size) this.startLane(this.opts.lanes ?? 1);
       const started = performance.now();
       try {
         await this.opts.run(items);
