@@ -28,7 +28,7 @@ function queue(runMs: number) {
 }
 
 describe('DueWorkLoop with gatherMs', () => {
-  test('work arriving as a stream of wake-ups is claimed in batches, by one lane while batches are not full', async () => {
+  test('wake-ups in a stream are claimed in batches, by one lane while batches are not full', async () => {
     const q = queue(20);
     const loop = new DueWorkLoop({
       name: 'test-gather',
