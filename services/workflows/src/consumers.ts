@@ -1,6 +1,6 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Bus } from '@svc/lib/bus';
-import { on, rawField, subscribeTopics } from '@svc/lib/bus-topic';
+import { on, rawField, subscribeTopics, type TopicRoute } from '@svc/lib/bus-topic';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
@@ -9,6 +9,7 @@ import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
 import type { Executions } from './domain/executions.js';
 import type { WorkflowsStore } from './store/workflows-store.js';
+import { type TrackedMessage, trackedMessage, trackedPayload } from './tracked-message.js';
 
 /** Events that reach workflows from their own subjects (emails.<type>, segments.membership.changed). */
 const fromOwnSubject = (name: string) => name.startsWith('email.') || /^segment\.[^.]+\.(entry|exit)$/.test(name);
@@ -20,6 +21,18 @@ const fromOwnSubject = (name: string) => name.startsWith('email.') || /^segment\
  * made those statements ~23 enrolments each where 32 made ~13 (bench/workflow.ts, BENCH_COUNT=1).
  */
 const CONCURRENCY = 128;
+
+/** events.tracked read from the payload as received; one in another form is decoded (or found malformed). */
+function trackedRoute(handler: (m: TrackedMessage) => Promise<void>): TopicRoute {
+  const decoded = on(CONTACTS_TOPICS.eventTracked, (m, meta) => handler(trackedMessage(m, meta.id)));
+  return {
+    subject: decoded.subject,
+    deliver: (m) => {
+      const read = trackedPayload(m.data, m.id);
+      return read === undefined ? decoded.deliver(m) : handler(read);
+    },
+  };
+}
 
 /**
  * Start workflows and resume WAIT_FOR_EVENT steps: events.tracked (client events and contact.*),
@@ -42,16 +55,9 @@ export async function subscribeWorkflowsConsumers(
     bus,
     'workflows-triggers',
     [
-      on(CONTACTS_TOPICS.eventTracked, async (m, meta) => {
-        if (!isUuid(m.projectId) || !isUuid(m.contactId) || !m.name || fromOwnSubject(m.name)) return;
-        await executions.eventTracked({
-          projectId: m.projectId,
-          contactId: m.contactId,
-          eventId: m.eventId || meta.id,
-          name: m.name,
-          data: (m.data ?? {}) as Record<string, unknown>,
-          at: m.createdAt ? timestampDate(m.createdAt) : new Date(),
-        });
+      trackedRoute((m) => {
+        if (!isUuid(m.projectId) || !isUuid(m.contactId) || !m.name || fromOwnSubject(m.name)) return Promise.resolve();
+        return executions.eventTracked(m);
       }),
     ],
     logger,
