@@ -32,6 +32,11 @@ export const LEASE_MS = 120_000;
 /** Steps one claim runs before it lets other executions have the worker. */
 const STEPS_PER_CLAIM = 50;
 const TRANSIENT_RETRY_MS = 5_000;
+/**
+ * Recipients of one QueueEmails call at most (a claimed batch holds up to 500 executions): messaging renders a
+ * call's emails within one time budget (2 s), so a template slow to render still gets ~20 ms per email.
+ */
+const MAIL_BATCH = 100;
 /** Steps whose effects stay in this database (their visit number is not used as an idempotency key). */
 const LOCAL_STEPS = new Set(['TRIGGER', 'CONDITION', 'DELAY', 'WAIT_FOR_EVENT', 'EXIT']);
 /**
@@ -151,7 +156,7 @@ export class Engine {
           config,
           inputs.map((i) => i.recipient),
         );
-      }),
+      }, MAIL_BATCH),
     );
     await this.rounds(items, ctx);
     // WEBHOOK steps run on their own chains, so a slow receiver holds up only its execution.
