@@ -46,7 +46,8 @@ export async function startCampaigns(rt: Runtime<CampaignsEnv>): Promise<Running
       batchSize: config.campaignBatchSize,
       parallel: 2,
       window: config.campaignSendWindow,
-      sliceMs: 5_000,
+      // Within the lease: a slice that waits on its window must not outlive its claim.
+      sliceMs: Math.min(5_000, (config.campaignLeaseSeconds * 1000) / 2),
       windowPollMs: 100,
     },
     logger.child({ part: 'fan-out' }),
