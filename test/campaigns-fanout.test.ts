@@ -252,7 +252,9 @@ test('queued marketing mail of an unsubscribing contact is withdrawn: never sent
   await eventually(async () => ((await get(id)).status === 'SENT' ? true : undefined), 30_000, 'SENT');
   const queued = async () =>
     (await c('GET', `/emails?campaignId=${id}&status=queued&limit=100`)).body.data.map((e: { to: string }) => e.to);
-  expect((await queued()).sort()).toEqual(held.map((h) => h.email).sort());
+  // The sink has a message before messaging records its delivery batch's outcome: the others leave `queued` soon after.
+  const heldTo = held.map((h) => h.email).sort();
+  await eventually(async () => (JSON.stringify((await queued()).sort()) === JSON.stringify(heldTo) ? true : undefined));
 
   const [leaving, staying] = held;
   expect((await c('PATCH', `/contacts/${leaving.id}`, { subscribed: false })).status).toBe(200);
