@@ -152,7 +152,7 @@ run(
     });
     console.log(
       `platform ready (${SERVICES.join(', ')}, gateway), prefix ${prefix}; ` +
-        `DKIM_WORKERS=${process.env.DKIM_WORKERS ?? '(default: one per CPU but one)'}, ` +
+        `DKIM_WORKERS=${process.env.DKIM_WORKERS ?? '(default: one per CPU, niced)'}, ` +
         `SMTP_POOL_SIZE=${process.env.SMTP_POOL_SIZE ?? '8'}`,
     );
     const tenant = await newTenant(platform.gatewayUrl);

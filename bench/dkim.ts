@@ -5,7 +5,7 @@
  *   - "before": nodemailer with the PEM key string on the main thread (the code before the
  *     signing pool: the key is decoded again for every message);
  *   - "inline": buildMessage on the main thread (DKIM_WORKERS=0; the key decoded once);
- *   - "pool of N": the SigningPool with N worker threads (DKIM_WORKERS; its default is one per CPU but one).
+ *   - "pool of N": the SigningPool with N worker threads (DKIM_WORKERS; its default is one per CPU).
  *
  *   node --import tsx bench/dkim.ts        # BENCH_MESSAGES=3000 BENCH_INFLIGHT=64 BENCH_POOL_SIZES=1,2
  */

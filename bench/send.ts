@@ -171,7 +171,7 @@ async function main(): Promise<void> {
     const perMessage = (seconds: number) => ((1000 * seconds) / delivered).toFixed(3);
     process.stdout.write(
       [
-        `DKIM_WORKERS=${process.env.DKIM_WORKERS ?? '(default: one per CPU but one)'}, ` +
+        `DKIM_WORKERS=${process.env.DKIM_WORKERS ?? '(default: one per CPU, niced)'}, ` +
           `SMTP_POOL_SIZE=${env.SMTP_POOL_SIZE}`,
         `requests: ${REQUESTS} (${CONNECTIONS} concurrent clients) after ${WARMUP_REQUESTS} delivered to warm up, ` +
           `accepted (2xx): ${ok}, failed: ${failed}` +

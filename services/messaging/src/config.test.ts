@@ -7,7 +7,8 @@ describe("the messaging service's own environment variables", () => {
     expect(parseEnv(messagingEnv, {})).toEqual({
       smtpUrl: undefined,
       smtpPoolSize: 5,
-      dkimWorkers: Math.max(1, availableParallelism() - 1),
+      dkimWorkers: Math.max(1, availableParallelism()),
+      dkimThreadNice: 10,
       embeddedSmtpPort: 2525,
       sendRatePerSecond: 100,
       sendMaxAttempts: 6,
@@ -33,6 +34,9 @@ describe("the messaging service's own environment variables", () => {
     expect(() => parseEnv(messagingEnv, { SMTP_URL: 'relay' })).toThrow(/^invalid environment variable SMTP_URL: /);
     expect(() => parseEnv(messagingEnv, { DKIM_WORKERS: '-1' })).toThrow(
       /^invalid environment variable DKIM_WORKERS: /,
+    );
+    expect(() => parseEnv(messagingEnv, { DKIM_THREAD_NICE: '20' })).toThrow(
+      /^invalid environment variable DKIM_THREAD_NICE: /,
     );
     expect(() => parseEnv(messagingEnv, { DNS_SERVERS: 'a,,b' })).toThrow(
       /^invalid environment variable DNS_SERVERS: /,

@@ -3,11 +3,15 @@ import { z } from 'zod';
 import { envDnsServers, envPort, envPositiveInt, envUrl, type Config } from '@svc/lib/config';
 
 /**
- * One signing thread per CPU but one, at least one: the main thread (HTTP, SQL results, SMTP) keeps a core. On 2 CPUs
- * a second signing thread cost about 7% more of the process's CPU per message in bench/send.ts (three busy threads on
- * two cores), and one thread builds and signs about 2,500 messages a second.
+ * One signing thread per CPU, each at a lower scheduling priority (DKIM_THREAD_NICE): signing is background work, so
+ * it takes every core the request paths leave idle and none they need. On this project's 2-CPU bench box one thread at
+ * the process's priority capped a campaign at about 1,450 messages a second (bench/campaign.ts: 65-70 s for 100,000),
+ * and a second one at that priority took CPU from tracking (bench/workflow.ts -10%); two niced threads sent it in
+ * 62 s with the workflow and /v1/send rates unchanged (bench/README.md, 2026-11-25).
  */
-export const DKIM_THREADS = Math.max(1, availableParallelism() - 1);
+export const DKIM_THREADS = Math.max(1, availableParallelism());
+/** The signing threads' nice value (Linux: per thread; 0 leaves them at the process's priority). */
+export const DKIM_THREAD_NICE = 10;
 
 /** The messaging service's own environment variables (the platform-wide ones are in lib/src/config.ts). */
 export const messagingEnv = z
@@ -17,6 +21,8 @@ export const messagingEnv = z
     SMTP_POOL_SIZE: envPositiveInt.default(5),
     /** Worker threads that build and DKIM-sign outgoing mail; 0 signs on the main thread. Default: DKIM_THREADS. */
     DKIM_WORKERS: z.coerce.number().int().min(0).max(64).default(DKIM_THREADS),
+    /** How much lower than the process the signing threads run (a nice increment, 0-19); 0: the same priority. */
+    DKIM_THREAD_NICE: z.coerce.number().int().min(0).max(19).default(DKIM_THREAD_NICE),
     EMBEDDED_SMTP_PORT: envPort.default(2525),
     /** SMTP listener of inbound mail (README "Inbound mail"); unset: off, except embedded mode (2526). */
     INBOUND_SMTP_PORT: envPort.optional(),
@@ -47,6 +53,7 @@ export const messagingEnv = z
     smtpUrl: e.SMTP_URL,
     smtpPoolSize: e.SMTP_POOL_SIZE,
     dkimWorkers: e.DKIM_WORKERS,
+    dkimThreadNice: e.DKIM_THREAD_NICE,
     embeddedSmtpPort: e.EMBEDDED_SMTP_PORT,
     inboundSmtpPort: e.INBOUND_SMTP_PORT,
     sendRatePerSecond: e.SEND_RATE_PER_SECOND,

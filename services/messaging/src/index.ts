@@ -222,6 +222,7 @@ export async function startMessaging(
     retryBaseMs: config.sendRetryBaseMs,
     sandbox,
     dkimWorkers: config.dkimWorkers,
+    dkimThreadNice: config.dkimThreadNice,
   });
   await worker.start();
   watchSendQueue(db.pool);

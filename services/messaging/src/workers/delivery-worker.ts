@@ -37,6 +37,8 @@ export interface DeliveryWorkerOptions {
   leaseSeconds?: number;
   /** Threads that build and DKIM-sign messages (signing-pool.ts); 0 builds on the main thread. */
   dkimWorkers?: number;
+  /** The signing threads' nice increment over the process (0: the same priority). */
+  dkimThreadNice?: number;
   /** Embedded mode with the local sink only; without it, sandbox mail is failed, never relayed. */
   sandbox?: SandboxSender;
 }
@@ -76,7 +78,7 @@ export class DeliveryWorker {
     const leaseSeconds = opts.leaseSeconds ?? 120;
     this.attachments = new SendAttachmentsStore(pool);
     this.activity = new ActivityStore(pool);
-    this.builder = messageBuilder(opts.dkimWorkers ?? 0, logger);
+    this.builder = messageBuilder(opts.dkimWorkers ?? 0, logger, opts.dkimThreadNice ?? 0);
     this.loop = new DueWorkLoop({
       name: 'delivery',
       logger,

@@ -1,3 +1,4 @@
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { BuiltMessage } from '../delivery/mime-build.js';
 import type { MailMessage } from '../delivery/smtp-transport.js';
@@ -20,6 +21,8 @@ export type SignResult =
 /** What the pool gives each thread (workerData): the shared slot of the job it is on (0: none). */
 export interface SignThreadData {
   current: SharedArrayBuffer;
+  /** The nice increment the thread applies to itself (0: none). */
+  nice: number;
 }
 
 /** Answers sent together at most: the pool hands out more while the thread works on the rest. */
@@ -32,7 +35,15 @@ const ANSWER_BATCH = 4;
 export function serveSigningJobs(build: (message: MailMessage) => Promise<BuiltMessage>): void {
   const port = parentPort;
   if (!port) throw new Error('a signing thread runs as a worker thread of the signing pool');
-  const current = new Float64Array((workerData as SignThreadData).current);
+  const { current: shared, nice } = workerData as SignThreadData;
+  const current = new Float64Array(shared);
+  // setpriority(2) with pid 0 changes the calling thread alone on Linux (nice is per thread there). Where the
+  // system refuses, the thread signs at the process's priority, as before.
+  if (nice > 0) {
+    try {
+      setPriority(Math.min(19, getPriority() + nice));
+    } catch {}
+  }
   const queue: SignJob[] = [];
   let answers: SignResult[] = [];
   let transfer: ArrayBuffer[] = [];

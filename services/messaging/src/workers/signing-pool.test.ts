@@ -1,3 +1,5 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { capturingLogger } from '@svc/lib/test-logger';
 import type { MailMessage } from '../delivery/smtp-transport.js';
 import { testDkimKey } from '../delivery/test-dkim-key.js';
@@ -17,6 +19,13 @@ const message = (subject: string, extra: Partial<MailMessage> = {}): MailMessage
   dkim: { domainName: domain, keySelector: selector, privateKey },
   ...extra,
 });
+
+/** The nice value of each of this process's threads (Linux: field 19 of /proc/self/task/<tid>/stat). */
+const threadNices = (): number[] =>
+  readdirSync('/proc/self/task').map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  });
 
 const crashingThread = new URL('./test-threads/crashing-signer.ts', import.meta.url);
 const brokenThread = new URL('./test-threads/broken-signer.ts', import.meta.url);
@@ -123,6 +132,24 @@ describe('SigningPool', () => {
     for (const b of burst) expect((await verify(b.raw))[0]).toMatchObject({ status: { result: 'pass' } });
     expect(pool.threads).toBe(2);
   });
+
+  (existsSync('/proc/self/task') ? test : test.skip)(
+    'the threads run at the nice increment asked for; the calling thread keeps its priority',
+    async () => {
+      const base = getPriority();
+      const niced = (nice: number) => threadNices().filter((n) => n === Math.min(19, base + nice)).length;
+      expect(niced(7)).toBe(0);
+      pool = new SigningPool({ size: 2, logger: capturingLogger().logger, nice: 7 });
+      await Promise.all([pool.build(message('nice one')), pool.build(message('nice two'))]);
+      expect(pool.threads).toBe(2);
+      expect(niced(7)).toBe(2);
+      expect(getPriority()).toBe(base);
+      await pool.close();
+      pool = new SigningPool({ size: 1, logger: capturingLogger().logger });
+      await pool.build(message('not niced'));
+      expect(niced(7)).toBe(0);
+    },
+  );
 
   test('a closed pool refuses new work', async () => {
     pool = new SigningPool({ size: 1, logger: capturingLogger().logger });

@@ -32,6 +32,11 @@ export interface SigningPoolOptions {
    * project sending a few mails an hour should not pay. More than this starts the threads. 0: always threads.
    */
   inlineBelowPerSecond?: number;
+  /**
+   * Each thread lowers its own scheduling priority by this much (a nice increment; on Linux a thread's own), so the
+   * process's main thread and other processes come first: signing takes the CPU they leave. 0: unchanged.
+   */
+  nice?: number;
 }
 
 interface Job {
@@ -188,7 +193,7 @@ export class SigningPool implements MessageBuilder {
   private spawn(i: number): Slot {
     const current = new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT);
     const slot: Slot = {
-      worker: startThread(this.threadUrl, { current }),
+      worker: startThread(this.threadUrl, { current, nice: this.opts.nice ?? 0 }),
       inFlight: [],
       current: new Float64Array(current),
       startedAt: Date.now(),
@@ -269,6 +274,8 @@ export class SigningPool implements MessageBuilder {
 const INLINE_BELOW_PER_SECOND = 20;
 
 /** DKIM_WORKERS threads (started once mail comes faster than a trickle), or the main thread when it is 0. */
-export function messageBuilder(size: number, logger: Logger): MessageBuilder {
-  return size > 0 ? new SigningPool({ size, logger, inlineBelowPerSecond: INLINE_BELOW_PER_SECOND }) : inlineBuilder;
+export function messageBuilder(size: number, logger: Logger, nice = 0): MessageBuilder {
+  return size > 0
+    ? new SigningPool({ size, logger, nice, inlineBelowPerSecond: INLINE_BELOW_PER_SECOND })
+    : inlineBuilder;
 }
