@@ -1,15 +1,9 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { EventTracked } from '@svc/proto/svc/contacts/v1/events_pb';
+import type { TrackedEvent } from './domain/executions.js';
 
-/** What the workflows consumers take of an `events.tracked` message. */
-export interface TrackedMessage {
-  projectId: string;
-  contactId: string;
-  eventId: string;
-  name: string;
-  data: Record<string, unknown>;
-  at: Date;
-}
+/** What the workflows consumers take of an `events.tracked` message: the tracked event the engine reacts to. */
+export type TrackedMessage = TrackedEvent;
 
 /** A decoded EventTracked (an event without an id is keyed by its bus message id). */
 export function trackedMessage(m: EventTracked, messageId: string): TrackedMessage {

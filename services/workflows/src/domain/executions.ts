@@ -74,6 +74,16 @@ class StatementBatch<I, O> {
   }
 }
 
+/** A tracked event of a contact, as the engine reacts to it (an event without an id keyed by its bus message). */
+export interface TrackedEvent {
+  projectId: string;
+  contactId: string;
+  eventId: string;
+  name: string;
+  data: Record<string, unknown>;
+  at: Date;
+}
+
 /** Executions: enrolment (events and manual starts, with the re-entry rules), listing and cancelling. */
 export class Executions {
   /** Event data fields already recorded (event_fields only grows: a known field needs no write). */
@@ -116,14 +126,7 @@ export class Executions {
    * A tracked event: resumes this contact's executions waiting for it, then starts the enabled
    * workflows it triggers, once per event id (redelivery finds the execution already there).
    */
-  async eventTracked(m: {
-    projectId: string;
-    contactId: string;
-    eventId: string;
-    name: string;
-    data: Record<string, unknown>;
-    at: Date;
-  }): Promise<void> {
+  async eventTracked(m: TrackedEvent): Promise<void> {
     // One query for the many events no workflow cares about (most email lifecycle messages).
     const interest = await this.interest(m.projectId, m.name);
     // Otherwise no WAIT_FOR_EVENT step awaits the name, so no execution waits for it (no step edits while active).
