@@ -10,7 +10,7 @@ import { envDnsServers, envPort, envPositiveInt, envUrl, type Config } from '@sv
  * 62 s with the workflow and /v1/send rates unchanged (bench/README.md, 2026-11-25).
  */
 export const DKIM_THREADS = Math.max(1, availableParallelism());
-/** The signing threads' nice value (Linux: per thread; 0 leaves them at the process's priority). */
+/** The signing threads' nice increment (Linux only, where nice is per thread; 0: the process's priority). */
 export const DKIM_THREAD_NICE = 10;
 
 /** The messaging service's own environment variables (the platform-wide ones are in lib/src/config.ts). */

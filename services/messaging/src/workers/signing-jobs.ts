@@ -37,9 +37,10 @@ export function serveSigningJobs(build: (message: MailMessage) => Promise<BuiltM
   if (!port) throw new Error('a signing thread runs as a worker thread of the signing pool');
   const { current: shared, nice } = workerData as SignThreadData;
   const current = new Float64Array(shared);
-  // setpriority(2) with pid 0 changes the calling thread alone on Linux (nice is per thread there). Where the
-  // system refuses, the thread signs at the process's priority, as before.
-  if (nice > 0) {
+  // setpriority(2) with pid 0 changes the calling thread alone on Linux (nice is per thread there); elsewhere it
+  // would lower the whole process, so only Linux applies it. Where the system refuses, the thread signs at the
+  // process's priority, as before.
+  if (nice > 0 && process.platform === 'linux') {
     try {
       setPriority(Math.min(19, getPriority() + nice));
     } catch {}
