@@ -6,8 +6,9 @@ import type { Logger } from '@svc/lib/logger';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
+import type { EmailLifecycle } from '@svc/proto/svc/messaging/v1/events_pb';
 import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
-import type { Executions } from './domain/executions.js';
+import type { Executions, TrackedEvent } from './domain/executions.js';
 import type { WorkflowsStore } from './store/workflows-store.js';
 import { type TrackedMessage, trackedMessage, trackedPayload } from './tracked-message.js';
 
@@ -21,6 +22,22 @@ const fromOwnSubject = (name: string) => name.startsWith('email.') || /^segment\
  * made those statements ~23 enrolments each where 32 made ~13 (bench/workflow.ts, BENCH_COUNT=1).
  */
 const CONCURRENCY = 128;
+
+/**
+ * An email lifecycle step as the `email.<type>` event workflows react to, keyed by `eventId`; test mail counts for
+ * nothing (as in campaign and workflow statistics), and a step without a valid project, contact or type is dropped.
+ */
+function lifecycleEvent(m: EmailLifecycle, eventId: string): TrackedEvent | undefined {
+  if (m.test || !isUuid(m.projectId) || !isUuid(m.contactId) || !/^[a-z_]+$/.test(m.type)) return undefined;
+  return {
+    projectId: m.projectId,
+    contactId: m.contactId,
+    eventId,
+    name: `email.${m.type}`,
+    data: { emailId: m.emailId, ...((m.data ?? {}) as Record<string, unknown>) },
+    at: m.occurredAt ? timestampDate(m.occurredAt) : new Date(),
+  };
+}
 
 /** events.tracked read from the payload as received; one in another form is decoded (or found malformed). */
 function trackedRoute(handler: (m: TrackedMessage) => Promise<void>): TopicRoute {
@@ -70,16 +87,8 @@ export async function subscribeWorkflowsConsumers(
       on(
         MESSAGING_TOPICS.emailLifecycle,
         async (m, meta) => {
-          // Test messages count for nothing (as in campaign and workflow statistics).
-          if (m.test || !isUuid(m.projectId) || !isUuid(m.contactId) || !/^[a-z_]+$/.test(m.type)) return;
-          await executions.eventTracked({
-            projectId: m.projectId,
-            contactId: m.contactId,
-            eventId: meta.id,
-            name: `email.${m.type}`,
-            data: { emailId: m.emailId, ...((m.data ?? {}) as Record<string, unknown>) },
-            at: m.occurredAt ? timestampDate(m.occurredAt) : new Date(),
-          });
+          const event = lifecycleEvent(m, meta.id);
+          if (event) await executions.eventTracked(event);
         },
         // Most lifecycle messages concern no workflow (a cached answer): acknowledged undecoded.
         { skip: (d) => executions.ignores(rawField(d, 'projectId'), `email.${rawField(d, 'type')}`) },
@@ -111,16 +120,8 @@ export async function subscribeWorkflowsConsumers(
         async (batch, meta) => {
           await Promise.all(
             batch.emails.map(async (m, i) => {
-              if (m.test || m.type !== 'sent' || !isUuid(m.projectId) || !isUuid(m.contactId)) return;
-              if (executions.ignores(m.projectId, 'email.sent')) return;
-              await executions.eventTracked({
-                projectId: m.projectId,
-                contactId: m.contactId,
-                eventId: `${meta.id}/${i}`,
-                name: 'email.sent',
-                data: { emailId: m.emailId, ...((m.data ?? {}) as Record<string, unknown>) },
-                at: m.occurredAt ? timestampDate(m.occurredAt) : new Date(),
-              });
+              const event = m.type === 'sent' ? lifecycleEvent(m, `${meta.id}/${i}`) : undefined;
+              if (event && !executions.ignores(event.projectId, event.name)) await executions.eventTracked(event);
             }),
           );
         },
