@@ -83,8 +83,8 @@ export const EmailLifecycleSchema: GenMessage<EmailLifecycle> = /*@__PURE__*/
 
 /**
  * deliveries.campaign_sent: the emails of one campaign that one delivery batch handed to the SMTP server, by
- * contact (the same emails also go out one by one as emails.sent). The campaigns service counts sent mail from these:
- * one message per campaign and batch instead of one per email.
+ * contact (the same emails also go out, per project, in deliveries.emails_sent). The campaigns service counts sent
+ * mail from these: one message per campaign and batch instead of one per email.
  *
  * @generated from message svc.messaging.v1.CampaignEmailsSent
  */
