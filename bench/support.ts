@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect } from 'nats';
 import pg from 'pg';
-import { freePort, httpOk, portOpen, ROOT, stopProcess, waitFor } from '../test/support/processes.js';
+import { freePort, httpOk, imageNodeFlags, portOpen, ROOT, stopProcess, waitFor } from '../test/support/processes.js';
 
 export const PG_SERVER = process.env.BENCH_PG_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
 export const NATS_URL = process.env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -44,6 +44,9 @@ export interface Platform {
  */
 const REPLICAS = Math.max(1, Number(process.env.BENCH_REPLICAS ?? 1));
 const REPLICATED = (process.env.BENCH_REPLICATED ?? 'contacts').split(',').filter(Boolean);
+
+/** startPlatform's services run with the container image's NODE_OPTIONS unless the bench is given its own. */
+const SERVICE_NODE_OPTIONS = process.env.NODE_OPTIONS ?? imageNodeFlags().join(' ');
 
 /** BENCH_PROFILE=contacts,gateway writes a V8 CPU profile of those services (on exit) under LOG_DIR/prof. */
 const PROFILED = new Set((process.env.BENCH_PROFILE ?? '').split(',').filter(Boolean));
@@ -122,7 +125,7 @@ function spawnService(service: string, env: Record<string, string>, prefix: stri
   const args = [...profile, '--import', 'tsx', ...count, path.join(ROOT, 'bin/platform.ts'), service];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { ...process.env, ...env, BENCH_COUNT_DIR: COUNT_DIR },
+    env: { ...process.env, NODE_OPTIONS: SERVICE_NODE_OPTIONS, ...env, BENCH_COUNT_DIR: COUNT_DIR },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.pipe(log);
@@ -162,6 +165,7 @@ export async function startPlatform(
     startedAt: new Map(),
   };
   registerCleanup(platform);
+  console.log(`services run with NODE_OPTIONS=${SERVICE_NODE_OPTIONS} (the container image's unless given)`);
   const start = (service: string, label: string, replicaEnv: Record<string, string>) => {
     const child = spawnService(service, replicaEnv, prefix, label);
     platform.children.push(child);

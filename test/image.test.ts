@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { workspaces } from '../scripts/build-dist.js';
 import { call } from './support/client.js';
 import { PrivatePostgres } from './support/private-postgres.js';
-import { freePort, freeServicePorts, httpOk, ROOT, waitFor } from './support/processes.js';
+import { freePort, freeServicePorts, httpOk, imageNodeFlags, ROOT, waitFor } from './support/processes.js';
 
 /**
  * The container image without Docker (not available here): the JavaScript build the Dockerfile runs
@@ -99,7 +99,7 @@ test('plain node runs the build: --migrate, every service, /readyz, SIGTERM exit
   // No --import: a .ts file anywhere in the graph would fail to load.
   const logs = new WeakMap<ChildProcess, WriteStream>();
   const node = (args: string[], name: string): ChildProcess => {
-    const child = spawn(process.execPath, [path.join(OUT, 'bin/platform.js'), ...args], {
+    const child = spawn(process.execPath, [...imageNodeFlags(), path.join(OUT, 'bin/platform.js'), ...args], {
       cwd: ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -174,6 +174,8 @@ test('Dockerfile: copies files that exist and every workspace manifest; runs dis
   expect(final).toMatch(/COPY --from=build \/app\/dist dist/);
   expect(final).toMatch(/^USER node$/m);
   expect(final).toContain('ENTRYPOINT ["/usr/bin/tini", "--", "node", "dist/bin/platform.js"]');
+  // The image's NODE_OPTIONS, which the benches run the services with.
+  expect(imageNodeFlags()).toEqual(['--max-semi-space-size=32']);
   expect(final).not.toMatch(/tsx|typescript/);
   // The build stage's script list exists: npm run build:dist is the script the test ran.
   expect(pkg.scripts['build:dist']).toContain('scripts/build-dist.ts');

@@ -8,6 +8,16 @@ import { SERVICES } from '../../services/registry.js';
 
 export const ROOT = path.resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../..');
 
+/**
+ * The node flags the container image runs every service with: its `ENV NODE_OPTIONS` (none without one). The
+ * benches start the services with them, so they measure the processes as shipped.
+ */
+export function imageNodeFlags(): string[] {
+  const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+  const options = dockerfile.match(/^ENV NODE_OPTIONS="([^"]*)"$/m);
+  return options ? options[1].split(/\s+/).filter(Boolean) : [];
+}
+
 /** The lowest port the kernel hands out to outbound connections (Linux's ip_local_port_range), 32768 elsewhere. */
 function ephemeralFloor(): number {
   try {
