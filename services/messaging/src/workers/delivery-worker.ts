@@ -149,7 +149,11 @@ export class DeliveryWorker {
     const held: { id: string; wait: number }[] = [];
     // One throttle call per project of the batch (rows stay in claim order within a project).
     const byProject = new Map<string, ClaimedEmail[]>();
-    for (const row of rows) byProject.set(row.project_id, [...(byProject.get(row.project_id) ?? []), row]);
+    for (const row of rows) {
+      const of = byProject.get(row.project_id);
+      if (of) of.push(row);
+      else byProject.set(row.project_id, [row]);
+    }
     for (const [projectId, of] of byProject) {
       const { granted, waitMs } = await this.throttle.takeMany(projectId, of.length);
       ready.push(...of.slice(0, granted));
