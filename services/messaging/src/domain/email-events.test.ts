@@ -49,6 +49,18 @@ describe('email lifecycle messages (README "Messages on the bus")', () => {
     expect(typeof (m.payload as { occurredAt: unknown }).occurredAt).toBe('string');
   });
 
+  test('data: the email, subject and template first, then the step values in order; an undefined one removes a key', () => {
+    const m = lifecyclePayload({ ...email, template_id: 't1' }, 'bounce', {
+      reason: 'r',
+      subject: 'Override',
+      templateId: undefined,
+      bounceType: 'hard',
+    });
+    expect(JSON.stringify(m.data)).toBe(
+      '{"email":"ann@example.com","subject":"Override","reason":"r","bounceType":"hard"}',
+    );
+  });
+
   test('the campaign, workflow and test flag of the row are on every message', () => {
     const row = { ...email, campaign_id: 'c1', workflow_id: 'w1', test: true };
     expect(lifecycleMessage(row, 'open').payload).toMatchObject({ campaignId: 'c1', workflowId: 'w1', test: true });

@@ -27,12 +27,6 @@ export type LifecycleType = (typeof LIFECYCLE_TYPES)[number];
 /** The step's own values; an undefined one is left out, as JSON.stringify would. */
 export type LifecycleData = Record<string, JsonValue | undefined>;
 
-function defined(data: LifecycleData): JsonObject {
-  const out: JsonObject = {};
-  for (const [k, v] of Object.entries(data)) if (v !== undefined) out[k] = v;
-  return out;
-}
-
 /**
  * An `emails.<type>` message. The payload is written as toJson(EmailLifecycle) writes it (email-events.test.ts
  * compares the two): a campaign enqueues one per email, and the generic create + toJson cost more than the rest.
@@ -56,11 +50,16 @@ export function lifecyclePayload(
   data: LifecycleData = {},
   occurredAt = new Date(),
 ): LifecyclePayload {
-  const about = {
-    email: email.to_email,
-    subject: email.subject,
-    ...(email.template_id ? { templateId: email.template_id } : {}),
-  };
+  // What `defined({ email, subject, templateId?, ...data })` gives (keys in that order, undefined ones left out),
+  // without the spread objects and entry arrays: one payload per email sent.
+  const about: JsonObject = { email: email.to_email, subject: email.subject };
+  if (email.template_id) about.templateId = email.template_id;
+  for (const key in data) {
+    if (!Object.hasOwn(data, key)) continue;
+    const value = data[key];
+    if (value !== undefined) about[key] = value;
+    else if (Object.hasOwn(about, key)) delete about[key];
+  }
   const payload: LifecyclePayload = {
     projectId: email.project_id ?? '',
     contactId: email.contact_id ?? '',
@@ -68,7 +67,7 @@ export function lifecyclePayload(
     type,
     // A Timestamp in JSON: RFC 3339 in UTC, no fraction when it is zero (Dates carry milliseconds at most).
     occurredAt: occurredAt.toISOString().replace('.000Z', 'Z'),
-    data: defined({ ...about, ...data }),
+    data: about,
     // From the row: empty when the email has no campaign or workflow.
     campaignId: email.campaign_id ?? '',
     workflowId: email.workflow_id ?? '',

@@ -221,28 +221,33 @@ export class DeliveryWorker {
 
   private async message(row: ClaimedEmail, sendAttachments: SendAttachment[]): Promise<MailMessage> {
     const dkim = await this.dkimKey(row.project_id, domainOf(row.from_email));
-    return {
+    const message: MailMessage = {
       messageId: row.message_id,
       from: { name: row.from_name, address: row.from_email },
       to: { name: row.to_name, address: row.to_email },
-      ...(row.reply_to ? { replyTo: row.reply_to } : {}),
       subject: row.subject,
       html: row.html,
       text: row.text,
       headers: row.headers,
-      attachments: [
-        // Rows queued before migration 004 carry their attachments as base64.
-        ...row.attachments.map((a) => ({ ...a, content: Buffer.from(a.content, 'base64') })),
-        ...sendAttachments,
-      ].map((a) => ({
-        filename: a.filename,
-        content: Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength),
-        contentType: a.contentType,
-        contentDisposition: a.disposition,
-        ...(a.contentId ? { cid: a.contentId } : {}),
-      })),
-      ...(dkim ? { dkim } : {}),
+      attachments:
+        row.attachments.length || sendAttachments.length
+          ? [
+              // Rows queued before migration 004 carry their attachments as base64.
+              ...row.attachments.map((a) => ({ ...a, content: Buffer.from(a.content, 'base64') })),
+              ...sendAttachments,
+            ].map((a) => ({
+              filename: a.filename,
+              content: Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength),
+              contentType: a.contentType,
+              contentDisposition: a.disposition,
+              ...(a.contentId ? { cid: a.contentId } : {}),
+            }))
+          : [],
     };
+    // Set only when there is one (no spread objects per message: each message is cloned to a signing thread).
+    if (row.reply_to) message.replyTo = row.reply_to;
+    if (dkim) message.dkim = dkim;
+    return message;
   }
 
   /** The DKIM key of the domain that covers the sender (cached for a minute). */
