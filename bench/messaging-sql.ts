@@ -3,20 +3,29 @@
  * migrations. `BENCH_EMAILS` campaign emails queued through `EmailsStore.insertMany` in batches of `BENCH_BATCH`
  * (with the `byDedupeKeys` probe each QueueEmails batch makes), then delivery batches of `BENCH_CLAIM` as the
  * delivery worker writes them in one transaction: `lockDue`, `recordOutcomes` (sent, with the attempt rows), the
- * `emails.sent` outbox rows and their feed rows (`enqueueLifecycle`), then the relay's mark of the outbox rows.
+ * `deliveries.emails_sent` and `deliveries.campaign_sent` outbox rows and the feed's rows (`enqueueLifecycle`), then
+ * the relay's claim (payloads read as text) and mark of the outbox rows. BENCH_DROP_INDEXES=a,b drops indexes first.
  * Prints the CPU milliseconds per email of its one PostgreSQL backend (from /proc, 10 ms resolution) and of this
  * process for each statement.
  *
  *   node --import tsx bench/messaging-sql.ts
  */
 import { randomUUID } from 'node:crypto';
-import { enqueueMany } from '@svc/lib/outbox';
 import { createPool } from '@svc/lib/db';
 import { createTestDatabase } from '@svc/lib/test-database';
-import { sentActivity } from '../services/messaging/src/domain/activity-feed.js';
-import { lifecycleMessage } from '../services/messaging/src/domain/email-events.js';
+import { enqueueLifecycle } from '../services/messaging/src/domain/activity-feed.js';
+import {
+  campaignSentMessages,
+  emailsSentMessages,
+  lifecyclePayload,
+} from '../services/messaging/src/domain/email-events.js';
 import { ActivityStore } from '../services/messaging/src/store/activity-store.js';
-import { type ClaimedEmail, EmailsStore, type NewEmail } from '../services/messaging/src/store/emails-store.js';
+import {
+  type ClaimedEmail,
+  DELIVERY_PLAN_SETTINGS,
+  EmailsStore,
+  type NewEmail,
+} from '../services/messaging/src/store/emails-store.js';
 import { migrations } from '../services/messaging/src/store/migrations.js';
 import { cpuSeconds } from './support.js';
 
@@ -24,7 +33,9 @@ const N = Number(process.env.BENCH_EMAILS ?? 20000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 500);
 const CLAIM = Number(process.env.BENCH_CLAIM ?? 100);
 /** Statements sent with each delivery batch's BEGIN (e.g. planner settings), to compare. */
-const BEGIN = process.env.BENCH_BEGIN ? `BEGIN; ${process.env.BENCH_BEGIN}` : 'BEGIN';
+const BEGIN = `BEGIN; ${process.env.BENCH_BEGIN ?? DELIVERY_PLAN_SETTINGS}`;
+/** Indexes dropped before the run (comma-separated), to weigh what each costs. */
+const DROP = (process.env.BENCH_DROP_INDEXES ?? '').split(',').filter(Boolean);
 
 const db = await createTestDatabase('bench_messagingsql', migrations);
 const url = (db.pool as unknown as { options: { connectionString: string } }).options.connectionString;
@@ -34,6 +45,7 @@ try {
   const activity = new ActivityStore(pool);
   const project = randomUUID();
   const campaign = randomUUID();
+  for (const index of DROP) await pool.query(`DROP INDEX ${index}`);
   const backend = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
   const backendMs = () => cpuSeconds(backend) * 1000;
   const totals = new Map<string, { pg: number; node: number }>();
@@ -97,18 +109,15 @@ try {
     await measure('recordOutcomes', () =>
       emails.recordOutcomes(pool, { sent, retry: [], bounced: [], failed: [] }, true),
     );
-    const messages = rows.map((r) => lifecycleMessage(r, 'sent', { messageId: r.message_id }));
-    const ids = await measure('outbox insert', () => enqueueMany(pool, messages));
-    await measure('activity insert', () =>
-      activity.insertMany(
-        pool,
-        messages.map((m, i) => sentActivity(m, ids[i])!),
-      ),
+    const payloads = rows.map((r) => lifecyclePayload(r, 'sent', { messageId: r.message_id }));
+    await measure('outbox + feed insert', () =>
+      enqueueLifecycle(pool, activity, [...emailsSentMessages(payloads), ...campaignSentMessages(rows)]),
     );
     await measure('commit', () => pool.query('COMMIT'));
     await measure('relay mark', async () => {
       const { rows: claimed } = await pool.query<{ id: string }>(
-        'SELECT id::text FROM outbox WHERE published_at IS NULL ORDER BY outbox.id LIMIT 500 FOR UPDATE SKIP LOCKED',
+        `SELECT id::text, subject, payload::text AS payload, request_id, traceparent FROM outbox
+         WHERE published_at IS NULL ORDER BY outbox.id LIMIT 500 FOR UPDATE SKIP LOCKED`,
       );
       await pool.query(`UPDATE outbox SET published_at = now() WHERE id = ANY('{${claimed.map((r) => r.id)}}')`);
     });

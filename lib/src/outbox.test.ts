@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { payloadValue, type Bus, type BusMessage } from './bus.js';
+import { payloadValue, type Bus, type BusMessage, type JsonText } from './bus.js';
 import { MemoryBus } from './bus-memory.js';
 import { createPool, withTransaction, type Pool } from './db.js';
 import { createLogger } from './logger.js';
@@ -71,6 +71,32 @@ describe('outbox relay', () => {
     expect(bus.got.every((m) => /^svc-\d+$/.test(m.id))).toBe(true);
     expect(await relay.drain()).toBe(0);
     expect(bus.got).toHaveLength(4);
+  });
+
+  test('a payload is kept and published as the JSON text written (json, lz4 where the server has it)', async () => {
+    const texts: string[] = [];
+    const bus = {
+      ...recordingBus(),
+      async publish(_s: string, data: unknown) {
+        texts.push((data as JsonText).text);
+      },
+    };
+    const relay = new OutboxRelay({ service: 'svc', pool, bus, logger });
+    // Large enough to be compressed; jsonb would have printed it back with its keys reordered and spaces added.
+    const payload = { zeta: 1, alpha: Array.from({ length: 2000 }, (_, n) => ({ emailId: `e-${n}`, type: 'sent' })) };
+    await enqueueMany(pool, [{ subject: 'deliveries.emails_sent', payload }]);
+    await enqueue(pool, 'contacts.created', { b: 1, a: 'x' });
+    expect(await relay.drain()).toBe(2);
+    expect(texts).toEqual([JSON.stringify(payload), '{"b":1,"a":"x"}']);
+    const { rows } = await pool.query<{ type: string; compression: string }>(
+      `SELECT format_type(atttypid, atttypmod) AS type, attcompression AS compression FROM pg_attribute
+       WHERE attrelid = 'outbox'::regclass AND attname = 'payload'`,
+    );
+    expect(rows[0].type).toBe('json');
+    const lz4 = await pool.query(
+      `SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)`,
+    );
+    expect(rows[0].compression).toBe(lz4.rowCount ? 'l' : '');
   });
 
   test('a batch whose ids gain a digit (99 -> 100) goes out in id order, not in their text order', async () => {
