@@ -428,10 +428,12 @@ export function cpuPerUnit(a: CpuSnapshot, b: CpuSnapshot, units: number, unit: 
   parts.push(['bench', (b.bench.user - a.bench.user + b.bench.system - a.bench.system) / 1e6]);
   const total = parts.reduce((sum, [, v]) => sum + v, 0);
   const ms = (s: number) => fmt((1000 * s) / Math.max(units, 1), 2);
+  const ms3 = (s: number) => fmt((1000 * s) / Math.max(units, 1), 3);
   return (
     `CPU per ${unit}: total ${ms(total)} ms (${parts.map(([k, v]) => `${k} ${ms(v)}`).join(', ')}); ` +
     `CPU seconds: ${parts.map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ')}; ` +
-    `PostgreSQL by database: ${[...byDatabase].map(([k, v]) => `${k} ${ms(v)}`).join(', ')} ms; ` +
+    // Three decimals: a database's share is a few hundredths of a millisecond per unit.
+    `PostgreSQL by database: ${[...byDatabase].map(([k, v]) => `${k} ${ms3(v)}`).join(', ')} ms; ` +
     // Not in the total: the machine's NATS server also carries other runs' messages.
     `nats-server (shared, not in the total) ${Number.isFinite(b.nats - a.nats) ? ms(b.nats - a.nats) : '?'} ms`
   );
