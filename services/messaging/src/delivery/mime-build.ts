@@ -89,6 +89,10 @@ function cached(map: Map<string, string>, key: string, convert: (key: string) =>
 const asciiDomain = (domain: string) => cached(asciiDomains, domain, domainToASCII);
 const unicodeDomain = (domain: string) => cached(unicodeDomains, domain, domainToUnicode);
 
+// Header field names as written, by the caller's key: the same few on every message (List-Unsubscribe, X-Email-Id).
+const headerNames = new Map<string, string>();
+const fieldName = (key: string) => cached(headerNames, key, headerName);
+
 /**
  * Builds the MIME message (the structure nodemailer's composer gave it: text and html as multipart/alternative,
  * inline parts with the html in multipart/related, attachments in multipart/mixed) and signs it with its DKIM
@@ -109,7 +113,7 @@ export function envelopeOf(message: MailMessage): { from: string; to: string[] }
 export function composeMessage(message: MailMessage, date = new Date()): Buffer {
   const head: string[] = [];
   for (const [key, value] of Object.entries(message.headers ?? {})) {
-    const name = headerName(key);
+    const name = fieldName(key);
     const text = headerText(String(value ?? ''));
     if (name && text.trim()) head.push(foldHeader(`${name}: ${text}`));
   }
@@ -118,7 +122,7 @@ export function composeMessage(message: MailMessage, date = new Date()): Buffer 
   if (message.replyTo) head.push(foldHeader(`Reply-To: ${addressField(message.replyTo)}`));
   if (message.subject) head.push(foldHeader(`Subject: ${headerText(message.subject)}`));
   head.push(`Message-ID: ${messageIdField(message)}`);
-  head.push(`Date: ${date.toUTCString().replace(/GMT/, '+0000')}`);
+  head.push(`Date: ${dateField(date)}`);
   head.push('MIME-Version: 1.0');
   const out: string[] = [];
   // randomUUID draws from a cached pool of random bytes; randomBytes(8) made a call into OpenSSL per message.
@@ -127,6 +131,19 @@ export function composeMessage(message: MailMessage, date = new Date()): Buffer 
   const raw = out.join('');
   // A message ends with a line break (RFC 5322 2.1).
   return Buffer.from(raw.endsWith('\n') ? raw : `${raw}\r\n`);
+}
+
+// The Date field of the current second: messages built in the same second share it.
+let dateSecond = Number.NaN;
+let dateText = '';
+
+function dateField(date: Date): string {
+  const second = Math.floor(date.getTime() / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateText = date.toUTCString().replace(/GMT/, '+0000');
+  }
+  return dateText;
 }
 
 /** A MIME part: a leaf with its content, or a multipart of parts. */

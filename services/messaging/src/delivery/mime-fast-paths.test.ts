@@ -1,7 +1,7 @@
 import { createSign } from 'node:crypto';
 import { randomText, seededRandom } from '@svc/lib/test-random';
 import { bytewiseRelaxedBodyHash, dkimSign, foldSignature, relaxedBodyHash } from './mime-build.js';
-import { quotedPrintable } from './mime-encode.js';
+import { quotedPrintable, textEncoding } from './mime-encode.js';
 import { testDkimKey } from './test-dkim-key.js';
 
 // The builder's cheaper paths (quoted-printable into one buffer, the body hash and header values relaxed canonical
@@ -82,6 +82,24 @@ describe('quotedPrintable', () => {
       const value = text(120);
       expect([value, quotedPrintable(value)]).toEqual([value, referenceQuotedPrintable(value)]);
     }
+  });
+});
+
+describe('textEncoding', () => {
+  // The patterns the character loop replaced.
+  const NOT_7BIT = /[\x00-\x08\x0b\x0c\x0e-\x1f\u0080-\uffff]/;
+  const LONG_LINE = /^.{77,}/m;
+  const byPatterns = (t: string) => !NOT_7BIT.test(t) && t.length <= 128 * 1024 && !LONG_LINE.test(t);
+
+  test('2,000 random texts, ASCII ones and lines about 76 long: as the patterns chose', () => {
+    const ascii = ['a', 'Zo', ' ', '\t', '\x7f', '\x01', '\n', '\r\n', '\r', 'x'.repeat(38), 'y'.repeat(75)];
+    for (let i = 0; i < 2000; i++) {
+      const t = i % 2 ? text(300) : randomText(random, ascii, 200);
+      expect(textEncoding(t) === '7bit').toBe(byPatterns(t));
+    }
+    for (const n of [75, 76, 77])
+      for (const t of ['x'.repeat(n), `a\r\n${'x'.repeat(n)}\r\nb`, `${'x'.repeat(n)}\rb`])
+        expect(textEncoding(t) === '7bit').toBe(byPatterns(t));
   });
 });
 

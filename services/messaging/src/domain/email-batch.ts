@@ -293,7 +293,7 @@ export class EmailBatches {
       const trackedHtml = addTracking(html, {
         pixelUrl: `${this.d.publicUrl}/t/o/${this.d.tokens.sign('open', { emailId })}`,
         clickUrl: (url) =>
-          Object.values(urls).includes(url)
+          url === urls.unsubscribeUrl || url === urls.subscribeUrl || url === urls.manageUrl
             ? undefined
             : `${this.d.publicUrl}/t/c/${this.d.tokens.sign('click', { emailId, url })}`,
       });

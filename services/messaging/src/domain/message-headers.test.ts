@@ -46,4 +46,11 @@ describe('platform headers', () => {
     ]);
     expect(Object.keys(h)[0]).toBe('X-Tag');
   });
+
+  test('the mailto subject is the URI-encoded "unsubscribe <token>", whatever the token holds', () => {
+    for (const token of ['eyJhIjoiYiJ9.AbC-d_e', "a!~*'()z", 'a b/c?d&e=f', 'é€', ''])
+      expect(unsubscribeMailto('acme.com', token)).toBe(
+        `mailto:unsubscribe@acme.com?subject=${encodeURIComponent(`unsubscribe ${token}`)}`,
+      );
+  });
 });

@@ -67,11 +67,18 @@ export function composeHeaders(opts: {
     headers['Auto-Submitted'] = 'auto-generated';
   }
   headers['X-Email-Id'] = opts.emailId;
-  const custom = Object.entries(opts.custom ?? {}).filter(([name]) => !isReservedHeader(name));
-  return { ...Object.fromEntries(custom), ...headers };
+  // Most mail has no caller headers (every campaign email): the platform's are the whole set.
+  if (!opts.custom) return headers;
+  const custom = Object.entries(opts.custom).filter(([name]) => !isReservedHeader(name));
+  return custom.length ? { ...Object.fromEntries(custom), ...headers } : headers;
 }
+
+/** Characters encodeURIComponent never encodes. */
+const URI_PLAIN = /^[A-Za-z0-9\-_.!~*'()]*$/;
 
 /** `mailto:` form of List-Unsubscribe: the token in the subject identifies the recipient. */
 export function unsubscribeMailto(senderDomain: string, token: string): string {
-  return `mailto:unsubscribe@${senderDomain}?subject=${encodeURIComponent(`unsubscribe ${token}`)}`;
+  // A token of ours (base64url, a dot) is what encodeURIComponent leaves as it is: only the space is encoded.
+  const subject = URI_PLAIN.test(token) ? `unsubscribe%20${token}` : encodeURIComponent(`unsubscribe ${token}`);
+  return `mailto:unsubscribe@${senderDomain}?subject=${subject}`;
 }
