@@ -19,8 +19,7 @@ const fromOwnSubject = (name: string) => name.startsWith('email.') || /^segment\
  * Messages handled at a time by each consumer. Order does not matter to them: re-entry is decided
  * under a per-(workflow, contact) lock, and waits compare the events' own times (waiting_since, at).
  * The enrolments of the messages in hand share one transaction (Executions' group commit): 128 in hand
- * made those statements ~23 enrolments each where 32 made ~13 (bench/workflow.ts, BENCH_COUNT=1); with the
- * statement's gathering wait (executions.ts, ENROL_GATHER) ~40 (256 in hand without it: still ~20).
+ * made those statements ~23 enrolments each where 32 made ~13 (bench/workflow.ts, BENCH_COUNT=1).
  */
 const CONCURRENCY = 128;
 

@@ -29,14 +29,6 @@ function dataFields(data: Record<string, unknown>, prefix = ''): { field: string
   });
 }
 
-/**
- * An enrolment statement of fewer than `fill` events waits up to `ms` for more (the bus consumer holds up to 128
- * events at once, consumers.ts): statements of ~20 events became ~40 in bench/workflow.ts, and
- * bench/workflow-sql.ts gives batches of 45 about a quarter less PostgreSQL and JavaScript CPU per enrolment than
- * batches of 23. A new execution starts at most `ms` later.
- */
-const ENROL_GATHER = { ms: 20, fill: 100 };
-
 /** A tracked event of a contact, as the engine reacts to it (an event without an id keyed by its bus message). */
 export interface TrackedEvent {
   projectId: string;
@@ -62,7 +54,7 @@ export class Executions {
     /** Which events a project's workflows start on or await, kept until a workflow or step changes. */
     private readonly cache?: NotifiedCache,
   ) {
-    this.enrolments = new StatementBatch((events) => store.enrolTriggered(store.pool, events), 200, ENROL_GATHER);
+    this.enrolments = new StatementBatch((events) => store.enrolTriggered(store.pool, events));
   }
 
   /** Whether enabled workflows start on the event name, and whether a WAIT_FOR_EVENT step awaits it. */
