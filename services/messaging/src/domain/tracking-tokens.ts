@@ -67,9 +67,9 @@ export class TrackingTokens {
     this.outer = createHash('sha256').update(opad);
     if (oneShot) {
       this.innerInput = Buffer.alloc(SIGN_AT + SIGN_ROOM);
-      ipad.copy(this.innerInput);
+      this.innerInput.set(ipad);
       this.outerInput = Buffer.alloc(BLOCK_BYTES + 32);
-      opad.copy(this.outerInput);
+      this.outerInput.set(opad);
     }
   }
 
