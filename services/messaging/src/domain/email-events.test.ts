@@ -49,7 +49,7 @@ describe('email lifecycle messages (README "Messages on the bus")', () => {
     expect(typeof (m.payload as { occurredAt: unknown }).occurredAt).toBe('string');
   });
 
-  test('data: the email, subject and template first, then the step values in order; an undefined one removes a key', () => {
+  test('data: the email, subject and template, then the step values in order; undefined removes a key', () => {
     const m = lifecyclePayload({ ...email, template_id: 't1' }, 'bounce', {
       reason: 'r',
       subject: 'Override',
