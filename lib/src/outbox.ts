@@ -290,18 +290,20 @@ export async function enqueueMany(tx: Queryable, messages: OutboxWrite[]): Promi
   if (!messages.length) return [];
   const current = outgoingContext();
   const ctx = (m: OutboxWrite) => m.context ?? current;
-  const { rows } = await tx.query<{ id: string }>(
-    `INSERT INTO outbox (subject, payload, request_id, traceparent)
+  // Named: prepared once per connection, not parsed and planned for every batch.
+  const { rows } = await tx.query<{ id: string }>({
+    name: 'outbox-enqueue-many',
+    text: `INSERT INTO outbox (subject, payload, request_id, traceparent)
      SELECT s, p::json, r, t FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
        WITH ORDINALITY AS m(s, p, r, t, n) ORDER BY n
      RETURNING id::text`,
-    [
+    values: [
       messages.map((m) => m.subject),
       messages.map((m) => JSON.stringify(m.payload)),
       messages.map((m) => ctx(m)?.requestId ?? null),
       messages.map((m) => ctx(m)?.traceparent ?? null),
     ],
-  );
+  });
   // The ids are drawn in insertion order (ORDER BY n): ascending, they line up with `messages`.
   return rows
     .map((r) => BigInt(r.id))

@@ -30,12 +30,15 @@ export class ActivityStore {
    */
   async insertMany(tx: Queryable, rows: ActivityRow[]): Promise<void> {
     if (!rows.length) return;
-    await tx.query(
-      `INSERT INTO activity (id, source_id, project_id, type, contact_id, email_id, email, name, data, occurred_at)
+    // Named: prepared once per connection, not parsed and planned for every delivery batch.
+    await tx.query({
+      name: 'activity-insert-many',
+      text: `INSERT INTO activity
+         (id, source_id, project_id, type, contact_id, email_id, email, name, data, occurred_at)
        SELECT id, source_id, project_id, type, contact_id, email_id, email, name, data, occurred_at
        FROM jsonb_populate_recordset(NULL::activity, $1::jsonb) ON CONFLICT (source_id) DO NOTHING`,
-      [JSON.stringify(rows)],
-    );
+      values: [JSON.stringify(rows)],
+    });
   }
 
   private filter(

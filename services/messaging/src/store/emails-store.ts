@@ -236,15 +236,17 @@ export class EmailsStore {
     if (!emails.length) return new Set();
     const cols = INSERT_COLUMNS.join(', ');
     // The delivery loop is woken in the same statement: PostgreSQL sends one notification per transaction
-    // for repeats of the same channel and payload, and none when no row was inserted.
-    const { rows } = await tx.query<{ id: string }>(
-      `WITH ins AS (
+    // for repeats of the same channel and payload, and none when no row was inserted. Prepared once per connection
+    // (named): parsed and planned once, not for every batch.
+    const { rows } = await tx.query<{ id: string }>({
+      name: 'emails-insert-many',
+      text: `WITH ins AS (
          INSERT INTO emails (${cols}) SELECT ${cols} FROM jsonb_populate_recordset(NULL::emails, $1::jsonb)
          ON CONFLICT (project_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id
        )
        SELECT id, pg_notify('emails_queued', '') FROM ins`,
-      [JSON.stringify(emails.map(insertRecord))],
-    );
+      values: [JSON.stringify(emails.map(insertRecord))],
+    });
     return new Set(rows.map((r) => r.id));
   }
 
@@ -253,11 +255,12 @@ export class EmailsStore {
     if (!keys.length) return new Map();
     // One probe of emails_dedupe per key. Written as `dedupe_key = ANY($2)`, a planner without statistics of
     // emails (not analysed yet) read every email of the project through emails_project_created, each batch.
-    const { rows } = await this.pool.query<{ dedupe_key: string; id: string }>(
-      `SELECT k.key AS dedupe_key, e.id FROM unnest($2::text[]) AS k(key)
+    const { rows } = await this.pool.query<{ dedupe_key: string; id: string }>({
+      name: 'emails-by-dedupe-keys',
+      text: `SELECT k.key AS dedupe_key, e.id FROM unnest($2::text[]) AS k(key)
        CROSS JOIN LATERAL (SELECT id FROM emails WHERE project_id = $1 AND dedupe_key = k.key LIMIT 1) e`,
-      [projectId, keys],
-    );
+      values: [projectId, keys],
+    });
     return new Map(rows.map((r) => [r.dedupe_key, r.id]));
   }
 
