@@ -383,6 +383,42 @@ describe('campaign fan-out', () => {
       expect((await recipients.counts([id])).get(id)).toMatchObject({ total: people.length, pending: 0 });
     });
 
+    test('a checkpoint moved while the hand-over found nobody pending still wakes it (no lost wake-up)', async () => {
+      const id = await newCampaign();
+      const messaging = new Messaging();
+      const { port, release } = heldStream();
+      messaging.during = async () => {
+        if (messaging.calls === 2) release(); // the snapshot's second batch waits for the hand-over's second call
+      };
+      // The hand-over's first read of pending recipients finds none; the snapshot's first batch commits (and moves
+      // the checkpoint) after that read and before the hand-over, told "caught up", waits for the next checkpoint.
+      let firstRead!: () => void;
+      const read = new Promise<void>((r) => (firstRead = r));
+      let firstCommit!: () => void;
+      const committed = new Promise<void>((r) => (firstCommit = r));
+      const store = Object.create(fanOutStore) as FanOutStore;
+      let reads = 0;
+      store.pending = async (...args: Parameters<FanOutStore['pending']>) => {
+        const rows = await fanOutStore.pending(...args);
+        if (reads++ === 0) {
+          expect(rows).toEqual([]);
+          firstRead();
+          await committed;
+          await new Promise((r) => setImmediate(r)); // the snapshot's checkpoint moved in memory too
+        }
+        return rows;
+      };
+      store.addSnapshotBatch = async (...args: Parameters<FanOutStore['addSnapshotBatch']>) => {
+        await read;
+        const held = await fanOutStore.addSnapshotBatch(...args);
+        firstCommit();
+        return held;
+      };
+      await slice(new FanOut(store, port, messaging, opts, logger), id);
+      expect(await status(id)).toBe('SENT');
+      expect(messaging.queued.size).toBe(people.length);
+    }, 15_000);
+
     test('a cancel during the snapshot stops the snapshot and the hand-over', async () => {
       const id = await newCampaign();
       const messaging = new Messaging();

@@ -41,6 +41,8 @@ class Slice {
   ended = false;
   /** The snapshot streams in this slice; the hand-over may catch up with it and wait for its next checkpoint. */
   snapshotRunning = false;
+  /** How often the snapshot moved its checkpoint: a hand-over that read before a move does not wait for the next. */
+  checkpoints = 0;
   private wake?: () => void;
 
   constructor(
@@ -51,13 +53,17 @@ class Slice {
 
   /** The snapshot moved its checkpoint (or ended): a hand-over waiting for it goes on. */
   progressed(): void {
+    this.checkpoints++;
     this.wake?.();
     this.wake = undefined;
   }
 
-  /** Resolves at the snapshot's next checkpoint or its end (at once when it does not run). */
-  nextCheckpoint(): Promise<void> {
-    if (!this.snapshotRunning || this.ended) return Promise.resolve();
+  /**
+   * Resolves at the snapshot's next checkpoint after the `seen`th or its end: at once when it does not run or has
+   * moved since (a move between the hand-over's read and this call would otherwise wake nobody).
+   */
+  nextCheckpoint(seen: number): Promise<void> {
+    if (!this.snapshotRunning || this.ended || this.checkpoints !== seen) return Promise.resolve();
     return new Promise((resolve) => {
       const before = this.wake;
       this.wake = () => {
@@ -176,8 +182,9 @@ export class FanOut {
     const poll = this.opts.windowPollMs ?? 0;
     for (;;) {
       if (this.over(s)) return 'more';
+      const seen = s.checkpoints;
       const step = await this.round(s);
-      if (step === 'caught-up') await s.nextCheckpoint();
+      if (step === 'caught-up') await s.nextCheckpoint(seen);
       else if (step === 'window') {
         if (!poll || Date.now() + poll >= s.deadline) return 'window';
         await sleep(poll);
