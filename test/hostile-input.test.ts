@@ -60,6 +60,31 @@ describe('hostile input', () => {
     expect(await contactCount()).toBe(before);
   });
 
+  test('a number beyond a double (1e400, read as Infinity) is a 422 naming the field, storing nothing', async () => {
+    const before = await contactCount();
+    const segments = (await call('GET', '/segments', undefined, key())).body.length;
+    const tree = '{"logic":"AND","groups":[{"filters":[{"field":"data.age","operator":"greaterThan","value":1e400}]}]}';
+    const from = 'sandbox@sandbox.localhost';
+    const cases: [string, string, string, string][] = [
+      ['POST', '/segments', `{"name":"inf","condition":${tree}}`, 'condition.groups.0.filters.0.value'],
+      [
+        'POST',
+        '/campaigns',
+        `{"name":"n","subject":"s","body":"b","from":"${from}","audienceType":"FILTERED","audienceCondition":${tree}}`,
+        'audienceCondition.groups.0.filters.0.value',
+      ],
+      ['POST', '/contacts/filter', `{"condition":${tree}}`, 'condition.groups.0.filters.0.value'],
+      ['POST', '/contacts', `{"email":"${uniqueEmail()}","data":{"n":-1e400}}`, 'data.n'],
+    ];
+    for (const [method, url, raw, field] of cases) {
+      const res = await call(method, url, undefined, { ...key(), raw });
+      expectEnvelope(res, 422, 'VALIDATION_ERROR');
+      expect(res.body.error.errors[0]).toMatchObject({ field, code: 'too_big' });
+    }
+    expect(await contactCount()).toBe(before);
+    expect((await call('GET', '/segments', undefined, key())).body).toHaveLength(segments);
+  });
+
   test('U+0000 in a query string or path (%00) is a 400', async () => {
     for (const url of [
       '/contacts?search=a%00b',

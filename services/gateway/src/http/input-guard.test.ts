@@ -34,4 +34,10 @@ describe('checkJsonBody', () => {
     expect(errorOf({ data: { 'k\u0000': 1 } })?.errors?.[0].field).toBe('data.k\\u0000');
     expect(errorOf({ text: 'line\r\nbreaks, unicode ☃ and \u0001 are fine' })).toBeUndefined();
   });
+
+  test('a number beyond a double (JSON.parse reads 1e400 as Infinity) is a 422 naming the field', () => {
+    const body = JSON.parse('{"condition":{"groups":[{"filters":[{"value":-1e400}]}]},"n":1e308}');
+    expect(errorOf(body)?.errors?.[0]).toMatchObject({ field: 'condition.groups.0.filters.0.value', code: 'too_big' });
+    expect(errorOf({ n: 1e308, m: -0.5 })).toBeUndefined();
+  });
 });

@@ -2,8 +2,9 @@ import express, { type RequestHandler } from 'express';
 import { AppError, badRequest, validationError } from '@svc/lib/errors';
 
 // Hostile input refused at the edge, before any RPC: PostgreSQL cannot store U+0000 in text or
-// jsonb, and the JSON-to-protobuf conversion gives up past 100 levels of nesting. Both used to
-// surface as 500s deep inside a service.
+// jsonb, the JSON-to-protobuf conversion gives up past 100 levels of nesting, and a number beyond
+// a double's range (`1e400`, which JSON.parse reads as Infinity) has no google.protobuf.Value. All
+// used to surface as 500s deep inside a service.
 
 /** Deepest JSON body accepted (objects and arrays both count a level); the custom data rule (10) sits well inside. */
 export const MAX_JSON_DEPTH = 32;
@@ -41,6 +42,11 @@ const nulError = (node: Node) =>
     { field: fieldOf(node), message: 'Text must not contain the NUL character (U+0000)', code: 'invalid_string' },
   ]);
 
+const infiniteError = (node: Node) =>
+  validationError([
+    { field: fieldOf(node), message: "Number is beyond a double's range (about 1.8e308)", code: 'too_big' },
+  ]);
+
 /**
  * Whether a body passes the checks below, found without building their field paths: every body is walked
  * by this, and only a refused one again by `refusal` to say why.
@@ -60,6 +66,8 @@ function acceptable(body: unknown): boolean {
       const child = (value as Record<string, unknown>)[key];
       if (typeof child === 'string') {
         if (child.includes(NUL)) return false;
+      } else if (typeof child === 'number') {
+        if (!Number.isFinite(child)) return false;
       } else if (child !== null && typeof child === 'object') {
         values.push(child);
         depths.push(depth + 1);
@@ -71,7 +79,8 @@ function acceptable(body: unknown): boolean {
 
 /**
  * Walks a parsed JSON body without recursion (a body of a million `[` must not overflow the
- * stack): a 400 past MAX_JSON_DEPTH, a 422 naming the field for a NUL in any key or string.
+ * stack): a 400 past MAX_JSON_DEPTH, a 422 naming the field for a NUL in any key or string or for a number
+ * JSON.parse read as Infinity.
  */
 export function checkJsonBody(body: unknown): void {
   if (!acceptable(body)) refusal(body);
@@ -87,6 +96,7 @@ function refusal(body: unknown): void {
       if (value.includes(NUL)) throw nulError(node);
       continue;
     }
+    if (typeof value === 'number' && !Number.isFinite(value)) throw infiniteError(node);
     if (value === null || typeof value !== 'object') continue;
     if (depth >= MAX_JSON_DEPTH) {
       throw new AppError({
