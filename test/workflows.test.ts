@@ -354,7 +354,8 @@ describe('WEBHOOK step', () => {
       req.on('end', () => {
         received.push({ headers: req.headers, body, path: req.url ?? '' });
         res.statusCode = req.url?.startsWith('/fail') ? 500 : 200;
-        res.end('ok');
+        // A receiver may answer anything: NUL, or an emoji cut in half where the kept answer ends (1000 chars).
+        res.end(req.url?.startsWith('/odd') ? `ok\u0000${'x'.repeat(996)}\u{1F600}` : 'ok');
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -398,6 +399,17 @@ describe('WEBHOOK step', () => {
       event: { name: ev, data: { plan: 'pro' } },
       data: { greeting: `Hi ${to}`, plan: 'pro' },
     });
+  });
+
+  test('an answer the database cannot store as is (NUL, half a surrogate pair) still completes the step', async () => {
+    const ev = uniqueEvent('hookodd');
+    const w = await build(ev, { hook: { type: 'WEBHOOK', config: { url: `${url}/odd` } } }, [['trigger', 'hook']]);
+    await track(uniqueEmail('hookodd'), ev);
+    const e = await settled(w.id, ['COMPLETED']);
+    const steps = await stepStatuses(w.id, e.id);
+    expect(steps[1]).toMatchObject({ stepType: 'WEBHOOK', status: 'COMPLETED', output: { attempts: 1, status: 200 } });
+    expect(steps[1].output.response).toBe(`ok\ufffd${'x'.repeat(996)}\ufffd`);
+    expect(received.filter((r) => r.path === '/odd' && r.body.includes(e.id))).toHaveLength(1);
   });
 
   test('a receiver that keeps failing fails the step and the execution after the retries', async () => {

@@ -125,6 +125,24 @@ describe('webhook delivery through a real resolver (loopback DNS server)', () =>
     expect(inner.got).toHaveLength(0);
   });
 
+  test('an answer with NUL or a surrogate pair cut at 1000 characters is kept as storable text', async () => {
+    const r = await receiver((n, _req, res) => {
+      res.statusCode = n === 1 ? 500 : 200;
+      res.end(n === 1 ? `${'a'.repeat(999)}\u{1F600}b` : 'ok\u0000done');
+    });
+    const out = await deliverWebhook(
+      { ...request, url: `http://127.0.0.1:${r.port}/in` },
+      { ...opts, allowPrivate: true, maxAttempts: 1 },
+    );
+    // PostgreSQL's jsonb refuses both NUL and a lone surrogate (the step's output could not be written).
+    expect(out.response).toBe(`${'a'.repeat(999)}\ufffd`);
+    const second = await deliverWebhook(
+      { ...request, url: `http://127.0.0.1:${r.port}/in` },
+      { ...opts, allowPrivate: true, maxAttempts: 1 },
+    );
+    expect(second).toMatchObject({ ok: true, response: 'ok\ufffddone' });
+  });
+
   test('a name that does not resolve fails without an attempt', async () => {
     const out = await deliverWebhook(
       { ...request, url: 'http://nowhere.test/in' },

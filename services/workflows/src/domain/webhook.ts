@@ -124,6 +124,13 @@ export interface WebhookResult {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
+ * The start of a receiver's answer as the step's output keeps it: PostgreSQL's jsonb takes neither NUL nor
+ * half of a surrogate pair (the cut at 1000 characters can split one), so those become U+FFFD.
+ */
+const storable = (text: string) =>
+  text.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\ufffd');
+
+/**
  * One HTTP(S) request to the pinned address: the URL keeps its host name (Host header, TLS SNI and
  * certificate check), but the socket connects to `pinned` (the `lookup` of the request answers it
  * and nothing else). Redirects are not followed: a 3xx is an answer like any other non-2xx.
@@ -156,7 +163,7 @@ function send(
         res.on('data', (chunk: string) => {
           if (text.length < 1000) text += chunk;
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: text.slice(0, 1000) }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: storable(text.slice(0, 1000)) }));
         res.on('error', reject);
       },
     );
