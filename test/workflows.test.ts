@@ -117,6 +117,26 @@ describe('workflows API', () => {
     );
     expectEnvelope(await api('GET', '/workflows/00000000-0000-4000-8000-000000000000'), 404, 'WORKFLOW_NOT_FOUND');
     expectEnvelope(await api('GET', '/workflows/not-a-uuid'), 404, 'WORKFLOW_NOT_FOUND');
+    // Header injection: a subject or sender name with a line break, a webhook header name or value with one.
+    const mail = { subject: 'Hi', body: '<p>x</p>', from: 'team@example.com' };
+    for (const config of [
+      { ...mail, subject: 'Hi\r\nBcc: someone@example.com' },
+      { ...mail, fromName: 'Team\r\nBcc: someone@example.com' },
+    ]) {
+      expectEnvelope(
+        await api('POST', `/workflows/${w.id}/steps`, { type: 'SEND_EMAIL', config }),
+        422,
+        'VALIDATION_ERROR',
+      );
+    }
+    for (const headers of [{ 'X-A\r\nX-B': 'v' }, { 'X-A': 'v\r\nX-Injected: 1' }, { Host: 'internal.example' }]) {
+      const config = { url: 'https://hooks.example.com/x', headers };
+      expectEnvelope(
+        await api('POST', `/workflows/${w.id}/steps`, { type: 'WEBHOOK', config }),
+        422,
+        'VALIDATION_ERROR',
+      );
+    }
     const after = await api('GET', `/workflows/${w.id}`);
     expect(after.body.steps).toHaveLength(3);
     expect(after.body.transitions).toHaveLength(0);

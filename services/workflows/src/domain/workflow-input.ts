@@ -31,18 +31,42 @@ const duration = z
 export type Duration = z.infer<typeof duration>;
 export const durationMs = (d: Duration) => d.amount * UNIT_SECONDS[d.unit] * 1000;
 
+/** Text that goes into a mail header (subject, sender name) is one line, as on /v1/send. */
+const oneLine = [
+  (s: string) => !/[\r\n]/.test(s),
+  { message: 'Must not contain line breaks', params: { code: 'invalid_string' } },
+] as const;
+
 const mailbox = z.union([
   z.string().email(),
-  z.object({ name: z.string().max(200).optional(), email: z.string().email() }).strict(),
+  z
+    .object({
+      name: z
+        .string()
+        .max(200)
+        .refine(...oneLine)
+        .optional(),
+      email: z.string().email(),
+    })
+    .strict(),
 ]);
 
 const sendEmail = z
   .object({
     templateId: z.string().uuid().optional(),
-    subject: z.string().min(1).max(998).optional(),
+    subject: z
+      .string()
+      .min(1)
+      .max(998)
+      .refine(...oneLine)
+      .optional(),
     body: z.string().min(1).max(1_000_000).optional(),
     from: mailbox.optional(),
-    fromName: z.string().max(200).optional(),
+    fromName: z
+      .string()
+      .max(200)
+      .refine(...oneLine)
+      .optional(),
     replyTo: z.string().email().optional(),
   })
   .strict()
@@ -54,6 +78,38 @@ const sendEmail = z
     }
   });
 
+// RFC 9110 field names are tokens; values are what Node's HTTP client sends (no CR, LF or other controls).
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** Headers that address or frame the request (the HTTP client sets them): a step cannot set them. */
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+]);
+
+function checkWebhookHeaders(headers: Record<string, string>, ctx: z.RefinementCtx) {
+  for (const [name, value] of Object.entries(headers)) {
+    const issue = (message: string, code: string) =>
+      ctx.addIssue({ code: 'custom', path: [name.slice(0, 100)], message, params: { code } });
+    if (!HEADER_NAME.test(name) || name.length > 256) {
+      issue("Header names are HTTP tokens: letters, digits and !#$%&'*+-.^_`|~", 'invalid_header_name');
+    } else if (RESERVED_HEADERS.has(name.toLowerCase())) {
+      issue(`The ${name} header is set by the HTTP client and cannot be overridden`, 'reserved_header');
+    }
+    if (!HEADER_VALUE.test(value)) {
+      issue('Header values must not contain line breaks or other control characters', 'invalid_string');
+    }
+  }
+}
+
 const webhook = z
   .object({
     url: z
@@ -62,7 +118,7 @@ const webhook = z
       .max(2048)
       .refine((u) => /^https?:\/\//i.test(u), { message: 'Only http and https URLs' }),
     method: z.enum(['POST', 'PUT', 'PATCH']).default('POST'),
-    headers: z.record(z.string().max(8192)).default({}),
+    headers: z.record(z.string().max(8192)).default({}).superRefine(checkWebhookHeaders),
     body: z.unknown().optional(),
   })
   .strict();
