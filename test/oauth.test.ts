@@ -3,7 +3,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { call, expectEnvelope, platform, uniqueEmail } from './support/client.js';
+import pg from 'pg';
+import { serviceDatabaseUrl } from '@svc/lib/db';
+import { call, expectEnvelope, platform, sessionCookie, uniqueEmail } from './support/client.js';
 import { freePort, httpOk, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -106,6 +108,10 @@ function startProvider() {
 }
 
 const provider = startProvider();
+const identityDb = new pg.Pool({
+  connectionString: serviceDatabaseUrl('identity', platform.env.DATABASE_URL, platform.env),
+  max: 1,
+});
 let child: ChildProcess;
 let base: string;
 
@@ -133,6 +139,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  await identityDb.end();
   if (child) await stopProcess(child);
   await new Promise((resolve) => provider.server.close(resolve));
 });
@@ -226,6 +233,37 @@ test('an existing password account is linked when the provider verified the addr
   const done = await signIn({ email: email.toUpperCase(), verified: true });
   expect(done.location).toBe('/app');
   expect((await me(done.session!)).body).toMatchObject({ id: signup.body.id, email, emailVerified: true });
+});
+
+test('linking an unverified account ends the password and sessions of whoever signed up with the address', async () => {
+  // Someone signs up with another person's address (nothing verifies it); that person later signs in with GitHub.
+  const email = uniqueEmail('oauth-prehijack');
+  const signup = await call('POST', '/auth/signup', { email, password: 'squatter-123' }, { baseUrl: base });
+  expect(signup.status).toBe(201);
+  const squatter = sessionCookie(signup.headers);
+  const done = await signIn({ email, verified: true });
+  expect((await me(done.session!)).body).toMatchObject({ id: signup.body.id, emailVerified: true });
+  // The squatter's password and session no longer open the account the owner now uses.
+  const login = await call('POST', '/auth/login', { email, password: 'squatter-123' }, { baseUrl: base });
+  expectEnvelope(login, 401, 'INVALID_CREDENTIALS');
+  expectEnvelope(await call('GET', '/users/@me', undefined, { baseUrl: base, cookie: squatter }), 401, 'UNAUTHORIZED');
+  expect((await me(done.session!)).status).toBe(200);
+
+  expect((await me((await signIn({ email, verified: true })).session!)).status).toBe(200);
+  expect((await me(done.session!)).status).toBe(200);
+});
+
+test('linking an account whose address was verified keeps its password and sessions', async () => {
+  const email = uniqueEmail('oauth-verified');
+  const signup = await call('POST', '/auth/signup', { email, password: 'password-123' }, { baseUrl: base });
+  // As the mailed verification link does (account-lifecycle.test.ts follows that link).
+  await identityDb.query('UPDATE users SET email_verified = true WHERE id = $1', [signup.body.id]);
+  const done = await signIn({ email, verified: true });
+  expect((await me(done.session!)).body.id).toBe(signup.body.id);
+  const login = await call('POST', '/auth/login', { email, password: 'password-123' }, { baseUrl: base });
+  expect(login.status).toBe(200);
+  const before = await call('GET', '/users/@me', undefined, { baseUrl: base, cookie: sessionCookie(signup.headers) });
+  expect(before.status).toBe(200);
 });
 
 test('an unverified address is refused and neither creates nor links an account', async () => {

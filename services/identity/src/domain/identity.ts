@@ -81,13 +81,17 @@ export class Identity {
 
   /**
    * Sign-in with an address an OAuth provider says is verified: the account of that address (linked, and
-   * its address marked verified) or a new one without a password (a password reset sets one).
+   * its address marked verified) or a new one without a password (a password reset sets one). An account
+   * whose address was not verified may have been opened by someone else with this address (nothing checked
+   * it): its password and sessions end, so only the address's owner keeps it.
    */
   async signInVerifiedEmail(email: string): Promise<{ user: UserRow; sessionToken: string; created: boolean }> {
     const address = parseOrThrow(z.object({ email: accountEmailSchema }), { email }).email;
     const token = generateSessionToken();
     return withTransaction(this.store.pool, async (tx) => {
-      let user = await this.store.verifiedUserByEmail(tx, accountEmailKey(address));
+      const linked = await this.store.verifiedUserByEmail(tx, accountEmailKey(address));
+      if (linked?.newly_verified) await this.store.deleteSessionsOf(tx, linked.id);
+      let user: UserRow | null = linked;
       let created = false;
       if (!user) {
         if (this.opts.signupDisabled) throw forbidden('Sign-up is disabled on this deployment', 'SIGNUP_DISABLED');

@@ -52,10 +52,18 @@ export class IdentityStore {
     return rows[0] ?? null;
   }
 
-  /** The user of that address with the address marked verified (an OAuth provider vouched for it). */
-  async verifiedUserByEmail(db: Queryable, emailKey: string): Promise<UserRow | null> {
-    const { rows } = await db.query<UserRow>(
-      'UPDATE users SET email_verified = true WHERE lower(email) = $1 RETURNING *',
+  /**
+   * The user of that address with the address marked verified (an OAuth provider vouched for it). An address
+   * not verified until now loses its password: whoever chose it never proved they hold the mailbox.
+   * `newlyVerified` says so (the caller ends that user's sessions).
+   */
+  async verifiedUserByEmail(db: Queryable, emailKey: string): Promise<(UserRow & { newly_verified: boolean }) | null> {
+    const { rows } = await db.query<UserRow & { newly_verified: boolean }>(
+      `WITH before AS (SELECT id, email_verified FROM users WHERE lower(email) = $1 FOR UPDATE)
+       UPDATE users u SET email_verified = true,
+         password_hash = CASE WHEN before.email_verified THEN u.password_hash ELSE '' END
+       FROM before WHERE u.id = before.id
+       RETURNING u.*, NOT before.email_verified AS newly_verified`,
       [emailKey],
     );
     return rows[0] ?? null;
@@ -89,6 +97,10 @@ export class IdentityStore {
 
   async deleteSession(tokenHash: string): Promise<void> {
     await this.pool.query('DELETE FROM sessions WHERE token_hash = $1', [tokenHash]);
+  }
+
+  async deleteSessionsOf(db: Queryable, userId: string): Promise<void> {
+    await db.query('DELETE FROM sessions WHERE user_id = $1', [userId]);
   }
 
   async insertProject(
