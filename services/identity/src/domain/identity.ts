@@ -73,7 +73,9 @@ export class Identity {
     const parsed = credentialsSchema.safeParse(input);
     if (!parsed.success) throw invalid;
     const user = await this.store.userByEmail(accountEmailKey(parsed.data.email));
-    if (!user || !(await verifyPassword(parsed.data.password, user.password_hash))) throw invalid;
+    // Checked even without a user: an unknown address answers as slowly as a wrong password (no enumeration).
+    const matches = await verifyPassword(parsed.data.password, user?.password_hash);
+    if (!user || !matches) throw invalid;
     const token = generateSessionToken();
     await this.store.insertSession(this.store.pool, token.hash, user.id, SESSION_TTL_SECONDS);
     return { user, sessionToken: token.key };
