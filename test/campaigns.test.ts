@@ -305,6 +305,53 @@ describe('sending', () => {
     expect(again.body.error.message).toContain('DRAFT');
   });
 
+  test('segments a scheduled audience reads through another segment stay; filters name only own segments', async () => {
+    const base = (await c('POST', '/segments', { name: 'Base', condition: planIs('pro') })).body;
+    const excluded = (await c('POST', '/segments', { name: 'Excluded', type: 'STATIC' })).body;
+    const onTop = await c('POST', '/segments', {
+      name: 'On top',
+      condition: tree({ field: `segment.${base.id}`, operator: 'memberOfSegment' }),
+    });
+    expect(onTop.status).toBe(201);
+    const bySegment = await create({ audienceType: 'SEGMENT', segmentId: onTop.body.id });
+    const byFilter = await create({
+      audienceType: 'FILTERED',
+      audienceCondition: tree({ field: `segment.${excluded.id}`, operator: 'notMemberOfSegment' }),
+    });
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    for (const x of [bySegment, byFilter])
+      expect((await c('POST', `/campaigns/${x.id}/send`, { scheduledFor: at })).body.data.status).toBe('SCHEDULED');
+    const inUse = await c('DELETE', `/segments/${base.id}`);
+    expectEnvelope(inUse, 409, 'CONFLICT');
+    expect(inUse.body.error.details).toEqual({ campaigns: 1, throughSegments: [onTop.body.id] });
+    expectEnvelope(await c('DELETE', `/segments/${excluded.id}`), 409, 'CONFLICT');
+    expect((await c('GET', `/segments/${onTop.body.id}`)).body.memberCount).toBe(2);
+
+    // Once the campaigns are drafts again the segments go, and a filter naming a deleted (or another
+    // project's) segment is refused at send and at create, not read as "everyone".
+    for (const x of [bySegment, byFilter]) expect((await c('POST', `/campaigns/${x.id}/cancel`)).status).toBe(200);
+    expect((await c('DELETE', `/segments/${excluded.id}`)).status).toBe(204);
+    const send = await c('POST', `/campaigns/${byFilter.id}/send`, {});
+    expectEnvelope(send, 422, 'VALIDATION_ERROR');
+    expect(send.body.error.errors[0]).toMatchObject({ field: 'audienceCondition', code: 'not_found' });
+    expect(await status(byFilter.id)).toBe('DRAFT');
+    const theirs = await call('POST', '/segments', { name: 'Theirs', type: 'STATIC' }, { key: other.secretKey });
+    const before = await total();
+    for (const id of [excluded.id, theirs.body.id]) {
+      const res = await c(
+        'POST',
+        '/campaigns',
+        draft({
+          audienceType: 'FILTERED',
+          audienceCondition: tree({ field: `segment.${id}`, operator: 'memberOfSegment' }),
+        }),
+      );
+      expectEnvelope(res, 422, 'VALIDATION_ERROR');
+      expect(res.body.error.errors[0]).toMatchObject({ field: 'audienceCondition', received: id });
+    }
+    expect(await total()).toBe(before);
+  });
+
   test('a SENT campaign cannot be edited, sent or cancelled (409 naming SENT); duplicate and delete work', async () => {
     const { id } = await sendAndWait({ audienceType: 'FILTERED', audienceCondition: planIs('nobody') });
     for (const [method, path, body] of [

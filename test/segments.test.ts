@@ -135,6 +135,34 @@ describe('segments', () => {
     expect((await s('GET', `/segments/${a.id}`)).body.condition).toEqual(planIs('pro'));
   });
 
+  test("a condition naming another project's, a deleted or an unknown segment is a 422 naming it", async () => {
+    const theirs = (await call('POST', '/segments', { name: 'Theirs', type: 'STATIC' }, { key: other.secretKey })).body;
+    const gone = (await s('POST', '/segments', { name: 'Gone', condition: planIs('pro') })).body;
+    expect((await s('DELETE', `/segments/${gone.id}`)).status).toBe(204);
+    const before = (await s('GET', '/segments')).body.length;
+    for (const id of [theirs.id, gone.id, '00000000-0000-7000-8000-000000000000']) {
+      const named = await s('POST', '/segments', {
+        name: 'Dangling',
+        condition: tree(
+          { field: 'data.plan', operator: 'equals', value: 'pro' },
+          { field: 'email', operator: 'notMemberOfSegment', value: id.toUpperCase() },
+        ),
+      });
+      expectEnvelope(named, 422, 'VALIDATION_ERROR');
+      expect(named.body.error.errors).toEqual([
+        expect.objectContaining({ field: 'condition.groups.0.filters.1.value', code: 'not_found', received: id }),
+      ]);
+    }
+    expect((await s('GET', '/segments')).body.length).toBe(before);
+    const mine = (await s('POST', '/segments', { name: 'Kept', condition: planIs('pro') })).body;
+    const patched = await s('PATCH', `/segments/${mine.id}`, {
+      condition: { logic: 'OR', groups: [{ filters: [], conditions: tree({ field: `segment.${theirs.id}` }) }] },
+    });
+    expectEnvelope(patched, 422, 'VALIDATION_ERROR');
+    expect(patched.body.error.errors[0].field).toBe('condition.groups.0.conditions.groups.0.filters.0.field');
+    expect((await s('GET', `/segments/${mine.id}`)).body.condition).toEqual(planIs('pro'));
+  });
+
   test('bad input: flat 400 without a condition, 422 for wrong types and bad trees, 404 for foreign ids', async () => {
     const before = (await s('GET', '/segments')).body.length;
     const flat = await s('POST', '/segments', { name: 'No condition' });

@@ -285,7 +285,10 @@ export class Campaigns {
     return rows.map((r) => campaignStats(r, counts.get(r.id)));
   }
 
-  /** SEGMENT: the project's own segment (422 otherwise); FILTERED: a tree the contacts service accepts. */
+  /**
+   * SEGMENT: the project's own segment (422 otherwise); FILTERED: a tree the contacts service accepts, naming only
+   * segments of the project.
+   */
   private async checkAudience(projectId: string, c: CampaignContent): Promise<void> {
     if (c.audience_type === 'SEGMENT' && c.segment_id && !(await this.segments.exists(projectId, c.segment_id))) {
       throw validationError([
@@ -294,6 +297,21 @@ export class Campaigns {
     }
     if (c.audience_type === 'FILTERED') {
       await this.contacts.count(projectId, audienceTree(c)).catch((err) => Promise.reject(asAudienceError(err)));
+      // A segment the tree names must be the project's: a deleted one would read as no members (and
+      // notMemberOfSegment as everyone), another project's as nobody.
+      const named = [...references(c.audience_condition).segments].filter(isUuid);
+      const found = await Promise.all(named.map((id) => this.segments.exists(projectId, id)));
+      const missing = named.filter((_, i) => !found[i]);
+      if (missing.length) {
+        throw validationError(
+          missing.map((id) => ({
+            field: 'audienceCondition',
+            message: `Segment ${id} not found in this project`,
+            code: 'not_found',
+            received: id,
+          })),
+        );
+      }
     }
   }
 

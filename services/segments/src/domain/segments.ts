@@ -1,11 +1,11 @@
-import { badRequest, conflict, notFound, validationError } from '@svc/lib/errors';
+import { badRequest, conflict, notFound, validationError, type FieldError } from '@svc/lib/errors';
 import { isValidEmail } from '@svc/lib/email-syntax';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { SegmentRow } from '../store/segment-row.js';
 import type { SegmentsStore } from '../store/segments-store.js';
 import type { CampaignUsage } from './campaign-usage.js';
 import { membersOf, type ContactsPort } from './contacts-port.js';
-import { filterReference } from './references.js';
+import { filterReference, segmentReferences } from './references.js';
 import { validateCreate, validatePatch, type CreateInput, type PatchInput } from './segment-input.js';
 import { freeSlug, slugify } from './slug.js';
 import type { Tracking } from './tracking.js';
@@ -41,6 +41,7 @@ export class Segments {
   /** Contacts validates a DYNAMIC condition first (its 422/400 is the answer): nothing is stored on bad input. */
   async create(projectId: string, input: CreateInput): Promise<SegmentRow> {
     const v = validateCreate(input);
+    await this.checkReferences(projectId, v.condition);
     const id = uuidv7();
     await this.contacts.define(projectId, id, v.condition);
     const memberCount = v.type === 'DYNAMIC' ? await this.contacts.count(projectId, membersOf(id)) : 0;
@@ -58,7 +59,10 @@ export class Segments {
   async update(projectId: string, id: string, input: PatchInput): Promise<SegmentRow> {
     const before = await this.get(projectId, id);
     const p = validatePatch(input, before.type);
-    if (p.condition !== undefined) await this.contacts.define(projectId, id, p.condition);
+    if (p.condition !== undefined) {
+      await this.checkReferences(projectId, p.condition);
+      await this.contacts.define(projectId, id, p.condition);
+    }
     let row = await this.store.update(this.store.pool, projectId, id, p);
     if (p.condition !== undefined)
       row = await this.store.setCount(this.store.pool, id, await this.contacts.count(projectId, membersOf(id)));
@@ -68,11 +72,22 @@ export class Segments {
     return row;
   }
 
-  /** Contacts forgets it first: a retry after a failure finishes the job instead of leaving a stale definition. */
+  /**
+   * A segment an active campaign uses, directly or through segments whose conditions reference it, stays (409):
+   * without it they would mean something else mid-send. Contacts forgets it first: a retry after a failure
+   * finishes the job instead of leaving a stale definition.
+   */
   async remove(projectId: string, id: string): Promise<void> {
     await this.get(projectId, id);
-    const active = await this.campaigns.activeCampaignsUsing(projectId, id);
-    if (active > 0) throw conflict('The segment is used by a scheduled or sending campaign', { campaigns: active });
+    const through = await this.referencing(projectId, id);
+    let active = 0;
+    for (const segmentId of [id, ...through]) active += await this.campaigns.activeCampaignsUsing(projectId, segmentId);
+    if (active > 0) {
+      throw conflict('The segment is used by a scheduled or sending campaign', {
+        campaigns: active,
+        ...(through.length ? { throughSegments: through } : {}),
+      });
+    }
     await this.contacts.forget(projectId, id);
     await this.store.remove(projectId, id);
   }
@@ -126,6 +141,40 @@ export class Segments {
   async refresh(projectId: string, id: string): Promise<SegmentRow> {
     await this.get(projectId, id);
     return this.recount(projectId, id);
+  }
+
+  /** A segment a condition names must be one of the project's (not deleted, not another project's): 422 naming it. */
+  private async checkReferences(projectId: string, condition: unknown): Promise<void> {
+    const refs = segmentReferences(condition);
+    const known = await this.store.existing(projectId, [...new Set(refs.map((r) => r.id))]);
+    const errors: FieldError[] = refs
+      .filter((r) => !known.has(r.id))
+      .map((r) => ({
+        field: r.field,
+        message: 'Segment not found in this project',
+        code: 'not_found',
+        received: r.id,
+      }));
+    if (errors.length) throw validationError(errors);
+  }
+
+  /** The segments whose conditions reference `id`, directly or through one another. */
+  private async referencing(projectId: string, id: string): Promise<string[]> {
+    const uses = (await this.store.list(projectId)).map((s) => ({
+      id: s.id,
+      refs: new Set(segmentReferences(s.condition).map((r) => r.id)),
+    }));
+    const found = new Set<string>([id]);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const s of uses) {
+        if (found.has(s.id) || ![...s.refs].some((r) => found.has(r))) continue;
+        found.add(s.id);
+        grew = true;
+      }
+    }
+    found.delete(id);
+    return [...found];
   }
 
   private async recount(projectId: string, id: string): Promise<SegmentRow> {

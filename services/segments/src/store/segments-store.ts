@@ -39,6 +39,16 @@ export class SegmentsStore {
     return rows[0] ?? null;
   }
 
+  /** Which of `ids` are segments of the project. */
+  async existing(projectId: string, ids: string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const { rows } = await this.pool.query<{ id: string }>(
+      'SELECT id FROM segments WHERE project_id = $1 AND id = ANY($2::uuid[])',
+      [projectId, ids],
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
   /** The slugs of the project that start with `base`, to pick a free one. */
   async slugsLike(projectId: string, base: string): Promise<string[]> {
     const { rows } = await this.pool.query<{ slug: string }>(
