@@ -145,6 +145,35 @@ describe('workflows API', () => {
     expect((await call('GET', `/workflows/${w.id}`, undefined, { key: other.secretKey })).status).toBe(404);
   });
 
+  test("a SEND_EMAIL step's templateId must be a template of the project (another project's is a 422)", async () => {
+    const template = (tenant: Tenant, from: string) =>
+      call('POST', '/templates', { name: 'wf', subject: 'Hi', body: '<p>Hi</p>', from }, { key: tenant.secretKey });
+    const other = await newTenant();
+    const theirs = await template(other, `flows@${(await verifiedDomain(other)).domain}`);
+    const ours = await template(t, `flows@${domain}`);
+    expect([theirs.status, ours.status]).toEqual([201, 201]);
+    const w = await build(uniqueEvent('tpl'), {}, [], { enable: false });
+    for (const templateId of [theirs.body.id, '00000000-0000-4000-8000-000000000000']) {
+      const r = await api('POST', `/workflows/${w.id}/steps`, { type: 'SEND_EMAIL', config: { templateId } });
+      expectEnvelope(r, 422, 'VALIDATION_ERROR');
+      expect(r.body.error.errors).toEqual([expect.objectContaining({ field: 'config.templateId' })]);
+    }
+    const step = await api('POST', `/workflows/${w.id}/steps`, {
+      type: 'SEND_EMAIL',
+      config: { templateId: ours.body.id },
+    });
+    expect(step.status).toBe(201);
+    const patch = await api('PATCH', `/workflows/${w.id}/steps/${step.body.id}`, {
+      config: { templateId: theirs.body.id },
+    });
+    expectEnvelope(patch, 422, 'VALIDATION_ERROR');
+    const after = await api('GET', `/workflows/${w.id}`);
+    expect(after.body.steps.map((s: { config: { templateId?: string } }) => s.config.templateId)).toEqual([
+      undefined,
+      ours.body.id,
+    ]);
+  });
+
   test('enabling refuses graphs that cannot run, with a 422 naming the step', async () => {
     const unreachable = await build(uniqueEvent('g1'), { a: send('a'), lost: { type: 'EXIT' } }, [['trigger', 'a']], {
       enable: false,

@@ -1,7 +1,8 @@
 import type { JsonObject } from '@bufbuild/protobuf';
 import type { Client } from '@connectrpc/connect';
 import { type MessagingService, SendSource } from '@svc/proto/svc/messaging/v1/messaging_pb';
-import type { MailPort } from './domain/ports.js';
+import { isAppError } from '@svc/lib/errors';
+import type { MailPort, TemplatesPort } from './domain/ports.js';
 
 /** The messaging service as the workflows domain's MailPort (QueueEmails, workflow priority). */
 export function mailPort(messaging: Client<typeof MessagingService>): MailPort {
@@ -31,6 +32,21 @@ export function mailPort(messaging: Client<typeof MessagingService>): MailPort {
         const e = r.emails[i];
         return { status: e?.status ?? 'failed', emailId: e?.emailId ?? '', error: e?.error || undefined };
       });
+    },
+  };
+}
+
+/** The messaging service as the workflows domain's TemplatesPort (GetTemplate, scoped to the project). */
+export function templatesPort(messaging: Client<typeof MessagingService>): TemplatesPort {
+  return {
+    async exists(projectId, id) {
+      try {
+        await messaging.getTemplate({ projectId, id });
+        return true;
+      } catch (err) {
+        if (isAppError(err) && err.status === 404) return false;
+        throw err;
+      }
     },
   };
 }

@@ -42,3 +42,8 @@ export interface MailPort {
 export interface ContactsFields {
   fields(projectId: string): Promise<{ field: string; type: string }[]>;
 }
+
+/** What the workflows API needs of the messaging service: whether a SEND_EMAIL step's template is the project's. */
+export interface TemplatesPort {
+  exists(projectId: string, id: string): Promise<boolean>;
+}

@@ -5,7 +5,7 @@ import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { ExecutionsStore } from '../store/executions-store.js';
 import type { StepRow, TransitionRow, WorkflowRow, WorkflowsStore } from '../store/workflows-store.js';
 import { assertRunnable } from './graph.js';
-import type { ContactsFields } from './ports.js';
+import type { ContactsFields, TemplatesPort } from './ports.js';
 import {
   parseNewStep,
   parseNewTransition,
@@ -29,6 +29,7 @@ export class Workflows {
     private readonly store: WorkflowsStore,
     private readonly executions: ExecutionsStore,
     private readonly contacts: ContactsFields,
+    private readonly templates?: TemplatesPort,
   ) {}
 
   private tx<T>(fn: (db: PoolClient) => Promise<T>) {
@@ -55,6 +56,16 @@ export class Workflows {
       });
     }
     return w;
+  }
+
+  /** A SEND_EMAIL step names a template of this project (422 otherwise, as for any other field). */
+  private async checkTemplate(projectId: string, type: string, config: Record<string, unknown>): Promise<void> {
+    const id = type === 'SEND_EMAIL' ? (config.templateId as string | undefined) : undefined;
+    if (id && this.templates && !(await this.templates.exists(projectId, id))) {
+      throw validationError([
+        { field: 'config.templateId', message: 'No such template in this project', code: 'invalid_value' },
+      ]);
+    }
   }
 
   async list(projectId: string, page: number, pageSize: number) {
@@ -126,6 +137,7 @@ export class Workflows {
 
   async addStep(projectId: string, workflowId: string, body: unknown): Promise<StepRow> {
     const s = parseNewStep(body);
+    await this.checkTemplate(projectId, s.type, s.config);
     return this.tx(async (db) => {
       const w = await this.editable(db, projectId, workflowId);
       const step = await this.store.insertStep(db, {
@@ -157,6 +169,7 @@ export class Workflows {
         ]);
       }
       const config = p.config === undefined ? undefined : parseStepConfig(step.type as CreatableStepType, p.config);
+      if (config) await this.checkTemplate(projectId, step.type, config);
       const row = await this.store.updateStep(db, step.id, p.name, config);
       await this.store.touch(db, w.id);
       return row;
