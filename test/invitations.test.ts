@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { serviceDatabaseUrl } from '@svc/lib/db';
 import { call, expectEnvelope, newTenant, platform, signUp, uniqueEmail, type Tenant } from './support/client.js';
+import { signUpVerified, verifyAddress } from './support/messaging.js';
 
 type User = Awaited<ReturnType<typeof signUp>>;
 type Who = Tenant | User;
@@ -62,6 +63,11 @@ describe('project invitations through the gateway', () => {
     expect((await get('/users/@me/invitations', user)).body).toEqual([invited.body]);
     expectEnvelope(await invite(t, t.projectId, user.email, 'member'), 409, 'CONFLICT');
 
+    // Anyone can sign up with an address they do not hold: only a verified address accepts.
+    expectEnvelope(await answer(user, invited.body.id, 'accept'), 403, 'EMAIL_NOT_VERIFIED');
+    expect(await rolesOf(t)).toEqual({ [t.userId]: 'owner' });
+    expect((await get('/users/@me/invitations', user)).body).toEqual([invited.body]);
+    await verifyAddress(user);
     const accepted = await answer(user, invited.body.id, 'accept');
     expect(accepted.status).toBe(200);
     expect(accepted.body).toMatchObject({ id: invited.body.id, status: 'accepted', role: 'admin' });
@@ -135,9 +141,9 @@ describe('project invitations through the gateway', () => {
 
   test('only the invited user sees and answers an invitation; members cannot list or revoke', async () => {
     const t = await newTenant();
-    const member = await signUp();
+    const member = await signUpVerified();
     await join(t, t.projectId, member, 'member');
-    const user = await signUp();
+    const user = await signUpVerified();
     const invited = await invite(t, t.projectId, user.email);
     const stranger = await signUp();
     expect((await get('/users/@me/invitations', stranger)).body).toEqual([]);
@@ -156,7 +162,7 @@ describe('project invitations through the gateway', () => {
 
   test('admins manage members only: they cannot invite, promote, demote or remove admins', async () => {
     const t = await newTenant();
-    const [admin, otherAdmin, member] = [await signUp(), await signUp(), await signUp()];
+    const [admin, otherAdmin, member] = [await signUpVerified(), await signUpVerified(), await signUpVerified()];
     await join(t, t.projectId, admin, 'admin');
     await join(t, t.projectId, otherAdmin, 'admin');
     await join(admin, t.projectId, member, 'member');
@@ -190,7 +196,7 @@ describe('project invitations through the gateway', () => {
 
   test('any member lists the members; members manage nothing; nobody changes the owner', async () => {
     const t = await newTenant();
-    const member = await signUp();
+    const member = await signUpVerified();
     await join(t, t.projectId, member, 'member');
     const members = `/projects/${t.projectId}/members`;
     expect((await get(members, member)).body.map((m: { role: string }) => m.role).sort()).toEqual(['member', 'owner']);

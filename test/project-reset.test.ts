@@ -1,16 +1,7 @@
 import pg from 'pg';
 import { serviceDatabaseUrl } from '@svc/lib/db';
-import {
-  call,
-  eventually,
-  expectEnvelope,
-  newTenant,
-  platform,
-  signUp,
-  uniqueEmail,
-  type Tenant,
-} from './support/client.js';
-import { verifiedDomain, waitForMail } from './support/messaging.js';
+import { call, eventually, expectEnvelope, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
+import { signUpVerified, verifiedDomain, waitForMail } from './support/messaging.js';
 
 // Project reset and deletion through the gateway: a saga on the bus that every service takes part in.
 // The proof is each service's own database, read table by table for rows carrying the project's id.
@@ -119,7 +110,7 @@ async function populate(t: Tenant): Promise<{ domain: string }> {
 }
 
 async function join(t: Tenant): Promise<{ cookie: string }> {
-  const user = await signUp();
+  const user = await signUpVerified();
   const invited = await call(
     'POST',
     `/projects/${t.projectId}/members`,

@@ -1,16 +1,7 @@
 import pg from 'pg';
 import { serviceDatabaseUrl } from '@svc/lib/db';
-import {
-  call,
-  eventually,
-  expectEnvelope,
-  newTenant,
-  platform,
-  signUp,
-  uniqueEmail,
-  type Tenant,
-} from './support/client.js';
-import { verifiedDomain, waitForMail } from './support/messaging.js';
+import { call, eventually, expectEnvelope, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
+import { signUpVerified, verifiedDomain, waitForMail } from './support/messaging.js';
 
 // A project's sending reputation: bounce and complaint rates from its own mail, the automatic
 // suspension when a rate reaches its threshold, what a suspended project can no longer send, and
@@ -23,7 +14,7 @@ const hook = (body: unknown) =>
   call('POST', '/webhooks/generic', body, { headers: { 'x-webhook-secret': platform.env.WEBHOOK_SECRET } });
 
 async function join(t: Tenant, role: string): Promise<{ cookie: string }> {
-  const user = await signUp();
+  const user = await signUpVerified();
   const invited = await call('POST', `/projects/${t.projectId}/members`, { email: user.email, role }, t);
   expect(invited.status).toBe(201);
   expect((await call('POST', `/users/@me/invitations/${invited.body.id}/accept`, undefined, user)).status).toBe(200);

@@ -1,5 +1,5 @@
 import { simpleParser, type ParsedMail } from 'mailparser';
-import { call, eventually, platform, type Tenant } from './client.js';
+import { call, eventually, platform, signUp, type Tenant } from './client.js';
 
 // Client-side helpers of the messaging tests: the test SMTP sink and DNS server are reached
 // through their control ports (platform.json), like a person reading a mailbox or editing a zone.
@@ -38,6 +38,23 @@ export async function waitForMail(to: string, count = 1, timeoutMs = 15_000): Pr
     timeoutMs,
     `${count} message(s) to ${to}`,
   );
+}
+
+/** Verifies a signed-up account's address the way a person does it: the mailed link's token. */
+export async function verifyAddress(user: { cookie: string; email: string }): Promise<void> {
+  const sent = await call('POST', '/auth/request-verification', undefined, { cookie: user.cookie });
+  if (sent.status !== 200) throw new Error(`request-verification answered ${sent.status}`);
+  const [mail] = await waitForMail(user.email);
+  const token = /\/app\/verify\?token=([A-Za-z0-9_-]+)/.exec(mail.parsed.text ?? '')?.[1];
+  const verified = await call('POST', '/auth/verify-email', { token });
+  if (verified.status !== 200) throw new Error(`verify-email answered ${verified.status}`);
+}
+
+/** A new account with its address verified (only such an account accepts invitations). */
+export async function signUpVerified(): Promise<Awaited<ReturnType<typeof signUp>>> {
+  const user = await signUp();
+  await verifyAddress(user);
+  return user;
 }
 
 /** How many RCPT TO commands named `to` (each delivery attempt is one). */

@@ -417,10 +417,11 @@ export function identityRouter(
       `/users/@me/invitations/:invitationId/${verb}`,
       {
         summary: `${title} an invitation`,
+        ...(verb === 'accept' ? { description: 'Only an account whose email address is verified accepts (403).' } : {}),
         tag: 'Projects',
         auth: 'session',
         responses: { 200: Invitation },
-        errors: [404, 409],
+        errors: verb === 'accept' ? [403, 404, 409, 410] : [404, 410],
       },
       session,
       async (req, res) => {

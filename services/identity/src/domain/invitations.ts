@@ -27,8 +27,9 @@ const gone = (inv: InvitationRow) =>
 /**
  * Nobody joins a project without consent: owners and admins invite an existing account, and the
  * invited user accepts (becoming a member with the invited role) or declines within 7 days.
- * Invitations go to existing accounts only: with no email verification yet, an invitation to an
- * address without an account could be claimed by whoever signs up with that address first.
+ * Invitations go to existing accounts only, and only an account whose address is verified accepts:
+ * anyone can sign up with an address they do not hold, and would otherwise join whatever its owner
+ * is invited to.
  */
 export class Invitations {
   constructor(
@@ -81,6 +82,12 @@ export class Invitations {
   accept(userId: string, invitationId: string): Promise<InvitationRow> {
     return withTransaction(this.store.pool, async (tx) => {
       const inv = await this.openInvitationOf(userId, invitationId, tx);
+      if (!(await this.users.userById(userId))?.email_verified) {
+        throw forbidden(
+          'Verify your email address before accepting an invitation: POST /auth/request-verification mails the link',
+          'EMAIL_NOT_VERIFIED',
+        );
+      }
       if (!(await this.users.insertMember(tx, inv.project_id, userId, inv.role))) {
         throw conflict('You are already a member of this project');
       }
