@@ -131,6 +131,9 @@ describe('campaign CRUD', () => {
       [{ name: 42 }, 422, 'VALIDATION_ERROR', 'name'],
       [{ subject: '' }, 422, 'VALIDATION_ERROR', 'subject'],
       [{ type: 'NEWSLETTER' }, 422, 'VALIDATION_ERROR', 'type'],
+      // Liquid that cannot parse would fail every recipient at send: refused when saved, as a template's.
+      [{ subject: 'Hi {{ firstName' }, 422, 'VALIDATION_ERROR', 'subject'],
+      [{ body: '<p>{% if %}</p>' }, 422, 'VALIDATION_ERROR', 'body'],
       [{ from: 'news@unverified-domain.test' }, 403, 'INTERNAL_SERVER_ERROR'],
     ];
     for (const [extra, code, name, field] of bad) {
@@ -152,12 +155,23 @@ describe('campaign CRUD', () => {
 
     const x = await create();
     expectEnvelope(await c('PUT', `/campaigns/${x.id}`, { audienceType: 'SEGMENT' }), 422, 'VALIDATION_ERROR');
+    const liquid = await c('PUT', `/campaigns/${x.id}`, { subject: '{{ a', body: '{% for %}' });
+    expectEnvelope(liquid, 422, 'VALIDATION_ERROR');
+    expect(liquid.body.error.errors.map((e: { field: string; code: string }) => [e.field, e.code])).toEqual([
+      ['subject', 'template_error'],
+      ['body', 'template_error'],
+    ]);
     expectEnvelope(
       await c('PUT', `/campaigns/${x.id}`, { from: 'a@unverified-domain.test' }),
       403,
       'INTERNAL_SERVER_ERROR',
     );
-    expect((await c('GET', `/campaigns/${x.id}`)).body).toMatchObject({ audienceType: 'ALL', from: `news@${domain}` });
+    expect((await c('GET', `/campaigns/${x.id}`)).body).toMatchObject({
+      audienceType: 'ALL',
+      from: `news@${domain}`,
+      subject: draft().subject,
+      body: draft().body,
+    });
     for (const id of [crypto.randomUUID(), 'nope']) {
       expectEnvelope(await c('GET', `/campaigns/${id}`), 404, 'CAMPAIGN_NOT_FOUND');
       expectEnvelope(await c('PUT', `/campaigns/${id}`, { name: 'x' }), 404, 'CAMPAIGN_NOT_FOUND');

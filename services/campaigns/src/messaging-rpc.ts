@@ -1,10 +1,15 @@
 import type { Client } from '@connectrpc/connect';
 import { type MessagingService, SendSource } from '@svc/proto/svc/messaging/v1/messaging_pb';
-import type { EmailCapPort, MessagingPort } from './domain/ports.js';
+import type { EmailCapPort, MessagingPort, TemplateCheckPort } from './domain/ports.js';
 
 /** The messaging service as the campaigns domain's MessagingPort. */
-export function messagingPort(messaging: Client<typeof MessagingService>): MessagingPort & EmailCapPort {
+export function messagingPort(
+  messaging: Client<typeof MessagingService>,
+): MessagingPort & EmailCapPort & TemplateCheckPort {
   return {
+    async checkTemplates(projectId, subject, body) {
+      await messaging.previewTemplate({ projectId, subject, body, parseOnly: true });
+    },
     async senderVerified(projectId, from, forSending = false) {
       return (await messaging.checkSender({ projectId, from, forSending })).verified;
     },

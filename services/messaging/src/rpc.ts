@@ -318,6 +318,10 @@ export function messagingRoutes(parts: MessagingParts) {
         return { template: template(await parts.templates.duplicate(req.projectId, req.id)) };
       },
       async previewTemplate(req) {
+        if (req.parseOnly) {
+          parts.templates.parse({ subject: req.subject, body: req.body });
+          return { subject: '', body: '' };
+        }
         const vars: Record<string, unknown> = { ...(req.data ?? {}) };
         return parts.templates.preview({ subject: req.subject, body: req.body }, vars);
       },

@@ -8,7 +8,14 @@ import { audienceTree, references, referencesField, subscribedOnly } from './aud
 import { validateCreate, validateReplace, validateTestEmail, type CampaignInput } from './campaign-input.js';
 import { campaignStats, type CampaignStatsView } from './stats.js';
 import { allowed, notAllowed } from './states.js';
-import type { ContactsPort, EmailCapPort, EmailContent, MessagingPort, SegmentsPort } from './ports.js';
+import type {
+  ContactsPort,
+  EmailCapPort,
+  EmailContent,
+  MessagingPort,
+  SegmentsPort,
+  TemplateCheckPort,
+} from './ports.js';
 import { intParam, offsetPage, totalPages } from '@svc/lib/pagination';
 
 export const STATUSES: readonly CampaignStatus[] = ['DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED'];
@@ -96,7 +103,7 @@ export class Campaigns {
     private readonly recipients: RecipientsStore,
     private readonly contacts: ContactsPort,
     private readonly segments: SegmentsPort,
-    private readonly messaging: MessagingPort & EmailCapPort,
+    private readonly messaging: MessagingPort & EmailCapPort & TemplateCheckPort,
   ) {}
 
   async list(projectId: string, q: ListQuery) {
@@ -124,9 +131,13 @@ export class Campaigns {
     return row;
   }
 
-  /** Validation (422), then the audience (422 naming segmentId or audienceCondition), then the sender (403). */
+  /**
+   * Validation (422), the subject and body as Liquid (422 naming each that does not parse), then the audience
+   * (422 naming segmentId or audienceCondition), then the sender (403).
+   */
   async create(projectId: string, input: CampaignInput): Promise<CampaignRow> {
     const content = validateCreate(input);
+    await this.messaging.checkTemplates(projectId, content.subject, content.body);
     await this.checkAudience(projectId, content);
     await this.checkSender(projectId, content.from_email);
     return this.store.insert(uuidv7(), projectId, content);
@@ -136,6 +147,8 @@ export class Campaigns {
     const current = await this.get(projectId, id);
     if (!allowed('update', current.status)) throw notAllowed('update', current.status);
     const content = validateReplace(input, contentOf(current));
+    if (content.subject !== current.subject || content.body !== current.body)
+      await this.messaging.checkTemplates(projectId, content.subject, content.body);
     const audienceChanged =
       content.audience_type !== current.audience_type ||
       content.segment_id !== current.segment_id ||
@@ -177,6 +190,8 @@ export class Campaigns {
       if (Number.isNaN(at.getTime()))
         throw badRequest('scheduledFor is not a parseable date', { field: 'scheduledFor', received: scheduledFor });
     }
+    // A draft saved before content was checked is refused here rather than failing every recipient.
+    await this.messaging.checkTemplates(projectId, current.subject, current.body);
     await this.checkAudience(projectId, contentOf(current));
     // A suspended project's campaign does not start (messaging answers 403 PROJECT_SUSPENDED).
     await this.checkSender(projectId, current.from_email, true);

@@ -58,6 +58,12 @@ export interface EmailCapPort {
   emailAllowance(projectId: string, emails: number): Promise<{ allowed: boolean; used: number; limit?: number }>;
 }
 
+/** Messaging's Liquid (with its `{{a ?? b}}` and `{{first name}}` forms), to refuse content that cannot render. */
+export interface TemplateCheckPort {
+  /** 422 (`errors` naming `subject` and/or `body`, code template_error) when either does not parse. */
+  checkTemplates(projectId: string, subject: string, body: string): Promise<void>;
+}
+
 export interface MessagingPort {
   /** With `forSending`, a suspended project is refused (403 PROJECT_SUSPENDED) whatever the sender. */
   senderVerified(projectId: string, from: string, forSending?: boolean): Promise<boolean>;
