@@ -129,6 +129,15 @@ describe('workflows API', () => {
         'VALIDATION_ERROR',
       );
     }
+    // A webhook body's Liquid never reads the workflows process's files (package.json sits in its directory).
+    for (const body of [{ leak: "{% include 'package.json' %}" }, ["{% render 'package.json' %}"], '{{ x | nope }}']) {
+      const r = await api('POST', `/workflows/${w.id}/steps`, {
+        type: 'WEBHOOK',
+        config: { url: 'https://x.example', body },
+      });
+      expectEnvelope(r, 422, 'VALIDATION_ERROR');
+      expect(r.body.error.errors[0]).toMatchObject({ code: 'invalid_template' });
+    }
     for (const headers of [{ 'X-A\r\nX-B': 'v' }, { 'X-A': 'v\r\nX-Injected: 1' }, { Host: 'internal.example' }]) {
       const config = { url: 'https://hooks.example.com/x', headers };
       expectEnvelope(

@@ -3,7 +3,6 @@ import { isDependencyUnavailable } from '@svc/lib/dependency-errors';
 import { isAppError } from '@svc/lib/errors';
 import type { Logger } from '@svc/lib/logger';
 import type { NotifiedCache } from '@svc/lib/notified-cache';
-import { Liquid } from 'liquidjs';
 import { TickBatch } from '@svc/lib/tick-batch';
 import {
   type ExecutionRow,
@@ -16,6 +15,7 @@ import {
 } from '../store/executions-store.js';
 import type { StepRow, TransitionRow, WorkflowRow, WorkflowsStore } from '../store/workflows-store.js';
 import { evaluateCondition, type FilterTree } from './condition.js';
+import { renderJson } from './liquid.js';
 import type { ContactsPort, ContactView, MailPort, MailRecipient, QueuedMail } from './ports.js';
 import { deliverWebhook, type WebhookOptions } from './webhook.js';
 import {
@@ -56,20 +56,6 @@ interface Graph {
   workflow: WorkflowRow;
   steps: Map<string, StepRow>;
   transitions: TransitionRow[];
-}
-
-const liquid = new Liquid({ strictFilters: true, ownPropertyOnly: true });
-
-/** Renders the Liquid in every string of a JSON value (WEBHOOK bodies). */
-async function renderJson(value: unknown, vars: object): Promise<unknown> {
-  if (typeof value === 'string') return value.includes('{') ? liquid.parseAndRender(value, vars) : value;
-  if (Array.isArray(value)) return Promise.all(value.map((v) => renderJson(v, vars)));
-  if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = await renderJson(v, vars);
-    return out;
-  }
-  return value;
 }
 
 class StepFailure extends Error {}

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseOrThrow } from '@svc/lib/zod-errors';
 import { conditionSchema } from './condition.js';
+import { liquidProblem } from './liquid.js';
 
 // Request bodies of the workflow API (names from DESIGN.md "Workflow bodies"), validated once
 // here: the gateway passes the JSON through.
@@ -110,6 +111,18 @@ function checkWebhookHeaders(headers: Record<string, string>, ctx: z.RefinementC
   }
 }
 
+/** Every string of a WEBHOOK body that holds Liquid parses (a 422 naming its path, not a failed step later). */
+function checkLiquid(value: unknown, ctx: z.RefinementCtx, path: (string | number)[] = []): void {
+  if (typeof value === 'string') {
+    const problem = liquidProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', path, message: problem, params: { code: 'invalid_template' } });
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => checkLiquid(v, ctx, [...path, i]));
+  } else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) checkLiquid(v, ctx, [...path, k]);
+  }
+}
+
 const webhook = z
   .object({
     url: z
@@ -119,7 +132,7 @@ const webhook = z
       .refine((u) => /^https?:\/\//i.test(u), { message: 'Only http and https URLs' }),
     method: z.enum(['POST', 'PUT', 'PATCH']).default('POST'),
     headers: z.record(z.string().max(8192)).default({}).superRefine(checkWebhookHeaders),
-    body: z.unknown().optional(),
+    body: z.unknown().optional().superRefine(checkLiquid),
   })
   .strict();
 
