@@ -39,6 +39,19 @@ describe('identity through the gateway', () => {
     );
   });
 
+  test('an account address has the one syntax every service accepts: 64 characters before the @ at most', async () => {
+    const local = `${'a'.repeat(56)}${Date.now().toString(36)}`.slice(-64);
+    const tooLong = await call('POST', '/auth/signup', { email: `x${local}@example.com`, password: 'password-123' });
+    expectEnvelope(tooLong, 422, 'VALIDATION_ERROR');
+    expect(tooLong.body.error.errors[0]).toMatchObject({ field: 'email', code: 'invalid_string' });
+    const label = `${'b'.repeat(64)}.example.com`;
+    const longLabel = await call('POST', '/auth/signup', { email: `x@${label}`, password: 'password-123' });
+    expectEnvelope(longLabel, 422, 'VALIDATION_ERROR');
+    expect(
+      (await call('POST', '/auth/signup', { email: `${local}@example.com`, password: 'password-123' })).status,
+    ).toBe(201);
+  });
+
   test('login with the right password sets the session; a wrong one is INVALID_CREDENTIALS', async () => {
     const email = uniqueEmail();
     await signUp(email, 'right-password');

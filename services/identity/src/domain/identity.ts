@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { accountEmailKey, tidyAccountEmail } from '@svc/lib/account-email';
+import { isValidEmail } from '@svc/lib/email-syntax';
 import { withTransaction } from '@svc/lib/db';
 import { conflict, forbidden, notFound, unauthorized } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
@@ -14,13 +15,19 @@ import { canChangeMember, canManageProject, type Role } from './roles.js';
 
 const SESSION_TTL_SECONDS = 30 * 24 * 3600;
 
-/** An account email as stored: tidied the one way the login throttle also keys it (lib/account-email). */
-export const accountEmailSchema = z.string().transform(tidyAccountEmail).pipe(z.string().email().max(254));
+/**
+ * An account email as stored: tidied the one way the login throttle also keys it (lib/account-email), in the
+ * one address syntax every service accepts (lib/email-syntax), so account mail can be sent to it.
+ */
+export const accountEmailSchema = z
+  .string()
+  .transform(tidyAccountEmail)
+  .pipe(z.string().refine(isValidEmail, { message: 'Invalid email', params: { code: 'invalid_string' } }));
 
-const credentialsSchema = z.object({
-  email: accountEmailSchema,
-  password: z.string().min(8, 'Password must be at least 8 characters').max(200),
-});
+const passwordSchema = z.string().min(8, 'Password must be at least 8 characters').max(200);
+const credentialsSchema = z.object({ email: accountEmailSchema, password: passwordSchema });
+// Sign-in only looks the address up: an account opened under an earlier, looser address syntax still signs in.
+const loginSchema = z.object({ email: z.string().max(254), password: passwordSchema });
 const projectNameSchema = z.string().trim().min(1).max(100);
 
 export interface IssuedKeys {
@@ -70,7 +77,7 @@ export class Identity {
 
   async login(input: { email: string; password: string }): Promise<{ user: UserRow; sessionToken: string }> {
     const invalid = unauthorized('INVALID_CREDENTIALS', 'Invalid email or password');
-    const parsed = credentialsSchema.safeParse(input);
+    const parsed = loginSchema.safeParse(input);
     if (!parsed.success) throw invalid;
     const user = await this.store.userByEmail(accountEmailKey(parsed.data.email));
     // Checked even without a user: an unknown address answers as slowly as a wrong password (no enumeration).
