@@ -182,6 +182,10 @@ describe('campaign CRUD', () => {
     for (const scheduledFor of [{}, true, [1], 'soon']) {
       expectEnvelope(await c('POST', `/campaigns/${x.id}/send`, { scheduledFor }), 400, 'BAD_REQUEST');
     }
+    // A body that is no object is refused, not read as {} (which means "send now").
+    const listed = await c('POST', `/campaigns/${x.id}/send`, [{ scheduledFor: '2099-01-01T00:00:00Z' }]);
+    expectEnvelope(listed, 422, 'VALIDATION_ERROR');
+    expect(listed.body.error.errors[0]).toMatchObject({ field: 'body', code: 'invalid_type', received: 'array' });
     expect(await status(x.id)).toBe('DRAFT');
     // Another project's campaign is no campaign of this one.
     const theirs = await call('GET', `/campaigns/${x.id}`, undefined, { key: other.secretKey });

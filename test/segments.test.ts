@@ -232,6 +232,10 @@ describe('segments', () => {
     }
     expectEnvelope(await s('GET', '/segments/not-a-uuid'), 404, 'RESOURCE_NOT_FOUND');
     expectEnvelope(await s('PATCH', `/segments/${mine.id}`, { condition: 'x' }), 422, 'VALIDATION_ERROR');
+    const listed = await s('PATCH', `/segments/${mine.id}`, [{ name: 'x' }]);
+    expectEnvelope(listed, 422, 'VALIDATION_ERROR');
+    expect(listed.body.error.errors[0]).toMatchObject({ field: 'body', code: 'invalid_type' });
+    expect((await s('GET', `/segments/${mine.id}`)).body.updatedAt).toBe(mine.updatedAt);
     expect((await s('GET', `/segments/${mine.id}`)).body.name).toBe('Mine');
   });
 

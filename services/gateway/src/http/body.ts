@@ -1,8 +1,21 @@
 import { validationError } from '@svc/lib/errors';
 
-/** Request bodies must be JSON objects; anything else reads as an empty object. */
+/**
+ * Request bodies must be JSON objects: no body reads as an empty object, an array is a 422 (it used to read as `{}`,
+ * so `POST /campaigns/{id}/send` with `[{"scheduledFor": ...}]` sent the campaign at once).
+ */
 export function objectBody(body: unknown): Record<string, unknown> {
-  return body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+  if (body === undefined || body === null) return {};
+  if (typeof body === 'object' && !Array.isArray(body) && !Buffer.isBuffer(body))
+    return body as Record<string, unknown>;
+  throw validationError([
+    {
+      field: 'body',
+      message: 'The body must be a JSON object',
+      code: 'invalid_type',
+      received: Array.isArray(body) ? 'array' : typeof body,
+    },
+  ]);
 }
 
 /**
