@@ -129,6 +129,12 @@ describe('workflows API', () => {
         'VALIDATION_ERROR',
       );
     }
+    // Data the contacts service would refuse on every run (keys over 255 characters, over 64 KiB).
+    for (const data of [{ ['k'.repeat(256)]: 1 }, { big: 'x'.repeat(65536) }]) {
+      const r = await api('POST', `/workflows/${w.id}/steps`, { type: 'UPDATE_CONTACT', config: { data } });
+      expectEnvelope(r, 422, 'VALIDATION_ERROR');
+      expect(r.body.error.errors[0]).toMatchObject({ field: 'config.data', code: 'too_big' });
+    }
     // A webhook body's Liquid never reads the workflows process's files (package.json sits in its directory).
     for (const body of [{ leak: "{% include 'package.json' %}" }, ["{% render 'package.json' %}"], '{{ x | nope }}']) {
       const r = await api('POST', `/workflows/${w.id}/steps`, {

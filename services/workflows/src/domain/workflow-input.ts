@@ -136,9 +136,37 @@ const webhook = z
   })
   .strict();
 
+// The contacts service's limits of a `data` patch (custom-data.ts): its 422 would fail the step on every run.
+const MAX_DATA_BYTES = 64 * 1024;
+const MAX_DATA_DEPTH = 10;
+const MAX_DATA_KEY = 255;
+
+/** Why a data patch breaks the contacts service's depth or key rule (arrays count as a level), or undefined. */
+function dataProblem(node: unknown, depth = 1): string | undefined {
+  if (!node || typeof node !== 'object') return undefined;
+  if (depth > MAX_DATA_DEPTH) return `data must not nest deeper than ${MAX_DATA_DEPTH} levels`;
+  for (const [key, value] of Object.entries(node)) {
+    if (!Array.isArray(node) && key.length > MAX_DATA_KEY) {
+      return `data keys must be at most ${MAX_DATA_KEY} characters (key starting "${key.slice(0, 32)}")`;
+    }
+    const problem = dataProblem(value, depth + 1);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+function checkDataLimits(data: Record<string, unknown>, ctx: z.RefinementCtx) {
+  const bytes = Buffer.byteLength(JSON.stringify(data));
+  const problem =
+    bytes > MAX_DATA_BYTES
+      ? `data must be at most ${MAX_DATA_BYTES} bytes when serialized (got ${bytes})`
+      : dataProblem(data);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem, params: { code: 'too_big' } });
+}
+
 const updateContact = z
   .object({
-    data: z.record(z.unknown()).optional(),
+    data: z.record(z.unknown()).superRefine(checkDataLimits).optional(),
     subscribed: z.boolean().optional(),
   })
   .strict()
