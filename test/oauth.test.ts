@@ -281,6 +281,12 @@ test('an unverified address is refused and neither creates nor links an account'
   expect(again.session).toBeUndefined();
 });
 
+test('an address the platform does not accept is explained on the login page, not answered as JSON', async () => {
+  const refused = await signIn({ email: `${'a'.repeat(65)}@example.com`, verified: true });
+  expect(refused).toMatchObject({ status: 302, location: '/app/login?error=oauth_email_invalid' });
+  expect(refused.session).toBeUndefined();
+});
+
 test('a forged, missing or foreign state is refused before any code exchange', async () => {
   provider.signInAs({ email: uniqueEmail('oauth-state'), verified: true });
   const before = provider.seen.tokenRequests;

@@ -27,6 +27,7 @@ const OAUTH_ERRORS: Record<string, string> = {
   oauth_denied: 'You declined the sign-in at the provider.',
   oauth_provider: 'The provider refused the sign-in. Try again.',
   oauth_email_unverified: 'The provider reports no verified email address for your account.',
+  oauth_email_invalid: "The provider's email address for your account is not one an account here can use.",
   signup_disabled: 'Sign-up is disabled on this deployment, and no account uses that address.',
 };
 

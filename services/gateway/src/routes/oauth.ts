@@ -16,6 +16,8 @@ const STATE_TTL_MS = 10 * 60 * 1000;
 const CALLBACK_ERRORS: Record<string, string> = {
   OAUTH_PROVIDER_ERROR: 'oauth_provider',
   OAUTH_EMAIL_UNVERIFIED: 'oauth_email_unverified',
+  // The provider's address is not one an account can have (lib/email-syntax).
+  VALIDATION_ERROR: 'oauth_email_invalid',
   SIGNUP_DISABLED: 'signup_disabled',
 };
 
@@ -94,7 +96,8 @@ export function oauthRouter(identity: Client<typeof IdentityService>, auth: Auth
       description:
         'Failures redirect to /app/login?error=<code>: oauth_state (missing, forged or expired state), ' +
         'oauth_denied (the user declined), oauth_provider (the provider refused the code or failed), ' +
-        'oauth_email_unverified (no verified address), signup_disabled.',
+        'oauth_email_unverified (no verified address), oauth_email_invalid (an address no account can have), ' +
+        'signup_disabled.',
       tag: 'Account',
       auth: 'none',
       params: PROVIDER,
