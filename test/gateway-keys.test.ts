@@ -55,6 +55,36 @@ describe('API keys, rate limit and idempotency at the gateway', () => {
     expect((await call('GET', '/contacts', undefined, { key: rotated.body.secretKey })).status).toBe(200);
   });
 
+  test('a rotation reaches every gateway replica: one caching keys for a minute drops the old ones', async () => {
+    // A second replica with no Redis keeps keys in-process for its whole KEY_CACHE_TTL_SECONDS.
+    const { REDIS_URL: _, ...shared } = platform.env;
+    const port = await freePort();
+    const replica = startPlatform(
+      ['gateway'],
+      { ...shared, PORT: String(port), KEY_CACHE_TTL_SECONDS: '60' },
+      'gw-rotate',
+    );
+    try {
+      const baseUrl = `http://127.0.0.1:${port}`;
+      await waitFor('second gateway', () => httpOk(`${baseUrl}/healthz`), replica);
+      const t = await newTenant();
+      expect((await call('GET', '/contacts', undefined, { key: t.secretKey, baseUrl })).status).toBe(200);
+      const rotated = await call('POST', `/users/@me/projects/${t.projectId}/regenerate-keys`, undefined, {
+        cookie: t.cookie,
+      });
+      expect(rotated.status).toBe(200);
+      await eventually(
+        async () =>
+          (await call('GET', '/contacts', undefined, { key: t.secretKey, baseUrl })).status === 401 || undefined,
+        10_000,
+        'the old key refused by the other replica',
+      );
+      expect((await call('GET', '/contacts', undefined, { key: rotated.body.secretKey, baseUrl })).status).toBe(200);
+    } finally {
+      await stopProcess(replica);
+    }
+  });
+
   test("another project's contact id is a 404, never a leak", async () => {
     const a = await newTenant();
     const b = await newTenant();

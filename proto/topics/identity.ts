@@ -2,6 +2,7 @@ import { topic } from '@svc/lib/bus-topic';
 import {
   ProjectCreatedSchema,
   ProjectDeletedSchema,
+  ProjectKeysRotatedSchema,
   ProjectReinstatedSchema,
   ProjectSuspendedSchema,
   ProjectWipeRequestedSchema,
@@ -13,6 +14,7 @@ export const IDENTITY_TOPICS = {
   userCreated: topic('identity.user.created', UserCreatedSchema),
   projectCreated: topic('identity.project.created', ProjectCreatedSchema),
   projectDeleted: topic('identity.project.deleted', ProjectDeletedSchema),
+  projectKeysRotated: topic('identity.project.keys_rotated', ProjectKeysRotatedSchema),
   projectWipeRequested: topic('identity.project.wipe_requested', ProjectWipeRequestedSchema),
   projectSuspended: topic('identity.project.suspended', ProjectSuspendedSchema),
   projectReinstated: topic('identity.project.reinstated', ProjectReinstatedSchema),

@@ -60,9 +60,14 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
     sessionSecret = randomBytes(32).toString('hex');
   }
   const keyCache = new KeyCache(config.keyCacheTtlSeconds, redis, `${prefix}:keys`);
-  // The replica that answered a project's DELETE dropped its keys already; every other replica hears it here.
-  rt.bus.watch([IDENTITY_TOPICS.projectDeleted.subject], (m) => {
-    void keyCache.forgetProject(readBusMessage(IDENTITY_TOPICS.projectDeleted, m.data).projectId);
+  // The replica that answered a project's DELETE or key rotation dropped its keys already; every other replica
+  // hears it here (its in-process layer would otherwise keep the old keys for up to a second, or the whole TTL).
+  const { projectDeleted, projectKeysRotated } = IDENTITY_TOPICS;
+  rt.bus.watch([projectDeleted.subject], (m) => {
+    void keyCache.forgetProject(readBusMessage(projectDeleted, m.data).projectId);
+  });
+  rt.bus.watch([projectKeysRotated.subject], (m) => {
+    void keyCache.forgetProject(readBusMessage(projectKeysRotated, m.data).projectId);
   });
   const app = createApp({
     config,

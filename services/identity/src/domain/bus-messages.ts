@@ -13,6 +13,9 @@ export const projectCreated = (p: Pick<ProjectRow, 'id' | 'name'>): OutboxMessag
 export const projectDeleted = (projectId: string): OutboxMessage =>
   busMessage(IDENTITY_TOPICS.projectDeleted, { projectId });
 
+export const projectKeysRotated = (projectId: string): OutboxMessage =>
+  busMessage(IDENTITY_TOPICS.projectKeysRotated, { projectId });
+
 export const projectWipeRequested = (w: {
   wipeId: string;
   projectId: string;

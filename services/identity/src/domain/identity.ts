@@ -8,7 +8,7 @@ import { isUuid } from '@svc/lib/ids';
 import { enqueueMessage } from '@svc/lib/outbox';
 import { parseOrThrow } from '@svc/lib/zod-errors';
 import type { IdentityStore, KeyHashes, MemberRow, ProjectRow, UserRow } from '../store/identity-store.js';
-import { projectCreated, userCreated } from './bus-messages.js';
+import { projectCreated, projectKeysRotated, userCreated } from './bus-messages.js';
 import { generateKey, generateSessionToken, hashKey, kindOfKey, type KeyKind } from './api-keys.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { canChangeMember, canManageProject, type Role } from './roles.js';
@@ -172,13 +172,19 @@ export class Identity {
     return this.project(userId, projectId);
   }
 
-  /** Both keys rotate together; the old ones stop working at once (gateway caches expire within seconds). */
+  /**
+   * Both keys rotate together; the old ones stop working at once: every gateway replica drops the project's
+   * cached keys when it hears identity.project.keys_rotated (the one that answered drops them before answering).
+   */
   async regenerateKeys(userId: string, projectId: string): Promise<ProjectView> {
     const project = await this.project(userId, projectId);
     if (!canManageProject(project.role!))
       throw forbidden('Only owners and admins can rotate keys', 'PROJECT_ACCESS_DENIED');
     const { issued, hashes } = newKeys();
-    await this.store.replaceKeys(projectId, hashes);
+    await withTransaction(this.store.pool, async (tx) => {
+      await this.store.replaceKeys(tx, projectId, hashes);
+      await enqueueMessage(tx, projectKeysRotated(projectId));
+    });
     return { ...(await this.project(userId, projectId)), keys: issued };
   }
 

@@ -139,8 +139,8 @@ export class IdentityStore {
     await this.pool.query('UPDATE projects SET name = $2, updated_at = now() WHERE id = $1', [projectId, name]);
   }
 
-  async replaceKeys(projectId: string, keys: KeyHashes): Promise<void> {
-    await this.pool.query(
+  async replaceKeys(db: Queryable, projectId: string, keys: KeyHashes): Promise<void> {
+    await db.query(
       `UPDATE projects SET public_key_hash = $2, public_key_prefix = $3, secret_key_hash = $4,
          secret_key_prefix = $5, updated_at = now() WHERE id = $1`,
       [projectId, keys.publicHash, keys.publicPrefix, keys.secretHash, keys.secretPrefix],

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file svc/identity/v1/events.proto.
  */
 export const file_svc_identity_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChxzdmMvaWRlbnRpdHkvdjEvZXZlbnRzLnByb3RvEg9zdmMuaWRlbnRpdHkudjEiLQoLVXNlckNyZWF0ZWQSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCSIyCg5Qcm9qZWN0Q3JlYXRlZBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiJAoOUHJvamVjdERlbGV0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCSJbChRQcm9qZWN0V2lwZVJlcXVlc3RlZBIPCgd3aXBlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIQCghzZXJ2aWNlcxgEIAMoCSJrChBQcm9qZWN0U3VzcGVuZGVkEhIKCnByb2plY3RfaWQYASABKAkSFQoNc3VzcGVuc2lvbl9pZBgCIAEoCRIOCgZtZXRyaWMYAyABKAkSDAoEcmF0ZRgEIAEoARIOCgZyZWFzb24YBSABKAkiUQoRUHJvamVjdFJlaW5zdGF0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCRIVCg1zdXNwZW5zaW9uX2lkGAIgASgJEhEKCWxpZnRlZF9ieRgDIAEoCWIGcHJvdG8z");
+  fileDesc("ChxzdmMvaWRlbnRpdHkvdjEvZXZlbnRzLnByb3RvEg9zdmMuaWRlbnRpdHkudjEiLQoLVXNlckNyZWF0ZWQSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCSIyCg5Qcm9qZWN0Q3JlYXRlZBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiJAoOUHJvamVjdERlbGV0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCSIoChJQcm9qZWN0S2V5c1JvdGF0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCSJbChRQcm9qZWN0V2lwZVJlcXVlc3RlZBIPCgd3aXBlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIQCghzZXJ2aWNlcxgEIAMoCSJrChBQcm9qZWN0U3VzcGVuZGVkEhIKCnByb2plY3RfaWQYASABKAkSFQoNc3VzcGVuc2lvbl9pZBgCIAEoCRIOCgZtZXRyaWMYAyABKAkSDAoEcmF0ZRgEIAEoARIOCgZyZWFzb24YBSABKAkiUQoRUHJvamVjdFJlaW5zdGF0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCRIVCg1zdXNwZW5zaW9uX2lkGAIgASgJEhEKCWxpZnRlZF9ieRgDIAEoCWIGcHJvdG8z");
 
 /**
  * identity.user.created.
@@ -80,6 +80,25 @@ export const ProjectDeletedSchema: GenMessage<ProjectDeleted> = /*@__PURE__*/
   messageDesc(file_svc_identity_v1_events, 2);
 
 /**
+ * identity.project.keys_rotated: the project's keys were replaced; the old ones open nothing from now on.
+ *
+ * @generated from message svc.identity.v1.ProjectKeysRotated
+ */
+export type ProjectKeysRotated = Message<"svc.identity.v1.ProjectKeysRotated"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message svc.identity.v1.ProjectKeysRotated.
+ * Use `create(ProjectKeysRotatedSchema)` to create a new message.
+ */
+export const ProjectKeysRotatedSchema: GenMessage<ProjectKeysRotated> = /*@__PURE__*/
+  messageDesc(file_svc_identity_v1_events, 3);
+
+/**
  * identity.project.wipe_requested: the services named in `services` (one phase of the saga) wipe
  * the project's data, then report with CompleteProjectWipeStep.
  *
@@ -114,7 +133,7 @@ export type ProjectWipeRequested = Message<"svc.identity.v1.ProjectWipeRequested
  * Use `create(ProjectWipeRequestedSchema)` to create a new message.
  */
 export const ProjectWipeRequestedSchema: GenMessage<ProjectWipeRequested> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_events, 3);
+  messageDesc(file_svc_identity_v1_events, 4);
 
 /**
  * identity.project.suspended: sending is refused for the project from now on.
@@ -153,7 +172,7 @@ export type ProjectSuspended = Message<"svc.identity.v1.ProjectSuspended"> & {
  * Use `create(ProjectSuspendedSchema)` to create a new message.
  */
 export const ProjectSuspendedSchema: GenMessage<ProjectSuspended> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_events, 4);
+  messageDesc(file_svc_identity_v1_events, 5);
 
 /**
  * identity.project.reinstated: the project's owner lifted the suspension.
@@ -182,5 +201,5 @@ export type ProjectReinstated = Message<"svc.identity.v1.ProjectReinstated"> & {
  * Use `create(ProjectReinstatedSchema)` to create a new message.
  */
 export const ProjectReinstatedSchema: GenMessage<ProjectReinstated> = /*@__PURE__*/
-  messageDesc(file_svc_identity_v1_events, 5);
+  messageDesc(file_svc_identity_v1_events, 6);
 
