@@ -312,6 +312,33 @@ describe('segments', () => {
     expectEnvelope(await s('POST', `/segments/${untracked.id}/compute`), 400, 'BAD_REQUEST');
   });
 
+  test('tracked STATIC: members added and removed record entry and exit; tracking turned on is silent', async () => {
+    const [early, late] = [uniqueEmail('early'), uniqueEmail('late')];
+    const [earlyId, lateId] = [await contact(t, early), await contact(t, late)];
+    const seg = (await s('POST', '/segments', { name: 'Beta Testers', type: 'STATIC' })).body;
+    expect((await s('POST', `/segments/${seg.id}/members`, { emails: [early] })).body.added).toBe(1);
+    const on = await s('PATCH', `/segments/${seg.id}`, { trackMembership: true });
+    expect(on.body).toMatchObject({ trackMembership: true, memberCount: 1 });
+
+    expect((await s('POST', `/segments/${seg.id}/members`, { emails: [late, early] })).body.added).toBe(1);
+    await eventually(
+      async () => ((await eventNames(t, lateId)).includes('segment.beta-testers.entry') ? true : undefined),
+      10_000,
+      'entry event',
+    );
+    expect((await s('GET', `/segments/${seg.id}`)).body.memberCount).toBe(2);
+    expect((await s('DELETE', `/segments/${seg.id}/members`, { emails: [early] })).body.removed).toBe(1);
+    await eventually(
+      async () => ((await eventNames(t, earlyId)).includes('segment.beta-testers.exit') ? true : undefined),
+      10_000,
+      'exit event',
+    );
+    // The early member joined before tracking began: no entry for it, one entry for the late one.
+    expect(await eventNames(t, earlyId)).not.toContain('segment.beta-testers.entry');
+    expect((await eventNames(t, lateId)).filter((n) => n === 'segment.beta-testers.entry')).toHaveLength(1);
+    expect((await s('GET', `/segments/${seg.id}`)).body.memberCount).toBe(1);
+  });
+
   test('tracked: a sent email moves its contact in (email.* events come many per message: events.emails)', async () => {
     const fresh = await newTenant();
     const seg = (

@@ -66,8 +66,8 @@ export class Segments {
     let row = await this.store.update(this.store.pool, projectId, id, p);
     if (p.condition !== undefined)
       row = await this.store.setCount(this.store.pool, id, await this.contacts.count(projectId, membersOf(id)));
-    const tracked = row.track_membership && row.type === 'DYNAMIC';
-    if (tracked && !before.track_membership) row = (await this.tracking.compute(row, { events: false })).segment;
+    if (row.track_membership && !before.track_membership)
+      row = (await this.tracking.compute(row, { events: false })).segment;
     if (!row.track_membership && before.track_membership) await this.tracking.stopTracking(id);
     return row;
   }
@@ -99,7 +99,7 @@ export class Segments {
   }
 
   async addMembers(projectId: string, id: string, emails: string[], createMissing: boolean, subscribed?: boolean) {
-    await this.staticSegment(projectId, id);
+    const row = await this.staticSegment(projectId, id);
     const unique = checkEmails(emails);
     const { found, missing } = await this.contacts.lookup(projectId, unique);
     const ids = found.map((c) => c.id);
@@ -108,21 +108,23 @@ export class Segments {
       ids.push(...(await this.contacts.create(projectId, missing, subscribed)));
       created = missing.length;
     }
+    if (row.track_membership) await this.tracking.baselineStatic(row);
     const { added } = await this.contacts.setMembers(projectId, id, ids, []);
-    await this.recount(projectId, id);
+    await this.membersChanged(row);
     return { added, created, notFound: createMissing ? [] : missing };
   }
 
   async removeMembers(projectId: string, id: string, emails: string[]) {
-    await this.staticSegment(projectId, id);
+    const row = await this.staticSegment(projectId, id);
     const { found } = await this.contacts.lookup(projectId, checkEmails(emails));
+    if (row.track_membership) await this.tracking.baselineStatic(row);
     const { removed } = await this.contacts.setMembers(
       projectId,
       id,
       [],
       found.map((c) => c.id),
     );
-    await this.recount(projectId, id);
+    await this.membersChanged(row);
     return { removed };
   }
 
@@ -175,6 +177,15 @@ export class Segments {
     }
     found.delete(id);
     return [...found];
+  }
+
+  /**
+   * After a STATIC segment's members changed: a tracked one records the joins and leaves (SPEC.md: trackMembership
+   * emits entry and exit events as contacts join and leave) and counts; any other only recounts.
+   */
+  private async membersChanged(row: SegmentRow): Promise<void> {
+    if (row.track_membership) await this.tracking.compute(row, { events: true });
+    else await this.recount(row.project_id, row.id);
   }
 
   private async recount(projectId: string, id: string): Promise<SegmentRow> {

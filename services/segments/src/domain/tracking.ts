@@ -68,6 +68,15 @@ export class Tracking {
     });
   }
 
+  /**
+   * Before a tracked STATIC segment's members change: one tracked before static segments were (members, no
+   * stored membership) takes its silent baseline, so its existing members do not all "enter" at the change.
+   */
+  async baselineStatic(segment: SegmentRow): Promise<void> {
+    if (Number(segment.member_count) > 0 && !(await this.memberships.any(this.pool, segment.id)))
+      await this.compute(segment, { events: false });
+  }
+
   /** Whether the project is known (cached, no read) to track no segment: its contacts' changes need no work. */
   tracksNothing(projectId: string): boolean {
     return this.tracksAny?.peek(projectId) === false;

@@ -10,6 +10,12 @@ export class MembershipsStore {
     return rows.map((r) => r.contact_id);
   }
 
+  /** Whether any membership of the segment is stored. */
+  async any(db: Queryable, segmentId: string): Promise<boolean> {
+    const { rowCount } = await db.query('SELECT 1 FROM memberships WHERE segment_id = $1 LIMIT 1', [segmentId]);
+    return (rowCount ?? 0) > 0;
+  }
+
   /** The segments (of `segmentIds`) that hold the contact. */
   async segmentsOf(db: Queryable, contactId: string, segmentIds: string[]): Promise<string[]> {
     const { rows } = await db.query<{ segment_id: string }>(
