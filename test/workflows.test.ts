@@ -160,7 +160,7 @@ describe('workflows API', () => {
     expect((await call('GET', `/workflows/${w.id}`, undefined, { key: other.secretKey })).status).toBe(404);
   });
 
-  test("a SEND_EMAIL step's templateId must be a template of the project (another project's is a 422)", async () => {
+  test("SEND_EMAIL is checked when saved: the project's template, content that parses, a verified sender", async () => {
     const template = (tenant: Tenant, from: string) =>
       call('POST', '/templates', { name: 'wf', subject: 'Hi', body: '<p>Hi</p>', from }, { key: tenant.secretKey });
     const other = await newTenant();
@@ -172,6 +172,22 @@ describe('workflows API', () => {
       const r = await api('POST', `/workflows/${w.id}/steps`, { type: 'SEND_EMAIL', config: { templateId } });
       expectEnvelope(r, 422, 'VALIDATION_ERROR');
       expect(r.body.error.errors).toEqual([expect.objectContaining({ field: 'config.templateId' })]);
+    }
+    // Checked as a campaign's content is: the subject and body parse, the sender's domain is verified.
+    const content = { subject: 'Hi', body: '<p>Hi</p>', from: `flows@${domain}` };
+    const broken = await api('POST', `/workflows/${w.id}/steps`, {
+      type: 'SEND_EMAIL',
+      config: { ...content, subject: 'Hi {{ first', body: '{% if %}' },
+    });
+    expectEnvelope(broken, 422, 'VALIDATION_ERROR');
+    expect(broken.body.error.errors.map((e: { field: string }) => e.field)).toEqual(['config.subject', 'config.body']);
+    for (const config of [
+      { ...content, from: 'flows@not-verified.example' },
+      { templateId: ours.body.id, from: { name: 'Flows', email: 'flows@not-verified.example' } },
+    ]) {
+      const r = await api('POST', `/workflows/${w.id}/steps`, { type: 'SEND_EMAIL', config });
+      expectEnvelope(r, 403, 'INTERNAL_SERVER_ERROR');
+      expect(r.body.error.details).toMatchObject({ reason: 'domain_not_verified', domain: 'not-verified.example' });
     }
     const step = await api('POST', `/workflows/${w.id}/steps`, {
       type: 'SEND_EMAIL',

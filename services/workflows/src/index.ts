@@ -13,7 +13,7 @@ import { Engine } from './domain/engine.js';
 import { Executions } from './domain/executions.js';
 import { hostResolver } from './domain/webhook.js';
 import { Workflows } from './domain/workflows.js';
-import { mailPort, templatesPort } from './messaging-rpc.js';
+import { mailChecksPort, mailPort } from './messaging-rpc.js';
 import { workflowsRoutes } from './rpc.js';
 import { DUE_CHANNEL, type ExecutionRow, ExecutionsStore } from './store/executions-store.js';
 import { migrations } from './store/migrations.js';
@@ -34,7 +34,7 @@ export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<Running
       return (await contactsClient.listFields({ projectId })).fields.map((f) => ({ field: f.field, type: f.type }));
     },
   };
-  const workflows = new Workflows(store, executionsStore, fields, templatesPort(messaging));
+  const workflows = new Workflows(store, executionsStore, fields, mailChecksPort(messaging));
   // Trigger interests and graphs, forgotten on any workflow edit (store migration 003).
   const cache = new NotifiedCache(db.pool, 'workflows_changed', logger);
   await cache.start();

@@ -2,7 +2,7 @@ import type { JsonObject } from '@bufbuild/protobuf';
 import type { Client } from '@connectrpc/connect';
 import { type MessagingService, SendSource } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import { isAppError } from '@svc/lib/errors';
-import type { MailPort, TemplatesPort } from './domain/ports.js';
+import type { MailChecksPort, MailPort } from './domain/ports.js';
 
 /** The messaging service as the workflows domain's MailPort (QueueEmails, workflow priority). */
 export function mailPort(messaging: Client<typeof MessagingService>): MailPort {
@@ -36,10 +36,10 @@ export function mailPort(messaging: Client<typeof MessagingService>): MailPort {
   };
 }
 
-/** The messaging service as the workflows domain's TemplatesPort (GetTemplate, scoped to the project). */
-export function templatesPort(messaging: Client<typeof MessagingService>): TemplatesPort {
+/** The messaging service as the workflows domain's MailChecksPort (GetTemplate, PreviewTemplate, CheckSender). */
+export function mailChecksPort(messaging: Client<typeof MessagingService>): MailChecksPort {
   return {
-    async exists(projectId, id) {
+    async templateExists(projectId, id) {
       try {
         await messaging.getTemplate({ projectId, id });
         return true;
@@ -47,6 +47,12 @@ export function templatesPort(messaging: Client<typeof MessagingService>): Templ
         if (isAppError(err) && err.status === 404) return false;
         throw err;
       }
+    },
+    async checkContent(projectId, subject, body) {
+      await messaging.previewTemplate({ projectId, subject, body, parseOnly: true });
+    },
+    async senderVerified(projectId, from) {
+      return (await messaging.checkSender({ projectId, from })).verified;
     },
   };
 }

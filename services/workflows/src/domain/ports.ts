@@ -43,7 +43,12 @@ export interface ContactsFields {
   fields(projectId: string): Promise<{ field: string; type: string }[]>;
 }
 
-/** What the workflows API needs of the messaging service: whether a SEND_EMAIL step's template is the project's. */
-export interface TemplatesPort {
-  exists(projectId: string, id: string): Promise<boolean>;
+/** What the workflows API asks the messaging service when a SEND_EMAIL step is saved (as campaigns do). */
+export interface MailChecksPort {
+  /** Whether the template is one of the project's. */
+  templateExists(projectId: string, id: string): Promise<boolean>;
+  /** Messaging's 422 (fields `subject`, `body`) when either does not parse as a template. */
+  checkContent(projectId: string, subject: string, body: string): Promise<void>;
+  /** Whether the sender's domain is verified for the project. */
+  senderVerified(projectId: string, from: string): Promise<boolean>;
 }

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { withTransaction, type PoolClient } from '@svc/lib/db';
-import { conflict, notFound, validationError } from '@svc/lib/errors';
+import { AppError, conflict, isAppError, notFound, validationError } from '@svc/lib/errors';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { ExecutionsStore } from '../store/executions-store.js';
 import type { StepRow, TransitionRow, WorkflowRow, WorkflowsStore } from '../store/workflows-store.js';
 import { assertRunnable } from './graph.js';
-import type { ContactsFields, TemplatesPort } from './ports.js';
+import type { ContactsFields, MailChecksPort } from './ports.js';
 import {
   parseNewStep,
   parseNewTransition,
@@ -14,6 +14,7 @@ import {
   parseStepPatch,
   parseWorkflowPatch,
   type CreatableStepType,
+  type SendEmailConfig,
 } from './workflow-input.js';
 
 export interface WorkflowView extends WorkflowRow {
@@ -23,13 +24,29 @@ export interface WorkflowView extends WorkflowRow {
 
 const workflowNotFound = (id: string) => notFound('Workflow', id, 'WORKFLOW_NOT_FOUND');
 
+/** SPEC.md "Errors": the sender's domain is not verified (403, code INTERNAL_SERVER_ERROR), as for campaigns. */
+function unverifiedDomain(from: string): AppError {
+  const domain = from.slice(from.lastIndexOf('@') + 1).toLowerCase();
+  return new AppError({
+    code: 'INTERNAL_SERVER_ERROR',
+    status: 403,
+    message:
+      `The domain ${domain} is not verified. ` +
+      'Add it under domains and publish its DNS records before sending from it.',
+    details: { reason: 'domain_not_verified', domain },
+    suggestion:
+      `Add ${domain} with POST /domains, publish the DNS records it answers, then check them with ` +
+      'GET /domains/{id}/verify (a background check also runs every 5 minutes).',
+  });
+}
+
 /** Workflows, their steps and transitions: the rules of the API (SPEC.md "Workflows"). */
 export class Workflows {
   constructor(
     private readonly store: WorkflowsStore,
     private readonly executions: ExecutionsStore,
     private readonly contacts: ContactsFields,
-    private readonly templates?: TemplatesPort,
+    private readonly mail?: MailChecksPort,
   ) {}
 
   private tx<T>(fn: (db: PoolClient) => Promise<T>) {
@@ -58,14 +75,32 @@ export class Workflows {
     return w;
   }
 
-  /** A SEND_EMAIL step names a template of this project (422 otherwise, as for any other field). */
-  private async checkTemplate(projectId: string, type: string, config: Record<string, unknown>): Promise<void> {
-    const id = type === 'SEND_EMAIL' ? (config.templateId as string | undefined) : undefined;
-    if (id && this.templates && !(await this.templates.exists(projectId, id))) {
+  /**
+   * A SEND_EMAIL step is checked as a campaign is when saved: its template is one of the project's, its subject
+   * and body parse (422 naming them), and its sender's domain is verified (403).
+   */
+  private async checkMail(projectId: string, type: string, config: Record<string, unknown>): Promise<void> {
+    if (type !== 'SEND_EMAIL' || !this.mail) return;
+    const c = config as SendEmailConfig;
+    if (c.templateId && !(await this.mail.templateExists(projectId, c.templateId))) {
       throw validationError([
         { field: 'config.templateId', message: 'No such template in this project', code: 'invalid_value' },
       ]);
     }
+    if (c.subject !== undefined || c.body !== undefined) {
+      try {
+        // A part the template gives is not checked here (the template was checked when it was saved).
+        await this.mail.checkContent(projectId, c.subject ?? '-', c.body ?? '-');
+      } catch (err) {
+        if (!isAppError(err) || err.status !== 422 || !err.errors) throw err;
+        throw validationError(
+          err.errors.map((e) => ({ ...e, field: `config.${e.field}` })),
+          err.message,
+        );
+      }
+    }
+    const from = typeof c.from === 'string' ? c.from : c.from?.email;
+    if (from && !(await this.mail.senderVerified(projectId, from))) throw unverifiedDomain(from);
   }
 
   async list(projectId: string, page: number, pageSize: number) {
@@ -137,7 +172,7 @@ export class Workflows {
 
   async addStep(projectId: string, workflowId: string, body: unknown): Promise<StepRow> {
     const s = parseNewStep(body);
-    await this.checkTemplate(projectId, s.type, s.config);
+    await this.checkMail(projectId, s.type, s.config);
     return this.tx(async (db) => {
       const w = await this.editable(db, projectId, workflowId);
       const step = await this.store.insertStep(db, {
@@ -169,7 +204,7 @@ export class Workflows {
         ]);
       }
       const config = p.config === undefined ? undefined : parseStepConfig(step.type as CreatableStepType, p.config);
-      if (config) await this.checkTemplate(projectId, step.type, config);
+      if (config) await this.checkMail(projectId, step.type, config);
       const row = await this.store.updateStep(db, step.id, p.name, config);
       await this.store.touch(db, w.id);
       return row;
