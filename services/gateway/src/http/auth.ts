@@ -55,13 +55,15 @@ export class Authenticator {
   }
 
   private async verify(key: string): Promise<KeyIdentity> {
+    const mark = this.cache.mark();
     const r = await this.identity.verifyApiKey({ key });
     const found: KeyIdentity = {
       projectId: r.projectId,
       kind: r.keyType === KeyType.SECRET ? 'secret' : 'public',
       disabled: r.projectDisabled,
     };
-    await this.cache.set(key, found);
+    // Not cached when a rotation or deletion was heard meanwhile: identity may have answered before it.
+    await this.cache.set(key, found, mark);
     return found;
   }
 

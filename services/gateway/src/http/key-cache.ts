@@ -19,6 +19,8 @@ const LOCAL_MAX_ENTRIES = 10_000;
  */
 export class KeyCache {
   private readonly local = new Map<string, { value: KeyIdentity; expiresAt: number }>();
+  /** Counts forgetProject calls: see `mark`. */
+  private forgets = 0;
 
   constructor(
     private readonly ttlSeconds: number,
@@ -44,8 +46,16 @@ export class KeyCache {
     return value;
   }
 
-  async set(key: string, value: KeyIdentity): Promise<void> {
-    if (this.ttlSeconds === 0) return;
+  /**
+   * Taken before asking identity about a key and passed to `set`: an answer that was looked up while a project's
+   * keys were forgotten (rotated, deleted) may be the old one, and is not cached.
+   */
+  mark(): number {
+    return this.forgets;
+  }
+
+  async set(key: string, value: KeyIdentity, mark = this.forgets): Promise<void> {
+    if (this.ttlSeconds === 0 || mark !== this.forgets) return;
     const id = KeyCache.id(key);
     // Not awaited: the request already has its answer from identity.
     const raw = JSON.stringify(value);
@@ -69,6 +79,7 @@ export class KeyCache {
    * keys are asked of identity again at once instead of after the TTL.
    */
   async forgetProject(projectId: string): Promise<void> {
+    this.forgets++;
     for (const [key, entry] of this.local) if (entry.value.projectId === projectId) this.local.delete(key);
     if (!this.redis) return;
     const index = `${this.prefix}:project:${projectId}`;
