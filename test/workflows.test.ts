@@ -66,6 +66,10 @@ describe('workflows API', () => {
     });
     const got = await api('GET', `/workflows/${w.body.id}`);
     expect(got.body.id).toBe(w.body.id);
+    // As in PATCH and the API document: a null description is no description.
+    const bare = await api('POST', '/workflows', { name: 'Bare', description: null, eventName: name });
+    expect(bare.status).toBe(201);
+    expect(bare.body.description).toBeUndefined();
     const list = await api('GET', '/workflows?pageSize=100');
     expect(list.body.data.map((x: { id: string }) => x.id)).toContain(w.body.id);
     expect(list.body).toMatchObject({ page: 1, pageSize: 100 });

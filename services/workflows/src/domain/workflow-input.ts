@@ -214,7 +214,7 @@ export function parseNewWorkflow(body: unknown) {
     z
       .object({
         name,
-        description: z.string().max(MAX_DESCRIPTION).optional(),
+        description: z.string().max(MAX_DESCRIPTION).nullable().optional(),
         eventName,
         allowReentry: z.boolean().default(false),
       })
