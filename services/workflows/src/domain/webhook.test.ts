@@ -143,6 +143,20 @@ describe('webhook delivery through a real resolver (loopback DNS server)', () =>
     expect(second).toMatchObject({ ok: true, response: 'ok\ufffddone' });
   });
 
+  test('a 2xx whose body is long or never ends is answered by its first 1000 characters, not the timeout', async () => {
+    const r = await receiver((_n, _req, res) => {
+      res.writeHead(200);
+      res.write('y'.repeat(1500)); // and nothing more: the answer never ends
+    });
+    const started = Date.now();
+    const out = await deliverWebhook(
+      { ...request, url: `http://127.0.0.1:${r.port}/in` },
+      { ...opts, allowPrivate: true, maxAttempts: 1 },
+    );
+    expect(out).toMatchObject({ ok: true, status: 200, attempts: 1, response: 'y'.repeat(1000) });
+    expect(Date.now() - started).toBeLessThan(opts.timeoutMs);
+  });
+
   test('a name that does not resolve fails without an attempt', async () => {
     const out = await deliverWebhook(
       { ...request, url: 'http://nowhere.test/in' },

@@ -159,11 +159,17 @@ function send(
       },
       (res) => {
         let text = '';
+        const answer = () => resolve({ status: res.statusCode ?? 0, text: storable(text.slice(0, 1000)) });
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
-          if (text.length < 1000) text += chunk;
+          text += chunk;
+          // The rest of a long (or endless) answer is not read: its start is all the step keeps.
+          if (text.length >= 1000) {
+            answer();
+            res.destroy();
+          }
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: storable(text.slice(0, 1000)) }));
+        res.on('end', answer);
         res.on('error', reject);
       },
     );
