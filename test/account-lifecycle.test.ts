@@ -137,6 +137,21 @@ describe('password reset', () => {
     );
     expect(issued.rows[0].n).toBe(3);
   });
+
+  test('the limit holds for requests that arrive together', async () => {
+    const { email } = await signUp(uniqueEmail('reset-burst'));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => call('POST', '/auth/request-password-reset', { email })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
+    // Each answer comes after its token was issued or refused: the count is final now.
+    const issued = await identityDb.query(
+      `SELECT count(*)::int AS n FROM account_tokens t JOIN users u ON u.id = t.user_id
+       WHERE lower(u.email) = lower($1) AND t.purpose = 'reset_password'`,
+      [email],
+    );
+    expect(issued.rows[0].n).toBe(3);
+  });
 });
 
 test('GET /auth/oauth-config lists no providers when none is configured', async () => {

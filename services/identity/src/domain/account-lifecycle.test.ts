@@ -17,7 +17,7 @@ function lifecycle(relay: (mail: SystemMail) => Promise<void>) {
   const sent: SystemMail[] = [];
   const warnings: unknown[] = [];
   const users = { userByEmail: async (key: string) => (key === 'alice@example.com' ? alice : null) };
-  const tokens = { issuedSince: async () => 0, insert: async () => undefined };
+  const tokens = { insertWithin: async () => true };
   const mailer: SystemMailer = {
     send: (mail) => {
       sent.push(mail);

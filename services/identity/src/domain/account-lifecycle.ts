@@ -105,12 +105,12 @@ export class AccountLifecycle {
   }
 
   private async issue(user: UserRow, purpose: TokenPurpose, ttlSeconds: number): Promise<string | null> {
-    if ((await this.tokens.issuedSince(user.id, purpose, MAIL_WINDOW_SECONDS)) >= MAILS_PER_WINDOW) {
+    const token = generateSessionToken();
+    const limit = { max: MAILS_PER_WINDOW, windowSeconds: MAIL_WINDOW_SECONDS };
+    if (!(await this.tokens.insertWithin({ hash: token.hash, userId: user.id, purpose, ttlSeconds }, limit))) {
       this.opts.logger.info({ userId: user.id, purpose }, 'account mail throttled');
       return null;
     }
-    const token = generateSessionToken();
-    await this.tokens.insert(token.hash, user.id, purpose, ttlSeconds);
     return token.key;
   }
 

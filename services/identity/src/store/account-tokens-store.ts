@@ -1,4 +1,4 @@
-import type { Pool, Queryable } from '@svc/lib/db';
+import { withTransaction, type Pool, type Queryable } from '@svc/lib/db';
 
 export type TokenPurpose = 'verify_email' | 'reset_password';
 
@@ -15,22 +15,30 @@ export interface AccountTokenRow {
 export class AccountTokensStore {
   constructor(readonly pool: Pool) {}
 
-  async insert(tokenHash: string, userId: string, purpose: TokenPurpose, ttlSeconds: number): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO account_tokens (token_hash, user_id, purpose, expires_at)
-       VALUES ($1, $2, $3, now() + make_interval(secs => $4))`,
-      [tokenHash, userId, purpose, ttlSeconds],
-    );
-  }
-
-  /** Tokens of this purpose issued to the user within the window: the send throttle's count. */
-  async issuedSince(userId: string, purpose: TokenPurpose, windowSeconds: number): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM account_tokens
-       WHERE user_id = $1 AND purpose = $2 AND created_at > now() - make_interval(secs => $3)`,
-      [userId, purpose, windowSeconds],
-    );
-    return rows[0].n;
+  /**
+   * Inserts the token unless `max` of this purpose were issued to the user within the window (the send
+   * throttle); false when throttled. The user's row is locked first: requests that arrive together count
+   * one after another, so no burst gets past the limit.
+   */
+  async insertWithin(
+    token: { hash: string; userId: string; purpose: TokenPurpose; ttlSeconds: number },
+    limit: { max: number; windowSeconds: number },
+  ): Promise<boolean> {
+    return withTransaction(this.pool, async (tx) => {
+      await tx.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [token.userId]);
+      const { rows } = await tx.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM account_tokens
+         WHERE user_id = $1 AND purpose = $2 AND created_at > now() - make_interval(secs => $3)`,
+        [token.userId, token.purpose, limit.windowSeconds],
+      );
+      if (rows[0].n >= limit.max) return false;
+      await tx.query(
+        `INSERT INTO account_tokens (token_hash, user_id, purpose, expires_at)
+         VALUES ($1, $2, $3, now() + make_interval(secs => $4))`,
+        [token.hash, token.userId, token.purpose, token.ttlSeconds],
+      );
+      return true;
+    });
   }
 
   /** Locks the row: two concurrent uses of one token serialize, and only the first finds it unused. */
