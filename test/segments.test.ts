@@ -337,6 +337,12 @@ describe('segments', () => {
     expect(await eventNames(t, earlyId)).not.toContain('segment.beta-testers.entry');
     expect((await eventNames(t, lateId)).filter((n) => n === 'segment.beta-testers.entry')).toHaveLength(1);
     expect((await s('GET', `/segments/${seg.id}`)).body.memberCount).toBe(1);
+    // compute (what the console's count button asks of a tracked segment) finds nothing left to record.
+    const computed = await s('POST', `/segments/${seg.id}/compute`);
+    expect(computed.status).toBe(200);
+    expect(computed.body).toMatchObject({ entered: 0, exited: 0, memberCount: 1, type: 'STATIC' });
+    const untracked = (await s('POST', '/segments', { name: 'Untracked static', type: 'STATIC' })).body;
+    expectEnvelope(await s('POST', `/segments/${untracked.id}/compute`), 400, 'BAD_REQUEST');
   });
 
   test('tracked: a sent email moves its contact in (email.* events come many per message: events.emails)', async () => {

@@ -249,7 +249,7 @@ export function segmentsRouter(segments: Client<typeof SegmentsService>, guards:
   r.post(
     '/segments/:id/compute',
     {
-      summary: 'Recompute a DYNAMIC segment now (entries and exits)',
+      summary: 'Recompute a tracked segment now (entries and exits)',
       tag: 'Segments',
       auth: 'secret',
       params: SEGMENT_ID,

@@ -128,14 +128,16 @@ export class Segments {
     return { removed };
   }
 
+  /** A tracked segment's stored membership against its members now (a STATIC one's is kept as they change). */
   async compute(projectId: string, id: string) {
     const row = await this.get(projectId, id);
-    if (row.type !== 'DYNAMIC' || !row.track_membership) {
-      throw badRequest('Only a DYNAMIC segment with trackMembership can be computed', {
+    if (!row.track_membership) {
+      throw badRequest('Only a segment with trackMembership can be computed', {
         type: row.type,
         trackMembership: row.track_membership,
       });
     }
+    if (row.type === 'STATIC') await this.tracking.baselineStatic(row);
     return this.tracking.compute(row, { events: true });
   }
 
