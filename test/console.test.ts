@@ -246,8 +246,11 @@ try {
   seen.verified = await page.getByRole('status').textContent();
   await page.goto(c.base + '/app');
   seen.noticeAfter = await page.getByText('is not verified yet').count();
+  const heldKeys = () => page.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith('keys:')).length);
+  seen.keysBeforeLogout = await heldKeys();
   await page.getByRole('button', { name: 'Log out' }).click();
   await page.waitForURL(c.base + '/app/login');
+  seen.keysAfterLogout = await heldKeys();
   await page.getByRole('link', { name: 'Forgot your password?' }).click();
   await page.getByLabel('Email').fill(c.email);
   await page.getByRole('button', { name: 'Send the link' }).click();
@@ -433,6 +436,9 @@ describe('the web console (/app) in a real browser', () => {
     });
     expect(seen.verified).toBe('Your email address is verified.');
     expect(seen.noticeAfter).toBe(0);
+    // The full keys shown after creation stay in the tab until logging out, not after.
+    expect(seen.keysBeforeLogout).toBe(1);
+    expect(seen.keysAfterLogout).toBe(0);
     expect(seen.requested).toContain('a reset link is on its way');
     expect(seen.changed).toContain('Your password is changed');
     expect(seen.reused).toMatch(/invalid|expired|used/i);

@@ -35,6 +35,11 @@ export function setProject(id: string | null): void {
 
 export const project = () => currentProject;
 
+/** Full keys just issued (creation, rotation) stay in the tab's sessionStorage until logging out. */
+export function forgetIssuedKeys(): void {
+  for (const k of Object.keys(sessionStorage)) if (k.startsWith('keys:')) sessionStorage.removeItem(k);
+}
+
 type Body = unknown;
 
 export async function api<T = any>(method: string, path: string, body?: Body): Promise<T> {

@@ -1,6 +1,6 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, get, post, project, setProject } from './api';
+import { ApiError, forgetIssuedKeys, get, post, project, setProject } from './api';
 import { AuthPage } from './pages/auth';
 import { BillingPage } from './pages/billing';
 import { ActivityPage, AnalyticsPage } from './pages/activity';
@@ -166,6 +166,7 @@ function App() {
             class="small"
             onClick={async () => {
               await get('/auth/logout').catch(() => undefined);
+              forgetIssuedKeys();
               setMe(null);
               setProject(null);
               navigate('/app/login');
