@@ -87,7 +87,10 @@ describe('password reset', () => {
 
     expect((await call('POST', '/auth/reset-password', { token, password: 'new-password-2' })).status).toBe(200);
     expectEnvelope(await login(email, 'old-password-1'), 401, 'INVALID_CREDENTIALS');
-    expect((await login(email, 'new-password-2')).status).toBe(200);
+    const fresh = await login(email, 'new-password-2');
+    expect(fresh.status).toBe(200);
+    // The mailed link proved the mailbox: the address is verified (an OAuth sign-in keeps this password).
+    expect(fresh.body.emailVerified).toBe(true);
     for (const c of [cookie, otherCookie]) {
       expect((await call('GET', '/users/@me', undefined, { cookie: c })).status).toBe(401);
     }

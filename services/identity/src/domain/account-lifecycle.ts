@@ -92,7 +92,10 @@ export class AccountLifecycle {
       .catch((err: unknown) => this.opts.logger.warn({ err, userId: user.id }, 'password reset mail not sent'));
   }
 
-  /** Sets the password, spends the user's open reset tokens and ends all their sessions. */
+  /**
+   * Sets the password, spends the user's open reset tokens and ends all their sessions. The mailed link proves
+   * the mailbox, so the address counts as verified too.
+   */
   async resetPassword(token: string, password: string): Promise<void> {
     const parsed = parseOrThrow(passwordSchema, { password }).password;
     const passwordHash = await hashPassword(parsed);
@@ -100,6 +103,7 @@ export class AccountLifecycle {
       const row = await this.openToken(tx, token, 'reset_password');
       await this.tokens.spendOpen(tx, row.user_id, 'reset_password');
       await this.tokens.setPassword(tx, row.user_id, passwordHash);
+      await this.tokens.markVerified(tx, row.user_id);
       await this.tokens.endSessions(tx, row.user_id);
     });
   }
