@@ -253,6 +253,38 @@ describe('workflows API', () => {
     const empty = await build(uniqueEvent('g4'), {}, [], { enable: false });
     expectEnvelope(await api('PATCH', `/workflows/${empty.id}`, { enabled: true }), 422, 'VALIDATION_ERROR');
   });
+
+  test('an enabled workflow cannot be edited into a cycle without a wait (a transition, or a splice)', async () => {
+    const update = { type: 'UPDATE_CONTACT', config: { data: { seen: true } } };
+    const w = await build(
+      uniqueEvent('g5'),
+      { u: update, pause: { type: 'DELAY', config: { amount: 1, unit: 'hours' } }, v: update },
+      [
+        ['trigger', 'u'],
+        ['u', 'pause'],
+        ['pause', 'v'],
+        ['v', 'u'],
+      ],
+    );
+    // A step may be added while enabled (unreachable until connected); a transition looping on it may not.
+    const extra = await api('POST', `/workflows/${w.id}/steps`, update);
+    expect(extra.status).toBe(201);
+    // Each would make every execution run its UPDATE_CONTACT steps without end.
+    const loop = await api('POST', `/workflows/${w.id}/transitions`, {
+      fromStepId: extra.body.id,
+      toStepId: extra.body.id,
+    });
+    expectEnvelope(loop, 422, 'VALIDATION_ERROR');
+    expect(loop.body.error.message).toContain('cycle');
+    const splice = await api('DELETE', `/workflows/${w.id}/steps/${w.steps.pause}?splice=true`);
+    expectEnvelope(splice, 422, 'VALIDATION_ERROR');
+    const after = await api('GET', `/workflows/${w.id}`);
+    expect([after.body.steps.length, after.body.transitions.length, after.body.enabled]).toEqual([5, 4, true]);
+    // Disabled, the graph may pass through such a state while it is edited (enabling checks it again).
+    expect((await api('PATCH', `/workflows/${w.id}`, { enabled: false })).status).toBe(200);
+    expect((await api('DELETE', `/workflows/${w.id}/steps/${w.steps.pause}?splice=true`)).status).toBe(204);
+    expectEnvelope(await api('PATCH', `/workflows/${w.id}`, { enabled: true }), 422, 'VALIDATION_ERROR');
+  });
 });
 
 describe('workflow engine', () => {

@@ -1,5 +1,5 @@
 import { isAppError } from '@svc/lib/errors';
-import { assertRunnable, type GraphStep, type GraphTransition } from './graph.js';
+import { assertNoBusyCycle, assertRunnable, type GraphStep, type GraphTransition } from './graph.js';
 
 const step = (id: string, type: GraphStep['type']): GraphStep => ({ id, type, name: id });
 let n = 0;
@@ -52,5 +52,14 @@ describe('assertRunnable', () => {
     expect(refusal([trigger], [])).toMatchObject({ step: 'trigger' });
     const steps = [trigger, step('s', 'SEND_EMAIL')];
     expect(refusal(steps, [edge('trigger', 's'), edge('s', 'gone')])).toMatchObject({ status: 422 });
+  });
+});
+
+describe('assertNoBusyCycle (structural edits of an enabled workflow)', () => {
+  test('refuses a cycle without a wait, also among unreachable steps; allows the rest of an unfinished graph', () => {
+    const steps = [step('trigger', 'TRIGGER'), step('u', 'UPDATE_CONTACT'), step('lost', 'EXIT'), step('d', 'DELAY')];
+    expect(() => assertNoBusyCycle(steps, [edge('trigger', 'u'), edge('u', 'u')])).toThrow('cycle');
+    expect(() => assertNoBusyCycle(steps, [edge('trigger', 'u'), edge('lost', 'd'), edge('d', 'u')])).not.toThrow();
+    expect(() => assertNoBusyCycle(steps, [edge('trigger', 'u'), edge('u', 'd'), edge('d', 'u')])).not.toThrow();
   });
 });

@@ -77,7 +77,18 @@ export function assertRunnable(steps: GraphStep[], transitions: GraphTransition[
   }
   const unreachable = steps.find((s) => !reached.has(s.id));
   if (unreachable) throw unrunnable(unreachable, 'is not reachable from the trigger');
+  assertNoBusyCycle(steps, transitions);
+}
 
+/**
+ * No cycle that does not pass a DELAY or WAIT_FOR_EVENT step: an execution in one would run its steps without
+ * end. Checked when a workflow is enabled (with the rest of assertRunnable) and on each structural edit of an
+ * enabled workflow (which may leave steps unreachable while it is being built, but never such a cycle).
+ */
+export function assertNoBusyCycle(steps: GraphStep[], transitions: GraphTransition[]): void {
+  const byId = new Map(steps.map((s) => [s.id, s]));
+  const out = new Map<string, GraphTransition[]>(steps.map((s) => [s.id, []]));
+  for (const t of transitions) if (byId.has(t.fromStepId) && byId.has(t.toStepId)) out.get(t.fromStepId)!.push(t);
   // A cycle among steps that never wait would spin forever: depth-first search without the waits.
   const state = new Map<string, 'open' | 'done'>();
   const visit = (id: string): GraphStep | undefined => {

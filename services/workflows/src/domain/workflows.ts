@@ -4,7 +4,7 @@ import { AppError, conflict, isAppError, notFound, validationError } from '@svc/
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { ExecutionsStore } from '../store/executions-store.js';
 import type { StepRow, TransitionRow, WorkflowRow, WorkflowsStore } from '../store/workflows-store.js';
-import { assertRunnable } from './graph.js';
+import { assertNoBusyCycle, assertRunnable } from './graph.js';
 import type { ContactsFields, MailChecksPort } from './ports.js';
 import {
   parseNewStep,
@@ -101,6 +101,13 @@ export class Workflows {
     }
     const from = typeof c.from === 'string' ? c.from : c.from?.email;
     if (from && !(await this.mail.senderVerified(projectId, from))) throw unverifiedDomain(from);
+  }
+
+  /** An enabled workflow's graph after an edit that adds transitions: events start executions on it at once. */
+  private async assertNoBusyCycle(db: PoolClient, w: WorkflowRow): Promise<void> {
+    if (!w.enabled) return;
+    const v = await this.view(db, w);
+    assertNoBusyCycle(graphSteps(v.steps), graphTransitions(v.transitions));
   }
 
   async list(projectId: string, page: number, pageSize: number) {
@@ -235,6 +242,7 @@ export class Workflows {
         }
       }
       await this.store.removeStep(db, step.id);
+      if (splice) await this.assertNoBusyCycle(db, w);
       await this.store.touch(db, w.id);
     });
   }
@@ -269,6 +277,7 @@ export class Workflows {
         branch: t.branch,
         wait_outcome: t.waitOutcome,
       });
+      await this.assertNoBusyCycle(db, w);
       await this.store.touch(db, w.id);
       return row;
     });
