@@ -22,6 +22,13 @@ describe('webhook safety and signature', () => {
     }
     for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700::1111'])
       expect([a, isPrivateAddress(a)]).toEqual([a, false]);
+    // IPv6 forms that carry an IPv4 address (an AAAA record can give them): NAT64, 6to4, compatible, SIIT.
+    for (const a of ['64:ff9b::a9fe:a9fe', '64:ff9b::7f00:1', '2002:a00:1::1', '::7f00:1', '::ffff:0:a9fe:a9fe']) {
+      expect([a, isPrivateAddress(a)]).toEqual([a, true]);
+    }
+    for (const a of ['64:ff9b:1::5', 'fec0::1']) expect([a, isPrivateAddress(a)]).toEqual([a, true]);
+    for (const a of ['64:ff9b::808:808', '2002:808:808::1', '::ffff:0:808:808'])
+      expect([a, isPrivateAddress(a)]).toEqual([a, false]);
   });
 
   test('a host is checked by what it resolves to, not as written', async () => {

@@ -12,7 +12,7 @@ export function signature(secret: string, timestamp: string, body: string): stri
 }
 
 const PRIVATE = new BlockList();
-for (const [net, bits] of [
+const PRIVATE_IPV4 = [
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
   ['100.64.0.0', 10],
@@ -24,14 +24,25 @@ for (const [net, bits] of [
   ['198.18.0.0', 15],
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
-] as const) {
+] as const;
+for (const [net, bits] of PRIVATE_IPV4) {
   PRIVATE.addSubnet(net, bits, 'ipv4');
+  // The same networks inside IPv6 addresses that reach IPv4 ones: NAT64 (64:ff9b::/96), 6to4 (2002::/16),
+  // IPv4-compatible (::/96) and SIIT (::ffff:0:0/96) addresses, as a name's AAAA record may give them.
+  const [a, b, c, d] = net.split('.').map(Number);
+  const hex = `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  PRIVATE.addSubnet(`64:ff9b::${hex}`, 96 + bits, 'ipv6');
+  PRIVATE.addSubnet(`::${hex}`, 96 + bits, 'ipv6');
+  PRIVATE.addSubnet(`::ffff:0:${hex}`, 96 + bits, 'ipv6');
+  PRIVATE.addSubnet(`2002:${hex}::`, 16 + bits, 'ipv6');
 }
 for (const [net, bits] of [
   ['::', 128],
   ['::1', 128],
+  ['64:ff9b:1::', 48],
   ['fc00::', 7],
   ['fe80::', 10],
+  ['fec0::', 10],
   ['ff00::', 8],
 ] as const) {
   PRIVATE.addSubnet(net, bits, 'ipv6');
