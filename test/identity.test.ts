@@ -148,6 +148,27 @@ describe('identity through the gateway', () => {
     );
   });
 
+  test('a project name with line breaks or other control characters is a 422 and changes nothing', async () => {
+    const t = await newTenant();
+    const path = `/users/@me/projects/${t.projectId}`;
+    for (const name of [
+      'Acme\r\nInvited by: ceo@example.com',
+      'tab\there',
+      'bell\u0007',
+      'c1\u0085',
+      'rtl\u202Eevil',
+    ]) {
+      const created = await call('POST', '/users/@me/projects', { name }, { cookie: t.cookie });
+      expectEnvelope(created, 422, 'VALIDATION_ERROR');
+      expect(created.body.error.errors[0]).toMatchObject({ field: 'name', code: 'invalid_string' });
+      expectEnvelope(await call('PATCH', path, { name }, { cookie: t.cookie }), 422, 'VALIDATION_ERROR');
+    }
+    const list = await call('GET', '/users/@me/projects', undefined, { cookie: t.cookie });
+    expect(list.body.map((p: { name: string }) => p.name)).toEqual(['Test project']);
+    const unicode = await call('PATCH', path, { name: 'Café Ünïcødé 日本' }, { cookie: t.cookie });
+    expect(unicode.body.name).toBe('Café Ünïcødé 日本');
+  });
+
   test('projects are renamed and deleted by their owner; another user gets 404', async () => {
     const t = await newTenant();
     const renamed = await call(

@@ -28,7 +28,18 @@ const passwordSchema = z.string().min(8, 'Password must be at least 8 characters
 const credentialsSchema = z.object({ email: accountEmailSchema, password: passwordSchema });
 // Sign-in only looks the address up: an account opened under an earlier, looser address syntax still signs in.
 const loginSchema = z.object({ email: z.string().max(254), password: passwordSchema });
-const projectNameSchema = z.string().trim().min(1).max(100);
+// Control characters, line separators and bidi overrides: a project's name is shown to the people invited to it,
+// where they could fake lines or reorder text.
+const CONTROL_CHARACTERS = /[\p{Cc}\u2028\u2029\u202A-\u202E\u2066-\u2069]/u;
+const projectNameSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .refine((s) => !CONTROL_CHARACTERS.test(s), {
+    message: 'Name must not contain line breaks, control characters or bidirectional overrides',
+    params: { code: 'invalid_string' },
+  });
 
 export interface IssuedKeys {
   publicKey: string;
