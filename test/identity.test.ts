@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { call, expectEnvelope, newTenant, platform, signUp, uniqueEmail } from './support/client.js';
 import type { RequestOptions } from './support/client.js';
 import { freePort, httpOk, portOpen, startPlatform, stopProcess, waitFor } from './support/processes.js';
@@ -90,6 +91,27 @@ describe('identity through the gateway', () => {
     expect((await login(spellings[1], 'right-password')).status).toBe(200);
     for (let i = 1; i < 10; i++) expect((await login(spellings[i % spellings.length], `wrong-${i}`)).status).toBe(401);
     for (const spelling of spellings) expectEnvelope(await login(spelling, 'right-password'), ...THROTTLED);
+  });
+
+  test('a huge email in a login attempt costs the throttle a key of fixed size, not the email', async () => {
+    const tag = `huge-${Date.now().toString(36)}`;
+    const email = `${tag}${'a'.repeat(500_000)}@example.com`;
+    expectEnvelope(await login(email, 'wrong-password'), 401, 'INVALID_CREDENTIALS');
+    const redis = new Redis(platform.env.REDIS_URL, { lazyConnect: true });
+    try {
+      await redis.connect();
+      const keys: string[] = [];
+      let cursor = '0';
+      do {
+        const [next, found] = await redis.scan(cursor, 'MATCH', `${platform.runId}:rl:login:*`, 'COUNT', 1000);
+        cursor = next;
+        keys.push(...found);
+      } while (cursor !== '0');
+      expect(keys.length).toBeGreaterThan(0);
+      expect(Math.max(...keys.map((k) => k.length))).toBeLessThan(200);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   test('without TRUST_PROXY a forged X-Forwarded-For buys no fresh login attempts', async () => {

@@ -1,7 +1,7 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
-import { accountEmailKey } from '@svc/lib/account-email';
+import { loginThrottleKey } from '@svc/lib/account-email';
 import type { Config } from '@svc/lib/config';
 import { AppError } from '@svc/lib/errors';
 import type { RateLimiter } from '@svc/lib/rate-limit';
@@ -296,7 +296,7 @@ export function devMailRouter(
       const email = typeof body.email === 'string' ? body.email : '';
       const password = typeof body.password === 'string' ? body.password : '';
       // The same budget as POST /auth/login (routes/identity.ts).
-      const d = await limiter.hit(`login:${req.ip}:${accountEmailKey(email)}`, LOGIN_ATTEMPTS_PER_MINUTE, 60_000);
+      const d = await limiter.hit(loginThrottleKey(req.ip ?? '', email), LOGIN_ATTEMPTS_PER_MINUTE, 60_000);
       if (!d.allowed) return signInPage(res, 429, 'Too many sign-in attempts; try again in a minute.');
       const out = await clients.identity.login({ email, password }).catch((err: unknown) => {
         if (err instanceof AppError && err.status < 500) return null;

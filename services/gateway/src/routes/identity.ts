@@ -1,5 +1,5 @@
 import type { Router, RequestHandler } from 'express';
-import { accountEmailKey } from '@svc/lib/account-email';
+import { loginThrottleKey } from '@svc/lib/account-email';
 import { AppError } from '@svc/lib/errors';
 import type { RateLimiter } from '@svc/lib/rate-limit';
 import type { Client } from '@connectrpc/connect';
@@ -64,8 +64,8 @@ export function identityRouter(
   // Password guessing: a few attempts per minute for one account from one client. The email is keyed
   // the way identity compares it, so `A@x.com ` and `a@x.com` share one budget.
   const loginThrottle: RequestHandler = async (req, _res, next) => {
-    const email = accountEmailKey(String(objectBody(req.body).email ?? ''));
-    const d = await limiter.hit(`login:${req.ip}:${email}`, LOGIN_ATTEMPTS_PER_MINUTE, 60_000);
+    const key = loginThrottleKey(req.ip ?? '', String(objectBody(req.body).email ?? ''));
+    const d = await limiter.hit(key, LOGIN_ATTEMPTS_PER_MINUTE, 60_000);
     if (!d.allowed) {
       throw new AppError({
         code: 'RATE_LIMIT_EXCEEDED',
