@@ -231,7 +231,7 @@ export function workflowsRouter(workflows: Client<typeof WorkflowsService>, guar
       params: WORKFLOW_ID,
       body: StepInput,
       responses: { 201: Step },
-      errors: [404],
+      errors: [404, 409],
     },
     secret,
     async (req, res) => {
@@ -249,7 +249,7 @@ export function workflowsRouter(workflows: Client<typeof WorkflowsService>, guar
       params: WORKFLOW_ID,
       body: StepInput.omit({ type: true }).partial(),
       responses: { 200: Step },
-      errors: [404],
+      errors: [404, 409],
     },
     secret,
     async (req, res) => {
@@ -267,7 +267,7 @@ export function workflowsRouter(workflows: Client<typeof WorkflowsService>, guar
       params: WORKFLOW_ID,
       query: z.object({ splice: z.enum(['true', 'false']).optional() }),
       responses: { 204: null },
-      errors: [404, 409],
+      errors: [404, 409, 422],
     },
     secret,
     async (req, res) => {
@@ -303,7 +303,7 @@ export function workflowsRouter(workflows: Client<typeof WorkflowsService>, guar
       auth: 'secret',
       params: WORKFLOW_ID,
       responses: { 204: null },
-      errors: [404],
+      errors: [404, 409],
     },
     secret,
     async (req, res) => {
@@ -360,7 +360,7 @@ export function workflowsRouter(workflows: Client<typeof WorkflowsService>, guar
       params: WORKFLOW_ID,
       query: pageQuery.extend({ status: stringQuery() }),
       responses: { 200: z.object({ data: z.array(Execution), ...paging }) },
-      errors: [404],
+      errors: [404, 422],
     },
     secret,
     async (req, res) => {
