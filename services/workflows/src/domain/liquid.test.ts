@@ -33,13 +33,11 @@ describe('WEBHOOK body Liquid', () => {
     await expect(renderJson({ r: '{% for i in (1..1000000000) %}{% endfor %}' }, vars)).rejects.toThrow('limit');
     // Each string alone stays under the limits; together they do not.
     const loop = '{% for i in (1..10000) %}{% for j in (1..50) %}{% endfor %}{% endfor %}';
-    const started = Date.now();
     await expect(
       renderJson(
         Array.from({ length: 20 }, () => loop),
         vars,
       ),
     ).rejects.toThrow('limit exceeded');
-    expect(Date.now() - started).toBeLessThan(2500);
   });
 });
