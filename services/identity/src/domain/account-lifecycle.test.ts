@@ -16,7 +16,13 @@ const alice: UserRow = {
 function lifecycle(relay: (mail: SystemMail) => Promise<void>) {
   const sent: SystemMail[] = [];
   const warnings: unknown[] = [];
-  const users = { userByEmail: async (key: string) => (key === 'alice@example.com' ? alice : null) };
+  const lookups: string[] = [];
+  const users = {
+    userByEmail: async (key: string) => {
+      lookups.push(key);
+      return key === 'alice@example.com' ? alice : null;
+    },
+  };
   const tokens = { insertWithin: async () => true };
   const mailer: SystemMailer = {
     send: (mail) => {
@@ -32,7 +38,7 @@ function lifecycle(relay: (mail: SystemMail) => Promise<void>) {
     mailer,
     { publicUrl: 'http://localhost:8080', verificationTtlSeconds: 86400, resetTtlSeconds: 3600, logger },
   );
-  return { accounts, sent, warnings };
+  return { accounts, sent, warnings, lookups };
 }
 
 describe('password reset requests', () => {
@@ -48,6 +54,14 @@ describe('password reset requests', () => {
     deliver();
     await accounts.requestPasswordReset('nobody@example.com');
     expect(sent).toHaveLength(1);
+  });
+
+  test('an address longer than any account can have is answered without a lookup', async () => {
+    const { accounts, sent, lookups } = lifecycle(async () => undefined);
+    await expect(accounts.requestPasswordReset(`${'a'.repeat(1_000_000)}@example.com`)).resolves.toBeUndefined();
+    await expect(accounts.requestPasswordReset(`${'a'.repeat(242)}@example.com`)).resolves.toBeUndefined();
+    expect(lookups).toEqual([`${'a'.repeat(242)}@example.com`]);
+    expect(sent).toHaveLength(0);
   });
 
   test('a relay that fails is only logged', async () => {

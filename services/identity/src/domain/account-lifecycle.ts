@@ -10,6 +10,8 @@ import { generateSessionToken, hashKey } from './api-keys.js';
 import { hashPassword } from './passwords.js';
 import type { SystemMailer } from './system-mail.js';
 
+const MAX_ACCOUNT_EMAIL = 254;
+
 /** At most this many mails of one kind per account per window; beyond it nothing is sent. */
 export const MAILS_PER_WINDOW = 3;
 export const MAIL_WINDOW_SECONDS = 15 * 60;
@@ -76,7 +78,9 @@ export class AccountLifecycle {
    * the answer: waiting for the SMTP relay would make a known address answer measurably later than an unknown one.
    */
   async requestPasswordReset(email: string): Promise<void> {
-    const user = typeof email === 'string' && email ? await this.users.userByEmail(accountEmailKey(email)) : null;
+    // No account has a longer address (RFC 5321's limit, checked at sign-up): a megabyte of one is not looked up.
+    const possible = typeof email === 'string' && email.length > 0 && email.trim().length <= MAX_ACCOUNT_EMAIL;
+    const user = possible ? await this.users.userByEmail(accountEmailKey(email)) : null;
     if (!user) return;
     const token = await this.issue(user, 'reset_password', this.opts.resetTtlSeconds);
     if (!token) return;
