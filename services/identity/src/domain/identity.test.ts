@@ -41,7 +41,7 @@ async function refusedLoginCpu(identity: Identity, email: string): Promise<numbe
 }
 
 describe('login', () => {
-  test('an unknown address or an account without a password costs the same key derivation as a wrong password', async () => {
+  test('an unknown address or an account without a password costs a key derivation, as a wrong one', async () => {
     const identity = await identityWith();
     const total = { known: 0, unknown: 0, oauth: 0 };
     for (let i = 0; i < 3; i++) {
