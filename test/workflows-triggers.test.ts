@@ -125,6 +125,38 @@ describe('workflow triggers from the bus', () => {
     expect((await api('PATCH', `/workflows/${onSent}`, { enabled: false })).status).toBe(200);
   });
 
+  test('mail a workflow sends does not start that workflow again (on email.sent it would mail forever)', async () => {
+    const mailer = await api('POST', '/workflows', {
+      name: 'mails on sent',
+      eventName: 'email.sent',
+      allowReentry: true,
+    });
+    const send = await api('POST', `/workflows/${mailer.body.id}/steps`, {
+      type: 'SEND_EMAIL',
+      config: { subject: 'Again', body: '<p>again</p>', from: `loop@${domain}` },
+    });
+    const edge = { fromStepId: mailer.body.steps[0].id, toStepId: send.body.id };
+    expect((await api('POST', `/workflows/${mailer.body.id}/transitions`, edge)).status).toBe(201);
+    expect((await api('PATCH', `/workflows/${mailer.body.id}`, { enabled: true })).status).toBe(200);
+    // Another workflow on email.sent still starts on that mail: the witness that its email.sent came through.
+    const witness = await workflow('email.sent', { type: 'UPDATE_CONTACT', config: { data: { sentSeen: true } } });
+    const contact = await api('POST', '/contacts', { email: uniqueEmail('wf-loop') });
+    expect(contact.status).toBe(201);
+    const mine = (list: Execution[]) => list.filter((e) => e.contactId === contact.body.id);
+    expect((await api('POST', `/workflows/${mailer.body.id}/executions`, { contactId: contact.body.id })).status).toBe(
+      201,
+    );
+    await eventually(
+      async () => (mine(await executions(witness)).some((e) => e.status === 'EXITED') ? true : undefined),
+      20_000,
+      'the witness started by the mailed email.sent',
+    );
+    expect(mine(await executions(mailer.body.id))).toHaveLength(1);
+    for (const id of [mailer.body.id, witness]) {
+      expect((await api('PATCH', `/workflows/${id}`, { enabled: false })).status).toBe(200);
+    }
+  });
+
   test('segment.<slug>.entry: a contact joining a tracked segment starts the workflow', async () => {
     const seg = await api('POST', '/segments', {
       name: `Joiners ${Date.now().toString(36)}`,

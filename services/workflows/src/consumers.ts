@@ -36,6 +36,8 @@ function lifecycleEvent(m: EmailLifecycle, eventId: string): TrackedEvent | unde
     name: `email.${m.type}`,
     data: { emailId: m.emailId, ...((m.data ?? {}) as Record<string, unknown>) },
     at: m.occurredAt ? timestampDate(m.occurredAt) : new Date(),
+    // Mail a workflow sent does not start that workflow again (on email.sent it would mail without end).
+    sourceWorkflowId: isUuid(m.workflowId) ? m.workflowId : undefined,
   };
 }
 

@@ -37,6 +37,8 @@ export interface TrackedEvent {
   name: string;
   data: Record<string, unknown>;
   at: Date;
+  /** The workflow that sent the email of a lifecycle event: that workflow is not started by the event. */
+  sourceWorkflowId?: string;
 }
 
 /** Executions: enrolment (events and manual starts, with the re-entry rules), listing and cancelling. */
@@ -98,6 +100,7 @@ export class Executions {
       context: { event: { id: m.eventId, name: m.name, data: m.data } },
       triggerKey: m.eventId,
       since: m.at,
+      sourceWorkflowId: m.sourceWorkflowId,
     });
   }
 

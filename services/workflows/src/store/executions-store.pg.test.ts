@@ -3,8 +3,8 @@ import { createTestDatabase, explainedPlans, type TestDatabase } from '@svc/lib/
 import { ExecutionsStore } from './executions-store.js';
 import { migrations } from './migrations.js';
 
-// finishSteps, claim and enrolTriggered run as finish_steps_v2(), claim_due() and enrol_triggered_v2() (migrations
-// 008, 007, 009): one generic plan per session, planned while the tables may be empty, that must reach executions and
+// finishSteps, claim and enrolTriggered run as finish_steps_v2(), claim_due() and enrol_triggered_v3() (migrations
+// 008, 007, 010): one generic plan per session, planned while the tables may be empty, that must reach executions and
 // execution_steps only through their indexes however large they grow.
 
 let db: TestDatabase;
@@ -136,6 +136,23 @@ test('finishSteps counts earlier visits of a step unless the execution writes it
   await db.pool.query('DELETE FROM executions');
 });
 
+test('an event from an email a workflow sent does not start that workflow (enrol_triggered_v3)', async () => {
+  const event = (contactId: string, sourceWorkflowId?: string) => ({
+    projectId: project,
+    contactId,
+    eventName: 'signup',
+    context: {},
+    triggerKey: randomUUID(),
+    since: new Date(),
+    sourceWorkflowId,
+  });
+  const [own, other] = [randomUUID(), randomUUID()];
+  expect(await store.enrolTriggered(db.pool, [event(own, workflow)])).toEqual([[]]);
+  const started = await store.enrolTriggered(db.pool, [event(other, randomUUID())]);
+  expect(started[0].map((e) => e.workflow_id)).toEqual([workflow]);
+  await db.pool.query('DELETE FROM executions');
+});
+
 test('enrolTriggered keeps its re-entry rules with a plan made on empty tables', async () => {
   const client = await db.pool.connect();
   try {
@@ -162,7 +179,7 @@ test('enrolTriggered keeps its re-entry rules with a plan made on empty tables',
   }
 });
 
-test('enrol_triggered_v2 and finish_steps_v2 reach each row by its keys with plans made on empty tables', async () => {
+test('enrol_triggered_v3 and finish_steps_v2 reach each row by its keys with plans made on empty tables', async () => {
   const client = await db.pool.connect();
   try {
     await client.query('DELETE FROM executions');

@@ -47,6 +47,8 @@ export interface TriggeredEnrolment {
   context: object;
   triggerKey: string;
   since: Date;
+  /** The workflow the event came from (a lifecycle event of an email it sent): not started by it. */
+  sourceWorkflowId?: string;
 }
 
 /** A new execution as enrolment answers it (the worker reads the rest when it claims the row). */
@@ -182,10 +184,11 @@ export class ExecutionsStore {
         trigger_key: e.triggerKey,
         since: e.since,
         wave,
+        source_workflow: e.sourceWorkflowId ?? null,
       };
     });
     const { rows } = await db.query<EnrolledExecution>(
-      'SELECT id, workflow_id, project_id, contact_id, trigger_key FROM enrol_triggered_v2($1::jsonb)',
+      'SELECT id, workflow_id, project_id, contact_id, trigger_key FROM enrol_triggered_v3($1::jsonb)',
       [JSON.stringify(input)],
     );
     for (const row of rows) {
