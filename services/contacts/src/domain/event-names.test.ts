@@ -1,5 +1,6 @@
 import type { AppError } from '@svc/lib/errors';
-import { checkTrackableEventName, isReservedEventName } from './event-names.js';
+import { isReservedEventName } from '@svc/lib/event-names';
+import { checkTrackableEventName } from './event-names.js';
 
 describe('reserved event names', () => {
   test.each([

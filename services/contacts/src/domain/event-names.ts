@@ -1,16 +1,7 @@
 import { validationError } from '@svc/lib/errors';
+import { isReservedEventName } from '@svc/lib/event-names';
 
 const MAX_NAME_LENGTH = 255;
-
-/** SPEC.md: names the service emits itself and clients cannot track. */
-export function isReservedEventName(name: string): boolean {
-  return (
-    name.startsWith('email.') ||
-    name === 'contact.subscribed' ||
-    name === 'contact.unsubscribed' ||
-    /^segment\.[^.]+\.(entry|exit)$/.test(name)
-  );
-}
 
 export function checkTrackableEventName(name: unknown): string {
   if (typeof name !== 'string' || name.trim() === '') {

@@ -3,7 +3,7 @@ import type { EventRow } from './contact-rows.js';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { eventTrackedJson } from './contacts-store.js';
 
-/** Names clients track: not the platform's own (isReservedEventName in domain/event-names.ts). */
+/** Names clients track: not the platform's own (isReservedEventName in lib/src/event-names.ts). */
 const CLIENT_TRACKED = `name NOT LIKE 'email.%' AND name NOT IN ('contact.subscribed', 'contact.unsubscribed')
   AND name !~ '^segment\\.[^.]+\\.(entry|exit)$'`;
 
@@ -82,7 +82,7 @@ export class EventsStore {
 
   /**
    * The most frequent client-tracked names of the window (events_project_time). The platform's own names are
-   * left out as isReservedEventName (domain/event-names.ts) defines them: email.*, contact.(un)subscribed,
+   * left out as isReservedEventName (lib/src/event-names.ts) defines them: email.*, contact.(un)subscribed,
    * segment.<slug>.entry/exit.
    */
   async topCustom(

@@ -57,7 +57,7 @@ describe('activity read model', () => {
     expect(FEED_LIFECYCLE_TYPES).toContain('open');
   });
 
-  test('tracked events become `event` rows; system names keep their name as type; email.* names are skipped', () => {
+  test('tracked events become `event` rows; platform names keep their name as type; email.* names are skipped', () => {
     const base = { projectId, contactId, eventId: 'e', createdAt: timestampFromDate(new Date('2026-01-01T00:00:00Z')) };
     const tracked = (name: string, data?: Record<string, number>) =>
       create(EventTrackedSchema, { ...base, name, data });
@@ -68,6 +68,11 @@ describe('activity read model', () => {
     });
     expect(trackedActivity('c-2', tracked('contact.unsubscribed'))).toMatchObject({ type: 'contact.unsubscribed' });
     expect(trackedActivity('c-3', tracked('email.open'))).toBeNull();
+    expect(trackedActivity('c-4', tracked('segment.vip.entry'))).toMatchObject({ type: 'segment.vip.entry' });
+    // Names clients may track that only look like the platform's are events like any other.
+    for (const name of ['contact.deleted', 'contact.Subscribed', 'segment.vip', 'segment.a.b.entry']) {
+      expect(trackedActivity('c-4', tracked(name))).toMatchObject({ type: 'event', name });
+    }
   });
 
   test('a tracked payload read as received makes the row its decoded EventTracked makes; others are decoded', () => {

@@ -4,6 +4,7 @@ import { on, type OutboxMessage, type TopicRoute } from '@svc/lib/bus-topic';
 import type { Queryable } from '@svc/lib/db';
 import { enqueueMany, outboxMessageId } from '@svc/lib/outbox';
 import { badRequest } from '@svc/lib/errors';
+import { isReservedEventName } from '@svc/lib/event-names';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { EventTracked } from '@svc/proto/svc/contacts/v1/events_pb';
@@ -63,7 +64,9 @@ interface TrackedFields {
 
 function trackedRow(sourceId: string, m: TrackedFields): ActivityRow | null {
   if (!isUuid(m.projectId) || !m.name || m.name.startsWith('email.')) return null;
-  const system = m.name.startsWith('contact.') || m.name.startsWith('segment.');
+  // Only the platform's own names (which clients cannot track) are types of their own: a client's
+  // `contact.deleted` or `segment.vip` is an `event` like any other name.
+  const system = isReservedEventName(m.name);
   return {
     id: uuidv7(),
     source_id: sourceId,
