@@ -116,6 +116,14 @@ describe('splitDataPatch', () => {
     expect(err.errors?.[0]).toMatchObject({ field: 'data', code: 'too_big' });
   });
 
+  test('an empty key, at the top level or nested, is a 422 invalid_string on field data', () => {
+    for (const data of [{ '': 1 }, { profile: { '': 'x' } }, { list: [{ '': null }] }]) {
+      const err = errorOf(() => splitDataPatch(data));
+      expect(err.errors).toEqual([expect.objectContaining({ field: 'data', code: 'invalid_string' })]);
+    }
+    expect(splitDataPatch({ ' ': 1 }).patch).toEqual({ ' ': 1 });
+  });
+
   test('a __proto__ key stays an ordinary key and never changes a prototype', () => {
     const { patch } = splitDataPatch(JSON.parse('{"__proto__": {"polluted": true}, "a": 1}'));
     expect(Object.getPrototypeOf(patch)).toBe(Object.prototype);

@@ -123,6 +123,7 @@ function walkLimits(node: unknown, depth: number): void {
   if (depth > MAX_DEPTH) throw tooBig(`data must not nest deeper than ${MAX_DEPTH} levels`);
   for (const [key, value] of Object.entries(node)) {
     if (key.includes(NUL)) throw nulInData();
+    if (key === '') throw emptyKey();
     if (key.length > MAX_KEY_LENGTH) {
       throw tooBig(`data keys must be at most ${MAX_KEY_LENGTH} characters (key starting "${key.slice(0, 32)}")`);
     }
@@ -138,6 +139,11 @@ const nulInData = () =>
   validationError([
     { field: 'data', message: 'data must not contain the NUL character (U+0000)', code: 'invalid_string' },
   ]);
+
+// An empty key has no field name (`data.` addresses nothing): GET /contacts/fields would list a field that no
+// filter, values or DELETE request can name.
+const emptyKey = () =>
+  validationError([{ field: 'data', message: 'data keys must not be empty', code: 'invalid_string' }]);
 
 function kindOf(value: unknown): string {
   if (value === null) return 'null';
