@@ -205,6 +205,20 @@ describe('CSV import limits', () => {
     expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).body.total).toBe(0);
   });
 
+  test('a data column named twice stores nothing: a 400, or a failed job past a quoted header', async () => {
+    const t = await newTenant();
+    const res = await call('POST', '/contacts/import', undefined, {
+      key: t.secretKey,
+      raw: csvForm('email,plan,"plan"\ntwice@example.com,pro,free\n'),
+    });
+    expectEnvelope(res, 400, 'BAD_REQUEST');
+    expect(res.body.error.message).toBe('The CSV header names the column "plan" twice');
+    // A quoted comma hides the header's real cells from the check on submit: the job reads them.
+    const job = await importCsv(t, '"a,b",email,plan,plan\nx,quoted@example.com,pro,free\n');
+    expect(job).toMatchObject({ status: 'failed', processed: 0, failure: expect.stringMatching(/"plan" twice/) });
+    expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).body.total).toBe(0);
+  });
+
   test('form fields beyond the file are bounded: too many, too long, too many parts or files', async () => {
     const t = await newTenant();
     const upload = (extra: (form: FormData) => void) => {

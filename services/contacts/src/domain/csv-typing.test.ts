@@ -1,5 +1,5 @@
 import { AppError } from '@svc/lib/errors';
-import { MAX_CSV_COLUMNS, rowToContact, typeCsvCell, validateCsvHeader } from './csv-typing.js';
+import { MAX_CSV_COLUMNS, checkRepeatedColumns, rowToContact, typeCsvCell, validateCsvHeader } from './csv-typing.js';
 
 describe('typeCsvCell', () => {
   test('cells are trimmed and an empty cell is ignored (undefined)', () => {
@@ -59,6 +59,13 @@ describe('validateCsvHeader', () => {
     }
     expect(caught).toBeInstanceOf(AppError);
     expect(caught).toMatchObject({ status: 400, code: 'BAD_REQUEST' });
+  });
+
+  test('a data column named twice (trimmed) is a 400 naming it; dropped and differently cased ones are not', () => {
+    expect(() => checkRepeatedColumns(['email', 'plan', ' plan'])).toThrow(
+      expect.objectContaining({ status: 400, message: 'The CSV header names the column "plan" twice' }),
+    );
+    expect(() => checkRepeatedColumns(['email', 'Plan', 'plan', 'id', 'id', '', ''])).not.toThrow();
   });
 
   test('the email column matches case-insensitively, trimmed, after a UTF-8 BOM', () => {

@@ -64,6 +64,18 @@ export function validateCsvHeader(header: string[]): void {
   emailColumn(normalizeHeader(header));
 }
 
+/** 400 when a data column is named twice: each row's second cell would silently overwrite its first. */
+export function checkRepeatedColumns(header: string[]): void {
+  const names = normalizeHeader(header);
+  const emailIndex = emailColumn(names);
+  const seen = new Set<string>();
+  names.forEach((name, index) => {
+    if (index === emailIndex || name === '' || DROPPED_COLUMNS.has(name.toLowerCase())) return;
+    if (seen.has(name)) throw badRequest(`The CSV header names the column "${name}" twice`, { column: name });
+    seen.add(name);
+  });
+}
+
 /** Turns one data row into the contact upsert it asks for, or the row error SPEC.md reports. */
 export function rowToContact(header: string[], cells: string[], rowNumber: number): CsvRow {
   return csvRowReader(header)(cells, rowNumber);

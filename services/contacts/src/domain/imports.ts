@@ -15,7 +15,14 @@ import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { outgoingContext } from '@svc/lib/request-context';
 import { contactUpdated } from './bus-messages.js';
 import type { Contacts } from './contacts.js';
-import { csvRowReader, rowError, validateCsvHeader, type CsvRow, type RowError } from './csv-typing.js';
+import {
+  checkRepeatedColumns,
+  csvRowReader,
+  rowError,
+  validateCsvHeader,
+  type CsvRow,
+  type RowError,
+} from './csv-typing.js';
 import { applyDataPatch } from './custom-data.js';
 import { MAX_CUSTOM_FIELDS } from './fields.js';
 import { newFieldTypes, type FieldType } from './type-inference.js';
@@ -141,7 +148,10 @@ export class Imports {
       });
     }
     if (!isUtf8(csv)) throw badRequest('The CSV file must be UTF-8 encoded');
-    validateCsvHeader(firstLine(csv));
+    const header = firstLine(csv);
+    validateCsvHeader(header);
+    // A quote left in a cell means the plain split was not the header's real cells: the job checks those.
+    if (!header.some((cell) => cell.includes('"'))) checkRepeatedColumns(header);
     return this.jobs.createImport({ id: randomUUID(), projectId, filename, csv });
   }
 
@@ -200,6 +210,7 @@ export class Imports {
           if (!readRow) {
             header = record;
             validateCsvHeader(header);
+            checkRepeatedColumns(header);
             readRow = csvRowReader(header);
             continue;
           }
