@@ -294,6 +294,36 @@ describe('embedded mode with the local sink: the sandbox sender and the mail vie
     expect(await wrong.text()).toContain('Wrong email or password');
   });
 
+  test('an attachment with a non-Latin name downloads under that name (RFC 6266 filename*)', async () => {
+    const cy = await owner('cy');
+    const to = uniqueEmail('cy-friend');
+    const filename = 'отчёт 😀 "q4".pdf';
+    const content = Buffer.from('%PDF-1.4 report');
+    const sent = await call(
+      'POST',
+      '/v1/send',
+      {
+        to,
+        from: SANDBOX,
+        subject: 'Report',
+        body: '<p>Report</p>',
+        attachments: [{ filename, content: content.toString('base64'), contentType: 'application/pdf' }],
+      },
+      { baseUrl, key: cy.key },
+    );
+    expect(sent.status).toBe(200);
+    const listedMail = await mailTo(cy.cookie, to);
+    const m = (await call('GET', `/dev/mail/${listedMail.id}.json`, undefined, { baseUrl, cookie: cy.cookie })).body;
+    expect(m.attachments[0].filename).toBe(filename);
+    const file = await fetch(`${baseUrl}${m.attachments[0].url}`, { headers: { cookie: cy.cookie } });
+    expect(file.status).toBe(200);
+    expect(file.headers.get('content-type')).toContain('application/pdf');
+    const disposition = file.headers.get('content-disposition') ?? '';
+    expect(disposition).toMatch(/^attachment; /);
+    expect(decodeURIComponent(/filename\*=UTF-8''([^;]+)/.exec(disposition)?.[1] ?? '')).toBe(filename);
+    expect(Buffer.from(await file.arrayBuffer())).toEqual(content);
+  });
+
   test('a real browser: sign in, open the inbox and the message, see the subject and the tracked link', async () => {
     if (!existsSync(CHROMIUM)) {
       console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);

@@ -371,11 +371,11 @@ export function devMailRouter(
           message: `Attachment ${req.params.index} not found`,
           details: { resource: 'Attachment', id: String(req.params.index) },
         });
-      // Always a download: an HTML attachment must not render on this origin.
-      const name = (a.filename || `attachment-${req.params.index}`).replace(/["\\\r\n]/g, '_');
+      // Always a download: an HTML attachment must not render on this origin. res.attachment() writes the name
+      // as RFC 6266 `filename*` (a non-Latin name like `отчёт.pdf` is not a valid header value as is).
       res
         .set('X-Content-Type-Options', 'nosniff')
-        .set('Content-Disposition', `attachment; filename="${name}"`)
+        .attachment(a.filename || `attachment-${req.params.index}`)
         .type(a.contentType || 'application/octet-stream')
         .send(Buffer.from(a.content));
     },
