@@ -6,6 +6,7 @@ import { InboundRefusal, type InboundMail } from '../domain/inbound-mail.js';
 
 /** Largest inbound message accepted (SIZE is advertised; bigger is refused with 552). */
 const MAX_INBOUND_BYTES = 10 * 1024 * 1024;
+const MAX_RECIPIENTS = 100;
 
 const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
 
@@ -21,13 +22,15 @@ function asSmtpError(err: unknown): Error {
  */
 export async function startInboundSmtp(
   inbound: InboundMail,
-  opts: { host: string; port: number; logger: Logger },
+  opts: { host: string; port: number; logger: Logger; maxBytes?: number },
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
-    size: MAX_INBOUND_BYTES,
+    size: opts.maxBytes ?? MAX_INBOUND_BYTES,
+    // RFC 5321's minimum; more is a 452 (each recipient is a domain lookup and part of the message's event).
+    maxRecipients: MAX_RECIPIENTS,
     banner: 'inbound mail',
     onRcptTo(address: SMTPServerAddress, _session: SMTPServerSession, callback: (err?: Error | null) => void) {
       inbound.recipientProjects(address.address).then(
@@ -37,9 +40,15 @@ export async function startInboundSmtp(
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
+      const tooBig = () => (stream as unknown as { sizeExceeded?: boolean }).sizeExceeded;
+      // smtp-server reads a message past SIZE to its end (then the 552): keeping those bytes let one
+      // connection fill the process's memory.
+      stream.on('data', (c: Buffer) => {
+        if (tooBig()) chunks.length = 0;
+        else chunks.push(c);
+      });
       stream.on('end', () => {
-        if ((stream as unknown as { sizeExceeded?: boolean }).sizeExceeded) {
+        if (tooBig()) {
           callback(smtpError(552, '5.3.4 Message too big'));
           return;
         }
