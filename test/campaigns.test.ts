@@ -79,6 +79,12 @@ describe('campaign CRUD', () => {
     expect(page.body.data[0].id).toBe(a.id);
     const desc = await c('GET', `/campaigns?search=${tag}&sort=name&dir=desc`);
     expect(desc.body.data.map((x: { id: string }) => x.id)).toEqual([b.id, a.id]);
+    // Names of Object.prototype's members are unknown sorts (createdAt desc), not a 500.
+    for (const sort of ['__proto__', 'constructor', 'toString']) {
+      const res = await c('GET', `/campaigns?search=${tag}&sort=${sort}`);
+      expect(res.status).toBe(200);
+      expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([b.id, a.id]);
+    }
     // search covers the subject and the sender too
     expect((await c('GET', `/campaigns?search=Two%20${tag}`)).body.data.map((x: { id: string }) => x.id)).toEqual([
       b.id,

@@ -138,6 +138,12 @@ describe('templates', () => {
     expect((await list('?pageSize=2&page=3')).body.data.map((x: { name: string }) => x.name)).toEqual(['Alpha']);
     expect((await list('?sort=name&dir=asc')).body.data.map((x: { name: string }) => x.name)).toEqual(names);
     expect((await list('?sort=bogus&dir=bogus')).body.data[0].name).toBe('Echo');
+    // Names of Object.prototype's members are unknown sorts too, not a 500.
+    for (const sort of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      const res = await list(`?sort=${sort}`);
+      expect(res.status).toBe(200);
+      expect(res.body.data[0].name).toBe('Echo');
+    }
     expect((await list('?type=TRANSACTIONAL')).body.total).toBe(2);
     expect((await list('?search=special')).body.data.map((x: { name: string }) => x.name)).toEqual(['Echo']);
     expect((await list('?search=subject%20c')).body.data.map((x: { name: string }) => x.name)).toEqual(['Charlie']);

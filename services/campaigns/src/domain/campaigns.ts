@@ -117,7 +117,8 @@ export class Campaigns {
     const { rows, total } = await this.store.page(projectId, {
       status,
       search: q.search?.trim() || undefined,
-      sort: SORTS[q.sort ?? ''] ?? 'created_at',
+      // Own keys only: `__proto__` or `constructor` would read Object.prototype into the ORDER BY (a 500).
+      sort: q.sort && Object.hasOwn(SORTS, q.sort) ? SORTS[q.sort] : 'created_at',
       dir: q.dir?.toLowerCase() === 'asc' ? 'asc' : 'desc',
       limit: pageSize,
       offset,
