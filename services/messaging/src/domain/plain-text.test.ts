@@ -31,4 +31,17 @@ describe('plain-text alternative', () => {
     expect(lines.length).toBeGreaterThan(1);
     for (const line of lines) expect(line.length).toBeLessThanOrEqual(78);
   });
+
+  test("names of Object.prototype's members are no entity, block or element of their own", () => {
+    // html-to-text threw a TypeError on an element named constructor (a 500 from /v1/send).
+    expect(htmlToPlainText('<p>a <constructor>b</constructor> c</p>')).toBe('a b c');
+    expect(htmlToPlainText('<CONSTRUCTOR>x</CONSTRUCTOR><table><tr><td><constructor/>y</td></tr></table>')).toBe(
+      'x\n\ny',
+    );
+    // The simple converter printed `function toString() { [native code] }` for `&toString;`.
+    expect(htmlToPlainText('<p>a &toString; &constructor; &__proto__; b</p>')).toBe(
+      'a &toString; &constructor; &__proto__; b',
+    );
+    expect(htmlToPlainText('<div>a<toString>b</toString><valueOf>c</valueOf></div>')).toBe('abc');
+  });
 });

@@ -53,6 +53,10 @@ const IMPLIED_CLOSE: Record<string, string[]> = {
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0' };
 
+/** A table's entry for a name from the HTML: `&toString;` or `<constructor>` must not find Object.prototype's. */
+const ownValue = <T>(table: Record<string, T>, key: string): T | undefined =>
+  Object.hasOwn(table, key) ? table[key] : undefined;
+
 /** html-to-text's whitespaceCharacters: ' \t\r\n\f\u200b' (a no-break space is part of a word). */
 const isSpace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13 || c === 12 || c === 0x200b;
 /** htmlparser2's whitespace inside tags. */
@@ -181,7 +185,7 @@ class Converter {
       return;
     }
     if (tag === 'img') return;
-    const block = BLOCKS[tag];
+    const block = ownValue(BLOCKS, tag);
     if (block) {
       if (top === 'p') throw new Unsupported();
       this.open.push({ tag });
@@ -203,14 +207,14 @@ class Converter {
       this.open.push(link);
       return;
     }
-    if (!INLINE.has(tag) || (top && IMPLIED_CLOSE[tag]?.includes(top))) throw new Unsupported();
+    if (!INLINE.has(tag) || (top && ownValue(IMPLIED_CLOSE, tag)?.includes(top))) throw new Unsupported();
     this.open.push({ tag });
   }
 
   close(tag: string): void {
     const el = this.open.pop();
     if (!el || el.tag !== tag) throw new Unsupported();
-    const block = BLOCKS[tag];
+    const block = ownValue(BLOCKS, tag);
     if (block) {
       if (HEADINGS.has(tag)) this.transforms.pop();
       const b = this.blocks.pop()!;
@@ -237,7 +241,7 @@ function decode(s: string): string {
     }
     const semi = s.indexOf(';', at);
     const name = semi > 0 && semi - at <= 10 ? s.slice(at + 1, semi) : '';
-    let value = ENTITIES[name];
+    let value = ownValue(ENTITIES, name);
     if (value === undefined) {
       const code = /^#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}))$/.exec(name);
       const cp = code ? Number.parseInt(code[1] ?? code[2], code[1] ? 16 : 10) : -1;
