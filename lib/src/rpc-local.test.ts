@@ -1,6 +1,8 @@
 import type { ConnectRouter } from '@connectrpc/connect';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
+import { fromJson, toJson } from '@bufbuild/protobuf';
+import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { Health } from '@svc/proto/grpc/health/v1/health_pb';
 import { AppError, validationError } from './errors.js';
@@ -19,6 +21,9 @@ let seenContentType: string | null = null;
 let handlerSignal: AbortSignal | undefined;
 let lookedUp: string[] = [];
 let streamEnded = false;
+let received: unknown;
+/** JSON with a `__proto__` key: JSON.parse makes it an own property, as it does for a request body. */
+const PROTO_KEY_DATA = '{"__proto__": {"x": 1}, "k": 1}';
 const kept = { found: [{ id: 'c1', email: 'kept@example.com' }], missing: [] as string[] };
 
 function routes(router: ConnectRouter): void {
@@ -38,6 +43,10 @@ function routes(router: ConnectRouter): void {
       lookedUp = req.emails;
       req.emails.push('changed-by-callee@example.com');
       return kept;
+    },
+    async updateContact(req) {
+      received = toJson(ValueSchema, req.data!);
+      return { contact: { id: req.id, data: JSON.parse(PROTO_KEY_DATA) } };
     },
     async *stream(req) {
       streamEnded = false;
@@ -140,6 +149,18 @@ test('caller and callee share no message: each side changes its own copy only', 
   expect(lookedUp).toEqual(['a@example.com', 'changed-by-callee@example.com']);
   res.found[0].email = 'changed-by-caller@example.com';
   expect(kept.found[0].email).toBe('kept@example.com');
+});
+
+test('a __proto__ key of JSON data stays an own key both ways, as through the network; no prototype set', async () => {
+  for (const client of [local(), network()]) {
+    received = undefined;
+    const data = fromJson(ValueSchema, JSON.parse(PROTO_KEY_DATA));
+    const { contact } = await client.updateContact({ projectId: 'p', id: 'c1', data });
+    expect(JSON.stringify(received)).toBe('{"__proto__":{"x":1},"k":1}');
+    expect(Object.keys(contact!.data!)).toEqual(['__proto__', 'k']);
+    expect(Object.getPrototypeOf(contact!.data)).toBe(Object.prototype);
+    expect((contact!.data as Record<string, unknown>).x).toBeUndefined();
+  }
 });
 
 test('metrics count in-process calls with their outcome, as the network path does', async () => {

@@ -62,7 +62,14 @@ function copied<T>(value: T): T {
   if (Array.isArray(value)) return value.map(copied) as T;
   if (value instanceof Uint8Array) return value.slice() as T;
   const out = Object.create(Object.getPrototypeOf(value)) as Record<string, unknown>;
-  for (const key of Object.keys(value)) out[key] = copied((value as Record<string, unknown>)[key]);
+  for (const key of Object.keys(value)) {
+    const item = copied((value as Record<string, unknown>)[key]);
+    // A `__proto__` key of JSON data (a Struct's fields) must stay a key: assigned, it would set the
+    // copy's prototype and vanish, where the network's binary round trip keeps it.
+    if (key === '__proto__')
+      Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
+    else out[key] = item;
+  }
   return out as T;
 }
 
