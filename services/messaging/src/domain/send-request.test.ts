@@ -245,6 +245,18 @@ describe('POST /v1/send body', () => {
     ).toEqual([expect.objectContaining({ field: 'attachments.0.contentId', code: 'required' })]);
   });
 
+  test('a contentId is printable ASCII without spaces or angle brackets (it is the Content-ID header)', () => {
+    const inline = (contentId: string): SendInput => ({
+      ...base,
+      attachments: [
+        { filename: 'l.png', content: bytes(3), contentType: 'image/png', contentId, disposition: 'inline' },
+      ],
+    });
+    expect(parseSendRequest(inline('logo.1@example.com')).attachments![0].contentId).toBe('logo.1@example.com');
+    for (const bad of ['lögo', 'logo\u00a0x', 'a b', '<logo>', 'logo\x7f'])
+      expect(fields(inline(bad))).toEqual(['attachments.0.contentId']);
+  });
+
   test('attachments total at most 10 MB decoded by default, configurable', () => {
     expect(MAX_ATTACHMENT_BYTES).toBe(10 * 1024 * 1024);
     const att = (n: number) => ({ filename: 'a.bin', content: bytes(n), contentType: 'application/octet-stream' });

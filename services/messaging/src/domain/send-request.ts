@@ -134,7 +134,8 @@ const attachmentSchema = z
       .string()
       .min(1)
       .max(255)
-      .regex(/^[^\s<>]+$/, 'Content id must not contain spaces or angle brackets')
+      // It becomes the Content-ID header (RFC 2045 msg-id): 8-bit there breaks mail without SMTPUTF8.
+      .regex(/^[\x21-\x3b\x3d\x3f-\x7e]+$/, 'Content id must be printable ASCII without spaces or angle brackets')
       .optional(),
     disposition: z.enum(['attachment', 'inline']).default('attachment'),
   })
