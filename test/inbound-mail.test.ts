@@ -101,6 +101,19 @@ describe('inbound mail', () => {
     expect((await contactOf(t, email)).subscribed).toBe(true);
   });
 
+  test('a message MIME parsing refuses (multiparts nested 3,000 deep) is a permanent 554, not a 451', async () => {
+    const t = await newTenant();
+    const { domain } = await verifiedDomain(t);
+    const depth = 3000;
+    let raw = `From: ${uniqueEmail('x')}\r\nTo: hello@${domain}\r\nSubject: nested\r\n`;
+    for (let i = 0; i < depth; i++) raw += `Content-Type: multipart/mixed; boundary="b${i}"\r\n\r\n--b${i}\r\n`;
+    raw += 'Content-Type: text/plain\r\n\r\nhi\r\n';
+    for (let i = depth - 1; i >= 0; i--) raw += `--b${i}--\r\n`;
+    await expect(
+      inbound.sendMail({ envelope: { from: uniqueEmail('x'), to: [`hello@${domain}`] }, raw }),
+    ).rejects.toMatchObject({ responseCode: 554 });
+  });
+
   test('mail for a domain no project verified is refused at RCPT TO (no open relay)', async () => {
     const t = await newTenant();
     await expect(

@@ -58,7 +58,10 @@ export class InboundMail {
   }
 
   async receive(m: InboundMessage): Promise<{ unsubscribed: number; recorded: number }> {
-    const parsed = await simpleParser(m.raw);
+    // A parse failure is the message's own (nesting or header limits): permanent, or the sender retries for days.
+    const parsed = await simpleParser(m.raw).catch(() => {
+      throw new InboundRefusal(554, '5.6.0 Malformed message');
+    });
     const subject = parsed.subject ?? '';
     let unsubscribed = 0;
     const others = m.to.filter((to) => localPartOf(to) !== UNSUBSCRIBE_LOCAL_PART);
