@@ -23,6 +23,9 @@ describe('provider webhook payloads', () => {
       throw new Error('expected a 422');
     };
     expect(fieldsOf([{ type: 'open', emailId: 'x' }])).toEqual(['events.0.type']);
+    // Names of Object.prototype's members are unknown types too (constructor was taken for a complaint).
+    for (const type of ['constructor', 'Constructor', '__proto__', 'hasOwnProperty'])
+      expect(fieldsOf([{ type, emailId: 'x' }])).toEqual(['events.0.type']);
     expect(fieldsOf([{ emailId: 'x' }, { type: 'bounce' }])).toEqual(['events.0.type', 'events.1.emailId']);
     expect(fieldsOf([])).toEqual(['events']);
   });

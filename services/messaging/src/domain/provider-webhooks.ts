@@ -22,7 +22,9 @@ const TYPE_ALIASES: Record<string, 'delivery' | 'bounce' | 'complaint'> = {
 const notificationSchema = z
   .object({
     type: z.string().transform((s, ctx) => {
-      const t = TYPE_ALIASES[s.toLowerCase()];
+      const name = s.toLowerCase();
+      // Own keys only: `constructor` would find Object's (and be taken for a complaint).
+      const t = Object.hasOwn(TYPE_ALIASES, name) ? TYPE_ALIASES[name] : undefined;
       if (!t)
         ctx.addIssue({
           code: 'custom',
