@@ -68,6 +68,12 @@ describe('sender domains', () => {
       evaluateRecords(row, { verification: ['svc-verification=tok'], dkim: ['v=DKIM1; p=OTHER'], spf: [] }, '_spf.x')
         .verified,
     ).toBe(false);
+    // The key with something after it (a stray quote, a second key pasted on) is no key receivers can use.
+    for (const dkim of ['v=DKIM1; k=rsa; p=PUBKEY"', 'v=DKIM1; p=PUBKEYPUBKEY', 'v=DKIM1; p=xPUBKEY; t=s'])
+      expect(evaluateRecords(row, { verification: [], dkim: [dkim], spf: [] }, '_spf.x').dkim).toBe(false);
+    expect(evaluateRecords(row, { verification: [], dkim: ['v=DKIM1; p=PUBKEY; t=s;'], spf: [] }, '_spf.x').dkim).toBe(
+      true,
+    );
   });
 
   test("the unverified-domain error is SPEC.md's 403 with code INTERNAL_SERVER_ERROR", () => {

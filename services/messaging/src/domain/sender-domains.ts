@@ -76,7 +76,8 @@ export function evaluateRecords(
   const squash = (s: string) => s.replace(/\s+/g, '');
   const verification = answers.verification.some((v) => v.trim() === `svc-verification=${d.verification_token}`);
   const dkim = answers.dkim.some(
-    (v) => squash(v).includes(`p=${d.dkim_public_key}`) && /(^|;)\s*v=DKIM1/i.test(v.trim() + ';'),
+    // The p= tag must be the key itself: a key with characters after it (a stray quote) verifies nothing anywhere.
+    (v) => squash(v).split(';').includes(`p=${d.dkim_public_key}`) && /(^|;)\s*v=DKIM1/i.test(v.trim() + ';'),
   );
   const spf = answers.spf.some((v) => /^v=spf1\b/i.test(v.trim()) && v.includes(`include:${spfInclude}`));
   return { verification, dkim, spf, verified: verification && dkim };
