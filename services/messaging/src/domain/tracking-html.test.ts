@@ -13,6 +13,13 @@ describe('open and click tracking in HTML', () => {
     expect(out).toContain(`href='https://t/c/${encodeURIComponent('http://b.example')}'`);
   });
 
+  test('an unquoted href is tracked too, written back quoted', () => {
+    const out = rewrite('<a href=https://a.example/p?x=1&amp;y=2>A</a> <A class=x HREF=http://b.example/>B</A>');
+    expect(out).toContain(`<a href="https://t/c/${encodeURIComponent('https://a.example/p?x=1&y=2')}">A</a>`);
+    expect(out).toContain(`<A class=x HREF="https://t/c/${encodeURIComponent('http://b.example/')}">B</A>`);
+    expect(rewrite('<a href=mailto:a@b.c>m</a>')).toMatch(/^<a href=mailto:a@b.c>m<\/a><img/);
+  });
+
   test('mailto, tel, anchors and skipped links are left alone', () => {
     const html =
       '<a href="mailto:a@b.c">m</a><a href="tel:1">t</a><a href="#top">h</a><a href="https://keep.example">k</a>';

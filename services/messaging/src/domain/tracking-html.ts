@@ -2,7 +2,8 @@
 // 1x1 pixel is appended. The text/plain part keeps the original links (it is generated
 // from the HTML before this rewrite).
 
-const ANCHOR_HREF = /(<a\b[^>]*?\shref\s*=\s*)(["'])(.*?)\2/gis;
+// A quoted value, or an unquoted one (`href=https://...`: to white space or `>`, as browsers read it).
+const ANCHOR_HREF = /(<a\b[^>]*?\shref\s*=\s*)(?:(["'])(.*?)\2|([^\s>]+))/gis;
 
 function decodeEntities(url: string): string {
   return url
@@ -21,12 +22,16 @@ export interface TrackingRewrite {
 
 /** Rewrites http(s) anchors and appends the open pixel (before </body> when there is one). */
 export function addTracking(html: string, t: TrackingRewrite): string {
-  const rewritten = html.replace(ANCHOR_HREF, (whole, prefix: string, quote: string, raw: string) => {
-    const url = decodeEntities(raw.trim());
-    if (!/^https?:\/\//i.test(url)) return whole; // mailto:, tel:, #anchors, Liquid leftovers
-    const tracked = t.clickUrl(url);
-    return tracked ? `${prefix}${quote}${escapeAttr(tracked)}${quote}` : whole;
-  });
+  const rewritten = html.replace(
+    ANCHOR_HREF,
+    (whole, prefix: string, quote: string | undefined, quoted: string | undefined, bare: string | undefined) => {
+      const url = decodeEntities((quoted ?? bare ?? '').trim());
+      if (!/^https?:\/\//i.test(url)) return whole; // mailto:, tel:, #anchors, Liquid leftovers
+      const tracked = t.clickUrl(url);
+      const q = quote ?? '"';
+      return tracked ? `${prefix}${q}${escapeAttr(tracked)}${q}` : whole;
+    },
+  );
   const pixel =
     `<img src="${escapeAttr(t.pixelUrl)}" width="1" height="1" alt="" ` +
     'style="display:block;width:1px;height:1px;border:0" />';
