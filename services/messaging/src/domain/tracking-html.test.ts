@@ -13,6 +13,11 @@ describe('open and click tracking in HTML', () => {
     expect(out).toContain(`href='https://t/c/${encodeURIComponent('http://b.example')}'`);
   });
 
+  test('numeric character references in a link are decoded as a browser decodes them', () => {
+    const out = rewrite('<a href="https://a.example/p?x=1&#38;y=2&#x26;z=&quot;3&#X2F;">A</a>');
+    expect(out).toContain(`href="https://t/c/${encodeURIComponent('https://a.example/p?x=1&y=2&z="3/')}"`);
+  });
+
   test('an unquoted href is tracked too, written back quoted', () => {
     const out = rewrite('<a href=https://a.example/p?x=1&amp;y=2>A</a> <A class=x HREF=http://b.example/>B</A>');
     expect(out).toContain(`<a href="https://t/c/${encodeURIComponent('https://a.example/p?x=1&y=2')}">A</a>`);

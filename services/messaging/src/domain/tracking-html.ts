@@ -5,11 +5,15 @@
 // A quoted value, or an unquoted one (`href=https://...`: to white space or `>`, as browsers read it).
 const ANCHOR_HREF = /(<a\b[^>]*?\shref\s*=\s*)(?:(["'])(.*?)\2|([^\s>]+))/gis;
 
+const NAMED: Record<string, string> = { amp: '&', quot: '"', apos: "'", lt: '<', gt: '>' };
+
+/** The URL a browser follows: `&amp;` and numeric references (`&#38;`, `&#x2F;`) decoded. */
 function decodeEntities(url: string): string {
-  return url
-    .replace(/&amp;/g, '&')
-    .replace(/&#x2F;/gi, '/')
-    .replace(/&#47;/g, '/');
+  return url.replace(/&(?:#(\d{1,7})|#x([0-9a-f]{1,6})|(amp|quot|apos|lt|gt));/gi, (whole, dec, hex, name) => {
+    if (name) return NAMED[name.toLowerCase()];
+    const cp = dec ? Number(dec) : Number.parseInt(hex, 16);
+    return cp > 0 && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff) ? String.fromCodePoint(cp) : whole;
+  });
 }
 
 const escapeAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
