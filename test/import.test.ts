@@ -205,7 +205,7 @@ describe('CSV import limits', () => {
     expect((await call('GET', '/contacts', undefined, { key: t.secretKey })).body.total).toBe(0);
   });
 
-  test('a data column named twice stores nothing: a 400, or a failed job past a quoted header', async () => {
+  test('columns writing one place (plan twice; a and a.b) store nothing: a 400, or a failed job', async () => {
     const t = await newTenant();
     const res = await call('POST', '/contacts/import', undefined, {
       key: t.secretKey,
@@ -213,6 +213,12 @@ describe('CSV import limits', () => {
     });
     expectEnvelope(res, 400, 'BAD_REQUEST');
     expect(res.body.error.message).toBe('The CSV header names the column "plan" twice');
+    const nested = await call('POST', '/contacts/import', undefined, {
+      key: t.secretKey,
+      raw: csvForm('email,profile.tier,profile\nnested@example.com,gold,x\n'),
+    });
+    expectEnvelope(nested, 400, 'BAD_REQUEST');
+    expect(nested.body.error.message).toBe('The CSV columns "profile" and "profile.tier" both write data.profile');
     // A quoted comma hides the header's real cells from the check on submit: the job reads them.
     const job = await importCsv(t, '"a,b",email,plan,plan\nx,quoted@example.com,pro,free\n');
     expect(job).toMatchObject({ status: 'failed', processed: 0, failure: expect.stringMatching(/"plan" twice/) });

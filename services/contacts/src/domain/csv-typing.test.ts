@@ -68,6 +68,16 @@ describe('validateCsvHeader', () => {
     expect(() => checkRepeatedColumns(['email', 'Plan', 'plan', 'id', 'id', '', ''])).not.toThrow();
   });
 
+  test('a column beside one nested in it (a and a.b, either order) is a 400 naming both', () => {
+    expect(() => checkRepeatedColumns(['email', 'profile', 'profile.tier'])).toThrow(
+      'The CSV columns "profile" and "profile.tier" both write data.profile',
+    );
+    expect(() => checkRepeatedColumns(['profile.tier.level', 'email', 'profile'])).toThrow(
+      'The CSV columns "profile" and "profile.tier.level" both write data.profile',
+    );
+    expect(() => checkRepeatedColumns(['email', 'profile.tier', 'profile.plan', 'profile..x', 'pro'])).not.toThrow();
+  });
+
   test('the email column matches case-insensitively, trimmed, after a UTF-8 BOM', () => {
     expect(() => validateCsvHeader(['\uFEFF Email ', 'plan'])).not.toThrow();
   });

@@ -64,15 +64,29 @@ export function validateCsvHeader(header: string[]): void {
   emailColumn(normalizeHeader(header));
 }
 
-/** 400 when a data column is named twice: each row's second cell would silently overwrite its first. */
+/**
+ * 400 when two data columns write the same place: a column named twice, or `a` beside `a.b` (rule 9's nested
+ * path). Each row's later cell would silently overwrite the earlier one.
+ */
 export function checkRepeatedColumns(header: string[]): void {
   const names = normalizeHeader(header);
   const emailIndex = emailColumn(names);
-  const seen = new Set<string>();
+  const columns = new Map<string, string>(); // a column's path (JSON) -> its name
+  const parents = new Map<string, string>(); // every path a column nests inside -> that column's name
   names.forEach((name, index) => {
     if (index === emailIndex || name === '' || DROPPED_COLUMNS.has(name.toLowerCase())) return;
-    if (seen.has(name)) throw badRequest(`The CSV header names the column "${name}" twice`, { column: name });
-    seen.add(name);
+    const path = columnPath(name);
+    const key = JSON.stringify(path);
+    if (columns.has(key)) throw badRequest(`The CSV header names the column "${name}" twice`, { column: name });
+    const inside = parents.get(key);
+    const outer = path.slice(0, -1).flatMap((_, i) => columns.get(JSON.stringify(path.slice(0, i + 1))) ?? []);
+    const other = inside ?? outer[0];
+    if (other !== undefined) {
+      const [a, b] = inside === undefined ? [other, name] : [name, other];
+      throw badRequest(`The CSV columns "${a}" and "${b}" both write data.${a}`, { columns: [a, b] });
+    }
+    columns.set(key, name);
+    for (let i = 1; i < path.length; i++) parents.set(JSON.stringify(path.slice(0, i)), name);
   });
 }
 
