@@ -16,7 +16,11 @@ describe('/v1/track', () => {
     const res = await track(t, {
       email: 'new@example.com',
       event: 'signed_up',
-      data: { plan: 'pro', coupon: { value: 'X1', persistent: false } },
+      data: {
+        plan: 'pro',
+        coupon: { value: 'X1', persistent: false },
+        cart: { items: 2, promo: { value: 'P', persistent: false } },
+      },
     });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -26,11 +30,13 @@ describe('/v1/track', () => {
     const contact = await call('GET', `/contacts/${res.body.data.contact}`, undefined, { key: t.secretKey });
     expect(contact.body).toMatchObject({ email: 'new@example.com', subscribed: true, data: { plan: 'pro' } });
     expect(contact.body.data.coupon).toBeUndefined();
+    expect(contact.body.data.cart).toEqual({ items: 2 });
     const events = await call('GET', `/events/contact/${res.body.data.contact}`, undefined, { key: t.secretKey });
     expect(events.body.data[0]).toMatchObject({
       id: res.body.data.event,
       name: 'signed_up',
-      data: { plan: 'pro', coupon: 'X1' },
+      // Every value sent, a one-off nested beside persistent ones included.
+      data: { plan: 'pro', coupon: 'X1', cart: { items: 2, promo: 'P' } },
     });
   });
 

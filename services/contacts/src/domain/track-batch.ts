@@ -7,7 +7,7 @@ import type { EventRow } from '../store/contact-rows.js';
 import type { ContactBatches, LockedContact } from '../store/contacts-store.js';
 import { eventTrackedTopic } from './bus-messages.js';
 import type { Contacts } from './contacts.js';
-import { applyDataPatch, type DataPatch } from './custom-data.js';
+import { applyDataPatch, templateVariables, type DataPatch } from './custom-data.js';
 import { nextSubscription, subscriptionEvent } from './subscription.js';
 
 export interface TrackWrite {
@@ -27,8 +27,11 @@ function withoutDeletions(patch: Record<string, unknown>): Record<string, unknow
   return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== null));
 }
 
-/** The event a track records: the values sent with it, persistent and one-off. */
-export const trackedEventData = (patch: DataPatch) => ({ ...withoutDeletions(patch.patch), ...patch.oneOff });
+/**
+ * The event a track records: the values sent with it, persistent and one-off. A one-off value nested in an
+ * object joins that object's persistent values (`{d: 2, c: one-off}` records both), as a template sees them.
+ */
+export const trackedEventData = (patch: DataPatch) => templateVariables(withoutDeletions(patch.patch), patch.oneOff);
 
 /**
  * A batch of tracks in two statements (one round trip each): lock the batch's contacts, apply every
