@@ -48,7 +48,7 @@ describe('step configs', () => {
     expect(ok.config.headers).toEqual({ 'X-Team': 'growth', Authorization: 'Bearer t0k3n', 'X-Note': 'cr\u00e8me' });
   });
 
-  test("UPDATE_CONTACT data: the contacts service's size, depth and key length limits are checked when saved", () => {
+  test("UPDATE_CONTACT data: the contacts service's size, depth and key limits are checked when saved", () => {
     const update = (data: Record<string, unknown>) => ({ type: 'UPDATE_CONTACT', config: { data } });
     const tooBig = [{ field: 'config.data', code: 'too_big' }];
     expect(refused(update({ s: 'x'.repeat(64 * 1024) }))).toEqual(tooBig);
@@ -56,6 +56,9 @@ describe('step configs', () => {
     const nest = (levels: number): unknown => (levels === 0 ? 1 : { a: nest(levels - 1) });
     expect(refused(update({ deep: nest(10) }))).toEqual(tooBig);
     expect(refused(update({ list: [[[[[[[[[[1]]]]]]]]]] }))).toEqual(tooBig);
+    const emptyKey = [{ field: 'config.data', code: 'invalid_string' }];
+    expect(refused(update({ '': 1 }))).toEqual(emptyKey);
+    expect(refused(update({ profile: { '': 'x' } }))).toEqual(emptyKey);
     expect(parseNewStep(update({ deep: nest(9), ['k'.repeat(255)]: 'x'.repeat(1000), gone: null })).config).toEqual({
       data: { deep: nest(9), ['k'.repeat(255)]: 'x'.repeat(1000), gone: null },
     });

@@ -141,13 +141,19 @@ const MAX_DATA_BYTES = 64 * 1024;
 const MAX_DATA_DEPTH = 10;
 const MAX_DATA_KEY = 255;
 
-/** Why a data patch breaks the contacts service's depth or key rule (arrays count as a level), or undefined. */
-function dataProblem(node: unknown, depth = 1): string | undefined {
+type DataProblem = { message: string; code: 'too_big' | 'invalid_string' };
+
+/** Why a data patch breaks the contacts service's depth or key rules (arrays count as a level), or undefined. */
+function dataProblem(node: unknown, depth = 1): DataProblem | undefined {
   if (!node || typeof node !== 'object') return undefined;
-  if (depth > MAX_DATA_DEPTH) return `data must not nest deeper than ${MAX_DATA_DEPTH} levels`;
+  if (depth > MAX_DATA_DEPTH) {
+    return { message: `data must not nest deeper than ${MAX_DATA_DEPTH} levels`, code: 'too_big' };
+  }
   for (const [key, value] of Object.entries(node)) {
+    if (!Array.isArray(node) && key === '') return { message: 'data keys must not be empty', code: 'invalid_string' };
     if (!Array.isArray(node) && key.length > MAX_DATA_KEY) {
-      return `data keys must be at most ${MAX_DATA_KEY} characters (key starting "${key.slice(0, 32)}")`;
+      const message = `data keys must be at most ${MAX_DATA_KEY} characters (key starting "${key.slice(0, 32)}")`;
+      return { message, code: 'too_big' };
     }
     const problem = dataProblem(value, depth + 1);
     if (problem) return problem;
@@ -157,11 +163,11 @@ function dataProblem(node: unknown, depth = 1): string | undefined {
 
 function checkDataLimits(data: Record<string, unknown>, ctx: z.RefinementCtx) {
   const bytes = Buffer.byteLength(JSON.stringify(data));
-  const problem =
+  const problem: DataProblem | undefined =
     bytes > MAX_DATA_BYTES
-      ? `data must be at most ${MAX_DATA_BYTES} bytes when serialized (got ${bytes})`
+      ? { message: `data must be at most ${MAX_DATA_BYTES} bytes when serialized (got ${bytes})`, code: 'too_big' }
       : dataProblem(data);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem, params: { code: 'too_big' } });
+  if (problem) ctx.addIssue({ code: 'custom', message: problem.message, params: { code: problem.code } });
 }
 
 const updateContact = z
