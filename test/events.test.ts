@@ -19,7 +19,8 @@ describe('/v1/track', () => {
       data: {
         plan: 'pro',
         coupon: { value: 'X1', persistent: false },
-        cart: { items: 2, promo: { value: 'P', persistent: false } },
+        cart: { items: 2, promo: { value: 'P', persistent: false }, coupon: null },
+        gone: null,
       },
     });
     expect(res.status).toBe(200);
@@ -35,9 +36,10 @@ describe('/v1/track', () => {
     expect(events.body.data[0]).toMatchObject({
       id: res.body.data.event,
       name: 'signed_up',
-      // Every value sent, a one-off nested beside persistent ones included.
+      // Every value sent, a one-off nested beside persistent ones included; a null (a deletion) at no depth.
       data: { plan: 'pro', coupon: 'X1', cart: { items: 2, promo: 'P' } },
     });
+    expect(events.body.data[0].data).toEqual({ plan: 'pro', coupon: 'X1', cart: { items: 2, promo: 'P' } });
   });
 
   test('omitted subscribed keeps state; false neither resubscribes nor unsubscribes; true resubscribes', async () => {

@@ -7,7 +7,7 @@ import type { EventRow } from '../store/contact-rows.js';
 import type { ContactBatches, LockedContact } from '../store/contacts-store.js';
 import { eventTrackedTopic } from './bus-messages.js';
 import type { Contacts } from './contacts.js';
-import { applyDataPatch, templateVariables, type DataPatch } from './custom-data.js';
+import { applyDataPatch, isPlainObject, templateVariables, type DataPatch } from './custom-data.js';
 import { nextSubscription, subscriptionEvent } from './subscription.js';
 
 export interface TrackWrite {
@@ -23,8 +23,11 @@ export interface Tracked {
   event: EventRow;
 }
 
+// A null deletes a key of the contact (rule 3), at any depth: it is no value of the event.
 function withoutDeletions(patch: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== null));
+  return Object.fromEntries(
+    Object.entries(patch).flatMap(([k, v]) => (v === null ? [] : [[k, isPlainObject(v) ? withoutDeletions(v) : v]])),
+  );
 }
 
 /**
