@@ -74,6 +74,25 @@ export const internal = (message = 'Internal server error') =>
   new AppError({ code: 'INTERNAL_SERVER_ERROR', status: 500, message });
 
 /** Seconds a client is told to wait (`Retry-After`) before retrying a 503. */
+/**
+ * SPEC.md's answer to sending from a domain the project has not verified: 403 with code INTERNAL_SERVER_ERROR.
+ * `sender` is the domain or the whole address; `more` ends the suggestion (messaging's sandbox hint).
+ */
+export function unverifiedDomain(sender: string, more = ''): AppError {
+  const domain = sender.slice(sender.lastIndexOf('@') + 1).toLowerCase();
+  return new AppError({
+    code: 'INTERNAL_SERVER_ERROR',
+    status: 403,
+    message:
+      `The domain ${domain} is not verified. ` +
+      'Add it under domains and publish its DNS records before sending from it.',
+    details: { reason: 'domain_not_verified', domain },
+    suggestion:
+      `Add ${domain} with POST /domains, publish the DNS records it answers, then check them with ` +
+      `GET /domains/{id}/verify (a background check also runs every 5 minutes).${more}`,
+  });
+}
+
 export const RETRY_AFTER_SECONDS = 2;
 
 /** A dependency (database, another service) is down or too slow: the client should retry later. */

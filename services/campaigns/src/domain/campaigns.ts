@@ -1,5 +1,5 @@
 import { billingLimitReached } from '@svc/lib/billing-caps';
-import { AppError, badRequest, notFound, validationError } from '@svc/lib/errors';
+import { AppError, badRequest, notFound, unverifiedDomain, validationError } from '@svc/lib/errors';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { CampaignContent, CampaignRow, CampaignStatus } from '../store/campaign-row.js';
 import type { CampaignsStore } from '../store/campaigns-store.js';
@@ -42,22 +42,6 @@ export interface ListQuery {
   search?: string;
   sort?: string;
   dir?: string;
-}
-
-/** SPEC.md's 403 for an unverified sender domain (code INTERNAL_SERVER_ERROR, as messaging answers it). */
-export function unverifiedDomain(from: string): AppError {
-  const domain = from.slice(from.lastIndexOf('@') + 1).toLowerCase();
-  return new AppError({
-    code: 'INTERNAL_SERVER_ERROR',
-    status: 403,
-    message:
-      `The domain ${domain} is not verified. ` +
-      'Add it under domains and publish its DNS records before sending from it.',
-    details: { reason: 'domain_not_verified', domain },
-    suggestion:
-      `Add ${domain} with POST /domains, publish the DNS records it answers, then check them with ` +
-      'GET /domains/{id}/verify (a background check also runs every 5 minutes).',
-  });
 }
 
 /** The contacts service names a bad tree's fields `condition...`; the client sent `audienceCondition`. */

@@ -1,6 +1,6 @@
-import { AppError } from '@svc/lib/errors';
+import { AppError, unverifiedDomain } from '@svc/lib/errors';
 import type { DomainRow } from '../store/domains-store.js';
-import { dnsRecords, evaluateRecords, normalizeDomain, unverifiedDomain } from './sender-domains.js';
+import { dnsRecords, evaluateRecords, normalizeDomain } from './sender-domains.js';
 
 const row = {
   id: 'd1',
@@ -81,5 +81,10 @@ describe('sender domains', () => {
     expect(e).toBeInstanceOf(AppError);
     expect(e).toMatchObject({ status: 403, code: 'INTERNAL_SERVER_ERROR' });
     expect(e.message).toMatch(/not verified/);
+    // An address names its domain; the sandbox hint ends the suggestion.
+    expect(unverifiedDomain('Team@X.com', ' Or the sandbox.')).toMatchObject({
+      details: { reason: 'domain_not_verified', domain: 'x.com' },
+      suggestion: expect.stringMatching(/minutes\)\. Or the sandbox\.$/),
+    });
   });
 });

@@ -1,6 +1,6 @@
 import { generateKeyPair, randomBytes, randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { AppError, conflict, notFound, validationError } from '@svc/lib/errors';
+import { conflict, notFound, unverifiedDomain, validationError } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import type { DomainRow, DomainsStore } from '../store/domains-store.js';
@@ -81,22 +81,6 @@ export function evaluateRecords(
   );
   const spf = answers.spf.some((v) => /^v=spf1\b/i.test(v.trim()) && v.includes(`include:${spfInclude}`));
   return { verification, dkim, spf, verified: verification && dkim };
-}
-
-/** SPEC.md: sending from an unverified domain is a 403 with code INTERNAL_SERVER_ERROR. */
-export function unverifiedDomain(domain: string, sandbox = false): AppError {
-  return new AppError({
-    code: 'INTERNAL_SERVER_ERROR',
-    status: 403,
-    message:
-      `The domain ${domain} is not verified. ` +
-      'Add it under domains and publish its DNS records before sending from it.',
-    details: { reason: 'domain_not_verified', domain },
-    suggestion:
-      `Add ${domain} with POST /domains, publish the DNS records it answers, then check them with ` +
-      'GET /domains/{id}/verify (a background check also runs every 5 minutes).' +
-      (sandbox ? ` Or try it first from ${SANDBOX_SENDER}: delivered to the local sink, see GET /dev/mail.` : ''),
-  });
 }
 
 export interface SenderDomainsOptions {
@@ -234,7 +218,13 @@ export class SenderDomains {
       this.senderLookups.set(key, lookup);
     }
     const row = await lookup;
-    if (!row) throw unverifiedDomain(domain, !!this.opts.sandbox);
+    if (!row)
+      throw unverifiedDomain(
+        domain,
+        this.opts.sandbox
+          ? ` Or try it first from ${SANDBOX_SENDER}: delivered to the local sink, see GET /dev/mail.`
+          : '',
+      );
     if (this.verifiedSenders.size >= VERIFIED_SENDER_CACHE_MAX) this.verifiedSenders.clear();
     this.verifiedSenders.set(key, { row, at: Date.now() });
     return row;

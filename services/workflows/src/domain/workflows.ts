@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { withTransaction, type PoolClient } from '@svc/lib/db';
-import { AppError, conflict, isAppError, notFound, validationError } from '@svc/lib/errors';
+import { conflict, isAppError, notFound, unverifiedDomain, validationError } from '@svc/lib/errors';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { ExecutionsStore } from '../store/executions-store.js';
 import type { StepRow, TransitionRow, WorkflowRow, WorkflowsStore } from '../store/workflows-store.js';
@@ -23,22 +23,6 @@ export interface WorkflowView extends WorkflowRow {
 }
 
 const workflowNotFound = (id: string) => notFound('Workflow', id, 'WORKFLOW_NOT_FOUND');
-
-/** SPEC.md "Errors": the sender's domain is not verified (403, code INTERNAL_SERVER_ERROR), as for campaigns. */
-function unverifiedDomain(from: string): AppError {
-  const domain = from.slice(from.lastIndexOf('@') + 1).toLowerCase();
-  return new AppError({
-    code: 'INTERNAL_SERVER_ERROR',
-    status: 403,
-    message:
-      `The domain ${domain} is not verified. ` +
-      'Add it under domains and publish its DNS records before sending from it.',
-    details: { reason: 'domain_not_verified', domain },
-    suggestion:
-      `Add ${domain} with POST /domains, publish the DNS records it answers, then check them with ` +
-      'GET /domains/{id}/verify (a background check also runs every 5 minutes).',
-  });
-}
 
 /** Workflows, their steps and transitions: the rules of the API (SPEC.md "Workflows"). */
 export class Workflows {
