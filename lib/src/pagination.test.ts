@@ -1,5 +1,5 @@
 import { AppError } from './errors.js';
-import { intParam, MAX_PAGE, offsetPage, totalPages } from './pagination.js';
+import { intParam, MAX_PAGE, namedSortColumn, offsetPage, totalPages } from './pagination.js';
 
 describe('pagination query parameters (campaigns and messaging lists)', () => {
   test('offsetPage: defaults, offset, page size clamped to 100', () => {
@@ -30,4 +30,11 @@ describe('pagination query parameters (campaigns and messaging lists)', () => {
     });
     expect(intParam(' 7 ', 'limit', { min: 1, def: 50, max: 5 })).toBe(5);
   });
+});
+
+test('namedSortColumn: the three sorts, anything else (prototype names too) created_at', () => {
+  expect(['name', 'createdAt', 'updatedAt'].map(namedSortColumn)).toEqual(['name', 'created_at', 'updated_at']);
+  for (const other of [undefined, '', 'email', '__proto__', 'constructor', 'toString']) {
+    expect(namedSortColumn(other)).toBe('created_at');
+  }
 });

@@ -41,3 +41,14 @@ export function offsetPage(page: string | undefined, pageSize: string | undefine
 }
 
 export const totalPages = (total: number, pageSize: number) => Math.ceil(total / pageSize);
+
+/** The columns an offset list of named resources sorts by (SPEC.md: `name`, `createdAt`, `updatedAt`). */
+export type NamedSortColumn = 'name' | 'created_at' | 'updated_at';
+const NAMED_SORTS: Record<string, NamedSortColumn> = { name: 'name', createdAt: 'created_at', updatedAt: 'updated_at' };
+
+/**
+ * The column of a `sort` query value; anything unrecognised falls back to created_at. Own keys only: `__proto__` or
+ * `constructor` would otherwise read Object.prototype into an ORDER BY.
+ */
+export const namedSortColumn = (sort: string | undefined): NamedSortColumn =>
+  sort && Object.hasOwn(NAMED_SORTS, sort) ? NAMED_SORTS[sort] : 'created_at';

@@ -16,14 +16,9 @@ import type {
   SegmentsPort,
   TemplateCheckPort,
 } from './ports.js';
-import { intParam, offsetPage, totalPages } from '@svc/lib/pagination';
+import { intParam, namedSortColumn, offsetPage, totalPages } from '@svc/lib/pagination';
 
 export const STATUSES: readonly CampaignStatus[] = ['DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED'];
-const SORTS: Record<string, 'name' | 'created_at' | 'updated_at'> = {
-  name: 'name',
-  createdAt: 'created_at',
-  updatedAt: 'updated_at',
-};
 /** GET /analytics/top-campaigns metrics and the counter each orders by. */
 export const TOP_METRICS: Record<string, string> = {
   opened: 'opened_count',
@@ -101,8 +96,7 @@ export class Campaigns {
     const { rows, total } = await this.store.page(projectId, {
       status,
       search: q.search?.trim() || undefined,
-      // Own keys only: `__proto__` or `constructor` would read Object.prototype into the ORDER BY (a 500).
-      sort: q.sort && Object.hasOwn(SORTS, q.sort) ? SORTS[q.sort] : 'created_at',
+      sort: namedSortColumn(q.sort),
       dir: q.dir?.toLowerCase() === 'asc' ? 'asc' : 'desc',
       limit: pageSize,
       offset,

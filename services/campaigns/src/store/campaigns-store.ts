@@ -1,10 +1,11 @@
+import type { NamedSortColumn } from '@svc/lib/pagination';
 import type { Pool, Queryable } from '@svc/lib/db';
 import type { CampaignContent, CampaignRow, CampaignStatus } from './campaign-row.js';
 
 export interface CampaignQuery {
   status?: CampaignStatus;
   search?: string;
-  sort: 'name' | 'created_at' | 'updated_at';
+  sort: NamedSortColumn;
   dir: 'asc' | 'desc';
   limit: number;
   offset: number;

@@ -6,16 +6,11 @@ import { parseOrThrow } from '@svc/lib/zod-errors';
 import type { TemplateFields, TemplateRow, TemplatesStore, TemplateType } from '../store/templates-store.js';
 import { addressSchema, isValidEmail, type AddressInput } from './address.js';
 import { bodySchema, MAX_SUBJECT_CHARS } from './content-limits.js';
-import { offsetPage, totalPages } from '@svc/lib/pagination';
+import { namedSortColumn, offsetPage, totalPages } from '@svc/lib/pagination';
 import type { Renderer } from './render.js';
 import type { SenderDomains } from './sender-domains.js';
 
 export const TEMPLATE_TYPES = ['TRANSACTIONAL', 'MARKETING', 'HEADLESS'] as const;
-const SORTS: Record<string, 'name' | 'created_at' | 'updated_at'> = {
-  name: 'name',
-  createdAt: 'created_at',
-  updatedAt: 'updated_at',
-};
 
 const LINE_BREAK = /[\r\n]/;
 const oneLine = (max: number) =>
@@ -109,8 +104,7 @@ export class Templates {
     const { rows, total } = await this.store.page(projectId, {
       type,
       search: q.search?.trim() || undefined,
-      // Own keys only: `__proto__` or `constructor` would read Object.prototype into the ORDER BY (a 500).
-      sort: q.sort && Object.hasOwn(SORTS, q.sort) ? SORTS[q.sort] : 'created_at',
+      sort: namedSortColumn(q.sort),
       dir: q.dir === 'asc' ? 'asc' : 'desc',
       limit: pageSize,
       offset,

@@ -1,3 +1,4 @@
+import type { NamedSortColumn } from '@svc/lib/pagination';
 import type { Pool } from '@svc/lib/db';
 
 export type TemplateType = 'TRANSACTIONAL' | 'MARKETING' | 'HEADLESS';
@@ -25,7 +26,7 @@ export type TemplateFields = Pick<
 export interface TemplateQuery {
   type?: TemplateType;
   search?: string;
-  sort: 'name' | 'created_at' | 'updated_at';
+  sort: NamedSortColumn;
   dir: 'asc' | 'desc';
   limit: number;
   offset: number;

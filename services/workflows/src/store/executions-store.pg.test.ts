@@ -136,16 +136,19 @@ test('finishSteps counts earlier visits of a step unless the execution writes it
   await db.pool.query('DELETE FROM executions');
 });
 
+/** A `signup` event of the contact for enrolTriggered, from mail of `sourceWorkflowId` when given. */
+const signup = (contactId: string, sourceWorkflowId?: string) => ({
+  projectId: project,
+  contactId,
+  eventName: 'signup',
+  context: {},
+  triggerKey: randomUUID(),
+  since: new Date(),
+  sourceWorkflowId,
+});
+
 test('an event from an email a workflow sent does not start that workflow (enrol_triggered_v3)', async () => {
-  const event = (contactId: string, sourceWorkflowId?: string) => ({
-    projectId: project,
-    contactId,
-    eventName: 'signup',
-    context: {},
-    triggerKey: randomUUID(),
-    since: new Date(),
-    sourceWorkflowId,
-  });
+  const event = signup;
   const [own, other] = [randomUUID(), randomUUID()];
   expect(await store.enrolTriggered(db.pool, [event(own, workflow)])).toEqual([[]]);
   const started = await store.enrolTriggered(db.pool, [event(other, randomUUID())]);
@@ -159,14 +162,7 @@ test('enrolTriggered keeps its re-entry rules with a plan made on empty tables',
     await client.query('DELETE FROM executions');
     const pooled = new ExecutionsStore(db.pool);
     const contact = randomUUID();
-    const event = (contactId: string) => ({
-      projectId: project,
-      contactId,
-      eventName: 'signup',
-      context: {},
-      triggerKey: randomUUID(),
-      since: new Date(),
-    });
+    const event = (contactId: string) => signup(contactId);
     // The session's first call plans with executions empty; later calls reuse that plan.
     expect((await pooled.enrolTriggered(client, [event(contact)]))[0]).toHaveLength(1);
     for (let i = 0; i < 50; i++) await pooled.enrolTriggered(client, [event(randomUUID()), event(randomUUID())]);
