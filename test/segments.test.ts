@@ -133,6 +133,13 @@ describe('segments', () => {
     });
     expectEnvelope(cycle, 400, 'BAD_REQUEST');
     expect((await s('GET', `/segments/${a.id}`)).body.condition).toEqual(planIs('pro'));
+    // A referenced segment is not deleted from under B (B would silently match nobody): 409 naming B.
+    const referenced = await s('DELETE', `/segments/${a.id}`);
+    expectEnvelope(referenced, 409, 'CONFLICT');
+    expect(referenced.body.error.details).toEqual({ segments: [b.id] });
+    expect((await s('GET', `/segments/${a.id}`)).status).toBe(200);
+    expect((await s('DELETE', `/segments/${b.id}`)).status).toBe(204);
+    expect((await s('DELETE', `/segments/${a.id}`)).status).toBe(204);
   });
 
   test("a condition naming another project's, a deleted or an unknown segment is a 422 naming it", async () => {

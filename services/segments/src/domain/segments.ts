@@ -74,18 +74,26 @@ export class Segments {
 
   /**
    * A segment an active campaign uses, directly or through segments whose conditions reference it, stays (409):
-   * without it they would mean something else mid-send. Contacts forgets it first: a retry after a failure
+   * without it they would mean something else mid-send. So does one that other segments' conditions reference
+   * (409 naming them): they would silently match nobody. Contacts forgets it first: a retry after a failure
    * finishes the job instead of leaving a stale definition.
    */
   async remove(projectId: string, id: string): Promise<void> {
     await this.get(projectId, id);
     const through = await this.referencing(projectId, id);
-    let active = 0;
-    for (const segmentId of [id, ...through]) active += await this.campaigns.activeCampaignsUsing(projectId, segmentId);
+    const counts = await Promise.all(
+      [id, ...through].map((segmentId) => this.campaigns.activeCampaignsUsing(projectId, segmentId)),
+    );
+    const active = counts.reduce((a, b) => a + b, 0);
     if (active > 0) {
       throw conflict('The segment is used by a scheduled or sending campaign', {
         campaigns: active,
         ...(through.length ? { throughSegments: through } : {}),
+      });
+    }
+    if (through.length) {
+      throw conflict("Other segments' conditions reference this segment: change or delete them first", {
+        segments: through,
       });
     }
     await this.contacts.forget(projectId, id);
