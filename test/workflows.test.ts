@@ -207,6 +207,13 @@ describe('workflows API', () => {
       undefined,
       ours.body.id,
     ]);
+    // The template the step sends is not deleted from under it (409 naming the step), until the step goes.
+    const inUse = await api('DELETE', `/templates/${ours.body.id}`);
+    expectEnvelope(inUse, 409, 'CONFLICT');
+    expect(inUse.body.error.details).toEqual({ workflows: [{ workflowId: w.id, stepId: step.body.id }] });
+    expect((await api('GET', `/templates/${ours.body.id}`)).status).toBe(200);
+    expect((await api('DELETE', `/workflows/${w.id}/steps/${step.body.id}`)).status).toBe(204);
+    expect((await api('DELETE', `/templates/${ours.body.id}`)).status).toBe(204);
   });
 
   test('enabling refuses graphs that cannot run, with a 422 naming the step', async () => {

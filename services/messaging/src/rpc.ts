@@ -327,7 +327,7 @@ export function messagingRoutes(parts: MessagingParts) {
       },
       async getTemplateUsage(req) {
         await parts.templates.get(req.projectId, req.id);
-        // Campaigns and workflows do not exist on this platform yet: nothing can reference a template.
+        // A campaign has no template field, and SEND_EMAIL steps live in workflows (the gateway asks it).
         return { campaigns: [], workflowSteps: [] };
       },
 

@@ -1,7 +1,8 @@
 import type { Client } from '@connectrpc/connect';
 import type { Router, Request, RequestHandler } from 'express';
 import type { JsonObject } from '@bufbuild/protobuf';
-import { notFound } from '@svc/lib/errors';
+import { conflict, notFound } from '@svc/lib/errors';
+import { isUuid } from '@svc/lib/ids';
 import type { CallBatcherOptions } from '@svc/lib/call-batcher';
 import type { MessagingService, SendEmailRequest, SendEmailResponse } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import type { CampaignsService } from '@svc/proto/svc/campaigns/v1/campaigns_pb';
@@ -403,7 +404,18 @@ export function messagingRouter(
     },
     secret,
     async (req, res) => {
-      await messaging.deleteTemplate({ projectId: req.projectId, id: String(req.params.id) });
+      const id = String(req.params.id);
+      // A template a workflow's SEND_EMAIL step uses stays (409 naming the steps): those steps would fail.
+      const steps =
+        workflows && isUuid(id)
+          ? (await workflows.findWorkflowsUsing({ projectId: req.projectId, templateId: id })).usages
+          : [];
+      if (steps.length) {
+        throw conflict('Workflow steps send this template: change or delete them first', {
+          workflows: steps.map((s) => ({ workflowId: s.workflowId, stepId: s.stepId })),
+        });
+      }
+      await messaging.deleteTemplate({ projectId: req.projectId, id });
       res.status(204).end();
     },
   );
