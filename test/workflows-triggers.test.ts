@@ -186,5 +186,16 @@ describe('workflow triggers from the bus', () => {
       'segment entry recorded by contacts',
     );
     expect(await executions(w)).toHaveLength(1);
+
+    // The segment is not deleted from under the workflow (it would never start again): 409 naming it.
+    const inUse = await api('DELETE', `/segments/${seg.body.id}`);
+    expect(inUse.status).toBe(409);
+    expect(inUse.body.error).toMatchObject({
+      code: 'CONFLICT',
+      details: { workflows: [{ workflowId: w, name: `wf segment.${seg.body.slug}.entry` }] },
+    });
+    expect((await api('GET', `/segments/${seg.body.id}`)).status).toBe(200);
+    expect((await api('DELETE', `/workflows/${w}`)).status).toBe(204);
+    expect((await api('DELETE', `/segments/${seg.body.id}`)).status).toBe(204);
   });
 });

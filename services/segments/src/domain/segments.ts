@@ -9,6 +9,7 @@ import { filterReference, segmentReferences } from './references.js';
 import { validateCreate, validatePatch, type CreateInput, type PatchInput } from './segment-input.js';
 import { freeSlug, slugify } from './slug.js';
 import type { Tracking } from './tracking.js';
+import type { WorkflowUsage } from './workflow-usage.js';
 
 /** Emails per members call (as bulk ids). */
 export const MAX_MEMBER_EMAILS = 1000;
@@ -21,6 +22,7 @@ export class Segments {
     private readonly contacts: ContactsPort,
     private readonly tracking: Tracking,
     private readonly campaigns: CampaignUsage,
+    private readonly workflows: WorkflowUsage,
   ) {}
 
   list(projectId: string): Promise<SegmentRow[]> {
@@ -75,11 +77,12 @@ export class Segments {
   /**
    * A segment an active campaign uses, directly or through segments whose conditions reference it, stays (409):
    * without it they would mean something else mid-send. So does one that other segments' conditions reference
-   * (409 naming them): they would silently match nobody. Contacts forgets it first: a retry after a failure
-   * finishes the job instead of leaving a stale definition.
+   * (409 naming them): they would silently match nobody. So does one whose entry or exit events a workflow starts
+   * on or waits for (409 naming the workflows): it would never hear them again. Contacts forgets it first: a retry
+   * after a failure finishes the job instead of leaving a stale definition.
    */
   async remove(projectId: string, id: string): Promise<void> {
-    await this.get(projectId, id);
+    const row = await this.get(projectId, id);
     const through = await this.referencing(projectId, id);
     const counts = await Promise.all(
       [id, ...through].map((segmentId) => this.campaigns.activeCampaignsUsing(projectId, segmentId)),
@@ -94,6 +97,13 @@ export class Segments {
     if (through.length) {
       throw conflict("Other segments' conditions reference this segment: change or delete them first", {
         segments: through,
+      });
+    }
+    const events = [`segment.${row.slug}.entry`, `segment.${row.slug}.exit`];
+    const workflows = await this.workflows.workflowsWaitingFor(projectId, events);
+    if (workflows.length) {
+      throw conflict("Workflows start on or wait for this segment's entry or exit: change or delete them first", {
+        workflows,
       });
     }
     await this.contacts.forget(projectId, id);

@@ -1,0 +1,17 @@
+import type { Client } from '@connectrpc/connect';
+import type { WorkflowsService } from '@svc/proto/svc/workflows/v1/workflows_pb';
+import type { WorkflowUsage } from './domain/workflow-usage.js';
+
+/** The workflows service as the segments domain's WorkflowUsage: workflows on a segment's entry or exit events. */
+export function workflowUsage(workflows: Client<typeof WorkflowsService>): WorkflowUsage {
+  return {
+    async workflowsWaitingFor(projectId, eventNames) {
+      const found = new Map<string, string>();
+      for (const eventName of eventNames) {
+        for (const u of (await workflows.findWorkflowsUsing({ projectId, eventName })).usages)
+          found.set(u.workflowId, u.workflowName);
+      }
+      return [...found].map(([workflowId, name]) => ({ workflowId, name }));
+    },
+  };
+}
