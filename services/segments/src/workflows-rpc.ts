@@ -6,11 +6,11 @@ import type { WorkflowUsage } from './domain/workflow-usage.js';
 export function workflowUsage(workflows: Client<typeof WorkflowsService>): WorkflowUsage {
   return {
     async workflowsWaitingFor(projectId, eventNames) {
+      const answers = await Promise.all(
+        eventNames.map((eventName) => workflows.findWorkflowsUsing({ projectId, eventName })),
+      );
       const found = new Map<string, string>();
-      for (const eventName of eventNames) {
-        for (const u of (await workflows.findWorkflowsUsing({ projectId, eventName })).usages)
-          found.set(u.workflowId, u.workflowName);
-      }
+      for (const u of answers.flatMap((a) => a.usages)) found.set(u.workflowId, u.workflowName);
       return [...found].map(([workflowId, name]) => ({ workflowId, name }));
     },
   };
