@@ -492,6 +492,37 @@ describe('POST /v1/send validation', () => {
     expect(mail.parsed.html).toContain('<p>Dear Tom &amp; &#34;Jerry&#34; &lt;tj&gt;, plan free</p>');
   });
 
+  test('data keys __proto__, constructor, prototype are ordinary keys (as in contacts), read by Liquid', async () => {
+    const data = JSON.parse('{"__proto__": {"tier": "gold"}, "constructor": "c", "prototype": "p", "once": {}}');
+    data.once = { value: 'X1', persistent: false };
+    // Through the gateway's lane and through Express (a query string), which map the body apart.
+    for (const query of ['', '?via=express']) {
+      const to = recipient('proto');
+      const res = await call(
+        'POST',
+        `/v1/send${query}`,
+        {
+          to,
+          from: from(),
+          subject: 'Tier {{__proto__.tier}}',
+          body: '<p>{{ __proto__.tier | upcase }} {{constructor}} {{prototype}} {{once}} {{data.__proto__.tier}}</p>',
+          data,
+        },
+        { key: t.secretKey },
+      );
+      expect(res.status).toBe(200);
+      const [mail] = await waitForMail(to);
+      expect(mail.parsed.subject).toBe('Tier gold');
+      expect(mail.parsed.html).toContain('<p>GOLD c p X1 gold</p>');
+      const contact = await call('GET', `/contacts/${res.body.data.emails[0].contact.id}`, undefined, {
+        key: t.secretKey,
+      });
+      expect(Object.keys(contact.body.data).sort()).toEqual(['__proto__', 'constructor', 'prototype']);
+      expect(JSON.stringify(contact.body.data.__proto__)).toBe('{"tier":"gold"}');
+      expect(Object.getPrototypeOf(contact.body.data)).toBe(Object.prototype);
+    }
+  });
+
   test('the deprecated name is the sender name only when from is a plain address', async () => {
     const a = recipient();
     await send({ to: a, from: from(), name: 'Fallback Name', subject: 's', body: 'b' });

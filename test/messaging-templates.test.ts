@@ -187,4 +187,20 @@ describe('templates', () => {
     }
     expectEnvelope(await call('GET', '/templates', undefined, { key: t.publicKey }), 401, 'INVALID_API_KEY');
   });
+
+  test('preview data keys __proto__, constructor and prototype render like any key, as in a send', async () => {
+    const data = JSON.parse('{"__proto__": {"tier": "gold"}, "constructor": "c", "prototype": "p"}');
+    const res = await call(
+      'POST',
+      '/templates/preview',
+      {
+        subject: 'Tier {{__proto__.tier}}',
+        body: '<p>{{constructor}} {{prototype}} {{data.__proto__.tier}}</p>',
+        data,
+      },
+      { key: t.secretKey },
+    );
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ subject: 'Tier gold', body: '<p>c p gold</p>' });
+  });
 });

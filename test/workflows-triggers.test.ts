@@ -198,4 +198,26 @@ describe('workflow triggers from the bus', () => {
     expect((await api('DELETE', `/workflows/${w}`)).status).toBe(204);
     expect((await api('DELETE', `/segments/${seg.body.id}`)).status).toBe(204);
   });
+
+  test('UPDATE_CONTACT data keys __proto__, constructor, prototype are kept and patched as ordinary keys', async () => {
+    const data = JSON.parse('{"__proto__": {"tier": "gold"}, "constructor": "c", "prototype": "p"}');
+    const id = await workflow('proto-keys', { type: 'UPDATE_CONTACT', config: { data } });
+    const saved = (await api('GET', `/workflows/${id}`)).body.steps.find(
+      (s: { type: string }) => s.type === 'UPDATE_CONTACT',
+    );
+    expect(Object.keys(saved.config.data).sort()).toEqual(['__proto__', 'constructor', 'prototype']);
+    const tracked = await call(
+      'POST',
+      '/v1/track',
+      { email: uniqueEmail('wf-proto'), event: 'proto-keys' },
+      {
+        key: t.publicKey,
+      },
+    );
+    expect(tracked.status).toBe(200);
+    await exited(id);
+    const contact = (await api('GET', `/contacts/${tracked.body.data.contact}`)).body;
+    expect(Object.keys(contact.data).sort()).toEqual(['__proto__', 'constructor', 'prototype']);
+    expect(JSON.stringify(contact.data.__proto__)).toBe('{"tier":"gold"}');
+  });
 });

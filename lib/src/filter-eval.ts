@@ -30,11 +30,14 @@ export interface FilterContact {
   updatedAt?: Date;
 }
 
-/** The value at `keys` below `root`; undefined where a step is not a (non-array) object. */
+/**
+ * The value at `keys` below `root`; undefined where a step is not a (non-array) object or lacks the key. Own keys
+ * only, as SQL reads stored data: `data.constructor` or `data.__proto__` is a key a contact holds, never Object's.
+ */
 export function readPath(root: unknown, keys: string[]): unknown {
   let v = root;
   for (const k of keys) {
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || !Object.hasOwn(v, k)) return undefined;
     v = (v as Record<string, unknown>)[k];
   }
   return v;

@@ -48,6 +48,8 @@ const ann = {
     // Longer than the `text` index's cut (200 characters), multi-byte characters across it.
     long: `${'é'.repeat(199)}ß${'x'.repeat(50)}`,
     nested: { items: [{ tier: 'gold' }], deep: { tier: 'gold' } },
+    // Keys named like Object's own properties: a `__proto__` key as JSON.parse keeps it (an ordinary key).
+    odd: JSON.parse('{"__proto__": {"tier": "gold"}, "constructor": "c"}'),
   },
 };
 
@@ -77,6 +79,11 @@ const AGREE: Array<[string, unknown, boolean]> = [
   ['data boolean equals', one('data.flag', 'equals', true), true],
   ['data number equals', one('data.seats', 'equals', 10), true],
   ['data nested path equals', one('data.profile.city', 'equals', 'Oslo'), true],
+  ['data own __proto__ key', one('data.odd.__proto__.tier', 'equals', 'gold'), true],
+  ['data own constructor key', one('data.odd.constructor', 'equals', 'c'), true],
+  ["Object's constructor is no data key", one('data.constructor', 'exists'), false],
+  ["Object's __proto__ is no data key", one('data.profile.__proto__', 'exists'), false],
+  ["Object's toString is no data key", one('data.profile.toString', 'notExists'), true],
   ['data number gt', one('data.seats', 'gt', 5), true],
   ['data number lt', one('data.seats', 'lt', 5), false],
   ['data number greaterThanOrEqual', one('data.seats', 'greaterThanOrEqual', 10), true],

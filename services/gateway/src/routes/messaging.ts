@@ -3,6 +3,7 @@ import type { Router, Request, RequestHandler } from 'express';
 import type { JsonObject } from '@bufbuild/protobuf';
 import { conflict, notFound } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
+import { jsonObject } from '@svc/lib/json-object';
 import type { CallBatcherOptions } from '@svc/lib/call-batcher';
 import type { MessagingService, SendEmailRequest, SendEmailResponse } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import type { CampaignsService } from '@svc/proto/svc/campaigns/v1/campaigns_pb';
@@ -338,10 +339,10 @@ export function messagingRouter(
       body: z.object({
         subject: z.string(),
         body: z.string(),
-        data: z
-          .record(z.string(), z.unknown())
+        // jsonObject, not z.record: a `__proto__` key renders like any other key, as it does in a real send.
+        data: jsonObject()
           .optional()
-          .openapi({ description: 'Sample custom data of the recipient' }),
+          .openapi({ type: 'object', additionalProperties: true, description: 'Sample custom data of the recipient' }),
       }),
       responses: { 200: z.object({ subject: z.string(), body: z.string() }) },
       errors: [422],

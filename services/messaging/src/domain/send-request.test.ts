@@ -129,6 +129,18 @@ describe('POST /v1/send body', () => {
     });
   });
 
+  test('a __proto__ key of data or headers is an ordinary key, as in contacts (zod records drop it)', () => {
+    const data = JSON.parse('{"__proto__": {"a": 1}, "constructor": "c", "k": 2}');
+    const headers = JSON.parse('{"__proto__": "v", "X-A": "w"}');
+    const req = parseSendRequest({ ...base, data, headers });
+    expect(JSON.stringify(req.data)).toBe('{"__proto__":{"a":1},"constructor":"c","k":2}');
+    expect(Object.keys(req.headers!)).toEqual(['__proto__', 'X-A']);
+    expect(Object.getPrototypeOf(req.data)).toBe(Object.prototype);
+    expect(errorsOf({ ...base, data: [] as never })).toEqual([
+      expect.objectContaining({ field: 'data', code: 'invalid_type' }),
+    ]);
+  });
+
   test('reply is an email', () => {
     expect(parseSendRequest({ ...base, reply: 'help@example.com' }).reply).toBe('help@example.com');
     expect(errorsOf({ ...base, reply: 'nope' })).toEqual([

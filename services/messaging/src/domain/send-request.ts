@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { validationError, type FieldError } from '@svc/lib/errors';
+import { jsonObject } from '@svc/lib/json-object';
 import { fieldErrors } from '@svc/lib/zod-errors';
 import { addressSchema, isValidEmail, type Address, type AddressInput } from './address.js';
 import { bodySchema, MAX_SUBJECT_CHARS } from './content-limits.js';
@@ -89,7 +90,8 @@ const toSchema = z.array(z.unknown()).transform((value, ctx): Address[] => {
 
 // RFC 5322 field-name: printable US-ASCII except colon (so no space, CR or LF either).
 const HEADER_NAME = /^[\x21-\x39\x3B-\x7E]+$/;
-export const headersSchema = z.record(z.string(), z.unknown()).superRefine((headers, ctx) => {
+// jsonObject, not z.record: a header named `__proto__` is checked like any other, never dropped unseen.
+export const headersSchema = jsonObject().superRefine((headers, ctx) => {
   const entries = Object.entries(headers);
   if (entries.length > MAX_HEADERS) {
     ctx.addIssue({ code: 'custom', message: `At most ${MAX_HEADERS} headers`, params: { code: 'too_big' } });
@@ -185,7 +187,8 @@ const buildSendSchema = (limits: Required<SendLimits>) =>
       .refine(...noLineBreaks('Name'))
       .optional(),
     subscribed: z.boolean().optional(),
-    data: z.record(z.string(), z.unknown()).optional(),
+    // As contacts' data: a `__proto__` key is an ordinary key (stored, merged, readable in Liquid).
+    data: jsonObject().optional(),
     headers: headersSchema.optional(),
     reply: z
       .string()

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { jsonObject } from '@svc/lib/json-object';
 import { parseOrThrow } from '@svc/lib/zod-errors';
 import { conditionSchema } from './condition.js';
 import { liquidProblem } from './liquid.js';
@@ -172,7 +173,8 @@ function checkDataLimits(data: Record<string, unknown>, ctx: z.RefinementCtx) {
 
 const updateContact = z
   .object({
-    data: z.record(z.unknown()).superRefine(checkDataLimits).optional(),
+    // jsonObject, not z.record: a `__proto__` key is patched into the contact as an ordinary key, as contacts do.
+    data: jsonObject().superRefine(checkDataLimits).optional(),
     subscribed: z.boolean().optional(),
   })
   .strict()
@@ -274,7 +276,7 @@ export function parseStart(body: unknown) {
       .object({
         contactId: z.string().uuid().optional(),
         email: z.string().email().optional(),
-        context: z.record(z.unknown()).default({}),
+        context: jsonObject().default({}),
       })
       .strict()
       .refine((b) => !!b.contactId !== !!b.email, { message: 'Send contactId or email', path: ['contactId'] }),
