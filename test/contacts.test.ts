@@ -294,4 +294,26 @@ describe('fields and type inference', () => {
       'VALIDATION_ERROR',
     );
   });
+
+  test('a field path names object keys only: a number under an array is a key no contact holds', async () => {
+    const t = await newTenant();
+    const key = { key: t.secretKey };
+    const data = { list: [1, 2, 3], rows: [{ a: 1 }], byNumber: { '0': 'zero', '1': 'one' } };
+    const c = await post(t, { email: 'arrays@example.com', data });
+    for (const field of ['data.list.0', 'data.list.-1', 'data.rows.0.a', 'data.rows.0']) {
+      expect((await call('DELETE', `/contacts/fields/${field}`, undefined, key)).body).toEqual({
+        field,
+        contactsUpdated: 0,
+      });
+      expect((await call('GET', `/contacts/fields/${field}/values`, undefined, key)).body).toEqual([]);
+    }
+    expect((await call('GET', `/contacts/${c.body.id}`, undefined, key)).body.data).toEqual(data);
+    // An object's key that reads as a number is still a key.
+    expect((await call('GET', '/contacts/fields/data.byNumber.0/values', undefined, key)).body).toEqual([
+      { value: 'zero', count: 1 },
+    ]);
+    const del = await call('DELETE', '/contacts/fields/data.byNumber.0', undefined, key);
+    expect(del.body.contactsUpdated).toBe(1);
+    expect((await call('GET', `/contacts/${c.body.id}`, undefined, key)).body.data.byNumber).toEqual({ '1': 'one' });
+  });
 });

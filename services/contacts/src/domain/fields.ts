@@ -2,6 +2,7 @@ import type { Queryable } from '@svc/lib/db';
 import { validationError } from '@svc/lib/errors';
 import type { FieldsStore } from '../store/fields-store.js';
 import type { FieldType } from './type-inference.js';
+import { pathWithinLimits } from './custom-data.js';
 
 /**
  * Distinct custom fields (`data.<path>` leaves) a project may have. Bounds GET /contacts/fields,
@@ -79,7 +80,8 @@ export class Fields {
 
   async values(projectId: string, field: string, limit: number) {
     const ref = parseFieldRef(field);
-    if ('path' in ref) return this.store.values(projectId, ref.path, limit);
+    // A path past custom data's limits (more than 10 keys, say) names no stored value.
+    if ('path' in ref) return pathWithinLimits(ref.path) ? this.store.values(projectId, ref.path, limit) : [];
     if (ref.standard === 'email' || ref.standard === 'subscribed')
       return this.store.standardValues(projectId, ref.standard, limit);
     throw validationError([
@@ -99,6 +101,6 @@ export class Fields {
         { field: 'field', message: 'Standard fields cannot be deleted', code: 'invalid_field', received: field },
       ]);
     }
-    return this.store.deleteField(projectId, ref.path);
+    return pathWithinLimits(ref.path) ? this.store.deleteField(projectId, ref.path) : 0;
   }
 }

@@ -78,11 +78,12 @@ export class FieldsStore {
   }
 
   async values(projectId: string, path: string[], limit: number): Promise<Array<{ value: unknown; count: number }>> {
+    const value = objectPath(path, 3);
     const { rows } = await this.pool.query<{ value: unknown; count: number }>(
-      `SELECT data #> $2::text[] AS value, count(*) AS count FROM contacts
-       WHERE project_id = $1 AND data #> $2::text[] IS NOT NULL AND jsonb_typeof(data #> $2::text[]) <> 'null'
-       GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $3`,
-      [projectId, path, limit],
+      `SELECT ${value} AS value, count(*) AS count FROM contacts
+       WHERE project_id = $1 AND jsonb_typeof(${value}) <> 'null'
+       GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $2`,
+      [projectId, limit, ...path],
     );
     return rows;
   }
@@ -100,12 +101,15 @@ export class FieldsStore {
     return rows;
   }
 
-  /** Removes the key (and everything under it) from every contact of the project. */
+  /**
+   * Removes the key (and everything under it) from every contact of the project. Only where the path runs through
+   * objects: `#-` alone would read `list.0` as an array's first item and remove it.
+   */
   async deleteField(projectId: string, path: string[]): Promise<number> {
     const { rowCount } = await this.pool.query(
       `UPDATE contacts SET data = data #- $2::text[], updated_at = now()
-       WHERE project_id = $1 AND data #> $2::text[] IS NOT NULL`,
-      [projectId, path],
+       WHERE project_id = $1 AND ${objectPath(path, 3)} IS NOT NULL`,
+      [projectId, path, ...path],
     );
     const dotted = path.join('.');
     await this.pool.query(`DELETE FROM field_types WHERE project_id = $1 AND (path = $2 OR path LIKE $3)`, [
@@ -115,4 +119,12 @@ export class FieldsStore {
     ]);
     return rowCount ?? 0;
   }
+}
+
+/**
+ * The value at a field path, reading object keys only (`data -> $3::text -> $4::text ...`, keys bound from
+ * `firstParam` on): a text key never indexes an array, where `#>` reads `list.0` as the first item of `list`.
+ */
+function objectPath(path: string[], firstParam: number): string {
+  return `data${path.map((_, i) => ` -> $${firstParam + i}::text`).join('')}`;
 }
