@@ -191,4 +191,35 @@ describe('filter trees over contacts, events and email activity', () => {
     expectEnvelope(await filter(t, tree({ field: 'plan', operator: 'equals', value: 1 })), 422, 'VALIDATION_ERROR');
     expectEnvelope(await filter(t, 'not a tree'), 422, 'VALIDATION_ERROR');
   });
+
+  test("another project's, a deleted or an unknown segment is a 422 naming it, as in POST /segments", async () => {
+    const other = await newTenant();
+    const theirs = (await call('POST', '/segments', { name: 'Theirs', type: 'STATIC' }, { key: other.secretKey })).body;
+    const seg = (body: object) => call('POST', '/segments', body, { key: t.secretKey });
+    const gone = (await seg({ name: 'Gone', type: 'STATIC' })).body;
+    expect((await call('DELETE', `/segments/${gone.id}`, undefined, { key: t.secretKey })).status).toBe(204);
+    for (const id of [theirs.id, gone.id, '00000000-0000-7000-8000-000000000000']) {
+      const byField = await filter(t, tree({ field: `segment.${id}`, operator: 'notMemberOfSegment' }));
+      expectEnvelope(byField, 422, 'VALIDATION_ERROR');
+      expect(byField.body.error.errors).toEqual([
+        expect.objectContaining({ field: 'condition.groups.0.filters.0.field', code: 'not_found', received: id }),
+      ]);
+      const nested = {
+        logic: 'OR',
+        groups: [{ filters: [], conditions: tree({ field: 'email', operator: 'memberOfSegment', value: id }) }],
+      };
+      const byValue = await filter(t, nested);
+      expectEnvelope(byValue, 422, 'VALIDATION_ERROR');
+      expect(byValue.body.error.errors[0].field).toBe('condition.groups.0.conditions.groups.0.filters.0.value');
+    }
+    // The project's own segments, static and dynamic, preview as before.
+    const mine = (await seg({ name: 'Mine', type: 'STATIC' })).body;
+    const pro = (await seg({ name: 'Pro', condition: tree({ field: 'data.plan', operator: 'equals', value: 'pro' }) }))
+      .body;
+    expect((await filter(t, tree({ field: `segment.${mine.id}`, operator: 'memberOfSegment' }))).body.total).toBe(0);
+    expect(emails(await filter(t, tree({ field: `segment.${pro.id}`, operator: 'memberOfSegment' })))).toEqual([
+      'a@example.com',
+      'c@example.com',
+    ]);
+  });
 });

@@ -27,8 +27,10 @@ export class Audiences {
     return this.store.count(projectId, sql, params);
   }
 
+  /** POST /contacts/filter and segment member lists: a segment the tree names must be the project's (422). */
   async page(projectId: string, condition: unknown, limit: number, offset: number) {
     const { sql, params } = await this.compile(projectId, condition);
+    await this.segments.requireKnown(projectId, condition);
     const [contacts, total] = await Promise.all([
       this.store.page(sql, params, limit, offset),
       this.store.count(projectId, sql, params),

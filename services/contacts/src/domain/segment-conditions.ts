@@ -1,4 +1,5 @@
-import { badRequest } from '@svc/lib/errors';
+import { badRequest, validationError } from '@svc/lib/errors';
+import { segmentReferences } from '@svc/lib/segment-references';
 import type { SegmentsStore } from '../store/segments-store.js';
 import { parseFilterField, parseFilterTree, type FilterTree } from '@svc/lib/filter-tree';
 
@@ -66,6 +67,21 @@ export class SegmentConditions {
     const dynamic = new Map<string, FilterTree>();
     for (const [id, t] of loaded) if (t) dynamic.set(id, t);
     return dynamic;
+  }
+
+  /**
+   * A 422 naming each place the tree (as sent) names a segment the project lacks (another project's, deleted or never
+   * created), as POST /segments and campaigns answer: read as "no members", it would preview a wrong audience.
+   */
+  async requireKnown(projectId: string, condition: unknown): Promise<void> {
+    const refs = segmentReferences(condition);
+    if (!refs.length) return;
+    const known = await this.store.existing(projectId, [...new Set(refs.map((r) => r.id))]);
+    const message = 'Segment not found in this project';
+    const errors = refs
+      .filter((r) => !known.has(r.id))
+      .map((r) => ({ field: r.field, message, code: 'not_found', received: r.id }));
+    if (errors.length) throw validationError(errors);
   }
 
   private async load(projectId: string, segmentId: string): Promise<FilterTree | null> {

@@ -33,6 +33,15 @@ export class SegmentsStore {
     return rows[0]?.condition ?? null;
   }
 
+  /** Which of `segmentIds` (lower-case uuids) are segments of the project, static or dynamic. */
+  async existing(projectId: string, segmentIds: string[]): Promise<Set<string>> {
+    const { rows } = await this.pool.query<{ segment_id: string }>(
+      'SELECT segment_id FROM segment_definitions WHERE project_id = $1 AND segment_id = ANY($2::uuid[])',
+      [projectId, segmentIds],
+    );
+    return new Set(rows.map((r) => r.segment_id));
+  }
+
   /** Adds contacts of the project only: an id of another project's contact adds nothing. */
   async addMembers(projectId: string, segmentId: string, contactIds: string[]): Promise<number> {
     if (!contactIds.length) return 0;

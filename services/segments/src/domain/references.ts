@@ -1,5 +1,4 @@
 import { badRequest } from '@svc/lib/errors';
-import { isUuid } from '@svc/lib/ids';
 
 /** As the filter tree allows (lib/src/filter-tree.ts): a field string up to 1,000 characters. */
 const MAX_REFERENCE_LENGTH = 1000;
@@ -25,47 +24,4 @@ export function filterReference(ref: { field?: string; eventName?: string }): Fi
   // Only custom data nests: `email.open` is an email activity, not a path below the standard field `email`.
   if (ref.field !== undefined) return { exact: [value], prefix: value.startsWith('data.') ? `${value}.` : null };
   return { exact: value.startsWith('email.') ? [`event.${value}`, value] : [`event.${value}`], prefix: null };
-}
-
-const MEMBERSHIP_OPERATORS = new Set(['memberofsegment', 'notmemberofsegment']);
-const SEGMENT_FIELD = /^segment\.(.+)$/;
-const asRecord = (v: unknown): Record<string, unknown> | undefined =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-
-/** A segment a filter tree names, and where (`condition.groups.0.filters.1.field`). */
-export interface SegmentReference {
-  id: string;
-  field: string;
-}
-
-/**
- * The segments a filter tree (as sent or stored) references: a `segment.<id>` field, or a segment id as the value of a
- * membership filter (lib/src/filter-tree.ts). Tolerant of shapes the contacts service refuses; ids lower-cased, and
- * only those that are uuids (anything else is the contacts service's 422).
- */
-export function segmentReferences(tree: unknown, at = 'condition'): SegmentReference[] {
-  const out: SegmentReference[] = [];
-  const walk = (node: unknown, path: string, depth: number) => {
-    const t = asRecord(node);
-    if (!t || depth > 20 || !Array.isArray(t.groups)) return;
-    t.groups.forEach((g, gi) => {
-      const group = asRecord(g);
-      if (!group) return;
-      const filters = Array.isArray(group.filters) ? group.filters : [];
-      filters.forEach((f, fi) => {
-        const filter = asRecord(f);
-        const here = `${path}.groups.${gi}.filters.${fi}`;
-        const named = typeof filter?.field === 'string' ? SEGMENT_FIELD.exec(filter.field)?.[1] : undefined;
-        const operator = typeof filter?.operator === 'string' ? filter.operator.toLowerCase() : '';
-        if (named !== undefined) {
-          if (isUuid(named)) out.push({ id: named.toLowerCase(), field: `${here}.field` });
-        } else if (MEMBERSHIP_OPERATORS.has(operator) && typeof filter?.value === 'string' && isUuid(filter.value)) {
-          out.push({ id: filter.value.toLowerCase(), field: `${here}.value` });
-        }
-      });
-      walk(group.conditions, `${path}.groups.${gi}.conditions`, depth + 1);
-    });
-  };
-  walk(tree, at, 0);
-  return out;
 }
