@@ -2,13 +2,14 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { parseConfig, parseEnv } from '@svc/lib/config';
 import { createApp, type GatewayDeps } from '../services/gateway/src/app.js';
 import { gatewayEnv } from '../services/gateway/src/config.js';
 import { declaredOperations, openApiPath, servedRoutes } from '../services/gateway/src/http/api.js';
 import { SERVICES } from '../services/registry.js';
-import { call, platform } from './support/client.js';
+import { call, eventually, newTenant, platform, uniqueEmail } from './support/client.js';
 import { ROOT } from './support/processes.js';
 
 // GET /openapi.json is generated from the gateway's route declarations (services/gateway/src/http/api.ts).
@@ -130,6 +131,56 @@ describe('OpenAPI document', () => {
       }
     }
     expect(checked).toBeGreaterThan(90);
+    expect(wrong).toEqual([]);
+  });
+
+  test('what the gateway answers has a documented status and matches its documented schema', async () => {
+    // OpenAPI 3.1 schemas are JSON Schema 2020-12; `$ref`s point into the document's components.
+    const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+    ajv.addSchema({ $id: 'doc', components: doc.components });
+    const refs = (schema: unknown) =>
+      JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/'));
+    const routes = Object.entries(doc.paths ?? {}).flatMap(([path, item]) =>
+      METHODS.filter((m) => item?.[m]).map((m) => ({
+        method: m,
+        path,
+        re: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+        op: item?.[m] as OpenAPIV3_1.OperationObject,
+      })),
+    );
+    const t = await newTenant();
+    const wrong: string[] = [];
+    const check = async (method: string, url: string, body?: unknown) => {
+      const res = await call(method, url, body, { key: t.secretKey });
+      const route = routes.find((r) => r.method === method.toLowerCase() && r.re.test(url.split('?')[0]));
+      const answer = route?.op.responses?.[String(res.status)] as OpenAPIV3_1.ResponseObject | undefined;
+      const schema = answer?.content?.['application/json']?.schema;
+      if (!answer) wrong.push(`${method} ${url}: ${res.status} is not documented`);
+      else if (schema && !ajv.validate(refs(schema), res.body)) {
+        wrong.push(`${method} ${url} ${res.status}: ${ajv.errorsText()} in ${JSON.stringify(res.body)}`);
+      }
+      return res;
+    };
+    // SPEC.md's flat 400 bodies of three create endpoints.
+    expect((await check('POST', '/contacts', {})).body).toEqual({ error: 'email is required' });
+    expect((await check('POST', '/templates', { name: 'n', subject: 's', body: 'b' })).status).toBe(400);
+    expect((await check('POST', '/segments', { name: 'No condition' })).status).toBe(400);
+    // A bulk job's notFound lists the ids that matched no contact.
+    const contact = await check('POST', '/contacts', { email: uniqueEmail('doc') });
+    const missing = '00000000-0000-4000-8000-000000000000';
+    const job = await check('POST', '/contacts/bulk-unsubscribe', { contactIds: [contact.body.id, missing] });
+    const done = await eventually(async () => {
+      const res = await check('GET', `/contacts/bulk/${job.body.jobId}`);
+      return res.body.status === 'completed' ? res : undefined;
+    });
+    expect(done.body.notFound).toEqual([missing]);
+    // Malformed query parameters (SPEC.md: an unknown campaign status is a 400).
+    expect((await check('GET', '/campaigns?status=BOGUS')).status).toBe(400);
+    expect((await check('GET', '/templates?type=BOGUS')).status).toBe(400);
+    expect((await check('GET', '/contacts?limit=abc')).status).toBe(422);
+    expect((await check('GET', '/contacts?cursor=forged')).status).toBe(400);
+    expect((await check('GET', '/activity/stats?days=0')).status).toBe(422);
+    expect((await check('GET', '/events/stats?days=0')).status).toBe(422);
     expect(wrong).toEqual([]);
   });
 

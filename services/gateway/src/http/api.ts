@@ -154,6 +154,17 @@ export const ErrorSchema = z
   })
   .openapi('Error', { description: 'The error envelope of every endpoint (SPEC.md).' });
 
+/** SPEC.md's flat `{error}` body: some 400s of `POST /contacts`, `POST /templates` and `POST /segments`. */
+export const FlatErrorSchema = z
+  .object({ error: z.string().openapi({ example: 'email is required' }) })
+  .openapi('FlatError', { description: 'The flat 400 body SPEC.md gives a few create endpoints.' });
+
+/** The 400 of a create endpoint that answers some 400s flat (`what`) and the others (malformed JSON) enveloped. */
+export const flatBadRequest = (what: string): ResponseDoc => ({
+  description: `Bad request: ${what} is the flat {error} body; malformed JSON is the Error envelope`,
+  content: { 'application/json': z.union([FlatErrorSchema, ErrorSchema]) },
+});
+
 /** The `{success: true, data}` answer of the public /v1 endpoints. */
 export const wrappedSchema = <T extends z.ZodTypeAny>(data: T) => z.object({ success: z.literal(true), data });
 
@@ -219,6 +230,8 @@ function errorStatuses(op: DeclaredOperation): number[] {
   if (op.auth === 'secret' || op.auth === 'public') [401, 403, 429].forEach((s) => out.add(s));
   if (op.auth === 'session' || op.auth === 'webhook') out.add(401);
   if (op.body && (op.bodyType ?? 'application/json') === 'application/json') [400, 413, 422].forEach((s) => out.add(s));
+  // A malformed query parameter: 422 for a number that is not one, 400 for an unknown enum value or cursor.
+  if (op.query) [400, 422].forEach((s) => out.add(s));
   if (op.auth !== 'none') out.add(503);
   return [...out].sort();
 }

@@ -33,7 +33,7 @@ const BulkJob = z
     total: z.number().int(),
     processed: z.number().int(),
     succeeded: z.number().int(),
-    notFound: z.number().int(),
+    notFound: z.array(id).openapi({ description: 'Ids of the job that matched no contact' }),
     createdAt: isoDate.nullable(),
     completedAt: isoDate.nullable(),
   })

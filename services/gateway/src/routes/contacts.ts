@@ -13,6 +13,7 @@ import {
   boolQuery,
   cursorPage,
   filterCondition,
+  flatBadRequest,
   id,
   isoDate,
   json,
@@ -103,6 +104,7 @@ export function contactsRouter(contacts: Client<typeof ContactsService>, guards:
       responses: {
         200: Contact.extend({ _meta: z.object({ isNew: z.boolean(), isUpdate: z.boolean() }) }),
         201: Contact.extend({ _meta: z.object({ isNew: z.boolean(), isUpdate: z.boolean() }) }),
+        400: flatBadRequest('a missing email'),
       },
     },
     secret,

@@ -25,7 +25,7 @@ import {
   verifyRequest,
 } from './messaging-json.js';
 import { z } from 'zod';
-import { ApiRouter, cursorPage, id, isoDate, json, stringQuery, wrappedSchema } from '../http/api.js';
+import { ApiRouter, cursorPage, flatBadRequest, id, isoDate, json, stringQuery, wrappedSchema } from '../http/api.js';
 
 const Domain = z
   .object({
@@ -316,7 +316,7 @@ export function messagingRouter(
       tag: 'Templates',
       auth: 'secret',
       body: TemplateInput,
-      responses: { 201: Template },
+      responses: { 201: Template, 400: flatBadRequest('a missing from') },
       errors: [403],
     },
     secret,

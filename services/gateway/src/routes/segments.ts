@@ -9,7 +9,7 @@ import { boolField, objectBody, stringField } from '../http/body.js';
 import { rangeParam } from '../http/query.js';
 import { memberJson, segmentJson } from './segments-json.js';
 import { z } from 'zod';
-import { ApiRouter, filterCondition, id as uuid, isoDate, json } from '../http/api.js';
+import { ApiRouter, filterCondition, flatBadRequest, id as uuid, isoDate, json } from '../http/api.js';
 
 const Segment = z
   .object({
@@ -88,7 +88,7 @@ export function segmentsRouter(segments: Client<typeof SegmentsService>, guards:
       tag: 'Segments',
       auth: 'secret',
       body: SegmentInput,
-      responses: { 201: Segment },
+      responses: { 201: Segment, 400: flatBadRequest('a DYNAMIC segment without a condition object') },
       errors: [409],
     },
     secret,
