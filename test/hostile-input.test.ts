@@ -85,6 +85,39 @@ describe('hostile input', () => {
     expect((await call('GET', '/segments', undefined, key())).body).toHaveLength(segments);
   });
 
+  test('a lone UTF-16 surrogate ("\\ud800") is a 422 naming the field, before any RPC, storing nothing', async () => {
+    const before = await contactCount();
+    const email = uniqueEmail();
+    const from = 'sandbox@sandbox.localhost';
+    const filter = '{"groups":[{"filters":[{"field":"data.a","operator":"equals","value":"\\ud800"}]}]}';
+    const cases: [string, string, string, object?][] = [
+      ['/contacts', `{"email":"${email}","data":{"note":"a\\ud800b"}}`, 'data.note'],
+      ['/contacts', `{"email":"${email}","data":{"k\\udc00":1}}`, 'data.k\\udc00'],
+      ['/v1/send', `{"to":"${email}","from":"${from}","subject":"Hi \\ud83d","body":"b"}`, 'subject'],
+      ['/v1/send?via=express', `{"to":"${email}","from":"${from}","subject":"s","body":"\\udfff"}`, 'body'],
+      [
+        '/v1/track',
+        `{"email":"${email}","event":"e","data":{"tags":["\\udfff"]}}`,
+        'data.tags.0',
+        { key: t.publicKey },
+      ],
+      ['/contacts/filter', `{"condition":${filter}}`, 'condition.groups.0.filters.0.value'],
+    ];
+    for (const [url, raw, field, opts] of cases) {
+      const res = await call('POST', url, undefined, { ...key(), raw, ...opts });
+      expectEnvelope(res, 422, 'VALIDATION_ERROR');
+      expect(res.body.error.errors[0]).toMatchObject({ field, code: 'invalid_string' });
+    }
+    expect(await contactCount()).toBe(before);
+    // A surrogate pair is one character (an emoji) and is kept as sent.
+    const pair = await call('POST', '/contacts', undefined, {
+      ...key(),
+      raw: `{"email":"${email}","data":{"note":"\\ud83d\\ude00"}}`,
+    });
+    expect(pair.status).toBe(201);
+    expect(pair.body.data.note).toBe('\u{1F600}');
+  });
+
   test('U+0000 in a query string or path (%00) is a 400', async () => {
     for (const url of [
       '/contacts?search=a%00b',

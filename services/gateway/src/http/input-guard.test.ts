@@ -35,6 +35,15 @@ describe('checkJsonBody', () => {
     expect(errorOf({ text: 'line\r\nbreaks, unicode ☃ and \u0001 are fine' })).toBeUndefined();
   });
 
+  test('a lone UTF-16 surrogate in a value or a key is a 422 naming the field; a pair is a character', () => {
+    const body = JSON.parse('{"to":[{"email":"a@b.co","data":{"note":"a\\ud800b"}}]}');
+    expect(errorOf(body)?.errors?.[0]).toMatchObject({ field: 'to.0.data.note', code: 'invalid_string' });
+    expect(errorOf(JSON.parse('{"data":{"k\\udc00":1}}'))?.errors?.[0].field).toBe('data.k\\udc00');
+    expect(errorOf(JSON.parse('["\\ud83d"]'))?.errors?.[0].field).toBe('0');
+    expect(errorOf('\ud800')?.errors?.[0].field).toBe('body');
+    expect(errorOf(JSON.parse('{"subject":"\\ud83d\\ude00 ok","\\ud83d\\ude00":"k"}'))).toBeUndefined();
+  });
+
   test('a number beyond a double (JSON.parse reads 1e400 as Infinity) is a 422 naming the field', () => {
     const body = JSON.parse('{"condition":{"groups":[{"filters":[{"value":-1e400}]}]},"n":1e308}');
     expect(errorOf(body)?.errors?.[0]).toMatchObject({ field: 'condition.groups.0.filters.0.value', code: 'too_big' });

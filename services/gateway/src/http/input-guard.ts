@@ -4,7 +4,8 @@ import { AppError, badRequest, validationError } from '@svc/lib/errors';
 // Hostile input refused at the edge, before any RPC: PostgreSQL cannot store U+0000 in text or
 // jsonb, the JSON-to-protobuf conversion gives up past 100 levels of nesting, and a number beyond
 // a double's range (`1e400`, which JSON.parse reads as Infinity) has no google.protobuf.Value. All
-// used to surface as 500s deep inside a service.
+// used to surface as 500s deep inside a service. A lone UTF-16 surrogate (`"\ud800"`, valid JSON) is no
+// character: UTF-8 (protobuf, PostgreSQL, mail) cannot carry it, and it was silently stored as U+FFFD.
 
 /** Deepest JSON body accepted (objects and arrays both count a level); the custom data rule (10) sits well inside. */
 export const MAX_JSON_DEPTH = 32;
@@ -12,6 +13,12 @@ export const MAX_JSON_DEPTH = 32;
 const NUL = '\u0000';
 const ENCODED_NUL = /%00/i;
 const MAX_KEY_IN_PATH = 64;
+/** What a field path spells out (`\u0000`, `\ud800`) so that the error itself stays valid text. */
+const UNPRINTABLE_IN_KEY = /[\u0000\p{Cs}]/gu;
+
+// ES2024's String.prototype.isWellFormed (Node 20 has it; the project's TypeScript lib is ES2022): no lone
+// surrogate. Native and cheap (a one-byte string answers at once), unlike a regular expression per string.
+const wellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
 
 /** Refuses a path or query string carrying an encoded NUL (`%00`), keys and values alike. */
 export const refuseNulInUrl: RequestHandler = (req, _res, next) => {
@@ -26,13 +33,17 @@ interface Node {
   key?: string | number;
 }
 
-/** `a.b.0.c` for the envelope's `errors[].field`; built only when refusing, keys shortened and NUL spelled out. */
+const spelled = (key: string): string =>
+  key.replace(UNPRINTABLE_IN_KEY, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/**
+ * `a.b.0.c` for the envelope's `errors[].field`; built only when refusing, keys shortened, NUL and lone surrogates
+ * spelled out.
+ */
 function fieldOf(node: Node): string {
   const parts: string[] = [];
   for (let n: Node | undefined = node; n?.key !== undefined; n = n.parent) {
-    parts.unshift(
-      typeof n.key === 'number' ? String(n.key) : n.key.replaceAll(NUL, '\\u0000').slice(0, MAX_KEY_IN_PATH),
-    );
+    parts.unshift(typeof n.key === 'number' ? String(n.key) : spelled(n.key.slice(0, MAX_KEY_IN_PATH)));
   }
   return parts.join('.') || 'body';
 }
@@ -40,6 +51,15 @@ function fieldOf(node: Node): string {
 const nulError = (node: Node) =>
   validationError([
     { field: fieldOf(node), message: 'Text must not contain the NUL character (U+0000)', code: 'invalid_string' },
+  ]);
+
+const surrogateError = (node: Node) =>
+  validationError([
+    {
+      field: fieldOf(node),
+      message: 'Text must be valid Unicode: a lone UTF-16 surrogate (\\ud800 to \\udfff, unpaired) is no character',
+      code: 'invalid_string',
+    },
   ]);
 
 const infiniteError = (node: Node) =>
@@ -52,7 +72,7 @@ const infiniteError = (node: Node) =>
  * by this, and only a refused one again by `refusal` to say why.
  */
 function acceptable(body: unknown): boolean {
-  if (typeof body === 'string') return !body.includes(NUL);
+  if (typeof body === 'string') return !body.includes(NUL) && wellFormed(body);
   if (body === null || typeof body !== 'object') return true;
   const values: unknown[] = [body];
   const depths: number[] = [0];
@@ -62,10 +82,10 @@ function acceptable(body: unknown): boolean {
     if (depth >= MAX_JSON_DEPTH) return false;
     const array = Array.isArray(value);
     for (const key in value) {
-      if (!array && key.includes(NUL)) return false;
+      if (!array && (key.includes(NUL) || !wellFormed(key))) return false;
       const child = (value as Record<string, unknown>)[key];
       if (typeof child === 'string') {
-        if (child.includes(NUL)) return false;
+        if (child.includes(NUL) || !wellFormed(child)) return false;
       } else if (typeof child === 'number') {
         if (!Number.isFinite(child)) return false;
       } else if (child !== null && typeof child === 'object') {
@@ -79,8 +99,8 @@ function acceptable(body: unknown): boolean {
 
 /**
  * Walks a parsed JSON body without recursion (a body of a million `[` must not overflow the
- * stack): a 400 past MAX_JSON_DEPTH, a 422 naming the field for a NUL in any key or string or for a number
- * JSON.parse read as Infinity.
+ * stack): a 400 past MAX_JSON_DEPTH, a 422 naming the field for a NUL or a lone surrogate in any key or string
+ * or for a number JSON.parse read as Infinity.
  */
 export function checkJsonBody(body: unknown): void {
   if (!acceptable(body)) refusal(body);
@@ -94,6 +114,7 @@ function refusal(body: unknown): void {
     const { value, depth } = node;
     if (typeof value === 'string') {
       if (value.includes(NUL)) throw nulError(node);
+      if (!wellFormed(value)) throw surrogateError(node);
       continue;
     }
     if (typeof value === 'number' && !Number.isFinite(value)) throw infiniteError(node);
@@ -112,6 +133,7 @@ function refusal(body: unknown): void {
     for (const [key, child] of entries) {
       const next: Node = { value: child, depth: depth + 1, parent: node, key };
       if (typeof key === 'string' && key.includes(NUL)) throw nulError(next);
+      if (typeof key === 'string' && !wellFormed(key)) throw surrogateError(next);
       stack.push(next);
     }
   }
