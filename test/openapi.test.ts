@@ -31,6 +31,7 @@ function gatewayApp(opts: { embedded: boolean; metricsEnabled: boolean }) {
     logger: inert,
     clients: inert,
     limiter: inert,
+    loginBuckets: inert,
     idempotencyStore: inert,
     keyCache: inert,
     sessionSecret: 'openapi-test-session-secret',

@@ -36,6 +36,11 @@ export default async function setup(): Promise<void> {
     // Distributed mode requires it; the tests' own RPC clients read it from platform.env.
     SERVICE_TOKEN: `test-service-token-${runId}-0123456789abcdef`,
     KEY_CACHE_TTL_SECONDS: '1',
+    // Every test signs up and signs in from 127.0.0.1: the per-client login and sign-up limits must not trip
+    // (test/login-limits.test.ts starts a gateway with low ones).
+    SIGNUPS_PER_HOUR: '1000000',
+    LOGIN_FAILURES_PER_CLIENT: '1000000',
+    LOGIN_FAILURES_PER_ACCOUNT: '1000000',
     PORT: String(await freePort()),
     ...(await freeServicePorts()),
   };

@@ -127,6 +127,16 @@ describe('Redis token-bucket limiter', () => {
     expect(g.waitMs).toBeGreaterThan(900);
     expect(g.waitMs).toBeLessThanOrEqual(1000);
   });
+
+  test('a negative take gives tokens back, never above capacity (Redis and in-process alike)', async () => {
+    for (const buckets of [new RedisTokenBuckets(link, prefix('give')), new MemoryTokenBuckets()]) {
+      const shape = { capacity: 3, perMs: 3 / HOUR };
+      expect((await buckets.take('k', shape, 3)).remaining).toBe(0);
+      expect((await buckets.take('k', shape, -1)).remaining).toBe(1);
+      expect((await buckets.take('k', shape, -5)).remaining).toBe(3);
+      expect((await buckets.take('k', shape, 4)).granted).toBe(3);
+    }
+  });
 });
 
 describe('in-process limiter', () => {

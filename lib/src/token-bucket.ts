@@ -18,16 +18,18 @@ export interface Grant {
 }
 
 export interface TokenBuckets {
+  /** Takes up to `want` tokens; a negative `want` gives `-want` back (never above capacity). */
   take(key: string, shape: BucketShape, want: number, now?: number): Promise<Grant>;
 }
 
 /**
  * The bucket rule, once in JavaScript (below) and once in Lua (Redis): refill since the last
- * take, capped at capacity; grant as many whole tokens as asked for and present.
+ * take, capped at capacity; grant as many whole tokens as asked for and present (a negative
+ * grant returns tokens, again capped at capacity).
  */
 function settle(tokens: number, shape: BucketShape, want: number): Grant & { tokens: number } {
   const granted = Math.min(want, Math.floor(tokens));
-  const left = tokens - granted;
+  const left = Math.min(shape.capacity, tokens - granted);
   const waitMs = granted < want ? Math.ceil((1 - left) / shape.perMs) : 0;
   return { granted, remaining: Math.floor(left), waitMs, tokens: left };
 }
@@ -70,7 +72,7 @@ else
   tokens = math.min(capacity, tokens + math.max(0, now - tonumber(state[2])) * per_ms)
 end
 local granted = math.min(want, math.floor(tokens))
-local left = tokens - granted
+local left = math.min(capacity, tokens - granted)
 local wait = 0
 if granted < want then wait = math.ceil((1 - left) / per_ms) end
 redis.call('HSET', KEYS[1], 't', tostring(left), 'at', tostring(now))
@@ -100,5 +102,24 @@ export class RedisTokenBuckets implements TokenBuckets {
     const args = [String(shape.capacity), String(shape.perMs), String(want)];
     const [granted, remaining, waitMs] = await this.redis.run((r) => runTake(r, `${this.prefix}:${key}`, args));
     return { granted, remaining, waitMs };
+  }
+}
+
+/**
+ * Shared buckets that fall back to in-process ones while the shared store fails (Redis down, frozen or
+ * erring): DESIGN.md decision 4, as FailOpenRateLimiter does for request budgets.
+ */
+export class FailOpenTokenBuckets implements TokenBuckets {
+  constructor(
+    private readonly shared: TokenBuckets,
+    private readonly local: TokenBuckets = new MemoryTokenBuckets(),
+  ) {}
+
+  async take(key: string, shape: BucketShape, want: number, now?: number): Promise<Grant> {
+    try {
+      return await this.shared.take(key, shape, want, now);
+    } catch {
+      return this.local.take(key, shape, want, now);
+    }
   }
 }

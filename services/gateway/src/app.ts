@@ -5,6 +5,7 @@ import type { IdempotencyStore } from '@svc/lib/idempotency-store';
 import type { Logger } from '@svc/lib/logger';
 import { scrape } from '@svc/lib/metrics';
 import type { RateLimiter } from '@svc/lib/rate-limit';
+import type { TokenBuckets } from '@svc/lib/token-bucket';
 import { parseTrustProxy } from '@svc/lib/trust-proxy';
 import type { Clients } from './clients.js';
 import type { GatewayConfig } from './config.js';
@@ -13,7 +14,9 @@ import { Authenticator } from './http/auth.js';
 import { errorHandler, routeNotFound } from './http/envelope.js';
 import { chain, keyGuards } from './http/guards.js';
 import { jsonBody, refuseNulInUrl } from './http/input-guard.js';
+import { LoginGuard } from './http/login-guard.js';
 import { methodNotAllowed } from './http/method-not-allowed.js';
+import { signupBudget } from './http/rate-limit.js';
 import type { KeyCache } from './http/key-cache.js';
 import { readyz, type ReadinessCheck } from './http/readiness.js';
 import { requestId } from './http/request-id.js';
@@ -58,6 +61,8 @@ export interface GatewayDeps {
   logger: Logger;
   clients: Clients;
   limiter: RateLimiter;
+  /** Failed sign-ins per client and per account (http/login-guard.ts). */
+  loginBuckets: TokenBuckets;
   idempotencyStore: IdempotencyStore;
   keyCache: KeyCache;
   sessionSecret: string;
@@ -75,11 +80,12 @@ export function createApp(deps: GatewayDeps) {
   // No ETag (a SHA-1 of every JSON answer) on API answers: only a GET could use it, and no client revalidates
   // them. The console's static files keep theirs (express.static sets its own).
   app.set('etag', false);
-  // X-Forwarded-For is believed only from the proxies TRUST_PROXY names: req.ip keys the login throttle.
+  // X-Forwarded-For is believed only from the proxies TRUST_PROXY names: req.ip keys the login and sign-up limits.
   app.set('trust proxy', (config.trustProxy && parseTrustProxy(config.trustProxy)) || false);
 
   const auth = new Authenticator(clients.identity, deps.keyCache, config.publicUrl.startsWith('https:'));
   const guards = keyGuards(auth, deps.limiter, deps.idempotencyStore, config);
+  const loginGuard = new LoginGuard(deps.limiter, deps.loginBuckets, config.login);
 
   app.use(requestId(logger));
   app.use(refuseNulInUrl);
@@ -150,7 +156,7 @@ export function createApp(deps: GatewayDeps) {
   // The ingestion routes first: every /v1/track then skips the route matching of the routers below.
   const track = trackHandler(clients.contacts, config.trackBatch);
   app.use(eventsRouter(clients.contacts, guards, track));
-  app.use(identityRouter(clients.identity, auth, deps.limiter));
+  app.use(identityRouter(clients.identity, auth, loginGuard, signupBudget(deps.limiter, config.signupsPerHour)));
   app.use(oauthRouter(clients.identity, auth, config.publicUrl));
   app.use(setupStateRouter(clients, auth));
   app.use(billingRouter(clients, auth, paymentProvider, config.publicUrl));
@@ -168,7 +174,7 @@ export function createApp(deps: GatewayDeps) {
   app.use(trackingRouter(clients.messaging));
   app.use(uploadsRouter(clients.messaging, guards, config.publicUrl));
   app.use(webhooksRouter(clients.messaging, config.webhookSecret));
-  if (deps.embedded) app.use(devMailRouter(clients, auth, deps.limiter, config));
+  if (deps.embedded) app.use(devMailRouter(clients, auth, loginGuard, config));
 
   app.use(methodNotAllowed(app));
   app.use(routeNotFound);

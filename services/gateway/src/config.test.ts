@@ -9,6 +9,8 @@ describe("the gateway's own environment variables", () => {
     expect(c.sessionSecret).toBeUndefined();
     expect(c.webhookSecret).toBeUndefined();
     expect(c.trustProxy).toBeUndefined();
+    expect(c.login).toEqual({ failuresPerClient: 20, failuresPerAccount: 50, windowMs: 900_000 });
+    expect(c.signupsPerHour).toBe(10);
   });
 
   test('the per-family budgets default to RATE_LIMIT_PER_MINUTE', () => {

@@ -10,6 +10,12 @@ export const gatewayEnv = z
     RATE_LIMIT_TRACK_PER_MINUTE: envPositiveInt.optional(),
     RATE_LIMIT_SEND_PER_MINUTE: envPositiveInt.optional(),
     KEY_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).default(5),
+    /** README "Login throttle": failed sign-ins per client, and per account, per LOGIN_FAILURE_WINDOW_SECONDS. */
+    LOGIN_FAILURES_PER_CLIENT: envPositiveInt.default(20),
+    LOGIN_FAILURES_PER_ACCOUNT: envPositiveInt.default(50),
+    LOGIN_FAILURE_WINDOW_SECONDS: envPositiveInt.default(900),
+    /** Accounts created (POST /auth/signup) per client per hour. */
+    SIGNUPS_PER_HOUR: envPositiveInt.default(10),
     /**
      * Concurrent /v1/track requests share one TrackEvents RPC: the first waits this long (ms) for
      * others, a batch of TRACK_BATCH_MAX goes at once; 0 sends one TrackEvent per request.
@@ -44,6 +50,12 @@ export const gatewayEnv = z
     trackRateLimitPerMinute: e.RATE_LIMIT_TRACK_PER_MINUTE ?? e.RATE_LIMIT_PER_MINUTE,
     sendRateLimitPerMinute: e.RATE_LIMIT_SEND_PER_MINUTE ?? e.RATE_LIMIT_PER_MINUTE,
     keyCacheTtlSeconds: e.KEY_CACHE_TTL_SECONDS,
+    login: {
+      failuresPerClient: e.LOGIN_FAILURES_PER_CLIENT,
+      failuresPerAccount: e.LOGIN_FAILURES_PER_ACCOUNT,
+      windowMs: e.LOGIN_FAILURE_WINDOW_SECONDS * 1000,
+    },
+    signupsPerHour: e.SIGNUPS_PER_HOUR,
     trackBatch: { windowMs: e.TRACK_BATCH_WINDOW_MS, maxBatch: e.TRACK_BATCH_MAX },
     sendBatch: { windowMs: e.SEND_BATCH_WINDOW_MS, maxBatch: e.SEND_BATCH_MAX },
     sessionSecret: e.SESSION_SECRET,

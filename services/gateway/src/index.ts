@@ -7,7 +7,7 @@ import { readBusMessage } from '@svc/lib/bus-topic';
 import { listen } from '@svc/lib/listen';
 import { MemoryIdempotencyStore, RedisIdempotencyStore } from '@svc/lib/idempotency-store';
 import { FailOpenRateLimiter, MemoryRateLimiter, SlicedRateLimiter } from '@svc/lib/rate-limit';
-import { RedisTokenBuckets } from '@svc/lib/token-bucket';
+import { FailOpenTokenBuckets, MemoryTokenBuckets, RedisTokenBuckets } from '@svc/lib/token-bucket';
 import { RedisLink } from '@svc/lib/redis';
 import type { RunningService, Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
@@ -77,6 +77,10 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
     limiter: redis
       ? new FailOpenRateLimiter(new SlicedRateLimiter(new RedisTokenBuckets(redis, `${prefix}:rl`)))
       : new MemoryRateLimiter(),
+    // The login guard's failure budgets: whole buckets, as tokens are given back when an attempt succeeds.
+    loginBuckets: redis
+      ? new FailOpenTokenBuckets(new RedisTokenBuckets(redis, `${prefix}:login`))
+      : new MemoryTokenBuckets(),
     idempotencyStore: redis ? new RedisIdempotencyStore(redis, `${prefix}:idem`) : new MemoryIdempotencyStore(),
     keyCache,
     sessionSecret,

@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import type { GatewayConfig as Config } from '../config.js';
 import { AppError } from '@svc/lib/errors';
 import type { RateLimiter } from '@svc/lib/rate-limit';
+import { clientNetwork } from './client-network.js';
 
 const WINDOW_MS = 60_000;
 
@@ -36,5 +37,24 @@ export function routeBudgets(limiter: RateLimiter, config: Config): Record<Route
     api: rateLimit(limiter, 'api', config.rateLimitPerMinute),
     track: rateLimit(limiter, 'track', config.trackRateLimitPerMinute),
     send: rateLimit(limiter, 'send', config.sendRateLimitPerMinute),
+  };
+}
+
+/**
+ * Sign-up attempts per client (an IPv4 address or an IPv6 /64) per hour, before identity is asked. Every attempt
+ * counts, a refused one too: a 409 tells whether an address has an account.
+ */
+export function signupBudget(limiter: RateLimiter, perHour: number): RequestHandler {
+  return async (req, _res, next) => {
+    const d = await limiter.hit(`signup:${clientNetwork(req.ip)}`, perHour, 3_600_000);
+    if (!d.allowed) {
+      throw new AppError({
+        code: 'RATE_LIMIT_EXCEEDED',
+        status: 429,
+        message: 'Too many sign-ups from this address; try again later',
+        details: { retryAfter: d.retryAfter, limit: d.limit },
+      });
+    }
+    next();
   };
 }

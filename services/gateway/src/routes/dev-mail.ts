@@ -1,14 +1,13 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
-import { loginThrottleKey } from '@svc/lib/account-email';
 import type { Config } from '@svc/lib/config';
 import { AppError } from '@svc/lib/errors';
-import type { RateLimiter } from '@svc/lib/rate-limit';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import type { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { DevMailService, type SinkMail } from '@svc/proto/svc/messaging/v1/dev_mail_pb';
 import type { Authenticator } from '../http/auth.js';
+import type { LoginGuard } from '../http/login-guard.js';
 import { limitParam } from '../http/query.js';
 import { z } from 'zod';
 import { ApiRouter, limitQuery, type ResponseDoc } from '../http/api.js';
@@ -60,7 +59,6 @@ interface DevMailClients {
   identity: Client<typeof IdentityService>;
 }
 
-const LOGIN_ATTEMPTS_PER_MINUTE = 10;
 /** The raw source shown inline on the message page; longer sources are cut there (the raw link has it all). */
 const RAW_SHOWN = 512 * 1024;
 
@@ -230,7 +228,7 @@ function messageHtml(m: SinkMail): string {
 export function devMailRouter(
   clients: DevMailClients,
   auth: Authenticator,
-  limiter: RateLimiter,
+  loginGuard: LoginGuard,
   config: Config,
 ): Router {
   const r = new ApiRouter();
@@ -295,14 +293,16 @@ export function devMailRouter(
       const body = (req.body ?? {}) as Record<string, unknown>;
       const email = typeof body.email === 'string' ? body.email : '';
       const password = typeof body.password === 'string' ? body.password : '';
-      // The same budget as POST /auth/login (routes/identity.ts).
-      const d = await limiter.hit(loginThrottleKey(req.ip ?? '', email), LOGIN_ATTEMPTS_PER_MINUTE, 60_000);
-      if (!d.allowed) return signInPage(res, 429, 'Too many sign-in attempts; try again in a minute.');
-      const out = await clients.identity.login({ email, password }).catch((err: unknown) => {
-        if (err instanceof AppError && err.status < 500) return null;
-        throw err;
-      });
-      if (!out) return signInPage(res, 401, 'Wrong email or password.');
+      // The same budgets as POST /auth/login (routes/identity.ts).
+      const out = await loginGuard
+        .attempt(req.ip, email, () => clients.identity.login({ email, password }))
+        .catch((err: unknown) => {
+          if (err instanceof AppError && err.status < 500) return err;
+          throw err;
+        });
+      if (out instanceof AppError && out.status === 429)
+        return signInPage(res, 429, 'Too many sign-in attempts; try again later.');
+      if (out instanceof AppError) return signInPage(res, 401, 'Wrong email or password.');
       auth.setSession(res, out.sessionToken);
       res.redirect(303, '/dev/mail');
     },

@@ -1,10 +1,8 @@
 import type { Router, RequestHandler } from 'express';
-import { loginThrottleKey } from '@svc/lib/account-email';
-import { AppError } from '@svc/lib/errors';
-import type { RateLimiter } from '@svc/lib/rate-limit';
 import type { Client } from '@connectrpc/connect';
 import type { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import type { Authenticator } from '../http/auth.js';
+import type { LoginGuard } from '../http/login-guard.js';
 import { objectBody, stringField } from '../http/body.js';
 import { invitationJson, memberJson, projectJson, roleValue, userJson, wipeJson } from './identity-json.js';
 import { ProjectWipe } from './project-safety.js';
@@ -50,32 +48,15 @@ const Credentials = z.object({ email: z.string().email(), password: z.string().m
 const Ok = z.object({ success: z.literal(true) });
 const PROJECT_ID = z.object({ id: id.openapi({ description: 'Project id' }) });
 
-const LOGIN_ATTEMPTS_PER_MINUTE = 10;
-
 /** Session-authenticated user, project and member management (SPEC.md "User and project management"). */
 export function identityRouter(
   identity: Client<typeof IdentityService>,
   auth: Authenticator,
-  limiter: RateLimiter,
+  loginGuard: LoginGuard,
+  signupBudget: RequestHandler,
 ): Router {
   const r = new ApiRouter();
   const session = auth.session();
-
-  // Password guessing: a few attempts per minute for one account from one client. The email is keyed
-  // the way identity compares it, so `A@x.com ` and `a@x.com` share one budget.
-  const loginThrottle: RequestHandler = async (req, _res, next) => {
-    const key = loginThrottleKey(req.ip ?? '', String(objectBody(req.body).email ?? ''));
-    const d = await limiter.hit(key, LOGIN_ATTEMPTS_PER_MINUTE, 60_000);
-    if (!d.allowed) {
-      throw new AppError({
-        code: 'RATE_LIMIT_EXCEEDED',
-        status: 429,
-        message: 'Too many login attempts; try again later',
-        details: { retryAfter: d.retryAfter },
-      });
-    }
-    next();
-  };
 
   r.post(
     '/auth/signup',
@@ -85,8 +66,9 @@ export function identityRouter(
       auth: 'none',
       body: Credentials,
       responses: { 201: User },
-      errors: [409],
+      errors: [409, 429],
     },
+    signupBudget,
     async (req, res) => {
       const body = objectBody(req.body);
       const out = await identity.signUp({
@@ -108,13 +90,13 @@ export function identityRouter(
       responses: { 200: User },
       errors: [401, 429],
     },
-    loginThrottle,
     async (req, res) => {
       const body = objectBody(req.body);
-      const out = await identity.login({
-        email: stringField(body, 'email') ?? '',
-        password: stringField(body, 'password') ?? '',
-      });
+      // Password guessing and spraying: the guard's budgets (http/login-guard.ts). The email is keyed the way
+      // identity compares it, so `A@x.com ` and `a@x.com` share one budget.
+      const email = stringField(body, 'email') ?? '';
+      const password = stringField(body, 'password') ?? '';
+      const out = await loginGuard.attempt(req.ip, email, () => identity.login({ email, password }));
       auth.setSession(res, out.sessionToken);
       res.json(userJson(out.user!));
     },
