@@ -468,14 +468,14 @@ describe('workflow engine', () => {
 describe('WEBHOOK step', () => {
   let server: Server;
   let url: string;
-  const received: { headers: IncomingMessage['headers']; body: string; path: string }[] = [];
+  const received: { headers: IncomingMessage['headers']; raw: string[]; body: string; path: string }[] = [];
 
   beforeAll(async () => {
     server = createServer((req, res) => {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
-        received.push({ headers: req.headers, body, path: req.url ?? '' });
+        received.push({ headers: req.headers, raw: req.rawHeaders, body, path: req.url ?? '' });
         res.statusCode = req.url?.startsWith('/fail') ? 500 : 200;
         // A receiver may answer anything: NUL, or an emoji cut in half where the kept answer ends (1000 chars).
         res.end(req.url?.startsWith('/odd') ? `ok\u0000${'x'.repeat(996)}\u{1F600}` : 'ok');
@@ -522,6 +522,23 @@ describe('WEBHOOK step', () => {
       event: { name: ev, data: { plan: 'pro' } },
       data: { greeting: `Hi ${to}`, plan: 'pro' },
     });
+  });
+
+  test('a header named __proto__ is saved and sent like any other (zod records dropped it)', async () => {
+    const ev = uniqueEvent('hookproto');
+    const headers = JSON.parse('{"__proto__": "p", "X-Team": "growth"}');
+    const w = await build(ev, { hook: { type: 'WEBHOOK', config: { url: `${url}/proto`, headers } } }, [
+      ['trigger', 'hook'],
+    ]);
+    const saved = (await api('GET', `/workflows/${w.id}`)).body.steps.find(
+      (s: { type: string }) => s.type === 'WEBHOOK',
+    );
+    expect(Object.keys(saved.config.headers).sort()).toEqual(['X-Team', '__proto__']);
+    await track(uniqueEmail('hookproto'), ev);
+    const e = await settled(w.id, ['COMPLETED']);
+    const got = received.find((r) => r.path === '/proto' && r.body.includes(e.id))!;
+    const raw = got.raw.map((h, i) => (i % 2 ? '' : `${h.toLowerCase()}: ${got.raw[i + 1]}`)).filter(Boolean);
+    expect(raw).toEqual(expect.arrayContaining(['__proto__: p', 'x-team: growth']));
   });
 
   test('an answer the database cannot store as is (NUL, half a surrogate pair) still completes the step', async () => {

@@ -97,7 +97,9 @@ const RESERVED_HEADERS = new Set([
   'expect',
 ]);
 
-function checkWebhookHeaders(headers: Record<string, string>, ctx: z.RefinementCtx) {
+const MAX_HEADER_VALUE = 8192;
+
+function checkWebhookHeaders(headers: Record<string, unknown>, ctx: z.RefinementCtx) {
   for (const [name, value] of Object.entries(headers)) {
     const issue = (message: string, code: string) =>
       ctx.addIssue({ code: 'custom', path: [name.slice(0, 100)], message, params: { code } });
@@ -106,7 +108,11 @@ function checkWebhookHeaders(headers: Record<string, string>, ctx: z.RefinementC
     } else if (RESERVED_HEADERS.has(name.toLowerCase())) {
       issue(`The ${name} header is set by the HTTP client and cannot be overridden`, 'reserved_header');
     }
-    if (!HEADER_VALUE.test(value)) {
+    if (typeof value !== 'string') {
+      issue('Header values must be strings', 'invalid_type');
+    } else if (value.length > MAX_HEADER_VALUE) {
+      issue(`Header values must be at most ${MAX_HEADER_VALUE} characters`, 'too_big');
+    } else if (!HEADER_VALUE.test(value)) {
       issue('Header values must not contain line breaks or other control characters', 'invalid_string');
     }
   }
@@ -132,7 +138,8 @@ const webhook = z
       .max(2048)
       .refine((u) => /^https?:\/\//i.test(u), { message: 'Only http and https URLs' }),
     method: z.enum(['POST', 'PUT', 'PATCH']).default('POST'),
-    headers: z.record(z.string().max(8192)).default({}).superRefine(checkWebhookHeaders),
+    // jsonObject, not z.record: a header named `__proto__` is checked and sent like any other, never dropped unseen.
+    headers: jsonObject().default({}).superRefine(checkWebhookHeaders) as z.ZodType<Record<string, string>>,
     body: z.unknown().optional().superRefine(checkLiquid),
   })
   .strict();
