@@ -1,6 +1,7 @@
 import nodemailer from 'nodemailer';
 import { call, eventually, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
 import { uniqueDomain, verifiedDomain, waitForMail } from './support/messaging.js';
+import { metricValue } from './support/metrics.js';
 
 // Inbound mail (README "Inbound mail"): real mail sent with nodemailer to the messaging service's SMTP listener
 // (INBOUND_SMTP_PORT): the List-Unsubscribe mailto unsubscribes, other mail from a contact is `email.received`.
@@ -99,6 +100,44 @@ describe('inbound mail', () => {
     });
     // Still subscribed: only the unsubscribe@ address unsubscribes.
     expect((await contactOf(t, email)).subscribed).toBe(true);
+  });
+
+  test("an auto-reply (RFC 3834) is kept as email.received, starts no workflow; a person's reply does", async () => {
+    const { t, domain, email } = await mailedContact();
+    const wf = await api(t, 'POST', '/workflows', {
+      name: 'on reply',
+      eventName: 'email.received',
+      allowReentry: true,
+    });
+    const exit = await api(t, 'POST', `/workflows/${wf.body.id}/steps`, { type: 'EXIT', name: 'done', config: {} });
+    const edge = { fromStepId: wf.body.steps[0].id, toStepId: exit.body.id };
+    expect((await api(t, 'POST', `/workflows/${wf.body.id}/transitions`, edge)).status).toBe(201);
+    expect((await api(t, 'PATCH', `/workflows/${wf.body.id}`, { enabled: true })).status).toBe(200);
+    const executions = async () => (await api(t, 'GET', `/workflows/${wf.body.id}/executions`)).body.data;
+    const dropped = () => metricValue('workflows', 'workflow_loop_guard_total', { guard: 'automatic_mail' });
+
+    for (const headers of [
+      { 'Auto-Submitted': 'auto-replied' },
+      { Precedence: 'auto_reply' },
+      { 'X-Autoreply': 'yes' },
+    ]) {
+      const before = await dropped();
+      await inbound.sendMail({ from: email, to: `hello@${domain}`, subject: 'Out of office', text: 'away', headers });
+      // Handled by the workflows consumer, which started nothing.
+      await eventually(async () => ((await dropped()) > before ? true : undefined), 15_000, 'the auto-reply dropped');
+      expect(await executions()).toEqual([]);
+    }
+    const item = await eventually(async () => {
+      const a = await api(t, 'GET', '/activity?type=email.received');
+      return a.body.data?.length === 3 ? a.body.data[0] : undefined;
+    });
+    expect(item.data).toMatchObject({
+      subject: 'Out of office',
+      automatic: expect.stringMatching(/^X-Autoreply: yes/i),
+    });
+
+    await inbound.sendMail({ from: email, to: `hello@${domain}`, subject: 'Re: News', text: 'Tell me more' });
+    await eventually(async () => ((await executions())?.length === 1 ? true : undefined));
   });
 
   test('a message MIME parsing refuses (multiparts nested 3,000 deep) is a permanent 554, not a 451', async () => {

@@ -282,6 +282,61 @@ describe('a SEND_EMAIL run in the chain from its TRIGGER', () => {
   });
 });
 
+describe('loop guard', () => {
+  test('a busy loop of a workflow enabled before such cycles were refused is FAILED after 100 steps', async () => {
+    const ev = uniqueEvent('busy');
+    const w = await build(
+      ev,
+      {
+        tick: { type: 'UPDATE_CONTACT', config: { data: { side: 'tick' } } },
+        tock: { type: 'UPDATE_CONTACT', config: { data: { side: 'tock' } } },
+        done: { type: 'EXIT' },
+      },
+      [
+        ['trigger', 'tick'],
+        ['tick', 'tock'],
+        ['tock', 'done'],
+      ],
+    );
+    // tock -> tick: the cycle without a DELAY or wait that enabling refuses now, written as an older release allowed.
+    const db = new pg.Client({
+      connectionString: serviceDatabaseUrl('workflows', platform.env.DATABASE_URL, platform.env),
+    });
+    await db.connect();
+    try {
+      await db.query('UPDATE workflow_transitions SET to_step_id = $2 WHERE from_step_id = $1', [
+        w.steps.tock,
+        w.steps.tick,
+      ]);
+    } finally {
+      await db.end();
+    }
+    try {
+      expect((await track(uniqueEmail('busy'), ev)).status).toBe(200);
+      const [failed] = await eventually(
+        async () => {
+          const l = await executions(w.id, 'FAILED');
+          return l.length ? l : undefined;
+        },
+        30_000,
+        'the looping execution FAILED',
+      );
+      const r = await api('GET', `/workflows/${w.id}/executions/${failed.id}`);
+      expect(r.body.error).toMatch(/^(tick|tock): /);
+      expect(r.body.error).toContain('more than 100 steps without a DELAY or WAIT_FOR_EVENT step');
+      const steps = r.body.steps as { stepType: string; status: string; error?: string }[];
+      expect(steps.length).toBeGreaterThan(100);
+      expect(steps.length).toBeLessThanOrEqual(160);
+      const last = steps.filter((s) => s.status === 'FAILED');
+      expect(last).toHaveLength(1);
+      expect(last[0]).toMatchObject({ stepType: 'UPDATE_CONTACT', error: expect.stringContaining('more than 100') });
+    } finally {
+      await api('POST', `/workflows/${w.id}/executions/cancel-all`);
+      await api('PATCH', `/workflows/${w.id}`, { enabled: false });
+    }
+  });
+});
+
 describe('restart safety', () => {
   /**
    * A second workflows process on the shared database (its own RPC port, and a bus prefix of its own so

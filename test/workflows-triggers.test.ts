@@ -1,5 +1,6 @@
 import { call, eventually, newTenant, uniqueEmail, type Tenant } from './support/client.js';
-import { verifiedDomain, waitForMail } from './support/messaging.js';
+import { receivedMail, verifiedDomain, waitForMail } from './support/messaging.js';
+import { metricValue } from './support/metrics.js';
 
 // Workflows started by email lifecycle messages (emails.<type>) and segment membership changes
 // (segments.membership.changed), consumed straight from the bus; a tenant of their own, so the
@@ -154,6 +155,45 @@ describe('workflow triggers from the bus', () => {
     expect(mine(await executions(mailer.body.id))).toHaveLength(1);
     for (const id of [mailer.body.id, witness]) {
       expect((await api('PATCH', `/workflows/${id}`, { enabled: false })).status).toBe(200);
+    }
+  });
+
+  test("two workflows mailing on each other's email.sent stop at chain depth 5: six emails, then none", async () => {
+    const refused = () => metricValue('workflows', 'workflow_loop_guard_total', { guard: 'chain_depth' });
+    const before = await refused();
+    const mailer = async (subject: string) => {
+      const w = await api('POST', '/workflows', { name: subject, eventName: 'email.sent', allowReentry: true });
+      const send = await api('POST', `/workflows/${w.body.id}/steps`, {
+        type: 'SEND_EMAIL',
+        config: { subject, body: `<p>${subject}</p>`, from: `ping@${domain}` },
+      });
+      const edge = { fromStepId: w.body.steps[0].id, toStepId: send.body.id };
+      expect((await api('POST', `/workflows/${w.body.id}/transitions`, edge)).status).toBe(201);
+      expect((await api('PATCH', `/workflows/${w.body.id}`, { enabled: true })).status).toBe(200);
+      return w.body.id as string;
+    };
+    const [ping, pong] = [await mailer('Ping'), await mailer('Pong')];
+    const to = uniqueEmail('wf-pingpong');
+    const contact = await api('POST', '/contacts', { email: to });
+    try {
+      // Depth 0 (a manual start), then 1 to 5 each started by the other's email.sent; the sixth email starts none.
+      expect((await api('POST', `/workflows/${ping}/executions`, { contactId: contact.body.id })).status).toBe(201);
+      await eventually(
+        async () => ((await refused()) > before ? true : undefined),
+        30_000,
+        'the enrolment at depth 6 refused',
+      );
+      expect((await executions(ping)).filter((e) => e.contactId === contact.body.id)).toHaveLength(3);
+      expect((await executions(pong)).filter((e) => e.contactId === contact.body.id)).toHaveLength(3);
+      const mail = await receivedMail(to);
+      expect(mail.map((m) => m.parsed.subject)).toEqual(['Ping', 'Pong', 'Ping', 'Pong', 'Ping', 'Pong']);
+      // Workflow mail tells auto-responders not to answer (RFC 3834).
+      for (const m of mail) expect(m.raw.toString()).toMatch(/^Auto-Submitted: auto-generated\r?$/m);
+    } finally {
+      for (const id of [ping, pong]) {
+        expect((await api('PATCH', `/workflows/${id}`, { enabled: false })).status).toBe(200);
+        await api('POST', `/workflows/${id}/executions/cancel-all`);
+      }
     }
   });
 

@@ -252,6 +252,15 @@ export const smtpResults = new Counter({
   registers: [registry],
 });
 
+export const workflowLoopGuards = new Counter({
+  name: 'workflow_loop_guard_total',
+  help:
+    'Workflow loops stopped (README "Workflows", loop guards): chain_depth (an enrolment refused), ' +
+    'busy_steps (an execution failed), automatic_mail (received auto-reply that starts no workflow)',
+  labelNames: ['guard'] as const,
+  registers: [registry],
+});
+
 /** The exposition text and its content type. */
 export async function scrape(): Promise<{ contentType: string; body: string }> {
   return { contentType: registry.contentType, body: await registry.metrics() };

@@ -3,6 +3,7 @@ import type { Bus } from '@svc/lib/bus';
 import { on, rawField, subscribeTopics, type TopicRoute } from '@svc/lib/bus-topic';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
+import { workflowLoopGuards } from '@svc/lib/metrics';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
@@ -24,11 +25,18 @@ const fromOwnSubject = (name: string) => name.startsWith('email.') || /^segment\
 const CONCURRENCY = 128;
 
 /**
- * An email lifecycle step as the `email.<type>` event workflows react to, keyed by `eventId`; test mail counts for
- * nothing (as in campaign and workflow statistics), and a step without a valid project, contact or type is dropped.
+ * An email lifecycle step as the `email.<type>` event workflows react to, keyed by `eventId`; test mail and received
+ * mail sent automatically count for nothing (the first as in campaign and workflow statistics), and a step without
+ * a valid project, contact or type is dropped.
  */
 function lifecycleEvent(m: EmailLifecycle, eventId: string): TrackedEvent | undefined {
   if (m.test || !isUuid(m.projectId) || !isUuid(m.contactId) || !/^[a-z_]+$/.test(m.type)) return undefined;
+  // An auto-reply (RFC 3834) neither starts nor resumes workflows: a reply to it could ping-pong with the responder.
+  if (m.automatic) {
+    workflowLoopGuards.inc({ guard: 'automatic_mail' });
+    return undefined;
+  }
+  const sourceWorkflowId = isUuid(m.workflowId) ? m.workflowId : undefined;
   return {
     projectId: m.projectId,
     contactId: m.contactId,
@@ -36,8 +44,10 @@ function lifecycleEvent(m: EmailLifecycle, eventId: string): TrackedEvent | unde
     name: `email.${m.type}`,
     data: { emailId: m.emailId, ...((m.data ?? {}) as Record<string, unknown>) },
     at: m.occurredAt ? timestampDate(m.occurredAt) : new Date(),
-    // Mail a workflow sent does not start that workflow again (on email.sent it would mail without end).
-    sourceWorkflowId: isUuid(m.workflowId) ? m.workflowId : undefined,
+    // Mail a workflow sent does not start that workflow again (on email.sent it would mail without end), and starts
+    // others one deeper in the chain (Executions, MAX_CHAIN_DEPTH).
+    sourceWorkflowId,
+    sourceDepth: sourceWorkflowId ? m.workflowDepth : undefined,
   };
 }
 

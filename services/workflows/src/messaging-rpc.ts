@@ -26,6 +26,7 @@ export function mailPort(messaging: Client<typeof MessagingService>): MailPort {
           subscribed: t.contact.subscribed,
           variables: t.variables as JsonObject,
           dedupeKey: t.dedupeKey,
+          workflowDepth: t.chainDepth,
         })),
       });
       return to.map((_, i) => {

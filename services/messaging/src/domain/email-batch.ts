@@ -60,6 +60,8 @@ export interface BatchRecipient {
   variables: Record<string, unknown>;
   /** Unique per project: a key already queued (earlier, concurrently or in this batch) is not queued again. */
   dedupeKey?: string;
+  /** Workflow mail: the sending execution's chain depth, carried by the email's lifecycle messages. */
+  workflowDepth?: number;
 }
 
 export interface BatchOrigin {
@@ -317,6 +319,7 @@ export class EmailBatches {
           bodyHasUnsubscribeLink: html.includes(urls.unsubscribeUrl),
           unsubscribe: { httpsUrl: urls.unsubscribeUrl, mailto: unsubscribeMailto(content.senderDomain, subToken) },
           emailId,
+          automatic: origin.source === 'workflow',
           custom: content.headers,
         }),
         template_id: content.templateId,
@@ -326,6 +329,7 @@ export class EmailBatches {
         send_id: sendId,
         campaign_id: origin.campaignId ?? null,
         workflow_id: origin.workflowId ?? null,
+        workflow_depth: (origin.workflowId && r.workflowDepth) || null,
         dedupe_key: r.dedupeKey ?? null,
         test: origin.test ?? false,
         status: blockedBy ? 'suppressed' : 'queued',

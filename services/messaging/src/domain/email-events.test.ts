@@ -19,7 +19,7 @@ const email = {
 };
 
 describe('email lifecycle messages (README "Messages on the bus")', () => {
-  test('emails.<type>: {projectId, contactId, emailId, type, occurredAt, data, campaignId, workflowId, test}', () => {
+  test('emails.<type>: {projectId, contactId, emailId, type, occurredAt, data, campaignId, workflowId, ...}', () => {
     const at = new Date('2026-01-02T03:04:05.678Z');
     expect(lifecycleMessage(email, 'click', { url: 'https://x.test/a', isFirstClick: true }, at)).toEqual({
       subject: 'emails.click',
@@ -33,6 +33,8 @@ describe('email lifecycle messages (README "Messages on the bus")', () => {
         campaignId: '',
         workflowId: '',
         test: false,
+        workflowDepth: 0,
+        automatic: false,
       },
     });
   });

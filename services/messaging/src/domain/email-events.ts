@@ -41,7 +41,7 @@ export function lifecycleMessage(
 }
 
 type LifecycleEmail = Pick<EmailRow, 'id' | 'project_id' | 'contact_id' | 'to_email' | 'subject' | 'template_id'> &
-  Partial<Pick<EmailRow, 'campaign_id' | 'workflow_id' | 'test'>>;
+  Partial<Pick<EmailRow, 'campaign_id' | 'workflow_id' | 'workflow_depth' | 'test'>>;
 
 /** An EmailLifecycle in its proto3 JSON form: an `emails.<type>` payload, or an item of `deliveries.emails_sent`. */
 export function lifecyclePayload(
@@ -72,6 +72,9 @@ export function lifecyclePayload(
     campaignId: email.campaign_id ?? '',
     workflowId: email.workflow_id ?? '',
     test: email.test ?? false,
+    workflowDepth: email.workflow_depth ?? 0,
+    // Set by inbound mail on the payload it receives back (auto-submitted.ts).
+    automatic: false,
   };
   return payload;
 }
@@ -88,6 +91,8 @@ export interface LifecyclePayload {
   campaignId: string;
   workflowId: string;
   test: boolean;
+  workflowDepth: number;
+  automatic: boolean;
 }
 
 /** EmailsSent as JSON (its proto3 JSON form), as emailsSentMessages writes it. */

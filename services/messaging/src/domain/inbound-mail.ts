@@ -5,7 +5,9 @@ import type { Logger } from '@svc/lib/logger';
 import { enqueueMessage } from '@svc/lib/outbox';
 import type { DomainsStore } from '../store/domains-store.js';
 import type { ContactDirectory } from './contact-directory.js';
-import { lifecycleMessage } from './email-events.js';
+import { automaticMail } from './auto-submitted.js';
+import { emailLifecycleSubject } from '@svc/proto/topics/messaging';
+import { lifecyclePayload } from './email-events.js';
 import type { Tracking } from './tracking.js';
 
 /** An SMTP refusal: the listener answers it to the sending server. */
@@ -37,7 +39,8 @@ const localPartOf = (address: string) => address.slice(0, address.lastIndexOf('@
 /**
  * Mail received for the projects' verified domains (README "Inbound mail"): to `unsubscribe@` with the
  * token in the subject it unsubscribes the recipient the token names; anything else from a contact is an
- * `emails.received` lifecycle message for that contact (activity feed, `email.received` event, workflows).
+ * `emails.received` lifecycle message for that contact (activity feed, `email.received` event, workflows: not for
+ * mail sent automatically, see auto-submitted.ts).
  */
 export class InboundMail {
   constructor(
@@ -78,6 +81,8 @@ export class InboundMail {
     const sender = (parsed.from?.value[0]?.address || m.from).trim();
     if (!others.length || !sender) return { unsubscribed, recorded: 0 };
     const projects = new Set((await Promise.all(others.map((to) => this.recipientProjects(to)))).flat());
+    // An auto-reply is recorded (activity, the contact's events) but starts no workflow (EmailLifecycle.automatic).
+    const automatic = automaticMail(parsed.headerLines ?? []);
     let recorded = 0;
     for (const projectId of projects) {
       const contact = await this.d.contacts.findByEmail(projectId, sender);
@@ -88,7 +93,7 @@ export class InboundMail {
         );
         continue;
       }
-      const message = lifecycleMessage(
+      const payload = lifecyclePayload(
         {
           id: randomUUID(),
           project_id: projectId,
@@ -104,9 +109,14 @@ export class InboundMail {
           messageId: parsed.messageId,
           inReplyTo: parsed.inReplyTo,
           text: (parsed.text ?? '').slice(0, MAX_TEXT),
+          ...(automatic ? { automatic } : {}),
         },
       );
-      await enqueueMessage(this.d.pool, message);
+      if (automatic) {
+        payload.automatic = true;
+        this.d.logger.info({ projectId, header: automatic }, 'inbound mail sent automatically: starts no workflow');
+      }
+      await enqueueMessage(this.d.pool, { subject: emailLifecycleSubject('received'), payload });
       recorded++;
     }
     return { unsubscribed, recorded };

@@ -25,6 +25,20 @@ describe('platform headers', () => {
     ).toBe('List-Unsubscribe=One-Click');
   });
 
+  test('workflow mail is Auto-Submitted: auto-generated (RFC 3834), without the bulk Precedence', () => {
+    const h = composeHeaders({
+      type: 'TRANSACTIONAL',
+      bodyHasUnsubscribeLink: false,
+      unsubscribe,
+      emailId: 'e1',
+      automatic: true,
+    });
+    expect(h['Auto-Submitted']).toBe('auto-generated');
+    expect(h.Precedence).toBeUndefined();
+    const plain = composeHeaders({ type: 'TRANSACTIONAL', bodyHasUnsubscribeLink: false, unsubscribe, emailId: 'e1' });
+    expect(plain['Auto-Submitted']).toBeUndefined();
+  });
+
   test('caller headers are kept', () => {
     expect(
       composeHeaders({

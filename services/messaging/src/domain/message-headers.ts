@@ -46,7 +46,7 @@ export function isReservedHeader(name: string): boolean {
 /**
  * Headers the platform adds. MARKETING mail, and any mail whose body carries the
  * recipient's unsubscribe link, advertises RFC 8058 one-click unsubscribe (https + mailto);
- * bulk mail also asks auto-responders to stay quiet. Caller headers were validated by the
+ * bulk mail and workflow mail also ask auto-responders to stay quiet. Caller headers were validated by the
  * send-request parser; reserved names are dropped here as well and the platform's headers
  * come last, so no caller header (in any letter case) stands in for one of them.
  */
@@ -55,6 +55,8 @@ export function composeHeaders(opts: {
   bodyHasUnsubscribeLink: boolean;
   unsubscribe: ListUnsubscribe;
   emailId: string;
+  /** Sent by a workflow step, not by a person or an application answering one: RFC 3834 auto-generated. */
+  automatic?: boolean;
   custom?: Record<string, string>;
 }): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -62,10 +64,9 @@ export function composeHeaders(opts: {
     headers['List-Unsubscribe'] = `<${opts.unsubscribe.httpsUrl}>, <${opts.unsubscribe.mailto}>`;
     headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
   }
-  if (opts.type === 'MARKETING') {
-    headers.Precedence = 'bulk';
-    headers['Auto-Submitted'] = 'auto-generated';
-  }
+  if (opts.type === 'MARKETING') headers.Precedence = 'bulk';
+  // Auto-responders (RFC 3834) do not answer it: no reply for a workflow on email.received to ping-pong with.
+  if (opts.type === 'MARKETING' || opts.automatic) headers['Auto-Submitted'] = 'auto-generated';
   headers['X-Email-Id'] = opts.emailId;
   // Most mail has no caller headers (every campaign email): the platform's are the whole set.
   if (!opts.custom) return headers;

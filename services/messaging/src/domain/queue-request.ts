@@ -23,6 +23,9 @@ import { TEMPLATE_TYPES } from './templates.js';
 /** Recipients of one call: enough for a campaign batch, small enough for one transaction. */
 export const MAX_QUEUE_RECIPIENTS = 1000;
 
+/** QueueRecipient.workflow_depth at most (emails.workflow_depth is a smallint; workflows stop chains far sooner). */
+const MAX_WORKFLOW_DEPTH = 1000;
+
 /** QueueRecipient.dedupe_key: room for `workflow:<uuid>:<step id>`. */
 export const MAX_DEDUPE_KEY = 300;
 
@@ -69,6 +72,14 @@ export const recipientSchema = z.object({
     .max(MAX_DEDUPE_KEY)
     .optional()
     .transform((k) => k || undefined),
+  // Workflows only; 0 (proto3 default): none.
+  workflowDepth: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_WORKFLOW_DEPTH)
+    .optional()
+    .transform((d) => d || undefined),
 });
 
 const UUID = /^[0-9a-fA-F]{8}\b-[0-9a-fA-F]{4}\b-[0-9a-fA-F]{4}\b-[0-9a-fA-F]{4}\b-[0-9a-fA-F]{12}$/i;
@@ -80,13 +91,24 @@ const LINE_BREAK = /[\r\n]/;
  */
 export function validRecipient(r: unknown): BatchRecipient | undefined {
   if (!isJsonObject(r)) return undefined;
-  const { contactId, email, name, subscribed, variables, dedupeKey } = r;
+  const { contactId, email, name, subscribed, variables, dedupeKey, workflowDepth } = r;
   if (typeof contactId !== 'string' || !UUID.test(contactId)) return undefined;
   if (typeof email !== 'string' || !isValidEmail(email)) return undefined;
   if (typeof name !== 'string' || name.length > 200 || LINE_BREAK.test(name)) return undefined;
   if (typeof subscribed !== 'boolean' || !isJsonObject(variables)) return undefined;
   if (dedupeKey !== undefined && (typeof dedupeKey !== 'string' || dedupeKey.length > MAX_DEDUPE_KEY)) return undefined;
-  return { contactId, email, name, subscribed, variables, dedupeKey: dedupeKey || undefined };
+  if (
+    workflowDepth !== undefined &&
+    (typeof workflowDepth !== 'number' ||
+      !Number.isInteger(workflowDepth) ||
+      workflowDepth < 0 ||
+      workflowDepth > MAX_WORKFLOW_DEPTH)
+  ) {
+    return undefined;
+  }
+  const out: BatchRecipient = { contactId, email, name, subscribed, variables, dedupeKey: dedupeKey || undefined };
+  if (workflowDepth) out.workflowDepth = workflowDepth;
+  return out;
 }
 
 const queueSchema = (maxAttachmentBytes: number, recipients: z.ZodTypeAny = recipientSchema) =>

@@ -43,6 +43,8 @@ export interface EmailRow {
   send_id: string | null;
   campaign_id: string | null;
   workflow_id: string | null;
+  /** Workflow mail: the sending execution's chain depth (null: 0, or not workflow mail). */
+  workflow_depth: number | null;
   /** The caller's key (QueueRecipient.dedupe_key), unique per project: a repeat is answered "duplicate". */
   dedupe_key: string | null;
   /** A test message: no campaign or workflow statistics or analytics count it. */
@@ -74,10 +76,11 @@ export type NewEmail = Omit<
   | 'send_id'
   | 'campaign_id'
   | 'workflow_id'
+  | 'workflow_depth'
   | 'dedupe_key'
   | 'test'
 > &
-  Partial<Pick<EmailRow, 'send_id' | 'campaign_id' | 'workflow_id' | 'dedupe_key' | 'test'>> & {
+  Partial<Pick<EmailRow, 'send_id' | 'campaign_id' | 'workflow_id' | 'workflow_depth' | 'dedupe_key' | 'test'>> & {
     /** Ignored: attachments are stored once per send (SendAttachmentsStore). */
     attachments?: never[];
   };
@@ -104,6 +107,7 @@ const INSERT_COLUMNS = [
   'send_id',
   'campaign_id',
   'workflow_id',
+  'workflow_depth',
   'dedupe_key',
   'test',
 ] as const;
@@ -177,7 +181,8 @@ export interface EmailListFilter {
 
 /** Every column but the large ones (html, text, attachments), which GET /emails never shows. */
 const SUMMARY_COLUMNS = `id, project_id, contact_id, to_email, to_name, from_email, from_name, reply_to, subject,
-  headers, template_id, type, message_id, priority, send_id, campaign_id, workflow_id, dedupe_key, test, status,
+  headers, template_id, type, message_id, priority, send_id, campaign_id, workflow_id, workflow_depth,
+  dedupe_key, test, status,
   attempts, last_error, sent_at, delivered_at, first_opened_at, first_clicked_at, open_count, click_count,
   bounced_at, complained_at, bounce_reason, created_at`;
 

@@ -285,4 +285,11 @@ export const migrations: Migration[] = [
       END $$;
     `,
   },
+  {
+    // The chain depth of the workflow execution that queued the email (QueueRecipient.workflow_depth), carried by
+    // its lifecycle messages: workflows refuse a chain of workflow-triggered-by-workflow-mail beyond its limit.
+    // Null for other mail and depth 0; a column without a default is added without rewriting the table.
+    id: '014_emails_workflow_depth',
+    sql: 'ALTER TABLE emails ADD COLUMN workflow_depth smallint;',
+  },
 ];

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { isDependencyUnavailable } from '@svc/lib/dependency-errors';
 import { isAppError } from '@svc/lib/errors';
 import type { Logger } from '@svc/lib/logger';
+import { workflowLoopGuards } from '@svc/lib/metrics';
 import type { NotifiedCache } from '@svc/lib/notified-cache';
 import { TickBatch } from '@svc/lib/tick-batch';
 import {
@@ -31,6 +32,13 @@ import {
 export const LEASE_MS = 120_000;
 /** Steps one claim runs before it lets other executions have the worker. */
 const STEPS_PER_CLAIM = 50;
+/**
+ * Steps an execution may run without passing a DELAY or WAIT_FOR_EVENT step (README "Workflows", loop guards): one
+ * that has run more is FAILED. Only a cycle without a wait comes near it, which is refused when a workflow is
+ * enabled (graph.ts assertNoBusyCycle), but a workflow enabled before that check can have one. Counted when a claim
+ * ends with the execution still running (every STEPS_PER_CLAIM steps), so such a loop stops within 150 steps.
+ */
+export const MAX_BUSY_STEPS = 100;
 const TRANSIENT_RETRY_MS = 5_000;
 /**
  * Recipients of one QueueEmails call at most (a claimed batch holds up to 500 executions): messaging renders a
@@ -175,10 +183,50 @@ export class Engine {
         return;
       }
     }
-    // Still running after a long chain of steps: due again now, for whichever worker is free.
-    if (items.length) {
+    // Still running after a long chain of steps: due again now, for whichever worker is free (unless in a busy loop).
+    if (items.length) await this.continueOrStop(items);
+  }
+
+  /**
+   * Executions still running after a claim's STEPS_PER_CLAIM steps: those that have run more than MAX_BUSY_STEPS
+   * steps since their last DELAY or wait are FAILED on their current step; the others are due again now.
+   */
+  private async continueOrStop(items: Item[]): Promise<void> {
+    const busy = await this.executions.busySteps(items.map((x) => x.row.id)).catch((err: unknown) => {
+      this.logger.warn({ err, executions: items.length }, 'busy steps could not be counted; checked next time');
+      return new Map<string, number>();
+    });
+    const stop: Item[] = [];
+    const go: Item[] = [];
+    for (const x of items) {
+      const looping = (busy.get(x.row.id) ?? 0) > MAX_BUSY_STEPS && x.row.current_step_id;
+      (looping && x.graph.steps.has(x.row.current_step_id!) ? stop : go).push(x);
+    }
+    if (stop.length) {
+      const error = `ran more than ${MAX_BUSY_STEPS} steps without a DELAY or WAIT_FOR_EVENT step: stopped as a loop`;
+      const written = await this.executions.finishSteps(
+        stop.map((x) => {
+          const step = x.graph.steps.get(x.row.current_step_id!)!;
+          // The step's history row when the last round opened it (a step with effects outside this database).
+          const opened = x.open?.id === x.row.current_history_id && !x.open.finished_at;
+          return {
+            row: x.row,
+            fresh: opened
+              ? undefined
+              : { id: randomUUID(), stepId: step.id, stepType: step.type, startedAt: new Date() },
+            outcome: {
+              history: { status: 'FAILED', error },
+              execution: { status: 'FAILED', error: `${step.name}: ${error}` },
+            },
+          };
+        }),
+      );
+      workflowLoopGuards.inc({ guard: 'busy_steps' }, written.size);
+      for (const id of written.keys()) this.logger.warn({ executionId: id }, `workflow execution ${error}`);
+    }
+    if (go.length) {
       await this.executions.retryLater(
-        items.map((x) => x.row),
+        go.map((x) => x.row),
         0,
       );
     }
@@ -408,7 +456,7 @@ export class Engine {
           projectId: row.project_id,
           workflowId: row.workflow_id,
           config: config as SendEmailConfig,
-          recipient: { contact, variables, dedupeKey },
+          recipient: { contact, variables, dedupeKey, chainDepth: row.chain_depth ?? 0 },
         });
         if (r.status === 'failed') throw new StepFailure(r.error ?? 'the email could not be rendered');
         return done({ emailId: r.emailId, status: r.status });

@@ -4,7 +4,7 @@ import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { ExecutionsStore, type TriggeredEnrolment } from '../store/executions-store.js';
 import { migrations } from '../store/migrations.js';
 import { WorkflowsStore } from '../store/workflows-store.js';
-import { Executions } from './executions.js';
+import { Executions, MAX_CHAIN_DEPTH } from './executions.js';
 import type { ContactsPort } from './ports.js';
 
 // Tracked events reach Executions.eventTracked from the bus consumer, up to 128 at once: the enrolments in hand
@@ -113,4 +113,35 @@ test('an enrolment waits for a field write in flight; a failed one is written ag
   await executions.eventTracked(second);
   expect(workflows.fieldWrites).toBe(2);
   expect(await enrolled(second.eventId)).toBe(1);
+});
+
+test('workflow mail starts other workflows one deeper in the chain, and none beyond MAX_CHAIN_DEPTH', async () => {
+  const executions = new Executions(
+    new WorkflowsStore(db.pool),
+    new ExecutionsStore(db.pool),
+    noContacts,
+    createLogger('silent'),
+  );
+  const mailed = (sourceDepth: number | undefined, fromWorkflow = true) => ({
+    ...tracked(randomUUID()),
+    sourceWorkflowId: fromWorkflow ? randomUUID() : undefined,
+    sourceDepth,
+  });
+  const depthOf = async (eventId: string) => {
+    const { rows } = await db.pool.query<{ chain_depth: number }>(
+      'SELECT chain_depth FROM executions WHERE trigger_key = $1',
+      [eventId],
+    );
+    return rows.map((r) => r.chain_depth);
+  };
+  const cases: [ReturnType<typeof mailed>, number[]][] = [
+    [mailed(undefined, false), [0]], // not workflow mail (or another event)
+    [mailed(undefined), [1]], // mail of an execution at depth 0 (proto3 leaves 0 out)
+    [mailed(MAX_CHAIN_DEPTH - 1), [MAX_CHAIN_DEPTH]],
+    [mailed(MAX_CHAIN_DEPTH), []], // refused: one more link than the limit
+  ];
+  for (const [event, depths] of cases) {
+    await executions.eventTracked(event);
+    expect(await depthOf(event.eventId)).toEqual(depths);
+  }
 });

@@ -2,6 +2,7 @@ import { withTransaction } from '@svc/lib/db';
 import { conflict, notFound } from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
+import { workflowLoopGuards } from '@svc/lib/metrics';
 import type { NotifiedCache } from '@svc/lib/notified-cache';
 import type {
   EnrolledExecution,
@@ -39,7 +40,16 @@ export interface TrackedEvent {
   at: Date;
   /** The workflow that sent the email of a lifecycle event: that workflow is not started by the event. */
   sourceWorkflowId?: string;
+  /** With sourceWorkflowId: the chain depth of the execution that sent the email (EmailLifecycle.workflow_depth). */
+  sourceDepth?: number;
 }
+
+/**
+ * How many workflows in a row may be started by the mail of the one before (README "Workflows", loop guards): an
+ * execution started by a lifecycle event of workflow mail is one deeper than the execution that sent it, and one
+ * deeper than this is not started. Two workflows that mail on each other's email.sent stop after six emails.
+ */
+export const MAX_CHAIN_DEPTH = 5;
 
 /** Executions: enrolment (events and manual starts, with the re-entry rules), listing and cancelling. */
 export class Executions {
@@ -92,6 +102,15 @@ export class Executions {
       await this.store.resumeWaiting(m.projectId, m.contactId, m.name, m.at, m.data);
     }
     if (!interest.triggered) return;
+    const chainDepth = m.sourceWorkflowId ? (m.sourceDepth ?? 0) + 1 : 0;
+    if (chainDepth > MAX_CHAIN_DEPTH) {
+      workflowLoopGuards.inc({ guard: 'chain_depth' });
+      this.logger.warn(
+        { projectId: m.projectId, contactId: m.contactId, event: m.name, sourceWorkflowId: m.sourceWorkflowId },
+        `workflow mail ${MAX_CHAIN_DEPTH} workflows deep: its ${m.name} starts no workflow (a loop between workflows?)`,
+      );
+      return;
+    }
     await this.recordEventFields(m.projectId, m.name, m.data);
     await this.enrolments.submit({
       projectId: m.projectId,
@@ -101,6 +120,7 @@ export class Executions {
       triggerKey: m.eventId,
       since: m.at,
       sourceWorkflowId: m.sourceWorkflowId,
+      chainDepth,
     });
   }
 

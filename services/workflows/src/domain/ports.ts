@@ -31,6 +31,8 @@ export interface MailRecipient {
   contact: ContactView;
   variables: Record<string, unknown>;
   dedupeKey: string;
+  /** The sending execution's chain depth: the email's lifecycle events start other workflows one deeper. */
+  chainDepth: number;
 }
 
 /** What the workflows service needs of the messaging service: emails of one content into its queue. */

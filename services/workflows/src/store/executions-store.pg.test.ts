@@ -3,8 +3,8 @@ import { createTestDatabase, explainedPlans, type TestDatabase } from '@svc/lib/
 import { ExecutionsStore } from './executions-store.js';
 import { migrations } from './migrations.js';
 
-// finishSteps, claim and enrolTriggered run as finish_steps_v2(), claim_due() and enrol_triggered_v3() (migrations
-// 008, 007, 010): one generic plan per session, planned while the tables may be empty, that must reach executions and
+// finishSteps, claim and enrolTriggered run as finish_steps_v2(), claim_due() and enrol_triggered_v4() (migrations
+// 008, 007, 011): one generic plan per session, planned while the tables may be empty, that must reach executions and
 // execution_steps only through their indexes however large they grow.
 
 let db: TestDatabase;
@@ -147,12 +147,41 @@ const signup = (contactId: string, sourceWorkflowId?: string) => ({
   sourceWorkflowId,
 });
 
-test('an event from an email a workflow sent does not start that workflow (enrol_triggered_v3)', async () => {
+test('an event from an email a workflow sent does not start that workflow (enrol_triggered_v4)', async () => {
   const event = signup;
   const [own, other] = [randomUUID(), randomUUID()];
   expect(await store.enrolTriggered(db.pool, [event(own, workflow)])).toEqual([[]]);
   const started = await store.enrolTriggered(db.pool, [event(other, randomUUID())]);
   expect(started[0].map((e) => e.workflow_id)).toEqual([workflow]);
+  await db.pool.query('DELETE FROM executions');
+});
+
+test('enrolTriggered records the chain depth an event gives its executions (0 without one)', async () => {
+  const [deep] = await store.enrolTriggered(db.pool, [{ ...signup(randomUUID(), randomUUID()), chainDepth: 4 }]);
+  const [plain] = await store.enrolTriggered(db.pool, [signup(randomUUID())]);
+  const depth = async (id: string) => (await store.get(db.pool, workflow, id))!.chain_depth;
+  expect([await depth(deep[0].id), await depth(plain[0].id)]).toEqual([4, 0]);
+  await db.pool.query('DELETE FROM executions');
+});
+
+test('busySteps counts the history rows after the last DELAY or WAIT_FOR_EVENT row (all without one)', async () => {
+  const [[[looping]], [[delayed]], [[fresh]]] = await Promise.all([1, 2, 3].map(() => enrol(randomUUID())));
+  const t0 = Date.now() - 1_000_000;
+  const rows = async (execution: string, types: string[]) => {
+    for (const [i, type] of types.entries()) {
+      await db.pool.query(
+        `INSERT INTO execution_steps (id, execution_id, step_id, step_type, status, started_at)
+         VALUES ($1, $2, $3, $4, 'COMPLETED', $5)`,
+        [randomUUID(), execution, randomUUID(), type, new Date(t0 + i * 1000)],
+      );
+    }
+  };
+  // A busy loop (an old workflow's cycle without a wait), and a loop through a DELAY.
+  await rows(looping.id, ['TRIGGER', ...Array.from({ length: 120 }, (_, i) => (i % 2 ? 'SEND_EMAIL' : 'CONDITION'))]);
+  await rows(delayed.id, ['TRIGGER', 'SEND_EMAIL', 'DELAY', 'SEND_EMAIL', 'WAIT_FOR_EVENT', 'CONDITION', 'SEND_EMAIL']);
+  const busy = await store.busySteps([looping.id, delayed.id, fresh.id]);
+  expect(Object.fromEntries(busy)).toEqual({ [looping.id]: 121, [delayed.id]: 2, [fresh.id]: 0 });
+  expect(await store.busySteps([])).toEqual(new Map());
   await db.pool.query('DELETE FROM executions');
 });
 
@@ -175,7 +204,7 @@ test('enrolTriggered keeps its re-entry rules with a plan made on empty tables',
   }
 });
 
-test('enrol_triggered_v3 and finish_steps_v2 reach each row by its keys with plans made on empty tables', async () => {
+test('enrol_triggered_v4 and finish_steps_v2 reach each row by its keys with plans made on empty tables', async () => {
   const client = await db.pool.connect();
   try {
     await client.query('DELETE FROM executions');

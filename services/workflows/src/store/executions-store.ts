@@ -25,6 +25,8 @@ export interface ExecutionRow {
   started_at: Date;
   finished_at: Date | null;
   updated_at: Date;
+  /** Workflows started by workflow mail before this one (store migration 011; README "Workflows", loop guards). */
+  chain_depth: number;
 }
 export interface HistoryRow {
   id: string;
@@ -49,6 +51,8 @@ export interface TriggeredEnrolment {
   since: Date;
   /** The workflow the event came from (a lifecycle event of an email it sent): not started by it. */
   sourceWorkflowId?: string;
+  /** The chain depth of the executions it starts (0 when absent). */
+  chainDepth?: number;
 }
 
 /** A new execution as enrolment answers it (the worker reads the rest when it claims the row). */
@@ -185,10 +189,11 @@ export class ExecutionsStore {
         since: e.since,
         wave,
         source_workflow: e.sourceWorkflowId ?? null,
+        depth: e.chainDepth ?? 0,
       };
     });
     const { rows } = await db.query<EnrolledExecution>(
-      'SELECT id, workflow_id, project_id, contact_id, trigger_key FROM enrol_triggered_v3($1::jsonb)',
+      'SELECT id, workflow_id, project_id, contact_id, trigger_key FROM enrol_triggered_v4($1::jsonb)',
       [JSON.stringify(input)],
     );
     for (const row of rows) {
@@ -412,6 +417,28 @@ export class ExecutionsStore {
     );
     if (rowCount) await this.pool.query(`SELECT pg_notify('${DUE_CHANNEL}', '')`);
     return Boolean(rowCount);
+  }
+
+  /**
+   * How many steps each execution has run since it last left a DELAY or WAIT_FOR_EVENT step (or since it started):
+   * its history rows started after the last such row. Asked only of executions still running after a claim's
+   * STEPS_PER_CLAIM steps (engine.ts), never per step. Each count walks execution_steps_execution backwards from
+   * the newest row to the last wait, so it reads about as many rows as it counts.
+   */
+  async busySteps(ids: string[]): Promise<Map<string, number>> {
+    if (!ids.length) return new Map();
+    const { rows } = await this.pool.query<{ id: string; n: number }>(
+      `SELECT x.id, (
+         SELECT count(*)::int FROM execution_steps s
+         WHERE s.execution_id = x.id AND s.started_at > coalesce((
+           SELECT w.started_at FROM execution_steps w
+           WHERE w.execution_id = x.id AND w.step_type IN ('DELAY', 'WAIT_FOR_EVENT')
+           ORDER BY w.started_at DESC LIMIT 1), '-infinity')
+       ) AS n
+       FROM unnest($1::uuid[]) AS x(id)`,
+      [ids],
+    );
+    return new Map(rows.map((r) => [r.id, r.n]));
   }
 
   /** Forgets awaited events older than `ms` (a wait only looks back to its step's start). */

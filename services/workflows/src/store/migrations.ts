@@ -530,4 +530,64 @@ export const migrations: Migration[] = [
       END $$;
     `,
   },
+  {
+    id: '011_chain_depth',
+    sql: `
+      -- How deep in a chain of workflows started by workflow mail an execution is (README "Workflows", loop guards):
+      -- 0 unless its trigger was a lifecycle event of mail another execution sent, then that execution's depth + 1.
+      -- Its SEND_EMAIL steps pass it on with their mail. Added with a constant default: no table rewrite.
+      ALTER TABLE executions ADD COLUMN chain_depth smallint NOT NULL DEFAULT 0;
+      -- enrol_triggered_v3 (010) where an event also gives the depth of its executions (depth, 0 when absent).
+      -- v3 stays for a replica of the release before (its executions are enrolled at depth 0).
+      CREATE FUNCTION enrol_triggered_v4(events jsonb) RETURNS SETOF executions LANGUAGE plpgsql VOLATILE
+        SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_bitmapscan = off
+        SET enable_hashjoin = off SET enable_mergejoin = off
+      AS $$
+      DECLARE
+        round int;
+        last int;
+        n int := 0;
+        added int;
+      BEGIN
+        SELECT max((e->>'wave')::int) INTO last FROM jsonb_array_elements(events) e;
+        FOR round IN 0..coalesce(last, -1) LOOP
+          -- Not beside a structural edit (FOR SHARE of the workflow), and the per-(workflow, contact) lock of
+          -- a manual start (ExecutionsStore.enrol), taken in one order.
+          PERFORM count(*) FROM (
+            SELECT pg_advisory_xact_lock(hashtextextended(w.id::text || ':' || e.contact_id, 0))
+            FROM jsonb_to_recordset(events) AS e (project_id uuid, event_name text, contact_id text, wave int,
+              source_workflow uuid)
+            JOIN workflows w ON w.project_id = e.project_id AND w.enabled AND w.trigger_type = 'EVENT'
+              AND w.trigger_config->>'eventName' = e.event_name
+            JOIN workflow_steps s ON s.workflow_id = w.id AND s.type = 'TRIGGER'
+            WHERE e.wave = round AND w.id IS DISTINCT FROM e.source_workflow
+            ORDER BY w.id, e.contact_id
+            FOR SHARE OF w
+          ) locked;
+          RETURN QUERY
+          INSERT INTO executions
+            (id, project_id, workflow_id, contact_id, status, context, trigger_key, current_step_id, due_at, since,
+              chain_depth)
+          SELECT enrol_uuidv7(), e.project_id, w.id, e.contact_id, 'RUNNING', e.context, e.trigger_key, s.id, now(),
+            e.since, coalesce(e.depth, 0)
+          FROM jsonb_to_recordset(events) AS e (project_id uuid, event_name text, contact_id uuid, context jsonb,
+            trigger_key text, since timestamptz, wave int, source_workflow uuid, depth smallint)
+          JOIN workflows w ON w.project_id = e.project_id AND w.enabled AND w.trigger_type = 'EVENT'
+            AND w.trigger_config->>'eventName' = e.event_name
+          JOIN workflow_steps s ON s.workflow_id = w.id AND s.type = 'TRIGGER'
+          WHERE e.wave = round AND w.id IS DISTINCT FROM e.source_workflow AND NOT EXISTS (
+            SELECT 1 FROM executions x WHERE x.workflow_id = w.id AND x.contact_id = e.contact_id
+              AND (NOT w.allow_reentry OR x.status IN ('RUNNING', 'WAITING'))
+            -- Kept a subquery run per event (not an anti join), so its probe names the workflow and the contact.
+            OFFSET 0
+          )
+          ON CONFLICT (workflow_id, trigger_key) WHERE trigger_key IS NOT NULL DO NOTHING
+          RETURNING *;
+          GET DIAGNOSTICS added = ROW_COUNT;
+          n := n + added;
+        END LOOP;
+        IF n > 0 THEN PERFORM pg_notify('workflow_executions_due', ''); END IF;
+      END $$;
+    `,
+  },
 ];

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/messaging/v1/events.proto.
  */
 export const file_svc_messaging_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zdmMvbWVzc2FnaW5nL3YxL2V2ZW50cy5wcm90bxIQc3ZjLm1lc3NhZ2luZy52MSLoAQoORW1haWxMaWZlY3ljbGUSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGVtYWlsX2lkGAMgASgJEgwKBHR5cGUYBCABKAkSLwoLb2NjdXJyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2NhbXBhaWduX2lkGAcgASgJEhMKC3dvcmtmbG93X2lkGAggASgJEgwKBHRlc3QYCSABKAgigwEKEkNhbXBhaWduRW1haWxzU2VudBISCgpwcm9qZWN0X2lkGAEgASgJEhMKC2NhbXBhaWduX2lkGAIgASgJEhMKC2NvbnRhY3RfaWRzGAMgAygJEi8KC29jY3VycmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJSCgpFbWFpbHNTZW50EhIKCnByb2plY3RfaWQYASABKAkSMAoGZW1haWxzGAIgAygLMiAuc3ZjLm1lc3NhZ2luZy52MS5FbWFpbExpZmVjeWNsZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch1zdmMvbWVzc2FnaW5nL3YxL2V2ZW50cy5wcm90bxIQc3ZjLm1lc3NhZ2luZy52MSKTAgoORW1haWxMaWZlY3ljbGUSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGVtYWlsX2lkGAMgASgJEgwKBHR5cGUYBCABKAkSLwoLb2NjdXJyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2NhbXBhaWduX2lkGAcgASgJEhMKC3dvcmtmbG93X2lkGAggASgJEgwKBHRlc3QYCSABKAgSFgoOd29ya2Zsb3dfZGVwdGgYCiABKA0SEQoJYXV0b21hdGljGAsgASgIIoMBChJDYW1wYWlnbkVtYWlsc1NlbnQSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtjYW1wYWlnbl9pZBgCIAEoCRITCgtjb250YWN0X2lkcxgDIAMoCRIvCgtvY2N1cnJlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUgoKRW1haWxzU2VudBISCgpwcm9qZWN0X2lkGAEgASgJEjAKBmVtYWlscxgCIAMoCzIgLnN2Yy5tZXNzYWdpbmcudjEuRW1haWxMaWZlY3ljbGViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * emails.<type>: one step of a message's lifecycle (sent, delivery, open, click, bounce, complaint).
@@ -72,6 +72,22 @@ export type EmailLifecycle = Message<"svc.messaging.v1.EmailLifecycle"> & {
    * @generated from field: bool test = 9;
    */
   test: boolean;
+
+  /**
+   * Mail a workflow sent: the chain depth of the execution that sent it (README "Workflows", loop guards). An
+   * execution this step starts in another workflow has this depth + 1.
+   *
+   * @generated from field: uint32 workflow_depth = 10;
+   */
+  workflowDepth: number;
+
+  /**
+   * Received mail (type "received") that says it was sent automatically (RFC 3834 Auto-Submitted other than "no",
+   * Precedence bulk, junk, list or auto_reply, X-Autoreply, X-Autorespond): it starts or resumes no workflow.
+   *
+   * @generated from field: bool automatic = 11;
+   */
+  automatic: boolean;
 };
 
 /**
