@@ -71,6 +71,23 @@ describe('POST /v1/send', () => {
     expect(contact.body.data.code).toBeUndefined();
   });
 
+  test("a one-off value nested in an object renders beside that object's stored values, as in contacts", async () => {
+    const to = recipient('nested');
+    const res = await send({
+      to,
+      from: `news@${domain}`,
+      subject: 's',
+      body: '<p>[{{profile.tier}}-{{profile.code}}]</p>',
+      data: { profile: { tier: 'gold', code: { value: 'X-1', persistent: false } } },
+    });
+    expect(res.status).toBe(200);
+    expect((await waitForMail(to))[0].parsed.html).toContain('<p>[gold-X-1]</p>');
+    const contact = await call('GET', `/contacts/${res.body.data.emails[0].contact.id}`, undefined, {
+      key: t.secretKey,
+    });
+    expect(contact.body.data).toEqual({ profile: { tier: 'gold' } });
+  });
+
   test('template send: overrides apply; MARKETING has one-click List-Unsubscribe; DKIM verifies', async () => {
     const template = await call(
       'POST',

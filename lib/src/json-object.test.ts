@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { fieldErrors } from './zod-errors.js';
-import { jsonObject } from './json-object.js';
+import { jsonObject, templateVariables } from './json-object.js';
 
 test('a __proto__ key stays an ordinary key (z.record drops it); no prototype is set', () => {
   const input = JSON.parse('{"__proto__": {"polluted": true}, "constructor": 1, "a": 2}');
@@ -19,4 +19,23 @@ test('anything but a plain object is a 422 invalid_type naming the field', () =>
       { field: 'data', message: 'Expected object', code: 'invalid_type' },
     ]);
   }
+});
+
+describe('templateVariables', () => {
+  test('rule 5: one-off values are available to the template and win over stored values', () => {
+    expect(templateVariables({ plan: 'pro', code: 'OLD' }, { code: 'NEW' })).toEqual({ plan: 'pro', code: 'NEW' });
+  });
+
+  test('one-off values inside nested objects overlay the stored nested object', () => {
+    expect(templateVariables({ order: { id: 7, total: 10 } }, { order: { coupon: 'SAVE' } })).toEqual({
+      order: { id: 7, total: 10, coupon: 'SAVE' },
+    });
+  });
+
+  test('a __proto__ key is overlaid as a key; no prototype is set', () => {
+    const stored = JSON.parse('{"__proto__": {"tier": "gold"}}');
+    const out = templateVariables(stored, JSON.parse('{"__proto__": {"code": "X"}}'));
+    expect(JSON.stringify(out)).toBe('{"__proto__":{"tier":"gold","code":"X"}}');
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+  });
 });

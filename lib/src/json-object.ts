@@ -14,3 +14,21 @@ export function isJsonObject(value: unknown): value is Record<string, unknown> {
 /** A JSON object, unchanged: every key kept, `__proto__` included (422 `invalid_type` for anything else). */
 export const jsonObject = () =>
   z.custom<Record<string, unknown>>(isJsonObject, { message: 'Expected object', params: { code: 'invalid_type' } });
+
+/**
+ * The variables a template sees: stored data overlaid with one send's or event's one-off values (SPEC.md rule 5),
+ * object by object, so `{profile: {code}}` one-off beside a stored `{profile: {tier}}` keeps both. Keys are defined,
+ * never assigned: a `__proto__` key stays a key.
+ */
+export function templateVariables(
+  stored: Record<string, unknown>,
+  oneOff: Record<string, unknown>,
+): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...stored };
+  for (const [key, value] of Object.entries(oneOff)) {
+    const base = Object.hasOwn(merged, key) ? merged[key] : undefined;
+    const next = isJsonObject(base) && isJsonObject(value) ? templateVariables(base, value) : value;
+    Object.defineProperty(merged, key, { value: next, enumerable: true, writable: true, configurable: true });
+  }
+  return merged;
+}

@@ -1,5 +1,5 @@
 import { AppError } from '@svc/lib/errors';
-import { RESERVED_DATA_KEYS, applyDataPatch, splitDataPatch, templateVariables } from './custom-data.js';
+import { RESERVED_DATA_KEYS, applyDataPatch, splitDataPatch } from './custom-data.js';
 
 function errorOf(fn: () => unknown): AppError {
   try {
@@ -191,18 +191,6 @@ describe('applyDataPatch', () => {
   test('rule 4 end to end: an empty string sent in data leaves the stored value', () => {
     const { patch } = splitDataPatch({ plan: '' });
     expect(applyDataPatch({ plan: 'pro' }, patch)).toEqual({ data: { plan: 'pro' }, changed: false });
-  });
-});
-
-describe('templateVariables', () => {
-  test('rule 5: one-off values are available to the template and win over stored values', () => {
-    expect(templateVariables({ plan: 'pro', code: 'OLD' }, { code: 'NEW' })).toEqual({ plan: 'pro', code: 'NEW' });
-  });
-
-  test('one-off values inside nested objects overlay the stored nested object', () => {
-    expect(templateVariables({ order: { id: 7, total: 10 } }, { order: { coupon: 'SAVE' } })).toEqual({
-      order: { id: 7, total: 10, coupon: 'SAVE' },
-    });
   });
 });
 

@@ -176,16 +176,6 @@ export function applyDataPatch(existing: DataObject, patch: DataObject): { data:
   return { data, changed };
 }
 
-/** The variables a template sees: stored data overlaid with this send's one-off values. */
-export function templateVariables(stored: DataObject, oneOff: DataObject): DataObject {
-  const merged: DataObject = { ...stored };
-  for (const [key, value] of Object.entries(oneOff)) {
-    const base = Object.hasOwn(merged, key) ? merged[key] : undefined;
-    setOwn(merged, key, isPlainObject(base) && isPlainObject(value) ? templateVariables(base, value) : value);
-  }
-  return merged;
-}
-
 // defineProperty, not assignment: a `__proto__` key in JSON input must stay a key, not become a prototype.
 function setOwn(node: DataObject, key: string, value: unknown): void {
   Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });

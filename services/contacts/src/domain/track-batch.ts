@@ -7,7 +7,8 @@ import type { EventRow } from '../store/contact-rows.js';
 import type { ContactBatches, LockedContact } from '../store/contacts-store.js';
 import { eventTrackedTopic } from './bus-messages.js';
 import type { Contacts } from './contacts.js';
-import { applyDataPatch, isPlainObject, templateVariables, type DataPatch } from './custom-data.js';
+import { templateVariables } from '@svc/lib/json-object';
+import { applyDataPatch, isPlainObject, type DataPatch } from './custom-data.js';
 import { nextSubscription, subscriptionEvent } from './subscription.js';
 
 export interface TrackWrite {

@@ -1,3 +1,4 @@
+import { templateVariables } from '@svc/lib/json-object';
 import type { ContactDirectory } from './contact-directory.js';
 import type { EmailBatches, QueuedBatch, QueuedStatus, SuppressionReason } from './email-batch.js';
 import { parseQueueRequest, type QueueInput } from './queue-request.js';
@@ -62,7 +63,8 @@ export class Sending {
       email: contact.email,
       name: req.to[i].name ?? '',
       subscribed: contact.subscribed,
-      variables: { ...contact.data, ...oneOff },
+      // As a tracked event's data: a nested one-off value sits beside the stored values of its object.
+      variables: templateVariables(contact.data, oneOff),
     }));
     try {
       return sendResult(
