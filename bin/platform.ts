@@ -138,7 +138,10 @@ function withoutCredentials(url: string | undefined): string {
 
 /** What a newcomer needs after `npm start`: where the API is, where mail goes, where data lives. */
 function banner(gatewayUrl: string, config: Config, embedded: boolean, bus: Bus): string {
-  const lines = [`Platform ready (${embedded ? 'embedded' : 'distributed'} mode): ${gatewayUrl}`];
+  const lines = [
+    `Platform ready (${embedded ? 'embedded' : 'distributed'} mode): ${gatewayUrl}`,
+    `  Web console:  ${gatewayUrl}/app`,
+  ];
   if (embedded) {
     lines.push(`  Mail viewer:  ${gatewayUrl}/dev/mail`, `  Data folder:  ${path.resolve(config.dataDir)}`);
   } else {

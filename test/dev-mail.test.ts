@@ -93,6 +93,62 @@ try {
 process.stdout.write(JSON.stringify(seen));
 `;
 
+/** A newcomer in the console of an embedded platform: where to start, what the sandbox is, a template's test send. */
+const NEWCOMER_SCRIPT = `
+import { chromium } from 'playwright-core';
+const c = JSON.parse(process.env.BROWSER_CHECK);
+const browser = await chromium.launch({ executablePath: c.chromium });
+const seen = {};
+try {
+  const page = await browser.newPage();
+  const nav = (name) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+  // The page at the URL the start-up banner prints links the console.
+  await page.goto(c.base + '/');
+  await page.getByRole('link', { name: '/app' }).click();
+  await page.getByRole('link', { name: 'Create an account' }).click();
+  await page.getByLabel('Email').fill(c.email);
+  await page.getByLabel('Password').fill('a-long-password-1');
+  await page.getByRole('button', { name: 'Sign up' }).click();
+  await page.getByLabel('Project name').fill('Newcomer');
+  await page.getByRole('button', { name: 'Create project' }).click();
+  await page.waitForURL(c.base + '/app/settings');
+  const secretKey = (await page.getByTestId('Secret key').textContent()).trim();
+  await nav('Overview');
+  await page.locator('.notice').waitFor();
+  seen.notice = await page.locator('.notice').textContent();
+  seen.noticeLinks = await page.locator('.notice a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+  seen.steps = await page.locator('ol.steps').textContent();
+  await nav('Domains');
+  seen.sandboxNotice = await page.getByTestId('sandbox-notice').textContent();
+  // A template from the sandbox sender (MARKETING by default), tested on a new address: withheld, and why.
+  await nav('Templates');
+  await page.getByRole('link', { name: 'New template' }).click();
+  await page.getByLabel('Name', { exact: true }).fill('Welcome');
+  await page.getByLabel('Subject', { exact: true }).fill('Welcome aboard');
+  await page.getByLabel('From (email)').fill('sandbox@sandbox.localhost');
+  await page.getByRole('button', { name: 'Create template' }).click();
+  await page.waitForURL(/\\/app\\/templates\\/[0-9a-f-]{36}$/);
+  const templateId = page.url().split('/').pop();
+  await page.getByLabel('Send a test to').fill(c.to);
+  await page.getByRole('button', { name: 'Send test' }).click();
+  seen.testStatus = await page.getByRole('status').filter({ hasText: c.to }).textContent();
+  // A workflow step that sends the template shows up under the template.
+  const api = (method, path, body) =>
+    fetch(c.base + path, {
+      method,
+      headers: { authorization: 'Bearer ' + secretKey, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }).then((r) => r.json());
+  const wf = await api('POST', '/workflows', { name: 'Onboarding', eventName: 'signed-up' });
+  await api('POST', '/workflows/' + wf.id + '/steps', { type: 'SEND_EMAIL', name: 'Welcome', config: { templateId } });
+  await page.reload();
+  seen.usage = await page.getByTestId('template-usage').textContent();
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(seen));
+`;
+
 interface Listed {
   id: string;
   emailId: string;
@@ -294,6 +350,30 @@ describe('embedded mode with the local sink: the sandbox sender and the mail vie
     expect(await wrong.text()).toContain('Wrong email or password');
   });
 
+  test('account mail is in the viewer of the account it went to (only): an embedded account can verify', async () => {
+    const dee = await owner('dee');
+    const eve = await owner('eve');
+    expect((await call('POST', '/auth/request-verification', undefined, { baseUrl, cookie: dee.cookie })).status).toBe(
+      200,
+    );
+    const mail = await mailTo(dee.cookie, dee.email);
+    expect(mail).toMatchObject({ projectId: null, emailId: null, to: [dee.email] });
+    const body = await call('GET', `/dev/mail/${mail.id}.json`, undefined, { baseUrl, cookie: dee.cookie });
+    const token = /\/app\/verify\?token=([A-Za-z0-9_-]+)/.exec(body.body.text)?.[1];
+    expect(token).toBeDefined();
+    // Nobody else sees it, in the list or by id.
+    expect((await listed(eve.cookie)).data.map((m) => m.id)).not.toContain(mail.id);
+    expectEnvelope(
+      await call('GET', `/dev/mail/${mail.id}.json`, undefined, { baseUrl, cookie: eve.cookie }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    // The link verifies the address, which accepting an invitation needs.
+    const verified = await call('POST', '/auth/verify-email', { token }, { baseUrl });
+    expect(verified.status).toBe(200);
+    expect(verified.body.emailVerified).toBe(true);
+  });
+
   test('an attachment with a non-Latin name downloads under that name (RFC 6266 filename*)', async () => {
     const cy = await owner('cy');
     const to = uniqueEmail('cy-friend');
@@ -382,6 +462,29 @@ describe('embedded mode with the local sink: the sandbox sender and the mail vie
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('Welcome aboard');
   }, 180_000);
+  test('the console guides a newcomer: sandbox sender, where account mail goes, why a test was withheld', async () => {
+    if (!existsSync(CHROMIUM)) {
+      console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
+      return;
+    }
+    const to = uniqueEmail('first-test');
+    const { stdout } = await execFileAsync(process.execPath, ['--input-type=module', '-e', NEWCOMER_SCRIPT], {
+      cwd: ROOT,
+      timeout: 120_000,
+      env: {
+        ...process.env,
+        BROWSER_CHECK: JSON.stringify({ chromium: CHROMIUM, base: baseUrl, email: uniqueEmail('newcomer'), to }),
+      },
+    });
+    const seen = JSON.parse(stdout);
+    expect(seen.notice).toContain('not verified');
+    expect(seen.noticeLinks).toEqual(['/dev/mail']);
+    expect(seen.steps).toContain('sandbox@sandbox.localhost');
+    expect(seen.sandboxNotice).toContain('sandbox@sandbox.localhost');
+    expect(seen.testStatus).toContain(`Not sent to ${to}: suppressed (unsubscribed)`);
+    expect(seen.usage).toBe('Used by 0 campaigns and 1 workflow steps.');
+  }, 150_000);
+
   test('the console in embedded mode: a sandbox campaign, opened in the linked mail viewer', async () => {
     if (!existsSync(CHROMIUM)) {
       console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);

@@ -13,12 +13,14 @@ describe('GET / and GET /healthz', () => {
     expect(html).toContain('/healthz');
     expect(html).toContain('href="/docs"');
     expect(html).toContain('href="/openapi.json"');
+    // A newcomer who opens the URL the banner prints finds the web console.
+    expect(html).toContain('href="/app"');
 
     const api = await fetch(`${platform.gatewayUrl}/`, { headers: { accept: 'application/json' } });
     expect(await api.json()).toMatchObject({
       version,
       api: { send: 'POST /v1/send' },
-      links: { health: '/healthz', docs: '/docs', openapi: '/openapi.json' },
+      links: { console: '/app', health: '/healthz', docs: '/docs', openapi: '/openapi.json' },
     });
   });
 

@@ -93,7 +93,7 @@ function App() {
 
   const current = projects.find((p) => p.id === project()) ?? projects[0];
   const routes: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
-    ['/app', () => <OverviewPage project={current} me={me} />],
+    ['/app', () => <OverviewPage project={current} me={me} embedded={config.embedded === true} />],
     ['/app/contacts', () => <ContactsPage />],
     ['/app/contacts/import', () => <ImportPage />],
     ['/app/contacts/:id', (p) => <ContactPage id={p.id} />],
@@ -105,7 +105,7 @@ function App() {
     ['/app/campaigns/:id', (p) => <CampaignPage id={p.id} />],
     ['/app/workflows', () => <WorkflowsPage />],
     ['/app/workflows/:id', (p) => <WorkflowPage id={p.id} />],
-    ['/app/domains', () => <DomainsPage project={current} />],
+    ['/app/domains', () => <DomainsPage project={current} embedded={config.embedded === true} />],
     ['/app/activity', () => <ActivityPage />],
     ['/app/analytics', () => <AnalyticsPage />],
     ['/app/billing', () => <BillingPage project={current} />],

@@ -25,12 +25,12 @@ export function devMailRoutes(devMail: DevMail | undefined) {
       async listSinkMail(req) {
         if (!devMail) return { messages: [], enabled: false };
         const limit = Math.min(Math.max(req.limit || 50, 1), 200);
-        const mail = await devMail.list(req.projectIds, limit);
+        const mail = await devMail.list(req.projectIds, req.recipient, limit);
         return { messages: mail.map((m) => ({ ...summary(m), text: m.text })), enabled: true };
       },
       async getSinkMail(req) {
         if (!devMail) return { enabled: false };
-        const m = await devMail.get(req.id, req.projectIds);
+        const m = await devMail.get(req.id, req.projectIds, req.recipient);
         if (!m) throw notFound('Message', req.id);
         return {
           enabled: true,

@@ -503,7 +503,7 @@ export function messagingRoutes(parts: MessagingParts) {
       async listDevMail(req) {
         if (!parts.devMail) return { messages: [], enabled: false };
         const limit = Math.min(Math.max(req.limit || 50, 1), 200);
-        const mail = await parts.devMail.list(req.projectIds, limit);
+        const mail = await parts.devMail.list(req.projectIds, '', limit);
         const messages = mail.map((m) => ({
           id: m.id,
           from: m.from,

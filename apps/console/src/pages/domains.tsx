@@ -19,12 +19,19 @@ interface Domain {
   lastCheckedAt: string | null;
 }
 
-export function DomainsPage({ project }: { project: Project }) {
+export function DomainsPage({ project, embedded }: { project: Project; embedded: boolean }) {
   const list = useLoad(() => get<Domain[]>(`/domains/project/${project.id}`), [project.id]);
   const [domain, setDomain] = useState('');
   const add = useAction();
   return (
     <Page title="Domains">
+      {embedded && (
+        <p class="notice" data-testid="sandbox-notice">
+          This platform runs in embedded mode: every project may send from <code>sandbox@sandbox.localhost</code> (any
+          address at <code>sandbox.localhost</code>) without a domain. That mail goes to the local sink only: read it in
+          the <a href="/dev/mail">Mail viewer</a>. Add a domain to send real mail once the platform relays it.
+        </p>
+      )}
       <form
         class="inline"
         onSubmit={async (e) => {

@@ -10,7 +10,13 @@ const STEP_PAGES: Record<string, [string, string]> = {
   hasSentEmail: ['Send a first email', '/app/campaigns'],
 };
 
-export function OverviewPage({ project, me }: { project: Project; me: Me }) {
+/** Embedded mode: what to do without a domain of one's own (the sandbox sender, the mail viewer). */
+const SANDBOX_HINTS: Record<string, string> = {
+  hasVerifiedDomain: '(not needed to try things out: send from sandbox@sandbox.localhost)',
+  hasSentEmail: '(from sandbox@sandbox.localhost; read it in the Mail viewer)',
+};
+
+export function OverviewPage({ project, me, embedded }: { project: Project; me: Me; embedded: boolean }) {
   const state = useLoad(() => get(`/projects/${project.id}/setup-state`), [project.id]);
   const stats = useLoad(() => get('/activity/stats?days=30'), [project.id]);
   const resend = useAction();
@@ -27,6 +33,13 @@ export function OverviewPage({ project, me }: { project: Project; me: Me }) {
           >
             Send the verification email again
           </button>
+          {/* Embedded mode delivers nowhere: the link is in the mail viewer, shown to this account only. */}
+          {embedded && (
+            <>
+              {' '}
+              It arrives in the <a href="/dev/mail">Mail viewer</a>.
+            </>
+          )}
           <ErrorBox error={resend.error} />
         </div>
       )}
@@ -40,6 +53,7 @@ export function OverviewPage({ project, me }: { project: Project; me: Me }) {
               <span aria-hidden="true">{s.done ? '✓' : '○'}</span>{' '}
               <Link href={STEP_PAGES[s.key]?.[1] ?? '/app'}>{STEP_PAGES[s.key]?.[0] ?? s.key}</Link>
               {s.done && <span class="muted"> (done)</span>}
+              {!s.done && embedded && SANDBOX_HINTS[s.key] && <span class="muted"> {SANDBOX_HINTS[s.key]}</span>}
             </li>
           ))}
         </ol>

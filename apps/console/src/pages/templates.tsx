@@ -180,15 +180,26 @@ export function TemplatePage({ id }: { id: string }) {
             </>
           )}
           {!isNew && <TemplateActions id={id} action={other} />}
-          {usage.data && (usage.data.campaigns?.length > 0 || usage.data.workflowSteps?.length > 0) && (
-            <p class="muted">
-              Used by {usage.data.campaigns.length} campaigns and {usage.data.workflowSteps.length} workflow steps.
+          {usage.data && (usage.data.campaigns?.length > 0 || usage.data.workflows?.length > 0) && (
+            <p class="muted" data-testid="template-usage">
+              Used by {usage.data.campaigns.length} campaigns and {usage.data.workflows.length} workflow steps.
             </p>
           )}
         </div>
       </div>
     </Page>
   );
+}
+
+/** What a test send did; a withheld one says why (a MARKETING template reaches subscribed contacts only). */
+function testOutcome(to: string, email?: { status?: string; reason?: string }): string {
+  if (email?.status !== 'suppressed') return `Sent to ${to}: ${email?.status ?? 'queued'}`;
+  if (email.reason === 'unsubscribed')
+    return (
+      `Not sent to ${to}: suppressed (unsubscribed). MARKETING mail goes to subscribed contacts only, and a send ` +
+      'creates a new contact unsubscribed: subscribe it under Contacts, or test with a TRANSACTIONAL template.'
+    );
+  return `Not sent to ${to}: suppressed (${email.reason ?? 'withheld'}).`;
 }
 
 function TemplateActions({ id, action }: { id: string; action: ReturnType<typeof useAction> }) {
@@ -202,7 +213,7 @@ function TemplateActions({ id, action }: { id: string; action: ReturnType<typeof
         onSubmit={async (e) => {
           e.preventDefault();
           const out = await action.run(() => post('/v1/send', { to, template: id }));
-          if (out) setSent(`Sent to ${to}: ${out.data?.emails?.[0]?.status ?? 'queued'}`);
+          if (out) setSent(testOutcome(to, out.data?.emails?.[0]));
         }}
       >
         <Field label="Send a test to" name="to" type="email" value={to} onInput={(e) => setTo(e.currentTarget.value)} />

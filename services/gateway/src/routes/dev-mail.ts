@@ -246,11 +246,17 @@ export function devMailRouter(
     next();
   };
 
-  const projectIds = async (req: Request) =>
-    (await clients.identity.listProjects({ userId: req.userId })).projects.map((p) => p.id);
+  /** Whose mail the signed-in user sees: their projects', and the account mail sent to their own address. */
+  const owner = async (req: Request) => {
+    const [projects, user] = await Promise.all([
+      clients.identity.listProjects({ userId: req.userId }),
+      clients.identity.getUser({ userId: req.userId }),
+    ]);
+    return { projectIds: projects.projects.map((p) => p.id), recipient: user.user?.email ?? '' };
+  };
 
   const list = async (req: Request) =>
-    devMail.listSinkMail({ limit: limitParam(req.query, 50, 200), projectIds: await projectIds(req) });
+    devMail.listSinkMail({ limit: limitParam(req.query, 50, 200), ...(await owner(req)) });
 
   r.get(
     '/dev/mail.json',
@@ -310,7 +316,7 @@ export function devMailRouter(
 
   const message = async (req: Request) => {
     const id = String(req.params.id).replace(/\.json$/, '');
-    const out = await devMail.getSinkMail({ id, projectIds: await projectIds(req) });
+    const out = await devMail.getSinkMail({ id, ...(await owner(req)) });
     return out.message!;
   };
 

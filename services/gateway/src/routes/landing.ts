@@ -7,6 +7,7 @@ export const VERSION: string = JSON.parse(
 ).version;
 
 const LINKS = {
+  console: '/app',
   docs: '/docs',
   openapi: '/openapi.json',
   guide: 'README.md in the repository: Quick start, API notes and limits',
@@ -53,6 +54,8 @@ export function landingRouter(embedded: boolean) {
       .send(
         '<!doctype html><html><head><meta charset="utf-8"><title>Email engagement platform</title></head><body>' +
           `<h1>Email engagement platform ${VERSION}</h1>` +
+          '<p>Web console (sign up, projects and keys, contacts, templates, campaigns, workflows): ' +
+          '<a href="/app">/app</a>.</p>' +
           '<p>The REST API answers here: <code>POST /v1/send</code>, <code>POST /v1/track</code>, ' +
           '<code>POST /v1/verify</code> and the resources under <code>/contacts</code>, <code>/templates</code>, ' +
           '<code>/campaigns</code>, <code>/segments</code>, <code>/workflows</code>.</p>' +

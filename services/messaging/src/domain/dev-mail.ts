@@ -6,7 +6,8 @@ import type { DevMailRow, DevMailStore } from '../store/dev-mail-store.js';
 // Embedded mode's local sink holds every tenant's mail, kept in messaging's database (dev_mail),
 // so the viewer survives restarts. A signed-in user sees only the mail of the projects they are a
 // member of. A message is attributed by the X-Email-Id the platform puts on it and the email row
-// that id names; mail that cannot be attributed is shown to no one.
+// that id names. Mail that cannot be attributed (identity's account mail: verification, password
+// reset) is shown only to the user it was sent to, so an embedded platform's accounts can verify.
 
 export interface DevMailHeader {
   name: string;
@@ -117,18 +118,18 @@ export class DevMail {
     });
   }
 
-  /** Newest first, at most `limit`, only mail sent for one of `projectIds`. */
-  async list(projectIds: string[], limit: number): Promise<DevMailMessage[]> {
+  /** Newest first, at most `limit`: mail sent for one of `projectIds`, and account mail to `recipient`. */
+  async list(projectIds: string[], recipient: string, limit: number): Promise<DevMailMessage[]> {
     const projects = projectIds.filter(isUuid);
-    if (!projects.length) return [];
-    return Promise.all((await this.store.list(projects, limit)).map(parse));
+    if (!projects.length && !recipient) return [];
+    return Promise.all((await this.store.list(projects, recipient.trim(), limit)).map(parse));
   }
 
-  /** One message of one of `projectIds`, or null. */
-  async get(id: string, projectIds: string[]): Promise<DevMailMessage | null> {
+  /** One message of one of `projectIds`, or account mail to `recipient`; else null. */
+  async get(id: string, projectIds: string[], recipient: string): Promise<DevMailMessage | null> {
     const projects = projectIds.filter(isUuid);
-    if (!isUuid(id) || !projects.length) return null;
-    const row = await this.store.get(id, projects);
+    if (!isUuid(id) || (!projects.length && !recipient)) return null;
+    const row = await this.store.get(id, projects, recipient.trim());
     return row ? parse(row) : null;
   }
 }

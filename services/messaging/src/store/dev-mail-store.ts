@@ -13,6 +13,13 @@ export interface DevMailRow {
 /** Messages kept per project (older ones are dropped as new ones arrive). */
 const KEEP_PER_PROJECT = 1000;
 
+/**
+ * Whom a row is shown to: members of its project ($1), or, for account mail (no project, at most
+ * KEEP_PER_PROJECT rows), the user whose address ($2) is among its envelope recipients.
+ */
+const VISIBLE = `(project_id = ANY($1::uuid[])
+  OR (project_id IS NULL AND $2 <> '' AND EXISTS (SELECT 1 FROM unnest(rcpt_to) r WHERE lower(r) = lower($2))))`;
+
 /** What embedded mode's local SMTP sink received (migration 007). */
 export class DevMailStore {
   constructor(private readonly pool: Pool) {}
@@ -33,20 +40,24 @@ export class DevMailStore {
     );
   }
 
-  /** Newest first, without the raw source of the messages that are not asked for. */
-  async list(projectIds: string[], limit: number): Promise<DevMailRow[]> {
+  /**
+   * Newest first: the mail of `projectIds`, and the account mail (no project) whose envelope went to
+   * `recipient` (compared as identity compares emails, case-insensitively); '' adds none.
+   */
+  async list(projectIds: string[], recipient: string, limit: number): Promise<DevMailRow[]> {
     const { rows } = await this.pool.query<DevMailRow>(
-      `SELECT * FROM dev_mail WHERE project_id = ANY($1::uuid[]) ORDER BY received_at DESC, id LIMIT $2`,
-      [projectIds, limit],
+      `SELECT * FROM dev_mail WHERE ${VISIBLE} ORDER BY received_at DESC, id LIMIT $3`,
+      [projectIds, recipient, limit],
     );
     return rows;
   }
 
-  async get(id: string, projectIds: string[]): Promise<DevMailRow | null> {
-    const { rows } = await this.pool.query<DevMailRow>(
-      'SELECT * FROM dev_mail WHERE id = $1 AND project_id = ANY($2::uuid[])',
-      [id, projectIds],
-    );
+  async get(id: string, projectIds: string[], recipient: string): Promise<DevMailRow | null> {
+    const { rows } = await this.pool.query<DevMailRow>(`SELECT * FROM dev_mail WHERE id = $3 AND ${VISIBLE}`, [
+      projectIds,
+      recipient,
+      id,
+    ]);
     return rows[0] ?? null;
   }
 }

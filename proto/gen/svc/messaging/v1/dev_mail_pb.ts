@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file svc/messaging/v1/dev_mail.proto.
  */
 export const file_svc_messaging_v1_dev_mail: GenFile = /*@__PURE__*/
-  fileDesc("Ch9zdmMvbWVzc2FnaW5nL3YxL2Rldl9tYWlsLnByb3RvEhBzdmMubWVzc2FnaW5nLnYxIjkKE0xpc3RTaW5rTWFpbFJlcXVlc3QSDQoFbGltaXQYASABKAUSEwoLcHJvamVjdF9pZHMYAiADKAkiLQoOU2lua01haWxIZWFkZXISDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSKEAQoSU2lua01haWxBdHRhY2htZW50EhAKCGZpbGVuYW1lGAEgASgJEhQKDGNvbnRlbnRfdHlwZRgCIAEoCRIMCgRzaXplGAMgASgDEhIKCmNvbnRlbnRfaWQYBCABKAkSEwoLZGlzcG9zaXRpb24YBSABKAkSDwoHY29udGVudBgGIAEoDCL7AgoIU2lua01haWwSCgoCaWQYASABKAkSEAoIZW1haWxfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIRCgltYWlsX2Zyb20YBCABKAkSDwoHcmNwdF90bxgFIAMoCRIMCgRmcm9tGAYgASgJEgoKAnRvGAcgAygJEg8KB3N1YmplY3QYCCABKAkSLwoLcmVjZWl2ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHNpemUYCiABKAUSGAoQYXR0YWNobWVudF9jb3VudBgLIAEoBRIMCgR0ZXh0GAwgASgJEgwKBGh0bWwYDSABKAkSMQoHaGVhZGVycxgOIAMoCzIgLnN2Yy5tZXNzYWdpbmcudjEuU2lua01haWxIZWFkZXISOQoLYXR0YWNobWVudHMYDyADKAsyJC5zdmMubWVzc2FnaW5nLnYxLlNpbmtNYWlsQXR0YWNobWVudBILCgNyYXcYECABKAwiVQoUTGlzdFNpbmtNYWlsUmVzcG9uc2USLAoIbWVzc2FnZXMYASADKAsyGi5zdmMubWVzc2FnaW5nLnYxLlNpbmtNYWlsEg8KB2VuYWJsZWQYAiABKAgiNQoSR2V0U2lua01haWxSZXF1ZXN0EgoKAmlkGAEgASgJEhMKC3Byb2plY3RfaWRzGAIgAygJIlMKE0dldFNpbmtNYWlsUmVzcG9uc2USKwoHbWVzc2FnZRgBIAEoCzIaLnN2Yy5tZXNzYWdpbmcudjEuU2lua01haWwSDwoHZW5hYmxlZBgCIAEoCDLLAQoORGV2TWFpbFNlcnZpY2USXQoMTGlzdFNpbmtNYWlsEiUuc3ZjLm1lc3NhZ2luZy52MS5MaXN0U2lua01haWxSZXF1ZXN0GiYuc3ZjLm1lc3NhZ2luZy52MS5MaXN0U2lua01haWxSZXNwb25zZRJaCgtHZXRTaW5rTWFpbBIkLnN2Yy5tZXNzYWdpbmcudjEuR2V0U2lua01haWxSZXF1ZXN0GiUuc3ZjLm1lc3NhZ2luZy52MS5HZXRTaW5rTWFpbFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("Ch9zdmMvbWVzc2FnaW5nL3YxL2Rldl9tYWlsLnByb3RvEhBzdmMubWVzc2FnaW5nLnYxIkwKE0xpc3RTaW5rTWFpbFJlcXVlc3QSDQoFbGltaXQYASABKAUSEwoLcHJvamVjdF9pZHMYAiADKAkSEQoJcmVjaXBpZW50GAMgASgJIi0KDlNpbmtNYWlsSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkihAEKElNpbmtNYWlsQXR0YWNobWVudBIQCghmaWxlbmFtZRgBIAEoCRIUCgxjb250ZW50X3R5cGUYAiABKAkSDAoEc2l6ZRgDIAEoAxISCgpjb250ZW50X2lkGAQgASgJEhMKC2Rpc3Bvc2l0aW9uGAUgASgJEg8KB2NvbnRlbnQYBiABKAwi+wIKCFNpbmtNYWlsEgoKAmlkGAEgASgJEhAKCGVtYWlsX2lkGAIgASgJEhIKCnByb2plY3RfaWQYAyABKAkSEQoJbWFpbF9mcm9tGAQgASgJEg8KB3JjcHRfdG8YBSADKAkSDAoEZnJvbRgGIAEoCRIKCgJ0bxgHIAMoCRIPCgdzdWJqZWN0GAggASgJEi8KC3JlY2VpdmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRzaXplGAogASgFEhgKEGF0dGFjaG1lbnRfY291bnQYCyABKAUSDAoEdGV4dBgMIAEoCRIMCgRodG1sGA0gASgJEjEKB2hlYWRlcnMYDiADKAsyIC5zdmMubWVzc2FnaW5nLnYxLlNpbmtNYWlsSGVhZGVyEjkKC2F0dGFjaG1lbnRzGA8gAygLMiQuc3ZjLm1lc3NhZ2luZy52MS5TaW5rTWFpbEF0dGFjaG1lbnQSCwoDcmF3GBAgASgMIlUKFExpc3RTaW5rTWFpbFJlc3BvbnNlEiwKCG1lc3NhZ2VzGAEgAygLMhouc3ZjLm1lc3NhZ2luZy52MS5TaW5rTWFpbBIPCgdlbmFibGVkGAIgASgIIkgKEkdldFNpbmtNYWlsUmVxdWVzdBIKCgJpZBgBIAEoCRITCgtwcm9qZWN0X2lkcxgCIAMoCRIRCglyZWNpcGllbnQYAyABKAkiUwoTR2V0U2lua01haWxSZXNwb25zZRIrCgdtZXNzYWdlGAEgASgLMhouc3ZjLm1lc3NhZ2luZy52MS5TaW5rTWFpbBIPCgdlbmFibGVkGAIgASgIMssBCg5EZXZNYWlsU2VydmljZRJdCgxMaXN0U2lua01haWwSJS5zdmMubWVzc2FnaW5nLnYxLkxpc3RTaW5rTWFpbFJlcXVlc3QaJi5zdmMubWVzc2FnaW5nLnYxLkxpc3RTaW5rTWFpbFJlc3BvbnNlEloKC0dldFNpbmtNYWlsEiQuc3ZjLm1lc3NhZ2luZy52MS5HZXRTaW5rTWFpbFJlcXVlc3QaJS5zdmMubWVzc2FnaW5nLnYxLkdldFNpbmtNYWlsUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message svc.messaging.v1.ListSinkMailRequest
@@ -29,6 +29,14 @@ export type ListSinkMailRequest = Message<"svc.messaging.v1.ListSinkMailRequest"
    * @generated from field: repeated string project_ids = 2;
    */
   projectIds: string[];
+
+  /**
+   * The signed-in user's own address: also the account mail (verification, password reset) sent to it,
+   * which belongs to no project. Empty: none.
+   *
+   * @generated from field: string recipient = 3;
+   */
+  recipient: string;
 };
 
 /**
@@ -245,6 +253,13 @@ export type GetSinkMailRequest = Message<"svc.messaging.v1.GetSinkMailRequest"> 
    * @generated from field: repeated string project_ids = 2;
    */
   projectIds: string[];
+
+  /**
+   * As in ListSinkMailRequest: account mail sent to this address is the caller's too.
+   *
+   * @generated from field: string recipient = 3;
+   */
+  recipient: string;
 };
 
 /**
@@ -285,7 +300,7 @@ export const GetSinkMailResponseSchema: GenMessage<GetSinkMailResponse> = /*@__P
  */
 export const DevMailService: GenService<{
   /**
-   * Newest first; only mail sent for one of project_ids.
+   * Newest first; only mail sent for one of project_ids, or account mail to recipient.
    *
    * @generated from rpc svc.messaging.v1.DevMailService.ListSinkMail
    */
