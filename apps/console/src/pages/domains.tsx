@@ -29,7 +29,8 @@ export function DomainsPage({ project, embedded }: { project: Project; embedded:
         <p class="notice" data-testid="sandbox-notice">
           This platform runs in embedded mode: every project may send from <code>sandbox@sandbox.localhost</code> (any
           address at <code>sandbox.localhost</code>) without a domain. That mail goes to the local sink only: read it in
-          the <a href="/dev/mail">Mail viewer</a>. Add a domain to send real mail once the platform relays it.
+          the <a href="/dev/mail">Mail viewer</a>. Real mail needs a relay (<code>SMTP_URL</code>) and a verified
+          domain.
         </p>
       )}
       <form
