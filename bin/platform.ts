@@ -197,35 +197,45 @@ async function main(): Promise<void> {
   // Stopped last: the spans of the shutdown itself are exported too.
   const stops: Array<() => Promise<void>> = stopTracing ? [stopTracing] : [];
 
-  if (embedded) {
-    const pg = await startEmbeddedPostgres(config, logger);
-    config.databaseUrl = pg.url;
-    stops.push(pg.stop);
-  }
-  if (!config.natsUrl && requested.length) {
-    logger.warn('NATS_URL is not set: messages reach only services in this process');
-  }
-  const bus: Bus = config.natsUrl
-    ? await startNatsBus(config.natsUrl, config.busPrefix, `platform-${names.join('-')}`, logger)
-    : new MemoryBus(logger);
-
   // Shutdown order: the edge stops taking requests, the bus stops delivering (its handlers in
   // flight finish while their databases are still open), then the services, then PostgreSQL.
   const edge: Array<() => Promise<void>> = [];
+  let bus: Bus | undefined;
   let gatewayUrl: string | undefined;
-  for (const { module, own } of services) {
-    // Each service sees the platform-wide config and its own variables, validated above.
-    const rt: Runtime<any> = { config: { ...config, ...own }, logger, bus, embedded };
-    const svc = await module.start(rt);
-    (svc.url ? edge : stops).push(() => svc.stop());
-    if (svc.url) gatewayUrl = svc.url;
-  }
+  try {
+    if (embedded) {
+      const pg = await startEmbeddedPostgres(config, logger);
+      config.databaseUrl = pg.url;
+      stops.push(pg.stop);
+    }
+    if (!config.natsUrl && requested.length) {
+      logger.warn('NATS_URL is not set: messages reach only services in this process');
+    }
+    bus = config.natsUrl
+      ? await startNatsBus(config.natsUrl, config.busPrefix, `platform-${names.join('-')}`, logger)
+      : new MemoryBus(logger);
 
-  if (config.metricsEnabled && config.metricsPort !== undefined) {
-    // Embedded mode keeps it on loopback, like the RPC ports.
-    const metrics = await serveMetrics(embedded ? '127.0.0.1' : config.bindHost, config.metricsPort, logger);
-    stops.push(metrics.close);
+    for (const { module, own } of services) {
+      // Each service sees the platform-wide config and its own variables, validated above.
+      const rt: Runtime<any> = { config: { ...config, ...own }, logger, bus, embedded };
+      const svc = await module.start(rt);
+      (svc.url ? edge : stops).push(() => svc.stop());
+      if (svc.url) gatewayUrl = svc.url;
+    }
+
+    if (config.metricsEnabled && config.metricsPort !== undefined) {
+      // Embedded mode keeps it on loopback, like the RPC ports.
+      const metrics = await serveMetrics(embedded ? '127.0.0.1' : config.bindHost, config.metricsPort, logger);
+      stops.push(metrics.close);
+    }
+  } catch (err) {
+    // A start that fails half-way (a taken port) stops what it started: no embedded PostgreSQL is left running.
+    const opened = bus;
+    const started = [...edge, ...(opened ? [() => opened.close()] : []), ...stops.reverse()];
+    for (const stop of started) await stop().catch(() => undefined);
+    throw err;
   }
+  const running = bus;
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -236,7 +246,7 @@ async function main(): Promise<void> {
     startDraining();
     logger.info({ signal, drainMs: config.shutdownDrainMs }, 'shutting down');
     if (config.shutdownDrainMs) await new Promise((r) => setTimeout(r, config.shutdownDrainMs));
-    const steps = [...edge, () => bus.close(), ...stops.reverse()];
+    const steps = [...edge, () => running.close(), ...stops.reverse()];
     for (const stop of steps) await stop().catch((err) => logger.error({ err }, 'stop failed'));
     logger.info({ signal }, 'stopped');
     logger.flush();
@@ -245,7 +255,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
-  if (gatewayUrl) process.stdout.write(banner(gatewayUrl, config, embedded, bus));
+  if (gatewayUrl) process.stdout.write(banner(gatewayUrl, config, embedded, running));
   logger.info({ services: names, embedded }, 'started');
 }
 

@@ -48,6 +48,33 @@ describe('starting services by name (the registry)', () => {
     }
   });
 
+  test('embedded mode with a taken gateway port stops with one line and leaves no PostgreSQL running', async () => {
+    const blocker = net.createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => blocker.listen(port, '127.0.0.1', resolve));
+    const pgPort = await freePort();
+    try {
+      const env: Record<string, string> = {
+        ...Object.fromEntries(Object.keys(platform.env).map((k) => [k, ''])),
+        SERVICE_TOKEN: '',
+        DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-port-taken-')),
+        PORT: String(port),
+        EMBEDDED_PG_PORT: String(pgPort),
+        EMBEDDED_SMTP_PORT: String(await freePort()),
+        INBOUND_SMTP_PORT: String(await freePort()),
+      };
+      for (const s of SERVICES.filter((x) => !x.edge)) env[`${s.name.toUpperCase()}_PORT`] = String(await freePort());
+      const { code, output } = await runToExit([], env, 'start-embedded-port-taken');
+      expect(code).toBe(1);
+      expect(output).toContain(`failed to start: port ${port} is already in use (gateway)`);
+      expect(output).toContain('embedded PostgreSQL started');
+      // Stopped before the process exited: the next `npm start` finds the port free, nothing is orphaned.
+      expect(await portOpen(pgPort)).toBe(false);
+    } finally {
+      blocker.close();
+    }
+  }, 60_000);
+
   test('as root, a folder the postgres user cannot enter stops embedded mode with one line', async () => {
     if (process.getuid?.() !== 0) return; // only root runs PostgreSQL as another user
     const closed = mkdtempSync(path.join(tmpdir(), 'closed-')); // mode 700
