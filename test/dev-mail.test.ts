@@ -143,6 +143,9 @@ try {
   await api('POST', '/workflows/' + wf.id + '/steps', { type: 'SEND_EMAIL', name: 'Welcome', config: { templateId } });
   await page.reload();
   seen.usage = await page.getByTestId('template-usage').textContent();
+  // The activity feed says why the test was withheld.
+  await nav('Activity');
+  seen.activity = await page.getByRole('row').filter({ hasText: c.to }).first().textContent();
 } finally {
   await browser.close();
 }
@@ -483,6 +486,8 @@ describe('embedded mode with the local sink: the sandbox sender and the mail vie
     expect(seen.sandboxNotice).toContain('sandbox@sandbox.localhost');
     expect(seen.testStatus).toContain(`Not sent to ${to}: suppressed (unsubscribed)`);
     expect(seen.usage).toBe('Used by 0 campaigns and 1 workflow steps.');
+    expect(seen.activity).toContain('email.suppressed');
+    expect(seen.activity).toContain('Welcome aboard: unsubscribed');
   }, 150_000);
 
   test('the console in embedded mode: a sandbox campaign, opened in the linked mail viewer', async () => {

@@ -2,6 +2,11 @@ import { useEffect, useState } from 'preact/hooks';
 import { get, query } from '../api';
 import { DataTable, ErrorBox, Link, Loading, Page, useLoad, when } from '../ui';
 
+/** The subject of an email item, and why it was withheld or bounced (`reason`) when it was. */
+function details(data?: { subject?: string; reason?: string }): string {
+  return [data?.subject, data?.reason].filter(Boolean).join(': ');
+}
+
 export function ActivityPage() {
   const types = useLoad(() => get('/activity/types'), []);
   const [type, setType] = useState('');
@@ -61,7 +66,7 @@ export function ActivityPage() {
                   <td>
                     {a.contactId ? <Link href={`/app/contacts/${a.contactId}`}>{a.email ?? a.contactId}</Link> : '-'}
                   </td>
-                  <td class="muted wrap">{a.data?.subject ?? a.data?.reason ?? ''}</td>
+                  <td class="muted wrap">{details(a.data)}</td>
                 </tr>
               ))}
             </tbody>
