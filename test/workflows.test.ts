@@ -292,6 +292,44 @@ describe('workflows API', () => {
     expect((await api('DELETE', `/workflows/${w.id}/steps/${w.steps.pause}?splice=true`)).status).toBe(204);
     expectEnvelope(await api('PATCH', `/workflows/${w.id}`, { enabled: true }), 422, 'VALIDATION_ERROR');
   });
+
+  test("a cycle that sends and waits only for its own mail's email.sent is refused (enable, edit)", async () => {
+    const wait = (eventName: string) => ({
+      type: 'WAIT_FOR_EVENT',
+      config: { eventName, timeout: { amount: 1, unit: 'days' } },
+    });
+    const edges: [string, string, Record<string, string>?][] = [
+      ['trigger', 'mail'],
+      ['mail', 'wait'],
+      ['wait', 'mail', { waitOutcome: 'EVENT' }],
+      ['wait', 'done', { waitOutcome: 'TIMEOUT' }],
+    ];
+    const loop = await build(
+      uniqueEvent('g6'),
+      { mail: send('again'), wait: wait('email.sent'), done: { type: 'EXIT' } },
+      edges,
+      {
+        enable: false,
+      },
+    );
+    const r = await api('PATCH', `/workflows/${loop.id}`, { enabled: true });
+    expectEnvelope(r, 422, 'VALIDATION_ERROR');
+    expect(r.body.error.details).toMatchObject({ stepId: loop.steps.mail, stepType: 'SEND_EMAIL' });
+    expect(r.body.error.message).toContain('email.sent');
+    // Waiting for a click is a real wait; an enabled one cannot then be turned into a wait for email.sent.
+    const clicks = await build(
+      uniqueEvent('g7'),
+      { mail: send('again'), wait: wait('email.click'), done: { type: 'EXIT' } },
+      edges,
+    );
+    const edit = await api('PATCH', `/workflows/${clicks.id}/steps/${clicks.steps.wait}`, {
+      config: { eventName: 'email.sent', timeout: { amount: 1, unit: 'days' } },
+    });
+    expectEnvelope(edit, 422, 'VALIDATION_ERROR');
+    const after = await api('GET', `/workflows/${clicks.id}`);
+    const w = after.body.steps.find((x: { id: string }) => x.id === clicks.steps.wait);
+    expect(w.config.eventName).toBe('email.click');
+  });
 });
 
 describe('workflow engine', () => {

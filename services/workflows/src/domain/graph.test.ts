@@ -48,6 +48,40 @@ describe('assertRunnable', () => {
     expect(refusal(paced, [edge('trigger', 'a'), edge('a', 'd'), edge('d', 'a')])).toBeNull();
   });
 
+  test("a cycle that sends and waits only for its own mail's email.sent is refused; another wait breaks it", () => {
+    const wait = (id: string, waitsFor: string): GraphStep => ({ ...step(id, 'WAIT_FOR_EVENT'), waitsFor });
+    const loop = (w: GraphStep, extra: GraphTransition[] = []) =>
+      refusal(
+        [trigger, step('s', 'SEND_EMAIL'), w, step('c', 'CONDITION'), step('x', 'EXIT')],
+        [
+          edge('trigger', 's'),
+          edge('s', w.id),
+          edge(w.id, 'c', { waitOutcome: 'EVENT' }),
+          edge(w.id, 'x', { waitOutcome: 'TIMEOUT' }),
+          edge('c', 's', { branch: 'yes' }),
+          edge('c', 'x', { branch: 'no' }),
+          ...extra,
+        ],
+      );
+    for (const name of ['email.sent', 'email.delivery']) {
+      expect(loop(wait('w', name))).toMatchObject({ status: 422, step: 's', message: expect.stringContaining(name) });
+    }
+    // Waiting for a click (someone acts), or looping only through the timeout, is no mail loop.
+    expect(loop(wait('w', 'email.click'))).toBeNull();
+    const steps = [trigger, step('s', 'SEND_EMAIL'), wait('w', 'email.sent'), step('x', 'EXIT')];
+    const viaTimeout = [
+      edge('trigger', 's'),
+      edge('s', 'w'),
+      edge('w', 's', { waitOutcome: 'TIMEOUT' }),
+      edge('w', 'x', { waitOutcome: 'EVENT' }),
+    ];
+    expect(refusal(steps, viaTimeout)).toBeNull();
+    // Also on a structural edit of an enabled workflow.
+    expect(() => assertNoBusyCycle(steps, [edge('s', 'w'), edge('w', 's', { waitOutcome: 'EVENT' })])).toThrow(
+      'email.sent',
+    );
+  });
+
   test('a trigger with no next step, and a dangling transition, are refused', () => {
     expect(refusal([trigger], [])).toMatchObject({ step: 'trigger' });
     const steps = [trigger, step('s', 'SEND_EMAIL')];

@@ -5,6 +5,8 @@ export interface GraphStep {
   id: string;
   type: StepType;
   name: string;
+  /** A WAIT_FOR_EVENT step's event name. */
+  waitsFor?: string;
 }
 export interface GraphTransition {
   id: string;
@@ -25,6 +27,8 @@ const unrunnable = (step: GraphStep, reason: string) =>
 
 /** Steps that wait (and so break a busy loop). */
 const WAITS: StepType[] = ['DELAY', 'WAIT_FOR_EVENT'];
+/** Lifecycle events a SEND_EMAIL step's own mail causes at once, without anyone doing anything. */
+const CAUSED_BY_SENDING = new Set(['email.sent', 'email.delivery']);
 
 /**
  * Whether a graph can run, checked when a workflow is enabled: every step reachable from the
@@ -109,5 +113,35 @@ export function assertNoBusyCycle(steps: GraphStep[], transitions: GraphTransiti
     if (WAITS.includes(s.type) || state.has(s.id)) continue;
     const looped = visit(s.id);
     if (looped) throw unrunnable(looped, 'is in a cycle without a DELAY or WAIT_FOR_EVENT step');
+  }
+  assertNoMailLoop(steps, byId, out);
+}
+
+/**
+ * No cycle through a SEND_EMAIL step whose only waits are for the email.sent (or email.delivery) event its own
+ * mail causes at once: send -> wait for email.sent -> send would mail the contact without end. A DELAY, another
+ * event, or a wait's TIMEOUT path breaks such a cycle.
+ */
+function assertNoMailLoop(steps: GraphStep[], byId: Map<string, GraphStep>, out: Map<string, GraphTransition[]>): void {
+  const instant = (s: GraphStep) =>
+    s.type === 'WAIT_FOR_EVENT' && s.waitsFor !== undefined && CAUSED_BY_SENDING.has(s.waitsFor);
+  const next = (s: GraphStep) =>
+    out
+      .get(s.id)!
+      .filter((t) => !(instant(s) && t.waitOutcome === 'TIMEOUT'))
+      .map((t) => byId.get(t.toStepId)!)
+      .filter((to) => !WAITS.includes(to.type) || instant(to));
+  for (const send of steps) {
+    if (send.type !== 'SEND_EMAIL') continue;
+    const seen = new Set<string>();
+    for (const queue = next(send); queue.length; ) {
+      const s = queue.pop()!;
+      if (s.id === send.id) {
+        throw unrunnable(send, 'is in a cycle whose only wait is for the email.sent or email.delivery of its own mail');
+      }
+      if (seen.has(s.id)) continue;
+      seen.add(s.id);
+      queue.push(...next(s));
+    }
   }
 }

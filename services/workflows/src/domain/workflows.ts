@@ -87,7 +87,10 @@ export class Workflows {
     if (from && !(await this.mail.senderVerified(projectId, from))) throw unverifiedDomain(from);
   }
 
-  /** An enabled workflow's graph after an edit that adds transitions: events start executions on it at once. */
+  /**
+   * An enabled workflow's graph after an edit that adds transitions or changes what a wait waits for: events start
+   * executions on it at once (no busy cycle, no mail loop; graph.ts).
+   */
   private async assertNoBusyCycle(db: PoolClient, w: WorkflowRow): Promise<void> {
     if (!w.enabled) return;
     const v = await this.view(db, w);
@@ -197,6 +200,8 @@ export class Workflows {
       const config = p.config === undefined ? undefined : parseStepConfig(step.type as CreatableStepType, p.config);
       if (config) await this.checkMail(projectId, step.type, config);
       const row = await this.store.updateStep(db, step.id, p.name, config);
+      // A wait that now listens for its own mail's email.sent can close a mail loop.
+      if (config && step.type === 'WAIT_FOR_EVENT') await this.assertNoBusyCycle(db, w);
       await this.store.touch(db, w.id);
       return row;
     });
@@ -300,7 +305,13 @@ export class Workflows {
   }
 }
 
-export const graphSteps = (steps: StepRow[]) => steps.map((s) => ({ id: s.id, type: s.type, name: s.name }));
+export const graphSteps = (steps: StepRow[]) =>
+  steps.map((s) => ({
+    id: s.id,
+    type: s.type,
+    name: s.name,
+    waitsFor: s.type === 'WAIT_FOR_EVENT' ? (s.config as { eventName?: string }).eventName : undefined,
+  }));
 export const graphTransitions = (ts: TransitionRow[]) =>
   ts.map((t) => ({
     id: t.id,
