@@ -18,14 +18,26 @@ const execFileAsync = promisify(execFile);
 const SANDBOX = 'sandbox@sandbox.localhost';
 const CHROMIUM = '/usr/bin/chromium';
 
-/** What a person does in the browser: sign in on the form, open the inbox, open the message, click the link. */
-const BROWSER_SCRIPT = `
+/**
+ * A browser check run with `node --input-type=module`: its options in BROWSER_CHECK (`c`), `body` drives `page`
+ * (`nav` follows the console's main navigation) and fills `seen`, printed as JSON at the end.
+ */
+const browserScript = (body: string) => `
 import { chromium } from 'playwright-core';
 const c = JSON.parse(process.env.BROWSER_CHECK);
 const browser = await chromium.launch({ executablePath: c.chromium });
 const seen = {};
 try {
   const page = await browser.newPage();
+  const nav = (name) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+${body}} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(seen));
+`;
+
+/** What a person does in the browser: sign in on the form, open the inbox, open the message, click the link. */
+const BROWSER_SCRIPT = browserScript(`
   await page.goto(c.base + '/dev/mail');
   seen.signInForm = await page.locator('form[action="/dev/mail/sign-in"]').count();
   await page.fill('input[name=email]', c.email);
@@ -45,21 +57,10 @@ try {
   // The tracked link answers a redirect to example.com (which may be unreachable here): the click is recorded.
   await tab.waitForLoadState('domcontentloaded').catch(() => undefined);
   seen.clicked = true;
-} finally {
-  await browser.close();
-}
-process.stdout.write(JSON.stringify(seen));
-`;
+`);
 
 /** The console in embedded mode: a campaign from the sandbox sender, read in the mail viewer the console links. */
-const CONSOLE_SCRIPT = `
-import { chromium } from 'playwright-core';
-const c = JSON.parse(process.env.BROWSER_CHECK);
-const browser = await chromium.launch({ executablePath: c.chromium });
-const seen = {};
-try {
-  const page = await browser.newPage();
-  const nav = (name) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+const CONSOLE_SCRIPT = browserScript(`
   await page.goto(c.base + '/app/signup');
   await page.getByLabel('Email').fill(c.email);
   await page.getByLabel('Password').fill('a-long-password-1');
@@ -87,21 +88,10 @@ try {
   await page.waitForURL(c.base + '/dev/mail');
   await page.getByRole('link', { name: c.subject }).click();
   seen.h1 = await page.locator('h1').textContent();
-} finally {
-  await browser.close();
-}
-process.stdout.write(JSON.stringify(seen));
-`;
+`);
 
 /** A newcomer in the console of an embedded platform: where to start, what the sandbox is, a template's test send. */
-const NEWCOMER_SCRIPT = `
-import { chromium } from 'playwright-core';
-const c = JSON.parse(process.env.BROWSER_CHECK);
-const browser = await chromium.launch({ executablePath: c.chromium });
-const seen = {};
-try {
-  const page = await browser.newPage();
-  const nav = (name) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+const NEWCOMER_SCRIPT = browserScript(`
   // The page at the URL the start-up banner prints links the console.
   await page.goto(c.base + '/');
   await page.getByRole('link', { name: '/app' }).click();
@@ -146,11 +136,7 @@ try {
   // The activity feed says why the test was withheld.
   await nav('Activity');
   seen.activity = await page.getByRole('row').filter({ hasText: c.to }).first().textContent();
-} finally {
-  await browser.close();
-}
-process.stdout.write(JSON.stringify(seen));
-`;
+`);
 
 interface Listed {
   id: string;
