@@ -16,6 +16,12 @@ import { recordNewFields } from './fields.js';
 import { nextSubscription, subscriptionEvent, type WriteMode } from './subscription.js';
 import { newFieldTypes, type FieldType } from './type-inference.js';
 
+/** PostgreSQL's unique_violation on `contacts_project_email` (one address per project, case-insensitively). */
+function isEmailUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; constraint?: string } | null;
+  return e?.code === '23505' && e.constraint === 'contacts_project_email';
+}
+
 export interface UpsertInput {
   projectId: string;
   email: unknown;
@@ -145,7 +151,15 @@ export class Contacts {
       const subscribed = input.subscribed ?? existing.subscribed;
       const newEmail = email ?? existing.email;
       if (!changed && subscribed === existing.subscribed && newEmail === existing.email) return existing;
-      const contact = await this.store.update(tx, projectId, id, { email: newEmail, subscribed, data });
+      const contact = await this.store
+        .update(tx, projectId, id, { email: newEmail, subscribed, data })
+        .catch((err: unknown) => {
+          // Two contacts renamed to one address at once: both pass the check above, the unique index refuses one.
+          if (isEmailUniqueViolation(err)) {
+            throw conflict('Another contact in this project already uses this email', { field: 'email', email });
+          }
+          throw err;
+        });
       await this.recordTypes(tx, projectId, patch.patch);
       await enqueueMessage(tx, contactUpdated(contact));
       await this.emitFlip(tx, existing.subscribed, contact);
