@@ -1,5 +1,5 @@
 import { AppError } from '@svc/lib/errors';
-import { checkIdempotencyKey, decide, fingerprint } from './idempotency-rules.js';
+import { checkIdempotencyKey, decide, fingerprint, stillInProgress } from './idempotency-rules.js';
 
 const record = { fingerprint: 'f1', method: 'POST', path: '/v1/track', startedAt: '2026-01-01T00:00:00.000Z' };
 
@@ -39,8 +39,17 @@ describe('idempotency rules', () => {
     }
   });
 
-  test('the same request replays a finished answer and waits for an unfinished one', () => {
+  test('the same request replays a finished answer; any request waits for an unfinished one', () => {
     expect(decide('k', { ...record, response: { status: 200, body: '{}' } }, 'f1').action).toBe('replay');
     expect(decide('k', record, 'f1').action).toBe('wait');
+    expect(decide('k', record, 'other').action).toBe('wait');
+  });
+
+  test('a wait that ends unanswered: another request is IDEMPOTENCY_KEY_REUSED, the same one a plain conflict', () => {
+    expect(stillInProgress('k', record, 'other')).toMatchObject({
+      code: 'IDEMPOTENCY_KEY_REUSED',
+      details: { key: 'k', originalStatusCode: null },
+    });
+    expect(stillInProgress('k', record, 'f1')).toMatchObject({ status: 409, code: 'CONFLICT' });
   });
 });

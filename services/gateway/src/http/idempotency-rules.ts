@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { validationError } from '@svc/lib/errors';
+import { type AppError, conflict, validationError } from '@svc/lib/errors';
 import { idempotencyKeyReused, type IdempotencyRecord } from '@svc/lib/idempotency-store';
 
 const PRINTABLE_ASCII = /^[\x20-\x7e]{1,255}$/;
@@ -38,10 +38,21 @@ export function fingerprint(method: string, path: string, body: unknown): string
 
 export type Decision = { action: 'replay'; record: IdempotencyRecord } | { action: 'wait' };
 
-/** What to do with a request whose key is already taken. */
+/**
+ * What to do with a request whose key is already taken. A different request waits too while the first one runs:
+ * its 409 names the first one's status code (SPEC.md: an integer), and a first one that fails with a 5xx frees the
+ * key as it would for a request arriving afterwards.
+ */
 export function decide(key: string, existing: IdempotencyRecord, requestFingerprint: string): Decision {
+  if (!existing.response) return { action: 'wait' };
   if (existing.fingerprint !== requestFingerprint) {
-    throw idempotencyKeyReused(key, { ...existing, status: existing.response?.status ?? null });
+    throw idempotencyKeyReused(key, { ...existing, status: existing.response.status });
   }
-  return existing.response ? { action: 'replay', record: existing } : { action: 'wait' };
+  return { action: 'replay', record: existing };
+}
+
+/** The 409 for a request still waiting when the wait ends: IDEMPOTENCY_KEY_REUSED when it is another request. */
+export function stillInProgress(key: string, existing: IdempotencyRecord, requestFingerprint: string): AppError {
+  if (existing.fingerprint !== requestFingerprint) return idempotencyKeyReused(key, { ...existing, status: null });
+  return conflict('A request with this Idempotency-Key is still in progress', { key });
 }

@@ -1,8 +1,8 @@
 import type { RequestHandler, Response } from 'express';
-import { AppError, conflict } from '@svc/lib/errors';
+import { AppError } from '@svc/lib/errors';
 import type { IdempotencyRecord, IdempotencyStore } from '@svc/lib/idempotency-store';
 import { RedisUnavailableError } from '@svc/lib/redis';
-import { checkIdempotencyKey, decide, fingerprint } from './idempotency-rules.js';
+import { checkIdempotencyKey, decide, fingerprint, stillInProgress } from './idempotency-rules.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -32,7 +32,8 @@ function replay(res: Response, record: IdempotencyRecord): void {
 /**
  * `Idempotency-Key`, scoped to the project: the first request runs and its answer is kept
  * for the TTL; the same request again gets that answer; a different request with the key
- * gets 409; a duplicate arriving while the first still runs waits for its answer.
+ * gets 409; a request arriving while the first still runs waits for its answer (then replays it or, when it is
+ * a different request, gets the 409 with the first one's status code).
  * Answers of 5xx are not kept, so the client can retry. When the store (Redis) fails, the
  * request runs without the shared claim rather than failing: /v1/send is still deduplicated
  * by the messaging service, which records the key with the queued emails.
@@ -59,7 +60,7 @@ export function idempotency(store: IdempotencyStore, ttlSeconds: number): Reques
         if (!existing) break;
         const decision = decide(key, existing, record.fingerprint);
         if (decision.action === 'replay') return replay(res, decision.record);
-        if (waited >= WAIT_MAX_MS) throw conflict('A request with this Idempotency-Key is still in progress', { key });
+        if (waited >= WAIT_MAX_MS) throw stillInProgress(key, existing, record.fingerprint);
         await new Promise((r) => setTimeout(r, WAIT_STEP_MS));
       }
     } catch (err) {
