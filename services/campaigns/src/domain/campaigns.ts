@@ -61,6 +61,9 @@ export const emailContent = (c: CampaignRow): EmailContent => ({
   type: c.type,
 });
 
+/** Sends that keep meeting a concurrent PUT give up with a 409 after this many checks. */
+const SEND_ATTEMPTS = 5;
+
 const contentOf = (c: CampaignRow): CampaignContent => ({
   name: c.name,
   description: c.description,
@@ -161,6 +164,21 @@ export class Campaigns {
    * since the draft was written.
    */
   async send(projectId: string, id: string, scheduledFor?: string): Promise<{ row: CampaignRow; message: string }> {
+    // A PUT that commits while the checks run makes the move miss; the new content is then checked in turn.
+    for (let attempt = 1; ; attempt++) {
+      const sent = await this.sendChecked(projectId, id, scheduledFor);
+      if (sent) return sent;
+      const now = await this.get(projectId, id);
+      if (!allowed('send', now.status) || attempt === SEND_ATTEMPTS) throw notAllowed('send', now.status);
+    }
+  }
+
+  /** One attempt of `send`: null when the draft's content changed after it was checked. */
+  private async sendChecked(
+    projectId: string,
+    id: string,
+    scheduledFor?: string,
+  ): Promise<{ row: CampaignRow; message: string } | null> {
     const current = await this.get(projectId, id);
     if (!allowed('send', current.status)) throw notAllowed('send', current.status);
     let at: Date | undefined;
@@ -174,10 +192,13 @@ export class Campaigns {
     await this.checkAudience(projectId, contentOf(current));
     // A suspended project's campaign does not start (messaging answers 403 PROJECT_SUSPENDED).
     await this.checkSender(projectId, current.from_email, true);
-    await this.checkEmailCap(projectId, contentOf(current));
+    const checked = contentOf(current);
+    await this.checkEmailCap(projectId, checked);
     const later = at && at.getTime() > Date.now();
-    const row = later ? await this.store.schedule(projectId, id, at!) : await this.store.sendNow(projectId, id);
-    if (!row) throw notAllowed('send', (await this.get(projectId, id)).status);
+    const row = later
+      ? await this.store.schedule(projectId, id, at!, checked)
+      : await this.store.sendNow(projectId, id, checked);
+    if (!row) return null;
     if (!later) await this.store.notifyDue();
     const message = later ? `Campaign scheduled for ${at!.toISOString()}` : 'Campaign is being sent';
     return { row, message };

@@ -35,6 +35,19 @@ const contentValues = (c: CampaignContent) =>
     k === 'audience_condition' ? (c.audience_condition === null ? null : JSON.stringify(c.audience_condition)) : c[k],
   );
 
+/**
+ * `AND <every content column> IS NOT DISTINCT FROM <its value in c>`, parameters from `$first` on: a state move that
+ * starts sending applies only to the content the domain checked (a PUT committed meanwhile makes it miss).
+ */
+function contentUnchanged(c: CampaignContent, first: number): { sql: string; params: unknown[] } {
+  const sql = CONTENT_COLUMNS.map((k, i) =>
+    k === 'audience_condition'
+      ? `AND ${k} IS NOT DISTINCT FROM $${first + i}::jsonb`
+      : `AND ${k} IS NOT DISTINCT FROM $${first + i}`,
+  ).join(' ');
+  return { sql, params: contentValues(c) };
+}
+
 /** Campaign rows: content, state moves (each conditional on the state it leaves) and analytics reads. */
 export class CampaignsStore {
   constructor(readonly pool: Pool) {}
@@ -109,24 +122,26 @@ export class CampaignsStore {
     await this.pool.query('DELETE FROM campaigns WHERE project_id = $1', [projectId]);
   }
 
-  /** DRAFT -> SCHEDULED at `at`; null when the campaign was not a draft. */
-  async schedule(projectId: string, id: string, at: Date): Promise<CampaignRow | null> {
+  /** DRAFT -> SCHEDULED at `at`; null when the campaign was not a draft with content `checked`. */
+  async schedule(projectId: string, id: string, at: Date, checked: CampaignContent): Promise<CampaignRow | null> {
+    const same = contentUnchanged(checked, 4);
     const { rows } = await this.pool.query<CampaignRow>(
       `UPDATE campaigns SET status = 'SCHEDULED', scheduled_for = $3, run_at = $3, updated_at = now()
-       WHERE project_id = $1 AND id = $2 AND status = 'DRAFT' RETURNING *`,
-      [projectId, id, at],
+       WHERE project_id = $1 AND id = $2 AND status = 'DRAFT' ${same.sql} RETURNING *`,
+      [projectId, id, at, ...same.params],
     );
     return rows[0] ?? null;
   }
 
-  /** DRAFT -> SENDING now, with a fresh snapshot checkpoint; null when the campaign was not a draft. */
-  async sendNow(projectId: string, id: string): Promise<CampaignRow | null> {
+  /** DRAFT -> SENDING now, with a fresh snapshot checkpoint; null when the campaign was not a draft with `checked`. */
+  async sendNow(projectId: string, id: string, checked: CampaignContent): Promise<CampaignRow | null> {
+    const same = contentUnchanged(checked, 3);
     const { rows } = await this.pool.query<CampaignRow>(
       `UPDATE campaigns SET status = 'SENDING', scheduled_for = NULL, run_at = now(), sent_at = now(),
          snapshot_after = NULL, snapshot_done = false, last_error = NULL, updated_at = now(),
          handover_after = NULL, handover_queued = 0, handover_withdrawn = 0
-       WHERE project_id = $1 AND id = $2 AND status = 'DRAFT' RETURNING *`,
-      [projectId, id],
+       WHERE project_id = $1 AND id = $2 AND status = 'DRAFT' ${same.sql} RETURNING *`,
+      [projectId, id, ...same.params],
     );
     return rows[0] ?? null;
   }

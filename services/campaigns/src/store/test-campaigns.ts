@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import type { CampaignContent } from './campaign-row.js';
 import type { CampaignsStore } from './campaigns-store.js';
 
 /** A MARKETING campaign to ALL with the least content, moved to SENDING: what fan-out and counter tests start from. */
 export async function insertSendingCampaign(campaigns: CampaignsStore, projectId: string): Promise<string> {
   const id = randomUUID();
-  await campaigns.insert(id, projectId, {
+  const content: CampaignContent = {
     name: 'c',
     description: '',
     subject: 's',
@@ -16,7 +17,8 @@ export async function insertSendingCampaign(campaigns: CampaignsStore, projectId
     audience_type: 'ALL',
     segment_id: null,
     audience_condition: null,
-  });
-  await campaigns.sendNow(projectId, id);
+  };
+  await campaigns.insert(id, projectId, content);
+  await campaigns.sendNow(projectId, id, content);
   return id;
 }
