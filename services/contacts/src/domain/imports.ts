@@ -117,6 +117,9 @@ function claimFields(known: Map<string, FieldType>, row: CsvContact): RowError |
   return undefined;
 }
 
+/** The job's row was deleted while it ran (a project reset or deletion): it stops without writing more. */
+class ImportJobGone extends Error {}
+
 /** The job's `failure`: no internal detail (addresses, cell contents) reaches the tenant. */
 function failureMessage(err: unknown): string {
   if (err instanceof AppError) return err.message;
@@ -174,7 +177,7 @@ export class Imports {
       await lane.writing;
       const rows = lane.rows;
       lane.rows = [];
-      lane.writing = this.commitBatch(job.project_id, rows, progress);
+      lane.writing = this.commitBatch(job, rows, progress);
       // Surfaces a failure at the next await of this lane, never as an unhandled rejection.
       lane.writing.catch(() => undefined);
     };
@@ -243,6 +246,10 @@ export class Imports {
       await this.finish(job.id, progress, 'completed');
     } catch (err) {
       await Promise.allSettled([...lanes.map((l) => l.writing), saveProgress.stop()]);
+      if (err instanceof ImportJobGone) {
+        this.logger.info({ jobId: job.id, projectId: job.project_id }, 'import stopped: its project was wiped');
+        return;
+      }
       const expected = err instanceof AppError || err instanceof CsvError;
       if (!expected) this.logger.error({ err, jobId: job.id }, 'import failed');
       await this.finish(job.id, progress, 'failed', failureMessage(err));
@@ -260,9 +267,9 @@ export class Imports {
    * took the last free custom field meanwhile), the batch is written again row by row so only
    * that row fails.
    */
-  private async commitBatch(projectId: string, rows: CsvContact[], progress: Progress): Promise<void> {
+  private async commitBatch(job: ImportJobRow, rows: CsvContact[], progress: Progress): Promise<void> {
     try {
-      settle(progress, await this.writeBatch(projectId, rows));
+      settle(progress, await this.writeBatch(job, rows));
       return;
     } catch (err) {
       if (!refusesRow(err)) throw err;
@@ -271,7 +278,7 @@ export class Imports {
     }
     for (const row of rows) {
       try {
-        settle(progress, await this.writeBatch(projectId, [row]));
+        settle(progress, await this.writeBatch(job, [row]));
       } catch (err) {
         if (!refusesRow(err)) throw err;
         refuse(progress, rowError(row.row, row.email, refusalReason(err)));
@@ -284,11 +291,13 @@ export class Imports {
    * one contact in file order, so a re-run updates in place and duplicates create nothing twice.
    * New contacts and their `imported` messages go in one statement; existing ones are merged here.
    */
-  private async writeBatch(projectId: string, rows: CsvContact[]): Promise<{ imported: number; updated: number }> {
+  private async writeBatch(job: ImportJobRow, rows: CsvContact[]): Promise<{ imported: number; updated: number }> {
     const written = { imported: 0, updated: 0 };
     if (!rows.length) return written;
+    const projectId = job.project_id;
     let release: (() => Promise<void>) | undefined;
     await withTransaction(this.batches.db, async (tx) => {
+      if (!(await this.jobs.holdImport(tx, job.id))) throw new ImportJobGone();
       const locked = await this.batches.lockByEmails(
         tx,
         projectId,

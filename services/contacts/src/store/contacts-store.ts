@@ -267,15 +267,17 @@ export class ContactsStore {
   }
 
   async deleteProject(projectId: string): Promise<void> {
+    // Jobs first: a running import holds its job's row while a batch writes (JobsStore.holdImport), so deleting
+    // the job waits for that batch, stops the next ones, and the contacts delete that follows sees every row.
     for (const table of [
+      'import_jobs',
+      'bulk_jobs',
       'contacts',
       'events',
       'email_activity',
       'segment_members',
       'segment_definitions',
       'field_types',
-      'import_jobs',
-      'bulk_jobs',
     ]) {
       await this.pool.query(`DELETE FROM ${table} WHERE project_id = $1`, [projectId]);
     }

@@ -1,4 +1,4 @@
-import type { Pool } from '@svc/lib/db';
+import type { Pool, Queryable } from '@svc/lib/db';
 
 /** NOTIFY channel of newly queued jobs. */
 export const JOBS_CHANNEL = 'contacts_jobs';
@@ -71,6 +71,15 @@ export class JobsStore {
       [JOB_LEASE_SECONDS],
     );
     return rows[0] ?? null;
+  }
+
+  /**
+   * Holds the import's row until `tx` ends (FOR KEY SHARE: progress writes still pass, a DELETE waits); false when
+   * the job is gone, i.e. a project reset or deletion wiped it: its remaining rows must not be written.
+   */
+  async holdImport(tx: Queryable, id: string): Promise<boolean> {
+    const { rowCount } = await tx.query('SELECT 1 FROM import_jobs WHERE id = $1 FOR KEY SHARE', [id]);
+    return rowCount === 1;
   }
 
   async importProgress(
