@@ -1,0 +1,136 @@
+import { call, eventually, expectEnvelope, newTenant, uniqueEmail, type Tenant } from './support/client.js';
+import { csvForm, importCsv } from './support/csv.js';
+import { verifiedDomain } from './support/messaging.js';
+
+// Concurrency through the gateway as a busy integration (or an attacker) triggers it: many requests at once,
+// identical or conflicting. Each race is repeated a few rounds so an ordering that breaks a rule shows up.
+
+const ROUNDS = 6;
+const all = <T>(n: number, f: (i: number) => Promise<T>) => Promise.all(Array.from({ length: n }, (_, i) => f(i)));
+const tree = (plan: string) => ({
+  logic: 'AND',
+  groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: plan }] }],
+});
+
+let t: Tenant;
+const c = (method: string, url: string, body?: unknown, headers?: Record<string, string>) =>
+  call(method, url, body, { key: t.secretKey, headers });
+
+beforeAll(async () => {
+  t = await newTenant();
+});
+
+test('two contacts renamed to one address at once: one 200, one 409 (never a 500)', async () => {
+  for (let round = 0; round < ROUNDS; round++) {
+    const [a, b] = await Promise.all(
+      [uniqueEmail('ren-a'), uniqueEmail('ren-b')].map((email) => c('POST', '/contacts', { email })),
+    );
+    const target = uniqueEmail('ren-same');
+    const answers = await Promise.all([a, b].map((x) => c('PATCH', `/contacts/${x.body.id}`, { email: target })));
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 409]);
+    expectEnvelope(answers.find((r) => r.status === 409)!, 409, 'CONFLICT');
+    const found = await c('POST', '/contacts/lookup', { emails: [target] });
+    expect(found.body.found).toHaveLength(1);
+  }
+});
+
+test('one Idempotency-Key on different /v1/send bodies at once: one send, the others 409 naming its status', async () => {
+  const { domain } = await verifiedDomain(t);
+  for (let round = 0; round < ROUNDS; round++) {
+    const key = `race-${uniqueEmail('key')}`;
+    const recipients = Array.from({ length: 6 }, () => uniqueEmail('idem-diff'));
+    const answers = await all(recipients.length, (i) =>
+      c(
+        'POST',
+        '/v1/send',
+        { to: recipients[i], subject: 's', body: '<p>b</p>', from: `a@${domain}` },
+        {
+          'idempotency-key': key,
+        },
+      ),
+    );
+    expect(answers.filter((r) => r.status === 200)).toHaveLength(1);
+    for (const r of answers.filter((x) => x.status !== 200)) {
+      expectEnvelope(r, 409, 'IDEMPOTENCY_KEY_REUSED');
+      expect(r.body.error.details).toMatchObject({
+        key,
+        originalRequest: { method: 'POST', path: '/v1/send' },
+        originalRequestAt: expect.any(String),
+        originalStatusCode: 200,
+      });
+    }
+    const sent = await all(recipients.length, async (i) => {
+      const found = await c('POST', '/contacts/lookup', { emails: [recipients[i]] });
+      const id = found.body.found[0]?.id;
+      return id ? (await c('GET', `/emails?contactId=${id}`)).body.data.length : 0;
+    });
+    expect(sent.reduce((x, y) => x + y, 0)).toBe(1);
+  }
+});
+
+test('a campaign send racing a PUT that widens its audience never starts what the email cap refuses', async () => {
+  const x = await newTenant();
+  const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: x.secretKey });
+  const { domain } = await verifiedDomain(x);
+  for (let i = 0; i < 3; i++) await api('POST', '/contacts', { email: uniqueEmail('wide'), data: { plan: 'wide' } });
+  const limits = await call(
+    'PUT',
+    `/users/@me/projects/${x.projectId}/billing-limits`,
+    { emails: 2 },
+    { cookie: x.cookie },
+  );
+  expect(limits.status).toBe(200);
+  const draft = async (plan: string) =>
+    (
+      await api('POST', '/campaigns', {
+        name: 'race',
+        subject: 's',
+        body: 'b',
+        from: `n@${domain}`,
+        audienceType: 'FILTERED',
+        audienceCondition: tree(plan),
+      })
+    ).body.data.id as string;
+  // Caps are cached for a few seconds: wait until a campaign to the wide audience is refused.
+  await eventually(async () =>
+    (await api('POST', `/campaigns/${await draft('wide')}/send`)).status === 402 ? true : undefined,
+  );
+
+  for (let round = 0; round < ROUNDS * 2; round++) {
+    // An audience of nobody fits any cap (and spends nothing); the PUT makes it three recipients, over the cap.
+    const id = await draft('nobody');
+    const [send, put] = await Promise.all([
+      api('POST', `/campaigns/${id}/send`),
+      api('PUT', `/campaigns/${id}`, { audienceCondition: tree('wide') }),
+    ]);
+    // PUT first: the send checks the new audience (402). Send first: the PUT finds no draft (409).
+    expect([send.status, put.status]).not.toEqual([200, 200]);
+    expect([
+      [200, 409],
+      [402, 200],
+    ]).toContainEqual([send.status, put.status]);
+  }
+});
+
+test('a project reset while a CSV import runs: the import stops, nothing of it is left', async () => {
+  const x = await newTenant();
+  const stamp = Date.now().toString(36);
+  const csv = ['email,plan', ...Array.from({ length: 40_000 }, (_, i) => `imp${i}-${stamp}@example.com,p`)].join('\n');
+  const started = await call('POST', '/contacts/import', undefined, { key: x.secretKey, raw: csvForm(csv) });
+  expect(started.status).toBe(202);
+  await eventually(async () => {
+    const job = await call('GET', `/contacts/import/${started.body.jobId}`, undefined, { key: x.secretKey });
+    return job.body.processed > 0 ? true : undefined;
+  });
+  const owner = { cookie: x.cookie };
+  expect((await call('POST', `/users/@me/projects/${x.projectId}/reset`, undefined, owner)).status).toBe(202);
+  await eventually(async () => {
+    const res = await call('GET', `/users/@me/projects/${x.projectId}/reset`, undefined, owner);
+    return res.body.status === 'completed' ? true : undefined;
+  }, 30_000);
+  // Imports run one at a time: once this one is done, the first one is no longer writing.
+  const after = await importCsv(x, `email\nafter-${stamp}@example.com\n`);
+  expect(after).toMatchObject({ status: 'completed', imported: 1 });
+  const contacts = await call('GET', '/contacts?limit=5', undefined, { key: x.secretKey });
+  expect(contacts.body.total).toBe(1);
+});
