@@ -34,7 +34,7 @@ test('two contacts renamed to one address at once: one 200, one 409 (never a 500
   }
 });
 
-test('one Idempotency-Key on different /v1/send bodies at once: one send, the others 409 naming its status', async () => {
+test('one Idempotency-Key on different /v1/send bodies at once: one send, others 409 naming its status', async () => {
   const { domain } = await verifiedDomain(t);
   for (let round = 0; round < ROUNDS; round++) {
     const key = `race-${uniqueEmail('key')}`;
