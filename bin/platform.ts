@@ -174,6 +174,22 @@ async function migrateOnly(requested: string[], config: Config, logger: Logger):
   logger.flush();
 }
 
+/** Time the stop steps get beyond SHUTDOWN_TIMEOUT_MS (the listeners' own wait) for the bus, pools and exporters. */
+const SHUTDOWN_MARGIN_MS = 3000;
+
+/** True when `work` settles within `ms`; false (and `work` left running) otherwise. */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([work.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function main(): Promise<void> {
   const config = loadConfig(process.env, SERVICES);
   const logger = createLogger(config.logLevel, {}, config.logFormat);
@@ -197,6 +213,8 @@ async function main(): Promise<void> {
   // Stopped last: the spans of the shutdown itself are exported too.
   const stops: Array<() => Promise<void>> = stopTracing ? [stopTracing] : [];
 
+  // Embedded PostgreSQL is stopped even after a timed-out shutdown: left running, it would hold the data directory.
+  let stopEmbeddedPostgres: (() => Promise<void>) | undefined;
   // Shutdown order: the edge stops taking requests, the bus stops delivering (its handlers in
   // flight finish while their databases are still open), then the services, then PostgreSQL.
   const edge: Array<() => Promise<void>> = [];
@@ -207,6 +225,7 @@ async function main(): Promise<void> {
       const pg = await startEmbeddedPostgres(config, logger);
       config.databaseUrl = pg.url;
       stops.push(pg.stop);
+      stopEmbeddedPostgres = pg.stop;
     }
     if (!config.natsUrl && requested.length) {
       logger.warn('NATS_URL is not set: messages reach only services in this process');
@@ -247,7 +266,30 @@ async function main(): Promise<void> {
     logger.info({ signal, drainMs: config.shutdownDrainMs }, 'shutting down');
     if (config.shutdownDrainMs) await new Promise((r) => setTimeout(r, config.shutdownDrainMs));
     const steps = [...edge, () => running.close(), ...stops.reverse()];
-    for (const stop of steps) await stop().catch((err) => logger.error({ err }, 'stop failed'));
+    // A stop step that waits on a frozen dependency (a pool ending against a SIGSTOPped PostgreSQL) would
+    // otherwise hold the process until the kubelet's SIGKILL: the steps together get SHUTDOWN_TIMEOUT_MS
+    // (plus the margin the chart's grace period leaves), then the process exits 1 with what it left.
+    // Nothing is lost: unacknowledged bus messages are redelivered, outbox rows and leases stay for a replica.
+    const deadline = Date.now() + config.shutdownTimeoutMs + SHUTDOWN_MARGIN_MS;
+    for (const [i, stop] of steps.entries()) {
+      const done = await within(
+        stop().catch((err) => logger.error({ err }, 'stop failed')),
+        deadline - Date.now(),
+      );
+      if (!done) {
+        logger.warn(
+          { signal, timeoutMs: config.shutdownTimeoutMs, stepsLeft: steps.length - i },
+          'shutdown timed out; exiting with work left to other replicas',
+        );
+        if (stopEmbeddedPostgres)
+          await within(
+            stopEmbeddedPostgres().catch(() => undefined),
+            SHUTDOWN_MARGIN_MS,
+          );
+        logger.flush();
+        process.exit(1);
+      }
+    }
     logger.info({ signal }, 'stopped');
     logger.flush();
     process.exit(0);

@@ -2,8 +2,11 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createRpcClient } from '@svc/lib/rpc-client';
+import { Health, HealthCheckResponse_ServingStatus } from '@svc/proto/grpc/health/v1/health_pb';
 import { call, sessionCookie } from './support/client.js';
-import { freePort, httpOk, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
+import { PrivatePostgres } from './support/private-postgres.js';
+import { freePort, freeServicePorts, httpOk, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 // Ctrl-C (SIGINT) or SIGTERM while requests are in flight: the edge stops, the bus drains, the services
 // stop, then embedded PostgreSQL; the process exits 0 and its last log line says it stopped, with no stack
@@ -95,6 +98,8 @@ describe('clean shutdown under load (embedded mode)', () => {
       PORT: String(await freePort()),
       EMBEDDED_PG_PORT: String(await freePort()),
       METRICS_PORT: '',
+      // Longer than the wait below: keep-alive clients busy with requests must not hold the gateway open.
+      SHUTDOWN_TIMEOUT_MS: '60000',
     };
     for (const s of ['IDENTITY', 'CONTACTS', 'MESSAGING', 'CAMPAIGNS', 'SEGMENTS', 'WORKFLOWS'])
       env[`${s}_PORT`] = String(await freePort());
@@ -127,7 +132,8 @@ describe('clean shutdown under load (embedded mode)', () => {
         const started = traffic;
         await waitFor('traffic', async () => started.done >= 60, child, 60_000);
         child.kill(signal);
-        const code = await exitOf(child, 60_000);
+        // Answers after the signal say `Connection: close`, so the 8 keep-alive loops let go at once.
+        const code = await exitOf(child, 30_000);
         await traffic.stop();
         // The log stream may flush after the exit event.
         await new Promise((r) => setTimeout(r, 100));
@@ -146,4 +152,52 @@ describe('clean shutdown under load (embedded mode)', () => {
       }
     }, 240_000);
   }
+});
+
+describe('SIGTERM while PostgreSQL is frozen (one service per process, as in a pod)', () => {
+  let pg: PrivatePostgres;
+  beforeAll(async () => {
+    pg = await PrivatePostgres.create();
+    pg.start();
+  });
+  afterAll(() => pg.destroy());
+
+  test('exits by itself (code 1, "shutdown timed out") before the grace period ends', async () => {
+    const drainMs = 500;
+    const timeoutMs = 2000;
+    const env: Record<string, string> = {
+      ...(await freeServicePorts()),
+      DATABASE_URL: pg.url,
+      NATS_URL: '',
+      REDIS_URL: '',
+      SMTP_URL: '',
+      METRICS_PORT: '',
+      SHUTDOWN_DRAIN_MS: String(drainMs),
+      SHUTDOWN_TIMEOUT_MS: String(timeoutMs),
+    };
+    const logName = 'shutdown-frozen-postgres';
+    const child = startPlatform(['contacts'], env, logName);
+    const health = createRpcClient(Health, `http://127.0.0.1:${env.CONTACTS_PORT}`, { rpcTimeoutMs: 3000 });
+    const ready = async () =>
+      (await health.check({ service: '' })).status === HealthCheckResponse_ServingStatus.SERVING;
+    try {
+      // Ready: its pool holds connections to the server that is about to freeze.
+      await waitFor('contacts', ready, child, 60_000);
+      pg.freeze();
+      await waitFor('contacts not ready', async () => !(await ready()), child, 20_000);
+      child.kill('SIGTERM');
+      // The kubelet's SIGKILL comes after the chart's terminationGracePeriodSeconds: drain + timeout + 10 s.
+      const code = await exitOf(child, drainMs + timeoutMs + 10_000);
+      await new Promise((r) => setTimeout(r, 100));
+      const { lines } = logLines(logName);
+      expect(child.signalCode).toBeNull();
+      expect(code).toBe(1);
+      expect(lines[lines.length - 1]).toMatchObject({
+        msg: 'shutdown timed out; exiting with work left to other replicas',
+      });
+    } finally {
+      pg.thaw();
+      await stopProcess(child);
+    }
+  }, 120_000);
 });

@@ -1,5 +1,8 @@
-import { createPool, queryWithEnds, textArray, withTransaction } from './db.js';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { createPool, ensureDatabase, queryWithEnds, textArray, withTransaction } from './db.js';
 import { isDependencyUnavailable } from './dependency-errors.js';
+import { migrate } from './migrate.js';
 
 const DATABASE = 'postgres://postgres@127.0.0.1:5432/postgres';
 const timeouts = {
@@ -79,6 +82,37 @@ describe('queryWithEnds', () => {
       }
     } finally {
       await pool.end();
+    }
+  });
+});
+
+describe('replicas starting together (migrations.mode startup)', () => {
+  const names = Array.from({ length: 5 }, () => `db_test_race_${randomBytes(5).toString('hex')}`);
+  const url = (name: string) => `postgres://postgres@127.0.0.1:5432/${name}`;
+
+  afterAll(async () => {
+    const admin = new pg.Client({ connectionString: DATABASE });
+    await admin.connect();
+    for (const name of names) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await admin.end();
+  });
+
+  it('each creates the missing database and migrates it: none fails, each migration is applied once', async () => {
+    const migrations = [{ id: '001_things', sql: 'CREATE TABLE things (id int PRIMARY KEY)' }];
+    for (const name of names) {
+      // Eight replicas of one service at once: CREATE DATABASE races end in 42P04 or 23505 for all but one.
+      const applied = await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          await ensureDatabase(url(name));
+          const pool = createPool(url(name), 1);
+          try {
+            return await migrate(pool, migrations);
+          } finally {
+            await pool.end();
+          }
+        }),
+      );
+      expect(applied.flat()).toEqual(['001_things']);
     }
   });
 });

@@ -34,7 +34,9 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (!rowCount) {
       await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
-        if (err.code !== '42P04') throw err; // created concurrently by a sibling replica
+        // Created concurrently by a sibling replica: 42P04 (duplicate_database) when it committed first, or 23505
+        // (unique_violation on pg_database's name index) when both inserted at once.
+        if (err.code !== '42P04' && err.code !== '23505') throw err;
       });
     }
   } finally {

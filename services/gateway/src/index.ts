@@ -103,6 +103,12 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
   // 4 s idle timer). Longer than a load balancer's usual 60 s idle timeout, as their guides ask.
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
+  // Once stopping, every answer says `Connection: close`: a keep-alive client busy with requests would otherwise
+  // keep its connection (and the process) for the whole SHUTDOWN_TIMEOUT_MS.
+  let stopping = false;
+  server.prependListener('request', (_req, res) => {
+    if (stopping) res.setHeader('Connection', 'close');
+  });
   await listen(server, config.port, config.bindHost, 'gateway');
   const port = (server.address() as AddressInfo).port;
   logger.info({ port }, 'gateway listening');
@@ -110,10 +116,14 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
     name: 'gateway',
     url: `http://localhost:${port}`,
     async stop() {
+      stopping = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // A connection busy at close turns idle when its answer is sent: closed then, not at the timeout.
       server.closeIdleConnections();
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
       await closed;
+      clearInterval(sweep);
       clearTimeout(timer);
       redis?.disconnect();
     },
