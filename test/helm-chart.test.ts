@@ -546,11 +546,24 @@ if (!haveHelm) {
       expect(c.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
       expect(pod.volumes).toEqual([{ name: 'tmp', emptyDir: { sizeLimit: '256Mi' } }]);
       expect(pod.automountServiceAccountToken).toBe(false);
-      // SIGTERM: drain delay plus in-flight requests fit in the grace period.
+      // SIGTERM: the drain delay plus the bounded stop (SHUTDOWN_TIMEOUT_MS + 3 s, bin/platform.ts) fit in the grace
+      // period, so the process exits by itself before the kubelet's SIGKILL.
       const env = find(manifests, 'ConfigMap', `${RELEASE}-env`).data;
       expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(
-        Number(env.SHUTDOWN_DRAIN_MS) + Number(env.SHUTDOWN_TIMEOUT_MS),
+        Number(env.SHUTDOWN_DRAIN_MS) + Number(env.SHUTDOWN_TIMEOUT_MS) + 3000,
       );
+      // Replicas spread over nodes (soft), each constraint counting this Deployment's own pods: one node lost or
+      // drained takes at most one replica, which is what the disruption budget assumes.
+      if (autoscaling || d.spec.replicas > 1) {
+        const spread = pod.topologySpreadConstraints ?? [];
+        expect(spread).toContainEqual({
+          maxSkew: 1,
+          topologyKey: 'kubernetes.io/hostname',
+          whenUnsatisfiable: 'ScheduleAnyway',
+          labelSelector: { matchLabels: labels },
+        });
+        for (const constraint of spread) expect(constraint.labelSelector).toEqual({ matchLabels: labels });
+      }
       // A disruption budget over exactly this Deployment's pods; an autoscaler when on (it then owns replicas).
       const pdb = find(manifests, 'PodDisruptionBudget', d.metadata.name);
       expect(pdb.spec.selector.matchLabels).toEqual(labels);
@@ -657,6 +670,71 @@ if (!haveHelm) {
     const config = parseConfig({ ...env, ...secretEnv }, SERVICES);
     expect(config.migrateOnStart).toBe(false);
     expect(config.shutdownDrainMs).toBe(10_000);
+  });
+
+  test('no credential lands in the ConfigMap: env refuses them, secretEnv writes them to the Secret', async () => {
+    // env is the ConfigMap: a credential there is refused, naming the way it should go.
+    for (const name of [
+      'WEBHOOK_SECRET',
+      'GITHUB_CLIENT_SECRET',
+      'SERVICE_TOKEN',
+      'REDIS_URL',
+      'S3_SECRET_ACCESS_KEY',
+    ]) {
+      await expect(render('--set', `env.${name}=x`)).rejects.toThrow(
+        `env.${name} holds a credential and env is a ConfigMap: set it in secretEnv (or in existingSecret)`,
+      );
+    }
+    // Not credentials: client ids, endpoints, durations.
+    const plain = await render(
+      '--set',
+      'env.GITHUB_CLIENT_ID=gh-id,env.OAUTH_GITHUB_TOKEN_URL=https://gh.example/token,env.KEY_CACHE_TTL_SECONDS=5',
+    );
+    expect(find(plain, 'ConfigMap', `${RELEASE}-env`).data).toMatchObject({
+      GITHUB_CLIENT_ID: 'gh-id',
+      OAUTH_GITHUB_TOKEN_URL: 'https://gh.example/token',
+      KEY_CACHE_TTL_SECONDS: '5',
+    });
+    // A realistic install: external dependencies, 3 replicas, ingress with TLS, OAuth and webhook secrets.
+    const file = path.join(dir, 'realistic.yaml');
+    writeFileSync(
+      file,
+      [
+        'postgres: { url: "postgres://platform:pg-pass@pg.internal:5432/platform?sslmode=require" }',
+        'nats: { url: "nats://platform:nats-pass@nats.internal:4222" }',
+        'redis: { url: "rediss://:redis-pass@redis.internal:6380" }',
+        'sessionSecret: session-secret-0123456789abcdef',
+        'serviceDefaults: { replicas: 3 }',
+        'ingress: { enabled: true, className: nginx, host: mail.example.com,',
+        '  tls: [{ secretName: mail-tls, hosts: [mail.example.com] }] }',
+        'env: { GITHUB_CLIENT_ID: gh-id }',
+        'secretEnv: { GITHUB_CLIENT_SECRET: gh-secret-value, WEBHOOK_SECRET: webhook-secret-0123456789 }',
+        '',
+      ].join('\n'),
+    );
+    const manifests = await render('-f', file);
+    expectProductionFacts(manifests, false);
+    const configMap = find(manifests, 'ConfigMap', `${RELEASE}-env`);
+    const secret = find(manifests, 'Secret', `${RELEASE}-env`);
+    expect(secret.stringData).toMatchObject({
+      GITHUB_CLIENT_SECRET: 'gh-secret-value',
+      WEBHOOK_SECRET: 'webhook-secret-0123456789',
+    });
+    const text = JSON.stringify(manifests.filter((m) => m.kind !== 'Secret'));
+    for (const secretValue of ['pg-pass', 'nats-pass', 'redis-pass', 'session-secret', 'gh-secret', 'webhook-secret'])
+      expect(text).not.toContain(secretValue);
+    expect(find(manifests, 'Ingress', RELEASE).spec.tls).toEqual([
+      { secretName: 'mail-tls', hosts: ['mail.example.com'] },
+    ]);
+    for (const d of manifests.filter((m) => m.kind === 'Deployment')) expect(d.spec.replicas).toBe(3);
+    // What the pods see parses, and the gateway and identity get their secrets.
+    const env = { ...configMap.data, ...secret.stringData, SERVICE_TOKEN: 'y'.repeat(64) };
+    expect(parseEnv(gatewayEnv, env).webhookSecret).toBe('webhook-secret-0123456789');
+    expect(parseConfig(env, SERVICES).redisUrl).toBe('rediss://:redis-pass@redis.internal:6380');
+    // With existingSecret the chart writes no Secret: secretEnv would be dropped silently, so it fails instead.
+    await expect(render('-f', PRODUCTION, '--set', 'secretEnv.WEBHOOK_SECRET=x')).rejects.toThrow(
+      'secretEnv (WEBHOOK_SECRET): the chart writes no Secret with existingSecret set; put these keys in Secret',
+    );
   });
 
   test('migrations: at start by default; mode job: a pre-install/pre-upgrade hook Job', async () => {
