@@ -134,3 +134,39 @@ test('a project reset while a CSV import runs: the import stops, nothing of it i
   const contacts = await call('GET', '/contacts?limit=5', undefined, { key: x.secretKey });
   expect(contacts.body.total).toBe(1);
 });
+
+test('a segment deleted while another comes to name it: one of the two is refused, no reference dangles', async () => {
+  const plain = tree('nobody');
+  const naming = (id: string) => ({
+    logic: 'AND',
+    groups: [{ filters: [{ field: `segment.${id}`, operator: 'memberOfSegment' }] }],
+  });
+  const segment = async (name: string) => (await c('POST', '/segments', { name, condition: plain })).body.id as string;
+  for (let round = 0; round < ROUNDS; round++) {
+    const [named, other] = await Promise.all([segment(`Named ${round}`), segment(`Other ${round}`)]);
+    const [patched, deleted] = await Promise.all([
+      c('PATCH', `/segments/${other}`, { condition: naming(named) }),
+      c('DELETE', `/segments/${named}`),
+    ]);
+    // PATCH first: the DELETE sees the reference (409). DELETE first: the PATCH names a missing segment (422).
+    expect([
+      [200, 409],
+      [422, 204],
+    ]).toContainEqual([patched.status, deleted.status]);
+    const named2 = await segment(`Named again ${round}`);
+    const [created, deleted2] = await Promise.all([
+      c('POST', '/segments', { name: `Naming ${round}`, condition: naming(named2) }),
+      c('DELETE', `/segments/${named2}`),
+    ]);
+    expect([
+      [201, 409],
+      [422, 204],
+    ]).toContainEqual([created.status, deleted2.status]);
+  }
+  // Every stored reference names a segment that exists.
+  const stored = (await c('GET', '/segments')).body as { id: string; condition: unknown }[];
+  const ids = new Set(stored.map((s) => s.id));
+  for (const s of stored)
+    for (const id of JSON.stringify(s.condition).match(/segment\.([0-9a-f-]{36})/g) ?? [])
+      expect(ids.has(id.slice('segment.'.length))).toBe(true);
+});

@@ -1,5 +1,6 @@
 import { badRequest, conflict, notFound, validationError, type FieldError } from '@svc/lib/errors';
 import { isValidEmail } from '@svc/lib/email-syntax';
+import { withTransaction, type Queryable } from '@svc/lib/db';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { SegmentRow } from '../store/segment-row.js';
 import type { SegmentsStore } from '../store/segments-store.js';
@@ -49,11 +50,20 @@ export class Segments {
     await this.contacts.define(projectId, id, v.condition);
     const memberCount = v.type === 'DYNAMIC' ? await this.contacts.count(projectId, membersOf(id)) : 0;
     const base = slugify(v.name);
-    let row: SegmentRow | null = null;
-    while (!row) {
-      const slug = freeSlug(base, await this.store.slugsLike(projectId, base));
-      row = await this.store.insert(this.store.pool, { id, projectId, ...v, slug, memberCount });
-    }
+    // Checked again, holding the segments it names until it is stored: a DELETE of one either sees it (409) or
+    // went first (422 here), never leaves it naming a deleted segment.
+    let row = await withTransaction(this.store.pool, async (tx) => {
+      await this.checkReferences(projectId, v.condition, tx);
+      let inserted: SegmentRow | null = null;
+      while (!inserted) {
+        const slug = freeSlug(base, await this.store.slugsLike(projectId, base, tx));
+        inserted = await this.store.insert(tx, { id, projectId, ...v, slug, memberCount });
+      }
+      return inserted;
+    }).catch(async (err) => {
+      await this.contacts.forget(projectId, id).catch(() => undefined);
+      throw err;
+    });
     if (row.track_membership && row.type === 'DYNAMIC')
       row = (await this.tracking.compute(row, { events: false })).segment;
     return row;
@@ -62,11 +72,17 @@ export class Segments {
   async update(projectId: string, id: string, input: PatchInput): Promise<SegmentRow> {
     const before = await this.get(projectId, id);
     const p = validatePatch(input, before.type);
-    if (p.condition !== undefined) {
-      await this.checkReferences(projectId, p.condition);
-      await this.contacts.define(projectId, id, p.condition);
-    }
-    let row = await this.store.update(this.store.pool, projectId, id, p);
+    if (p.condition !== undefined) await this.checkReferences(projectId, p.condition);
+    // As in create: the named segments are held until the new condition is stored.
+    const updated = await withTransaction(this.store.pool, async (tx) => {
+      if (p.condition !== undefined) {
+        await this.checkReferences(projectId, p.condition, tx);
+        await this.contacts.define(projectId, id, p.condition);
+      }
+      return this.store.update(tx, projectId, id, p);
+    });
+    if (!updated) throw notFound('segment', id);
+    let row = updated;
     if (p.condition !== undefined)
       row = await this.store.setCount(this.store.pool, id, await this.contacts.count(projectId, membersOf(id)));
     if (row.track_membership && !before.track_membership)
@@ -83,8 +99,14 @@ export class Segments {
    * after a failure finishes the job instead of leaving a stale definition.
    */
   async remove(projectId: string, id: string): Promise<void> {
-    const row = await this.get(projectId, id);
-    const through = await this.referencing(projectId, id);
+    // The row is locked until it is deleted: a create or PATCH naming it (which holds it) finishes first and is seen.
+    await withTransaction(this.store.pool, (tx) => this.removeLocked(tx, projectId, id));
+  }
+
+  private async removeLocked(tx: Queryable, projectId: string, id: string): Promise<void> {
+    const row = isUuid(id) ? await this.store.get(tx, projectId, id, true) : null;
+    if (!row) throw notFound('segment', id);
+    const through = await this.referencing(projectId, id, tx);
     const counts = await Promise.all(
       [id, ...through].map((segmentId) => this.campaigns.activeCampaignsUsing(projectId, segmentId)),
     );
@@ -108,7 +130,7 @@ export class Segments {
       });
     }
     await this.contacts.forget(projectId, id);
-    await this.store.remove(projectId, id);
+    await this.store.remove(projectId, id, tx);
   }
 
   /** Live for DYNAMIC segments, stored members for STATIC ones (both evaluated by contacts). */
@@ -167,9 +189,9 @@ export class Segments {
   }
 
   /** A segment a condition names must be one of the project's (not deleted, not another project's): 422 naming it. */
-  private async checkReferences(projectId: string, condition: unknown): Promise<void> {
+  private async checkReferences(projectId: string, condition: unknown, tx?: Queryable): Promise<void> {
     const refs = segmentReferences(condition);
-    const known = await this.store.existing(projectId, [...new Set(refs.map((r) => r.id))]);
+    const known = await this.store.existing(projectId, [...new Set(refs.map((r) => r.id))], tx);
     const errors: FieldError[] = refs
       .filter((r) => !known.has(r.id))
       .map((r) => ({
@@ -182,8 +204,8 @@ export class Segments {
   }
 
   /** The segments whose conditions reference `id`, directly or through one another. */
-  private async referencing(projectId: string, id: string): Promise<string[]> {
-    const uses = (await this.store.list(projectId)).map((s) => ({
+  private async referencing(projectId: string, id: string, db?: Queryable): Promise<string[]> {
+    const uses = (await this.store.list(projectId, db)).map((s) => ({
       id: s.id,
       refs: new Set(segmentReferences(s.condition).map((r) => r.id)),
     }));

@@ -23,8 +23,8 @@ export interface SegmentPatch {
 export class SegmentsStore {
   constructor(readonly pool: Pool) {}
 
-  async list(projectId: string): Promise<SegmentRow[]> {
-    const { rows } = await this.pool.query<SegmentRow>(
+  async list(projectId: string, db: Queryable = this.pool): Promise<SegmentRow[]> {
+    const { rows } = await db.query<SegmentRow>(
       'SELECT * FROM segments WHERE project_id = $1 ORDER BY created_at DESC, id DESC',
       [projectId],
     );
@@ -39,19 +39,22 @@ export class SegmentsStore {
     return rows[0] ?? null;
   }
 
-  /** Which of `ids` are segments of the project. */
-  async existing(projectId: string, ids: string[]): Promise<Set<string>> {
+  /**
+   * Which of `ids` are segments of the project. Given a transaction, it also holds them (FOR KEY SHARE) until it
+   * ends: a DELETE of one of them (which locks it FOR UPDATE) waits, and sees the reference the transaction stores.
+   */
+  async existing(projectId: string, ids: string[], tx?: Queryable): Promise<Set<string>> {
     if (!ids.length) return new Set();
-    const { rows } = await this.pool.query<{ id: string }>(
-      'SELECT id FROM segments WHERE project_id = $1 AND id = ANY($2::uuid[])',
+    const { rows } = await (tx ?? this.pool).query<{ id: string }>(
+      `SELECT id FROM segments WHERE project_id = $1 AND id = ANY($2::uuid[])${tx ? ' FOR KEY SHARE' : ''}`,
       [projectId, ids],
     );
     return new Set(rows.map((r) => r.id));
   }
 
   /** The slugs of the project that start with `base`, to pick a free one. */
-  async slugsLike(projectId: string, base: string): Promise<string[]> {
-    const { rows } = await this.pool.query<{ slug: string }>(
+  async slugsLike(projectId: string, base: string, db: Queryable = this.pool): Promise<string[]> {
+    const { rows } = await db.query<{ slug: string }>(
       `SELECT slug FROM segments WHERE project_id = $1 AND (slug = $2 OR slug LIKE $2 || '-%')`,
       [projectId, base],
     );
@@ -78,7 +81,8 @@ export class SegmentsStore {
     return rows[0] ?? null;
   }
 
-  async update(db: Queryable, projectId: string, id: string, p: SegmentPatch): Promise<SegmentRow> {
+  /** null when the segment is gone (deleted meanwhile). */
+  async update(db: Queryable, projectId: string, id: string, p: SegmentPatch): Promise<SegmentRow | null> {
     const { rows } = await db.query<SegmentRow>(
       `UPDATE segments SET
          name = COALESCE($3, name),
@@ -97,7 +101,7 @@ export class SegmentsStore {
         p.trackMembership ?? null,
       ],
     );
-    return rows[0];
+    return rows[0] ?? null;
   }
 
   async setCount(db: Queryable, id: string, count: number): Promise<SegmentRow> {
@@ -113,8 +117,8 @@ export class SegmentsStore {
       await db.query('UPDATE segments SET member_count = GREATEST(0, member_count + $2) WHERE id = $1', [id, delta]);
   }
 
-  async remove(projectId: string, id: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query('DELETE FROM segments WHERE project_id = $1 AND id = $2', [
+  async remove(projectId: string, id: string, db: Queryable = this.pool): Promise<boolean> {
+    const { rowCount } = await db.query('DELETE FROM segments WHERE project_id = $1 AND id = $2', [
       projectId,
       id,
     ]);
