@@ -118,10 +118,7 @@ export class SegmentsStore {
   }
 
   async remove(projectId: string, id: string, db: Queryable = this.pool): Promise<boolean> {
-    const { rowCount } = await db.query('DELETE FROM segments WHERE project_id = $1 AND id = $2', [
-      projectId,
-      id,
-    ]);
+    const { rowCount } = await db.query('DELETE FROM segments WHERE project_id = $1 AND id = $2', [projectId, id]);
     return rowCount === 1;
   }
 
