@@ -650,6 +650,20 @@ if (!haveHelm) {
         { secretRef: { name: 'mail-credentials' } },
       ]);
       expect(c.env[0].valueFrom.secretKeyRef).toEqual({ name: 'mail-service-token', key: 'token' });
+      // What the pod cannot run right without is referenced by key, not optional: a key missing from the Secret
+      // stops the pod (CreateContainerConfigError naming it) instead of starting it in embedded mode, on a bus
+      // that reaches no other pod, with mail to a local sink, or with sessions the other gateway replicas refuse.
+      const svc = d.spec.template.metadata.labels['app.kubernetes.io/component'];
+      const required = [
+        'DATABASE_URL',
+        'NATS_URL',
+        ...(svc === 'gateway' ? ['SESSION_SECRET'] : []),
+        ...(['identity', 'messaging'].includes(svc) ? ['SMTP_URL'] : []),
+      ];
+      const refs = c.env.filter((e: any) => e.valueFrom?.secretKeyRef?.name === 'mail-credentials');
+      expect(refs).toEqual(
+        required.map((key) => ({ name: key, valueFrom: { secretKeyRef: { name: 'mail-credentials', key } } })),
+      );
     }
     const job = find(production, 'Job', `${RELEASE}-migrate`);
     expect(container(job).envFrom).toEqual([{ secretRef: { name: 'mail-credentials' } }]);

@@ -90,3 +90,22 @@ optional: a key absent from the Secret leaves its variable unset. */ -}}
     secretKeyRef: { name: {{ index . 1 }}, key: {{ index . 2 }}, optional: true }
 {{- end -}}
 {{- end -}}
+
+{{- /* With existingSecret, the variables a service cannot run without, referenced by key (not optional): a key
+missing from that Secret stops the pod at CreateContainerConfigError naming it, where envFrom alone would leave the
+variable unset and the pod would run wrong (no DATABASE_URL: embedded mode inside the pod; no NATS_URL: a bus that
+reaches no other pod; no SMTP_URL: mail to a local sink; no SESSION_SECRET: sessions each gateway replica refuses
+from the others). (dict "root" $ "svc" name) */ -}}
+{{- define "platform.requiredEnv" -}}
+{{- with .root.Values.existingSecret -}}
+{{- $secret := . -}}
+{{- $keys := list "DATABASE_URL" "NATS_URL" -}}
+{{- if eq $.svc "gateway" }}{{ $keys = append $keys "SESSION_SECRET" }}{{ end -}}
+{{- if has $.svc (list "identity" "messaging") }}{{ $keys = append $keys "SMTP_URL" }}{{ end -}}
+{{- range $keys }}
+- name: {{ . }}
+  valueFrom:
+    secretKeyRef: { name: {{ $secret }}, key: {{ . }} }
+{{- end -}}
+{{- end -}}
+{{- end -}}
