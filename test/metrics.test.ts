@@ -133,6 +133,24 @@ describe('Prometheus metrics', () => {
     expect((await fetch(metricsUrls.messaging, { method: 'POST' })).status).toBe(404);
   });
 
+  test('a gateway with METRICS_PORT serves its metrics there only, not on its public port', async () => {
+    // The Helm chart sets METRICS_PORT on every pod: an Ingress routing `/` to the gateway must not publish them.
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const env = { ...platform.env, PORT: String(port), METRICS_PORT: String(metricsPort) };
+    const gateway = startPlatform(['gateway'], env, 'gateway-metrics-port');
+    try {
+      await waitFor('gateway', () => httpOk(`http://127.0.0.1:${port}/healthz`), gateway);
+      expect((await call('GET', '/healthz', undefined, { baseUrl: `http://127.0.0.1:${port}` })).status).toBe(200);
+      const res = await call('GET', '/metrics', undefined, { baseUrl: `http://127.0.0.1:${port}` });
+      expect(res.status).toBe(404);
+      const samples = await scrape(`http://127.0.0.1:${metricsPort}/metrics`);
+      expect(find(samples, 'http_requests_total', { route: '/healthz', method: 'GET', status: '200' })).toHaveLength(1);
+    } finally {
+      gateway.kill('SIGTERM');
+      await new Promise((resolve) => (gateway.exitCode !== null ? resolve(null) : gateway.once('exit', resolve)));
+    }
+  });
+
   test('METRICS_ENABLED=false: no GET /metrics on the gateway, no METRICS_PORT listener', async () => {
     const [port, metricsPort] = [await freePort(), await freePort()];
     const env = { ...platform.env, PORT: String(port), METRICS_ENABLED: 'false', METRICS_PORT: String(metricsPort) };

@@ -108,8 +108,9 @@ export function createApp(deps: GatewayDeps) {
     },
     readyz(deps.readiness, deps.readinessParts),
   );
-  // Prometheus metrics of this process, no API key (keep it off the public edge, or METRICS_ENABLED=false).
-  if (config.metricsEnabled) {
+  // Prometheus metrics of this process, no API key. With METRICS_PORT they are served there only, off the public port
+  // (the Helm chart sets it: an Ingress routing `/` to the gateway would otherwise publish them).
+  if (config.metricsEnabled && config.metricsPort === undefined) {
     meta.get(
       '/metrics',
       {
