@@ -339,6 +339,24 @@ describe('embedded mode with the local sink: the sandbox sender and the mail vie
     expect(await wrong.text()).toContain('Wrong email or password');
   });
 
+  test("another site's form cannot sign a browser in to the mail viewer (login CSRF)", async () => {
+    const carol = await owner('carol');
+    const signIn = (headers: Record<string, string>) =>
+      fetch(`${baseUrl}/dev/mail/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams({ email: carol.email, password: 'password-123' }),
+        redirect: 'manual',
+      });
+    // An attacker's page posting its own account's credentials would leave the visitor signed in as the attacker.
+    const forged = await signIn({ origin: 'http://evil.example' });
+    expect(forged.status).toBe(403);
+    expect(forged.headers.getSetCookie()).toEqual([]);
+    // The viewer's own form (same origin) and a client without Origin sign in.
+    expect((await signIn({ origin: publicUrl })).status).toBe(303);
+    expect((await signIn({})).status).toBe(303);
+  });
+
   test('account mail is in the viewer of the account it went to (only): an embedded account can verify', async () => {
     const dee = await owner('dee');
     const eve = await owner('eve');

@@ -20,6 +20,8 @@ import { signupBudget } from './http/rate-limit.js';
 import type { KeyCache } from './http/key-cache.js';
 import { readyz, type ReadinessCheck } from './http/readiness.js';
 import { requestId } from './http/request-id.js';
+import { securityHeaders } from './http/security-headers.js';
+import { trackCors } from './http/track-cors.js';
 import { installLanes } from './http/lane.js';
 import { analyticsRouter } from './routes/analytics.js';
 import { campaignsRouter } from './routes/campaigns.js';
@@ -83,11 +85,12 @@ export function createApp(deps: GatewayDeps) {
   // X-Forwarded-For is believed only from the proxies TRUST_PROXY names: req.ip keys the login and sign-up limits.
   app.set('trust proxy', (config.trustProxy && parseTrustProxy(config.trustProxy)) || false);
 
-  const auth = new Authenticator(clients.identity, deps.keyCache, config.publicUrl.startsWith('https:'));
+  const auth = new Authenticator(clients.identity, deps.keyCache, config.publicUrl);
   const guards = keyGuards(auth, deps.limiter, deps.idempotencyStore, config);
   const loginGuard = new LoginGuard(deps.limiter, deps.loginBuckets, config.login);
 
   app.use(requestId(logger));
+  app.use(securityHeaders);
   app.use(refuseNulInUrl);
   app.use(cookieParser(deps.sessionSecret));
   const meta = new ApiRouter();
@@ -147,6 +150,9 @@ export function createApp(deps: GatewayDeps) {
   app.use(notInDocument(consoleRouter(), 'the web console: pages, not API operations'));
   app.use(apiDocsRouter(app, { version: VERSION, serverUrl: config.publicUrl }));
 
+  // Web pages of any origin may call /v1/track with the public key, without credentials (http/track-cors.ts).
+  app.use((req, res, next) => (req.path === '/v1/track' ? trackCors(req, res, next) : next()));
+
   // Before the JSON parser: a payment provider signs the raw bytes of its notifications.
   const paymentProvider = stripeProvider(config.stripe);
   app.use(paymentWebhookRouter(clients.identity, paymentProvider, logger));
@@ -187,14 +193,14 @@ export function createApp(deps: GatewayDeps) {
     {
       path: '/v1/track',
       bodyLimit: config.bodyLimit,
-      before: [requestId(logger)],
+      before: [requestId(logger), securityHeaders, trackCors],
       after: [...guards.publicSteps, track],
       onError,
     },
     {
       path: '/v1/send',
       bodyLimit: config.bodyLimit,
-      before: [requestId(logger), ...guards.sendSteps.beforeBody],
+      before: [requestId(logger), securityHeaders, ...guards.sendSteps.beforeBody],
       after: [...guards.sendSteps.afterBody, send],
       onError,
     },

@@ -369,11 +369,12 @@ export function messagingRoutes(parts: MessagingParts) {
       },
 
       async trackOpen(req) {
-        await parts.tracking.open(req.token, { userAgent: req.userAgent, ip: req.ip });
+        await parts.tracking.open(req.token, { userAgent: req.userAgent, ip: req.ip }, req.checkOnly);
         return {};
       },
       async trackClick(req) {
-        return { url: await parts.tracking.click(req.token, { userAgent: req.userAgent, ip: req.ip }) };
+        const client = { userAgent: req.userAgent, ip: req.ip };
+        return { url: await parts.tracking.click(req.token, client, req.checkOnly) };
       },
       async setSubscription(req) {
         return parts.tracking.subscription(req.token, req.subscribed);

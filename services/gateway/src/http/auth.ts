@@ -4,6 +4,7 @@ import { AppError, forbidden, unauthorized } from '@svc/lib/errors';
 import { SingleFlight } from '@svc/lib/single-flight';
 import { type IdentityService, KeyType } from '@svc/proto/svc/identity/v1/identity_pb';
 import type { KeyCache, KeyIdentity } from './key-cache.js';
+import { checkSameOrigin, originOf } from './same-origin.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -35,12 +36,18 @@ function bearer(req: Request): string | null {
 export class Authenticator {
   /** One identity lookup per key at a time: the requests that find it expired together share it. */
   private readonly resolving = new SingleFlight<KeyIdentity>();
+  private readonly secureCookies: boolean;
+  /** PUBLIC_URL's origin: a signed-in change must come from it (or from the host it was sent to). */
+  readonly publicOrigin: string;
 
   constructor(
     private readonly identity: Client<typeof IdentityService>,
     private readonly cache: KeyCache,
-    private readonly secureCookies: boolean,
-  ) {}
+    publicUrl: string,
+  ) {
+    this.secureCookies = publicUrl.startsWith('https:');
+    this.publicOrigin = originOf(publicUrl);
+  }
 
   /** A deleted project's keys (or rotated ones) answer 401 from now on, not after the cache's TTL. */
   forgetProject(projectId: string): Promise<void> {
@@ -106,9 +113,11 @@ export class Authenticator {
     };
   }
 
+  /** The session's user; a change another site's page sent with the cookie is a 403 (http/same-origin.ts). */
   private async signedInUser(req: Request): Promise<void> {
     const token = req.signedCookies?.[SESSION_COOKIE];
     if (typeof token !== 'string' || !token) throw unauthorized('UNAUTHORIZED', 'Not signed in');
+    checkSameOrigin(req, this.publicOrigin);
     const r = await this.identity.getSession({ sessionToken: token }).catch((err) => {
       throw err instanceof AppError && err.status === 401
         ? unauthorized('UNAUTHORIZED', 'Session expired; sign in again')

@@ -8,6 +8,7 @@ import type { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { DevMailService, type SinkMail } from '@svc/proto/svc/messaging/v1/dev_mail_pb';
 import type { Authenticator } from '../http/auth.js';
 import type { LoginGuard } from '../http/login-guard.js';
+import { sameOrigin } from '../http/same-origin.js';
 import { limitParam } from '../http/query.js';
 import { z } from 'zod';
 import { ApiRouter, limitQuery, type ResponseDoc } from '../http/api.js';
@@ -99,7 +100,8 @@ function page(res: Response, status: number, title: string, body: string): void 
     .status(status)
     .set('Content-Security-Policy', PAGE_CSP)
     .set('X-Content-Type-Options', 'nosniff')
-    .set('Referrer-Policy', 'no-referrer')
+    // Not no-referrer: the sign-in form's POST would carry `Origin: null`, refused as another site's (same-origin.ts).
+    .set('Referrer-Policy', 'same-origin')
     .set('Cache-Control', 'no-store')
     .type('html')
     .send(
@@ -292,8 +294,15 @@ export function devMailRouter(
       auth: 'none',
       bodyType: 'application/x-www-form-urlencoded',
       body: z.object({ email: z.string(), password: z.string() }),
-      responses: { 303: { description: 'Signed in: redirect to /dev/mail' }, 401: PAGE, 429: PAGE },
+      responses: {
+        303: { description: 'Signed in: redirect to /dev/mail' },
+        401: PAGE,
+        403: { description: "Another site's form (login CSRF): CROSS_SITE_REQUEST" },
+        429: PAGE,
+      },
     },
+    // Another site's form must not sign the browser in to the attacker's account (login CSRF).
+    sameOrigin(auth.publicOrigin),
     express.urlencoded({ extended: false, limit: '8kb' }),
     async (req, res) => {
       const body = (req.body ?? {}) as Record<string, unknown>;

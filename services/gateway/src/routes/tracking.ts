@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Client } from '@connectrpc/connect';
-import type { Router, Response } from 'express';
+import type { Request, Response, Router } from 'express';
 import { AppError, unauthorized } from '@svc/lib/errors';
 import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import { webhookError, webhookRequest } from './messaging-json.js';
@@ -25,11 +25,15 @@ const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBR
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
+// No framing (a page with a button is a clickjacking target) and no Referer: the token is in the URL.
+const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
+
 function page(res: Response, status: number, title: string, body: string): void {
   res
     .status(status)
     .set('Cache-Control', 'no-store')
-    .set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+    .set('Content-Security-Policy', PAGE_CSP)
+    .set('Referrer-Policy', 'no-referrer')
     .type('html')
     .send(
       `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
@@ -56,6 +60,19 @@ async function orInvalid(res: Response, fn: () => Promise<void>): Promise<void> 
 const form = (action: string, label: string) =>
   `<form method="post" action="${escapeHtml(action)}"><button type="submit">${escapeHtml(label)}</button></form>`;
 
+/**
+ * A request that is no person opening or clicking: HEAD (link scanners check a link without following it) or a
+ * browser's speculative prefetch (`Sec-Purpose: prefetch`, older `Purpose`/`X-Purpose`, Firefox's `X-Moz`). It is
+ * answered like the GET, and nothing is recorded.
+ */
+export function isCheckOnly(req: Request): boolean {
+  if (req.method === 'HEAD') return true;
+  const purpose = `${req.get('sec-purpose') ?? ''} ${req.get('purpose') ?? ''} ${req.get('x-purpose') ?? ''} ${
+    req.get('x-moz') ?? ''
+  }`;
+  return /\b(prefetch|preview)\b/i.test(purpose);
+}
+
 export function trackingRouter(messaging: Client<typeof MessagingService>): Router {
   const r = new ApiRouter();
   const client = (req: { get(name: string): string | undefined; ip?: string }) => ({
@@ -65,24 +82,25 @@ export function trackingRouter(messaging: Client<typeof MessagingService>): Rout
 
   r.get(
     '/t/o/:token',
-    link('Open-tracking pixel', {
+    link('Open-tracking pixel (HEAD or a prefetch is answered alike and records no open)', {
       200: { description: '1x1 GIF', content: { 'image/gif': z.string().openapi({ format: 'binary' }) } },
     }),
     async (req, res) => {
-      await messaging.trackOpen({ token: String(req.params.token), ...client(req) });
+      await messaging.trackOpen({ token: String(req.params.token), ...client(req), checkOnly: isCheckOnly(req) });
       res.status(200).set('Cache-Control', 'no-store, max-age=0').type('gif').send(PIXEL);
     },
   );
 
   r.get(
     '/t/c/:token',
-    link('Tracked link: records the click, redirects to the target', {
+    link('Tracked link: records the click (not for HEAD or a prefetch), redirects to the target', {
       302: { description: 'Redirect to the link target', headers: { Location: 'The target URL' } },
       404: INVALID,
     }),
     async (req, res) => {
       await orInvalid(res, async () => {
-        const out = await messaging.trackClick({ token: String(req.params.token), ...client(req) });
+        const token = String(req.params.token);
+        const out = await messaging.trackClick({ token, ...client(req), checkOnly: isCheckOnly(req) });
         res.set('Cache-Control', 'no-store').redirect(302, out.url);
       });
     },

@@ -24,9 +24,11 @@ export class Tracking {
     private readonly contacts: ContactDirectory,
   ) {}
 
-  async open(token: string, client: { userAgent?: string; ip?: string }): Promise<void> {
+  /** `checkOnly`: the token is checked and nothing recorded (a HEAD request is no open). */
+  async open(token: string, client: { userAgent?: string; ip?: string }, checkOnly = false): Promise<void> {
     const t = this.tokens.verify('open', token);
     if (!t) throw invalidLink(token);
+    if (checkOnly) return;
     await withTransaction(this.pool, async (tx) => {
       const email = await this.emails.recordOpen(tx, t.emailId);
       if (!email) throw invalidLink(token);
@@ -35,10 +37,14 @@ export class Tracking {
     });
   }
 
-  /** The target URL; it was signed into the token, so this is no open redirect. */
-  async click(token: string, client: { userAgent?: string; ip?: string }): Promise<string> {
+  /**
+   * The target URL; it was signed into the token, so this is no open redirect. `checkOnly`: nothing is recorded
+   * (a HEAD request or a browser's prefetch is no click).
+   */
+  async click(token: string, client: { userAgent?: string; ip?: string }, checkOnly = false): Promise<string> {
     const t = this.tokens.verify('click', token);
     if (!t) throw invalidLink(token);
+    if (checkOnly) return t.url;
     await withTransaction(this.pool, async (tx) => {
       const email = await this.emails.recordClick(tx, t.emailId);
       if (!email) return; // the email record is gone; the link still works

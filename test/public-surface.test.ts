@@ -1,0 +1,268 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { call, eventually, expectEnvelope, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
+import { verifiedDomain, waitForMail } from './support/messaging.js';
+import { ROOT } from './support/processes.js';
+
+// The platform as an attacker on the web sees it, without an API key: the links in mail (tracking, subscription
+// pages), the headers of every answer, a signed-in browser visiting another site, and /v1/track called by a web
+// page of another origin.
+
+const execFileAsync = promisify(execFile);
+const CHROMIUM = '/usr/bin/chromium';
+
+let t: Tenant;
+let domain: string;
+
+beforeAll(async () => {
+  t = await newTenant();
+  domain = (await verifiedDomain(t)).domain;
+});
+
+/** Sends one MARKETING mail with a link and answers its email id, open pixel, tracked link and unsubscribe URL. */
+async function sentMail() {
+  const to = uniqueEmail('surface');
+  const res = await call(
+    'POST',
+    '/v1/send',
+    {
+      to,
+      subscribed: true,
+      from: `news@${domain}`,
+      subject: 'Offer',
+      body: '<p><a href="https://example.org/offer">See it</a> <a href="{{unsubscribeUrl}}">Unsubscribe</a></p>',
+    },
+    { key: t.secretKey },
+  );
+  expect(res.status).toBe(200);
+  const [mail] = await waitForMail(to);
+  const html = String(mail.parsed.html);
+  return {
+    emailId: res.body.data.emails[0].email as string,
+    pixel: /<img src="([^"]+\/t\/o\/[^"]+)"/.exec(html)![1],
+    click: /href="([^"]+\/t\/c\/[^"]+)"/.exec(html)![1],
+    unsubscribe: /href="([^"]+\/unsubscribe\/[^"]+)"/.exec(html)![1],
+  };
+}
+
+const counters = async (emailId: string) => {
+  const e = await call('GET', `/emails/${emailId}`, undefined, { key: t.secretKey });
+  return { opens: e.body.opens as number, clicks: e.body.clicks as number };
+};
+
+describe('links in mail', () => {
+  test('HEAD and a browser prefetch are answered like GET but count no open or click (link scanners)', async () => {
+    const m = await sentMail();
+    const head = await fetch(m.click, { method: 'HEAD', redirect: 'manual' });
+    expect(head.status).toBe(302);
+    expect(head.headers.get('location')).toBe('https://example.org/offer');
+    for (const header of ['sec-purpose', 'purpose', 'x-moz']) {
+      const prefetched = await fetch(m.click, { headers: { [header]: 'prefetch' }, redirect: 'manual' });
+      expect(prefetched.status).toBe(302);
+    }
+    const pixelHead = await fetch(m.pixel, { method: 'HEAD' });
+    expect(pixelHead.status).toBe(200);
+    expect(pixelHead.headers.get('content-type')).toMatch(/image\/gif/);
+    // A tampered token is still refused on HEAD.
+    expect((await fetch(`${m.click}x`, { method: 'HEAD', redirect: 'manual' })).status).toBe(404);
+    // The counters move in the same transaction as the answer: HEAD and prefetch recorded nothing.
+    expect(await counters(m.emailId)).toEqual({ opens: 0, clicks: 0 });
+
+    // A person's GET counts, once each.
+    expect((await fetch(m.click, { redirect: 'manual' })).status).toBe(302);
+    expect((await fetch(m.pixel)).status).toBe(200);
+    expect(await counters(m.emailId)).toEqual({ opens: 1, clicks: 1 });
+    const activity = await eventually(async () => {
+      const a = await call('GET', `/activity?type=email.open,email.click`, undefined, { key: t.secretKey });
+      const mine = a.body.data.filter((x: { emailId: string }) => x.emailId === m.emailId);
+      return mine.length >= 2 ? mine : undefined;
+    });
+    expect(activity).toHaveLength(2);
+  });
+
+  test('the subscription pages cannot be framed and send no Referer (the token is in the URL)', async () => {
+    const m = await sentMail();
+    for (const url of [m.unsubscribe, m.unsubscribe.replace('/unsubscribe/', '/manage/')]) {
+      const page = await fetch(url);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+      expect(page.headers.get('x-frame-options')).toBe('DENY');
+      expect(page.headers.get('referrer-policy')).toBe('no-referrer');
+    }
+  });
+});
+
+describe('headers of every answer', () => {
+  test("nosniff, no framing, no cross-origin Referer: API answers, errors, pages, a link's redirect", async () => {
+    const m = await sentMail();
+    const answers = await Promise.all([
+      fetch(`${platform.gatewayUrl}/healthz`),
+      fetch(`${platform.gatewayUrl}/contacts`),
+      fetch(`${platform.gatewayUrl}/no-such-route`),
+      fetch(`${platform.gatewayUrl}/`, { headers: { accept: 'text/html' } }),
+      fetch(`${platform.gatewayUrl}/docs`),
+      fetch(m.click, { redirect: 'manual' }),
+      fetch(`${platform.gatewayUrl}/v1/track`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.publicKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ email: uniqueEmail('h'), event: 'header-check' }),
+      }),
+    ]);
+    expect(answers.map((a) => a.status)).toEqual([200, 401, 404, 200, 200, 302, 200]);
+    for (const a of answers) {
+      expect(a.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(a.headers.get('x-frame-options')).toBe('DENY');
+      expect(a.headers.get('referrer-policy')).toBe('same-origin');
+    }
+  });
+});
+
+describe('cross-site requests with the session cookie (CSRF)', () => {
+  test("a signed-in change sent from another site's page is 403; the platform's own pages and curl work", async () => {
+    const owner = await newTenant();
+    const rotate = (headers: Record<string, string>) =>
+      call('POST', `/users/@me/projects/${owner.projectId}/regenerate-keys`, undefined, {
+        cookie: owner.cookie,
+        headers,
+      });
+    for (const origin of ['http://evil.example', 'https://sub.localhost', 'null']) {
+      expectEnvelope(await rotate({ origin }), 403, 'CROSS_SITE_REQUEST');
+    }
+    // The keys were not rotated.
+    expect((await call('GET', '/contacts', undefined, { key: owner.secretKey })).status).toBe(200);
+    const consoleApi = await call(
+      'POST',
+      '/contacts',
+      { email: uniqueEmail('c') },
+      {
+        cookie: owner.cookie,
+        headers: { 'x-project-id': owner.projectId, origin: 'http://evil.example' },
+      },
+    );
+    expectEnvelope(consoleApi, 403, 'CROSS_SITE_REQUEST');
+
+    // From the platform's own origin (PUBLIC_URL or the host asked), or without Origin (not a browser): allowed.
+    expect((await rotate({ origin: platform.env.PUBLIC_URL })).status).toBe(200);
+    expect((await rotate({ origin: platform.gatewayUrl })).status).toBe(200);
+    expect((await rotate({})).status).toBe(200);
+    // Reading is not a change: a GET with another Origin is answered (a browser keeps the answer from that site).
+    expect(
+      (await call('GET', '/users/@me', undefined, { cookie: owner.cookie, headers: { origin: 'http://x' } })).status,
+    ).toBe(200);
+  });
+});
+
+/** Another origin's page (a shop using the public key) in Chromium: what it may and may not do to the platform. */
+const FOREIGN_PAGE_SCRIPT = `
+import http from 'node:http';
+import { chromium } from 'playwright-core';
+const c = JSON.parse(process.env.SURFACE_CHECK);
+const server = http.createServer((req, res) => {
+  res.setHeader('content-type', 'text/html');
+  res.end('<!doctype html><h1>A shop</h1><iframe id="f" src="' + c.unsubscribe + '"></iframe>');
+});
+await new Promise((r) => server.listen(0, 'localhost', r));
+const shop = 'http://localhost:' + server.address().port;
+const browser = await chromium.launch({ executablePath: c.chromium });
+const seen = {};
+try {
+  const context = await browser.newContext();
+  // The visitor is signed in to the platform in the same browser.
+  await context.addCookies([{ name: c.cookieName, value: c.cookieValue, url: c.base }]);
+  const page = await context.newPage();
+  await page.goto(shop + '/');
+  await page.waitForLoadState('load');
+  const frame = page.frames().find((f) => f !== page.mainFrame());
+  seen.frameUrl = frame ? frame.url() : null;
+  seen.track = await page.evaluate(async (c) => {
+    const r = await fetch(c.base + '/v1/track', {
+      method: 'POST',
+      headers: { authorization: 'Bearer ' + c.publicKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: c.visitor, event: 'viewed-shop' }),
+    });
+    return { status: r.status, body: await r.json() };
+  }, c);
+  seen.withCookie = await page.evaluate(async (c) => {
+    try {
+      const r = await fetch(c.base + '/contacts', { credentials: 'include', headers: { 'x-project-id': c.projectId } });
+      return { status: r.status };
+    } catch (e) {
+      return { blocked: String(e) };
+    }
+  }, c);
+  seen.readAccount = await page.evaluate(async (c) => {
+    try {
+      const r = await fetch(c.base + '/users/@me', { credentials: 'include' });
+      return { status: r.status };
+    } catch (e) {
+      return { blocked: String(e) };
+    }
+  }, c);
+} finally {
+  await browser.close();
+  server.close();
+}
+process.stdout.write(JSON.stringify(seen));
+`;
+
+describe('another origin in a real browser', () => {
+  test('a page elsewhere may call /v1/track with the public key, not use the session nor frame a page', async () => {
+    // Without a browser: the preflight of /v1/track allows any origin without credentials; no other route has CORS.
+    const preflight = await fetch(`${platform.gatewayUrl}/v1/track`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://shop.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/authorization/i);
+    expect(preflight.headers.get('access-control-allow-credentials')).toBeNull();
+    const other = await fetch(`${platform.gatewayUrl}/contacts`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET' },
+    });
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+
+    if (!existsSync(CHROMIUM)) {
+      console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
+      return;
+    }
+    const m = await sentMail();
+    const pair = t.cookie.split(';')[0];
+    const [name, value] = [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)];
+    const visitor = uniqueEmail('visitor');
+    const { stdout } = await execFileAsync(process.execPath, ['--input-type=module', '-e', FOREIGN_PAGE_SCRIPT], {
+      cwd: ROOT,
+      timeout: 120_000,
+      env: {
+        ...process.env,
+        SURFACE_CHECK: JSON.stringify({
+          chromium: CHROMIUM,
+          base: platform.gatewayUrl,
+          unsubscribe: m.unsubscribe,
+          cookieName: name,
+          cookieValue: value,
+          publicKey: t.publicKey,
+          projectId: t.projectId,
+          visitor,
+        }),
+      },
+    });
+    const seen = JSON.parse(stdout);
+    expect(seen.track).toMatchObject({ status: 200, body: { success: true } });
+    const contact = await eventually(async () => {
+      const r = await call('GET', `/contacts?search=${encodeURIComponent(visitor)}`, undefined, { key: t.secretKey });
+      return r.body.data?.[0];
+    });
+    expect(contact.email).toBe(visitor);
+    // The console's session is no credential for another origin: the preflight grants no credentials.
+    expect(seen.withCookie.blocked).toMatch(/Failed to fetch/);
+    expect(seen.readAccount.blocked).toMatch(/Failed to fetch/);
+    // The unsubscribe page refused to be framed: Chromium shows its error page instead.
+    expect(seen.frameUrl).not.toBe(m.unsubscribe);
+  });
+});
