@@ -1,4 +1,6 @@
-import { call, eventually, expectEnvelope, newTenant, uniqueEmail, type Tenant } from './support/client.js';
+import pg from 'pg';
+import { serviceDatabaseUrl } from '@svc/lib/db';
+import { call, eventually, expectEnvelope, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
 import { csvForm, importCsv } from './support/csv.js';
 import { verifiedDomain } from './support/messaging.js';
 
@@ -169,4 +171,38 @@ test('a segment deleted while another comes to name it: one of the two is refuse
   for (const s of stored)
     for (const id of JSON.stringify(s.condition).match(/segment\.([0-9a-f-]{36})/g) ?? [])
       expect(ids.has(id.slice('segment.'.length))).toBe(true);
+});
+
+test('a project deleted while a campaign hands mail over: messaging keeps no email of it', async () => {
+  const db = new pg.Client({
+    connectionString: serviceDatabaseUrl('messaging', platform.env.DATABASE_URL, platform.env),
+  });
+  await db.connect();
+  try {
+    for (let round = 0; round < 4; round++) {
+      const x = await newTenant();
+      const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: x.secretKey });
+      const { domain } = await verifiedDomain(x);
+      const stamp = Date.now().toString(36);
+      await importCsv(
+        x,
+        ['email', ...Array.from({ length: 6000 }, (_, i) => `hand${i}-${stamp}@example.com`)].join('\n'),
+      );
+      const id = (await api('POST', '/campaigns', { name: 'r', subject: 's', body: 'b', from: `n@${domain}` })).body
+        .data.id;
+      expect((await api('POST', `/campaigns/${id}/send`)).status).toBe(200);
+      // Delete once the hand-over runs: its next round is in flight at that moment or soon after.
+      await eventually(async () => ((await api('GET', `/campaigns/${id}/stats`)).body.queued > 0 ? true : undefined));
+      const owner = { cookie: x.cookie };
+      expect((await call('DELETE', `/users/@me/projects/${x.projectId}`, undefined, owner)).status).toBe(202);
+      await eventually(async () => {
+        const wipe = await call('GET', `/users/@me/projects/${x.projectId}/reset`, undefined, owner);
+        return wipe.status === 404 ? true : undefined;
+      }, 60_000);
+      const { rows } = await db.query('SELECT count(*)::int AS n FROM emails WHERE project_id = $1', [x.projectId]);
+      expect(rows[0].n).toBe(0);
+    }
+  } finally {
+    await db.end();
+  }
 });

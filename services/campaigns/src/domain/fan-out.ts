@@ -201,8 +201,6 @@ export class FanOut {
     const c = s.campaign;
     const room = this.opts.window - (await this.store.inFlight(c.id));
     if (room <= 0 || room < Math.min(this.opts.batchSize, Math.ceil(this.opts.window / 4))) return 'window';
-    // A cancel (or a lease taken over) stops the hand-over before the next batch.
-    if (!(await this.store.stillHeld(c.id, s.token))) return 'stop';
     // Read before the pending recipients: a snapshot done by then has all of its recipients committed.
     const snapshotDone = c.snapshot_done;
     const pending = await this.store.pending(
@@ -221,7 +219,11 @@ export class FanOut {
       chunks.push(pending.slice(i, i + this.opts.batchSize));
     // Every chunk answered, or none is recorded: a chunk that fails sends the round again (its queued
     // recipients answer "duplicate"), so the checkpoint only ever moves past recipients messaging answered.
-    const results = (await Promise.all(chunks.map((chunk) => this.queue(c, chunk)))).flat();
+    // A cancel (or a lease taken over, or the project wiped) stops the hand-over before the next batch.
+    const results = await this.store.whileHeld(c.id, s.token, async () =>
+      (await Promise.all(chunks.map((chunk) => this.queue(c, chunk)))).flat(),
+    );
+    if (!results) return 'stop';
     const last = pending[pending.length - 1].contact_id;
     if (await this.store.recordHandOverBatch(c.id, s.token, results, last)) {
       c.handover_after = last;

@@ -69,13 +69,20 @@ export class FanOutStore {
     );
   }
 
-  /** Whether the worker still holds the campaign (not cancelled, lease not taken over). */
-  async stillHeld(id: string, token: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      `SELECT 1 FROM campaigns WHERE id = $1 AND lease_token = $2 AND status = 'SENDING'`,
-      [id, token],
-    );
-    return rowCount === 1;
+  /**
+   * Runs `handOver` while the worker still holds the campaign (not cancelled, lease not taken over), else answers
+   * null without running it. The campaign's row is held FOR KEY SHARE meanwhile: a project wipe's DELETE waits for
+   * the round's QueueEmails to end, so messaging (wiped after campaigns) never gets mail of a wiped project
+   * afterwards. Updates (a cancel, the counters) do not wait.
+   */
+  async whileHeld<T>(id: string, token: string, handOver: () => Promise<T>): Promise<T | null> {
+    return withTransaction(this.pool, async (tx) => {
+      const { rowCount } = await tx.query(
+        `SELECT 1 FROM campaigns WHERE id = $1 AND lease_token = $2 AND status = 'SENDING' FOR KEY SHARE`,
+        [id, token],
+      );
+      return rowCount === 1 ? handOver() : null;
+    });
   }
 
   /**
@@ -92,8 +99,9 @@ export class FanOutStore {
     done: boolean,
   ): Promise<boolean> {
     return withTransaction(this.pool, async (tx) => {
+      // NO KEY UPDATE: serialised with a cancel or a DELETE, not with a hand-over round in flight (whileHeld).
       const held = await tx.query(
-        `SELECT 1 FROM campaigns WHERE id = $1 AND lease_token = $2 AND status = 'SENDING' FOR UPDATE`,
+        `SELECT 1 FROM campaigns WHERE id = $1 AND lease_token = $2 AND status = 'SENDING' FOR NO KEY UPDATE`,
         [id, token],
       );
       if (held.rowCount !== 1) return false;
