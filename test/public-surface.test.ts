@@ -266,3 +266,48 @@ describe('another origin in a real browser', () => {
     expect(seen.frameUrl).not.toBe(m.unsubscribe);
   });
 });
+
+const LOGIN_ERROR_SCRIPT = `
+import { chromium } from 'playwright-core';
+const c = JSON.parse(process.env.SURFACE_CHECK);
+const browser = await chromium.launch({ executablePath: c.chromium });
+const seen = {};
+try {
+  const page = await browser.newPage();
+  for (const [name, error] of Object.entries(c.errors)) {
+    await page.goto(c.base + '/app/login?error=' + encodeURIComponent(error));
+    await page.getByRole('heading', { name: 'Log in' }).waitFor();
+    seen[name] = { alert: await page.getByRole('alert').textContent(), body: await page.locator('body').textContent() };
+  }
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(seen));
+`;
+
+describe('the console login page', () => {
+  test("?error= shows a known code's message, and never the text of an unknown one (content injection)", async () => {
+    if (!existsSync(CHROMIUM)) {
+      console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
+      return;
+    }
+    const injected = 'Your account is locked. Call +1 555 0100 now';
+    const { stdout } = await execFileAsync(process.execPath, ['--input-type=module', '-e', LOGIN_ERROR_SCRIPT], {
+      cwd: ROOT,
+      timeout: 120_000,
+      env: {
+        ...process.env,
+        SURFACE_CHECK: JSON.stringify({
+          chromium: CHROMIUM,
+          base: platform.gatewayUrl,
+          errors: { known: 'oauth_denied', injected, inherited: 'constructor' },
+        }),
+      },
+    });
+    const seen = JSON.parse(stdout);
+    expect(seen.known.alert).toBe('You declined the sign-in at the provider.');
+    expect(seen.injected.body).not.toContain('555 0100');
+    expect(seen.injected.alert).toBe('Sign-in with the provider failed. Try again.');
+    expect(seen.inherited.alert).toBe('Sign-in with the provider failed. Try again.');
+  });
+});

@@ -31,6 +31,13 @@ const OAUTH_ERRORS: Record<string, string> = {
   signup_disabled: 'Sign-up is disabled on this deployment, and no account uses that address.',
 };
 
+/**
+ * The message for a known `?error=` code; any other value gets a fixed one, never the value itself: a link to
+ * `/app/login?error=<text>` must not put an attacker's words (a phone number to call) on the platform's page.
+ */
+const oauthMessage = (code: string) =>
+  Object.hasOwn(OAUTH_ERRORS, code) ? OAUTH_ERRORS[code] : 'Sign-in with the provider failed. Try again.';
+
 /** "Continue with GitHub/Google": the providers `/auth/oauth-config` lists (none: nothing shown). */
 function OAuthButtons() {
   const [providers, setProviders] = useState<{ id: string; name: string }[]>([]);
@@ -67,7 +74,7 @@ function Credentials(props: {
       <h1>{signup ? 'Create an account' : 'Log in'}</h1>
       {props.oauthError && (
         <div class="error" role="alert">
-          {OAUTH_ERRORS[props.oauthError] ?? `Sign-in failed (${props.oauthError}).`}
+          {oauthMessage(props.oauthError)}
         </div>
       )}
       <OAuthButtons />
