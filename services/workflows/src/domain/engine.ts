@@ -144,12 +144,16 @@ export class Engine {
       }),
       new TickBatch(async (_key, inputs) => {
         const { projectId, workflowId, config } = inputs[0];
-        return this.mail.queue(
-          projectId,
-          workflowId,
-          config,
-          inputs.map((i) => i.recipient),
+        const queued = await this.workflows.whileExists(workflowId, () =>
+          this.mail.queue(
+            projectId,
+            workflowId,
+            config,
+            inputs.map((i) => i.recipient),
+          ),
         );
+        // Gone: its project was wiped (with the executions, so these outcomes are written nowhere).
+        return queued ?? inputs.map(() => ({ status: 'failed', emailId: '', error: 'The workflow was deleted' }));
       }, MAIL_BATCH),
     );
     await this.rounds(items, ctx);

@@ -262,6 +262,18 @@ export class WorkflowsStore {
   }
 
   /** Every row of the project (executions, steps and timers go with their workflow), in one transaction. */
+  /**
+   * Runs `send` while holding the workflow's row FOR KEY SHARE, or answers null without running it when the workflow
+   * is gone. A project wipe's DELETE waits for the mail being queued: messaging, wiped after workflows, then removes
+   * it, and no step queues mail of a wiped project afterwards. Edits are refused while executions run anyway.
+   */
+  async whileExists<T>(workflowId: string, send: () => Promise<T>): Promise<T | null> {
+    return withTransaction(this.pool, async (tx) => {
+      const { rowCount } = await tx.query('SELECT 1 FROM workflows WHERE id = $1 FOR KEY SHARE', [workflowId]);
+      return rowCount === 1 ? send() : null;
+    });
+  }
+
   async removeProject(projectId: string): Promise<void> {
     await withTransaction(this.pool, async (tx) => {
       for (const table of ['workflows', 'executions', 'awaited_events', 'project_secrets', 'event_fields']) {
