@@ -12,7 +12,16 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect } from 'nats';
 import pg from 'pg';
-import { freePort, httpOk, imageNodeFlags, portOpen, ROOT, stopProcess, waitFor } from '../test/support/processes.js';
+import {
+  freePort,
+  httpOk,
+  imageNodeFlags,
+  portOpen,
+  serviceReady,
+  ROOT,
+  stopProcess,
+  waitFor,
+} from '../test/support/processes.js';
 
 export const PG_SERVER = process.env.BENCH_PG_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
 export const NATS_URL = process.env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -184,7 +193,8 @@ export async function startPlatform(
     await Promise.all(
       mine.map((s) => {
         const child = start(s, `${s}${suffix}`, replicaEnv);
-        return waitFor(s, () => portOpen(Number(replicaEnv[`${s.toUpperCase()}_PORT`])), child);
+        const port = Number(replicaEnv[`${s.toUpperCase()}_PORT`]);
+        return waitFor(s, () => (s === 'gateway' ? portOpen(port) : serviceReady(port)), child);
       }),
     );
     const url = `http://127.0.0.1:${replicaEnv.PORT}`;

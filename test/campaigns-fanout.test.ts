@@ -6,7 +6,7 @@ import {
   freePort,
   freeServicePorts,
   httpOk,
-  portOpen,
+  serviceReady,
   startPlatform,
   stopProcess,
   waitFor,
@@ -68,7 +68,7 @@ beforeAll(async () => {
   baseUrl = `http://127.0.0.1:${port}`;
   const first = startCampaigns('campaigns-1');
   core = startPlatform(['identity', 'contacts', 'messaging', 'segments', 'gateway'], env, `${runId}-core`);
-  await waitFor('campaigns', () => portOpen(Number(env.CAMPAIGNS_PORT)), first, 60_000);
+  await waitFor('campaigns', () => serviceReady(Number(env.CAMPAIGNS_PORT)), first, 60_000);
   await waitFor('platform', () => httpOk(`${baseUrl}/healthz`), core, 60_000);
 
   const email = uniqueEmail('owner');
@@ -156,7 +156,7 @@ test('killed mid-send, restarted as two replicas: every recipient gets exactly o
   // Two replicas take over once the dead one's lease expires; they never work on the campaign at once.
   const second = startCampaigns('campaigns-2');
   const third = startCampaigns('campaigns-3', String(await freePort()));
-  await waitFor('campaigns again', () => portOpen(Number(env.CAMPAIGNS_PORT)), second, 60_000);
+  await waitFor('campaigns again', () => serviceReady(Number(env.CAMPAIGNS_PORT)), second, 60_000);
   await eventually(async () => ((await get(id)).status === 'SENT' ? true : undefined), 60_000, 'SENT');
   await eventually(async () => ((await reached(emails)) === emails.length ? true : undefined), 60_000, 'all reached');
   // sentCount follows the emails.sent messages, once per recipient: all queued mail went out.

@@ -1,7 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import http2 from 'node:http2';
 import path from 'node:path';
+import pg from 'pg';
 import { AppError } from '@svc/lib/errors';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { Health, HealthCheckResponse_ServingStatus } from '@svc/proto/grpc/health/v1/health_pb';
@@ -40,6 +42,18 @@ const exited = (child: ChildProcess) =>
     child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code)),
   );
 
+/** The HTTP status of a bodiless HTTP/2 POST (a call the server refuses before reading it). */
+function httpStatus(port: string, path: string): Promise<number> {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  return new Promise<number>((resolve, reject) => {
+    session.on('error', reject);
+    const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc' });
+    req.on('response', (headers) => resolve(Number(headers[':status'])));
+    req.on('error', reject);
+    req.end();
+  }).finally(() => session.destroy());
+}
+
 async function baseEnv(): Promise<Record<string, string>> {
   return {
     DATABASE_URL: server.url,
@@ -64,8 +78,9 @@ test('MIGRATE_ON_START=false: a service waits, not serving, until `platform --mi
       async () => log('health-wait').includes('waiting for migrations'),
       segments,
     );
-    // Still waiting: its RPC port (health included) is not open.
-    await expect(status(env.SEGMENTS_PORT)).rejects.toThrow();
+    // Still waiting: its RPC port answers health checks, alive but not ready.
+    expect(await status(env.SEGMENTS_PORT, 'liveness')).toBe(SERVING);
+    expect(await status(env.SEGMENTS_PORT)).toBe(NOT_SERVING);
     expect(segments.exitCode).toBeNull();
 
     const migrate = startPlatform(['--migrate', 'segments'], { ...env }, logName('health-migrate'));
@@ -88,6 +103,52 @@ test('MIGRATE_ON_START=false: a service waits, not serving, until `platform --mi
     expect(log('health-migrate-again')).toMatch(/"service":"segments","applied":0/);
   } finally {
     await stopProcess(segments);
+  }
+}, 60_000);
+
+test('startup mode: a replica is alive while migrations run or it waits for them, and ready only after', async () => {
+  // A segments database of the test's own whose migrations are held back by the advisory lock they take,
+  // as while a replica runs a migration longer than the startup probe allows.
+  const name = `${DB}_slow`;
+  const admin = new pg.Client({ connectionString: server.url.replace(/\/platform$/, '/postgres') });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = server.url.replace(/\/platform$/, `/${name}`);
+  const holder = new pg.Client({ connectionString: url });
+  await holder.connect();
+  await holder.query("SELECT pg_advisory_lock(hashtext('schema_migrations'))");
+  let released = false;
+  const envs: Array<Record<string, string>> = [];
+  for (let i = 0; i < 2; i++) envs.push({ ...(await baseEnv()), DATABASE_URL_SEGMENTS: url });
+  // Two replicas starting at once: both wait for the lock.
+  const replicas = envs.map((env, i) => startPlatform(['segments'], env, logName(`health-slow-${i}`)));
+  try {
+    for (const [i, env] of envs.entries()) {
+      await waitFor(
+        'liveness while migrations wait',
+        async () => (await status(env.SEGMENTS_PORT, 'liveness').catch(() => undefined)) === SERVING,
+        replicas[i],
+        20_000,
+      );
+      expect(await status(env.SEGMENTS_PORT)).toBe(NOT_SERVING);
+      expect(await status(env.SEGMENTS_PORT, 'migrations')).toBe(NOT_SERVING);
+    }
+    // Nothing but health is served yet: any other call is refused as unavailable (HTTP 503).
+    expect(await httpStatus(envs[0].SEGMENTS_PORT, '/segments.v1.SegmentsService/ListSegments')).toBe(503);
+    await holder.end();
+    released = true;
+    for (const [i, env] of envs.entries()) {
+      await waitFor('ready', async () => (await status(env.SEGMENTS_PORT)) === SERVING, replicas[i], 20_000);
+      expect(await status(env.SEGMENTS_PORT, 'liveness')).toBe(SERVING);
+      expect(await status(env.SEGMENTS_PORT, 'migrations')).toBe(SERVING);
+    }
+    // One replica applied the migrations, the other found nothing left.
+    const applied = [0, 1].filter((i) => log(`health-slow-${i}`).includes('migrations applied'));
+    expect(applied).toHaveLength(1);
+  } finally {
+    if (!released) await holder.end();
+    for (const r of replicas) await stopProcess(r);
   }
 }, 60_000);
 

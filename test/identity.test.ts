@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { call, expectEnvelope, newTenant, platform, signUp, uniqueEmail } from './support/client.js';
 import type { RequestOptions } from './support/client.js';
-import { freePort, httpOk, portOpen, startPlatform, stopProcess, waitFor } from './support/processes.js';
+import { freePort, httpOk, serviceReady, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 const login = (email: string, password: string, opts?: RequestOptions) =>
   call('POST', '/auth/login', { email, password }, opts);
@@ -244,7 +244,7 @@ describe('identity through the gateway', () => {
     const identity = startPlatform(['identity'], env, 'identity-signup-disabled');
     const gateway = startPlatform(['gateway'], env, 'gateway-signup-disabled');
     try {
-      await waitFor('identity', () => portOpen(identityPort), identity);
+      await waitFor('identity', () => serviceReady(identityPort), identity);
       const baseUrl = `http://127.0.0.1:${port}`;
       await waitFor('gateway', () => httpOk(`${baseUrl}/healthz`), gateway);
       expectEnvelope(

@@ -9,6 +9,7 @@ import {
   freeServicePorts,
   httpOk,
   portOpen,
+  serviceReady,
   ROOT,
   RPC_SERVICES,
   startPlatform,
@@ -77,7 +78,8 @@ export default async function setup(): Promise<void> {
     const own: Record<string, string> = s === 'messaging' ? { INBOUND_SMTP_PORT: inboundSmtpPort } : {};
     const child = startPlatform([s], { ...env, ...own, METRICS_PORT: metricsPort }, s);
     children.push(child);
-    ready.push(waitFor(s, () => portOpen(Number(env[portVariable({ name: s })])), child));
+    const port = Number(env[portVariable({ name: s })]);
+    ready.push(waitFor(s, () => (s === 'gateway' ? portOpen(port) : serviceReady(port)), child));
   }
   try {
     await Promise.all(ready);

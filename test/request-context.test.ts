@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { call, eventually, platform, sessionCookie, uniqueEmail } from './support/client.js';
 import { publishDns, uniqueDomain } from './support/messaging.js';
-import { freePort, httpOk, portOpen, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
+import { freePort, httpOk, serviceReady, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 /**
  * Request id and trace context across every hop, seen in the services' own logs: a platform of
@@ -58,8 +58,8 @@ beforeAll(async () => {
   baseUrl = `http://127.0.0.1:${port}`;
   children.contacts = startPlatform(['contacts'], env, logName('contacts'));
   children.messaging = startPlatform(['messaging'], env, logName('messaging'));
-  await waitFor('contacts', () => portOpen(Number(env.CONTACTS_PORT)), children.contacts);
-  await waitFor('messaging', () => portOpen(Number(env.MESSAGING_PORT)), children.messaging);
+  await waitFor('contacts', () => serviceReady(Number(env.CONTACTS_PORT)), children.contacts);
+  await waitFor('messaging', () => serviceReady(Number(env.MESSAGING_PORT)), children.messaging);
   children.gateway = startPlatform(['identity', 'gateway'], env, logName('gateway'));
   await waitFor('gateway', () => httpOk(`${baseUrl}/healthz`), children.gateway);
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { SERVICES } from '../services/registry.js';
 import { platform } from './support/client.js';
-import { freePort, portOpen, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
+import { freePort, portOpen, serviceReady, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 /** Runs `npm run start:service -- <args>` (bin/platform.ts) and returns its exit code and output. */
 async function runToExit(args: string[], env: Record<string, string>, logName: string) {
@@ -106,7 +106,7 @@ describe('starting services by name (the registry)', () => {
     const env = { ...platform.env, SMTP_POOL_SIZE: 'many', IDENTITY_PORT: String(await freePort()) };
     const identity = startPlatform(['identity'], env, 'start-identity-ignores-messaging-env');
     try {
-      await waitFor('identity', () => portOpen(Number(env.IDENTITY_PORT)), identity);
+      await waitFor('identity', () => serviceReady(Number(env.IDENTITY_PORT)), identity);
     } finally {
       await stopProcess(identity);
     }

@@ -6,7 +6,7 @@ import { connect } from 'nats';
 import { call, eventually, platform, sessionCookie, uniqueEmail } from './support/client.js';
 import { startOtlpReceiver, type ReceivedSpan } from './support/otlp-receiver.js';
 import { PrivatePostgres } from './support/private-postgres.js';
-import { freePort, httpOk, portOpen, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
+import { freePort, httpOk, serviceReady, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 /**
  * OpenTelemetry traces across processes: a platform of our own exporting to an OTLP/HTTP receiver on
@@ -86,8 +86,8 @@ beforeAll(async () => {
   children.contacts = startPlatform(['contacts'], env, logName('contacts'));
   children.segments = startPlatform(['segments'], { ...env, OTEL_SERVICE_NAME: 'segments-svc' }, logName('segments'));
   children.gateway = startPlatform(['identity', 'gateway'], env, logName('gateway'));
-  await waitFor('contacts', () => portOpen(Number(env.CONTACTS_PORT)), children.contacts);
-  await waitFor('segments', () => portOpen(Number(env.SEGMENTS_PORT)), children.segments);
+  await waitFor('contacts', () => serviceReady(Number(env.CONTACTS_PORT)), children.contacts);
+  await waitFor('segments', () => serviceReady(Number(env.SEGMENTS_PORT)), children.segments);
   await waitFor('gateway', () => httpOk(`${baseUrl}/healthz`), children.gateway);
   publicKey = await projectKey(baseUrl);
 }, 90_000);

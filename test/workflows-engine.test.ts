@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { call, eventually, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
 import { receivedMail, verifiedDomain, waitForMail } from './support/messaging.js';
 import { buildWorkflow, uniqueEvent, type WorkflowSpec } from './support/workflows.js';
-import { freePort, portOpen, startPlatform, waitFor } from './support/processes.js';
+import { freePort, serviceReady, startPlatform, waitFor } from './support/processes.js';
 import pg from 'pg';
 import { serviceDatabaseUrl } from '@svc/lib/db';
 
@@ -355,7 +355,7 @@ describe('restart safety', () => {
     const e = await env();
     const child = startPlatform(['workflows'], e, `workflows-restart-${n}`);
     children.push(child);
-    await waitFor('second workflows process', () => portOpen(Number(e.WORKFLOWS_PORT)), child);
+    await waitFor('second workflows process', () => serviceReady(Number(e.WORKFLOWS_PORT)), child);
     return child;
   }
   const crash = async (child: ChildProcess) => {

@@ -41,6 +41,66 @@ export interface RpcServerOptions {
   migrations?: () => Promise<boolean>;
   /** Embedded mode: clients in this process call the handlers directly (rpc-local.ts), the port still serves. */
   inProcess?: boolean;
+  /** The port opened before the service was ready (openStartingPort): its server takes over, no gap. */
+  starting?: StartingPort;
+}
+
+/**
+ * A service's RPC port opened as its process starts, before its migrations: the health service answers
+ * `liveness` SERVING (the process is alive, so startup and liveness probes pass however long a migration,
+ * or the wait for another replica's, takes) and every other check NOT_SERVING (not ready); any other call
+ * answers HTTP 503 (gRPC UNAVAILABLE). startRpcServer takes over its listener once the service is ready.
+ */
+export interface StartingPort {
+  server: http2.Http2Server;
+  sessions: Set<http2.Http2Session>;
+  close(): Promise<void>;
+}
+
+export async function openStartingPort(opts: {
+  name: string;
+  host: string;
+  port: number;
+  logger: Logger;
+}): Promise<StartingPort> {
+  const handler = connectNodeAdapter({
+    routes: (router) =>
+      router.service(Health, {
+        check: async (req) => {
+          if (!(HEALTH_CHECKS as readonly string[]).includes(req.service)) {
+            throw new ConnectError(
+              `unknown health check "${req.service}"; known: ${HEALTH_CHECKS.join(', ')}`,
+              Code.NotFound,
+            );
+          }
+          const alive = req.service === 'liveness';
+          return create(HealthCheckResponseSchema, {
+            status: alive ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING,
+          });
+        },
+      }),
+    fallback: (_req, res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.end(`${opts.name} is starting`);
+    },
+  });
+  const server = http2.createServer(handler);
+  const sessions = new Set<http2.Http2Session>();
+  server.on('session', (s) => {
+    sessions.add(s);
+    s.on('close', () => sessions.delete(s));
+  });
+  await listen(server, opts.port, opts.host, `${opts.name} rpc`);
+  opts.logger.info({ service: opts.name, port: opts.port }, 'rpc port open for health checks; starting');
+  return {
+    server,
+    sessions,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sessions) s.destroy();
+      }),
+  };
 }
 
 /**
@@ -121,13 +181,22 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer>
       });
     },
   });
-  const server = http2.createServer(handler);
-  const sessions = new Set<http2.Http2Session>();
-  server.on('session', (s) => {
-    sessions.add(s);
-    s.on('close', () => sessions.delete(s));
-  });
-  await listen(server, opts.port, opts.host, `${opts.name} rpc`);
+  let server: http2.Http2Server;
+  let sessions: Set<http2.Http2Session>;
+  if (opts.starting) {
+    // The port is already open: the full handler replaces the starting one on the same listener.
+    ({ server, sessions } = opts.starting);
+    server.removeAllListeners('request');
+    server.on('request', handler);
+  } else {
+    server = http2.createServer(handler);
+    sessions = new Set<http2.Http2Session>();
+    server.on('session', (s) => {
+      sessions.add(s);
+      s.on('close', () => sessions.delete(s));
+    });
+    await listen(server, opts.port, opts.host, `${opts.name} rpc`);
+  }
   const port = (server.address() as AddressInfo).port;
   opts.logger.info({ service: opts.name, port }, 'rpc server listening');
   const unregister = local ? registerLocalServer(`http://127.0.0.1:${port}`, local) : () => undefined;

@@ -9,7 +9,7 @@ import { watchOutbox } from './metrics.js';
 import { migrate, pendingMigrations, type Migration } from './migrate.js';
 import { OUTBOX_MIGRATIONS, OutboxRelay } from './outbox.js';
 import { refillLostStreams } from './outbox-replay.js';
-import { startRpcServer, type RpcServer } from './rpc-server.js';
+import { openStartingPort, startRpcServer, type RpcServer, type StartingPort } from './rpc-server.js';
 
 /** What every service receives from the launcher, in either run mode: `C` is its own config fragment's values. */
 export interface Runtime<C extends object = object> {
@@ -111,9 +111,14 @@ async function untilMigrated(service: string, rt: Runtime, url: string, migratio
   }
 }
 
+/** Ports opened by openServiceDatabase before migrating, for serveRpc to take over (one per service name). */
+const startingPorts = new Map<string, StartingPort>();
+
 /**
  * Migrates the service's own database (or, with MIGRATE_ON_START=false, waits until it is migrated),
- * then starts its outbox relay.
+ * then starts its outbox relay. In distributed mode the service's RPC port opens first, answering
+ * health checks only (alive, not ready: openStartingPort), so a long migration, or a replica waiting
+ * for another's lock, is never taken for a hung process by the startup and liveness probes.
  */
 export async function openServiceDatabase(
   service: string,
@@ -124,8 +129,19 @@ export async function openServiceDatabase(
   if (!rt.config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const url = serviceDatabaseUrl(service, rt.config.databaseUrl, rt.config.env);
   const migrations = [...OUTBOX_MIGRATIONS, ...own];
-  if (rt.config.migrateOnStart) await migrateServiceDatabase(service, rt, own);
-  else await untilMigrated(service, rt, url, migrations);
+  const port = rt.config.rpcPorts[service];
+  if (!rt.embedded && port !== undefined && !startingPorts.has(service)) {
+    const opened = await openStartingPort({ name: service, host: rt.config.bindHost, port, logger: rt.logger });
+    startingPorts.set(service, opened);
+  }
+  try {
+    if (rt.config.migrateOnStart) await migrateServiceDatabase(service, rt, own);
+    else await untilMigrated(service, rt, url, migrations);
+  } catch (err) {
+    await startingPorts.get(service)?.close();
+    startingPorts.delete(service);
+    throw err;
+  }
   const pool = createPool(url, 10, rt.config.db);
   const health = new DbHealth(pool, rt.logger.child({ service }));
   pool.on('error', (err) => health.report(err));
@@ -163,6 +179,12 @@ export async function openServiceDatabase(
   };
 }
 
+function takeStartingPort(name: string): StartingPort | undefined {
+  const port = startingPorts.get(name);
+  startingPorts.delete(name);
+  return port;
+}
+
 /**
  * Serves a service's RPCs on its configured port, behind the service token. Embedded mode
  * keeps them on loopback whatever BIND_HOST says: only the gateway is meant to be reached.
@@ -186,5 +208,6 @@ export function serveRpc(
     health: db?.health,
     migrations: db?.migrationsApplied,
     inProcess: rt.embedded,
+    starting: takeStartingPort(name),
   });
 }

@@ -3,6 +3,8 @@ import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { portVariable } from '@svc/lib/config';
+import { createRpcClient } from '@svc/lib/rpc-client';
+import { Health, HealthCheckResponse_ServingStatus } from '@svc/proto/grpc/health/v1/health_pb';
 import { START_ENTRY } from '../../scripts/build-start.js';
 import { SERVICES } from '../../services/registry.js';
 
@@ -123,6 +125,16 @@ export function portOpen(port: number): Promise<boolean> {
     });
     s.once('error', () => resolve(false));
   });
+}
+
+/**
+ * True once the RPC service on `port` answers its gRPC readiness check (`""`) SERVING: a service opens its port
+ * before migrating (health checks only), so an open port does not mean it serves yet.
+ */
+export async function serviceReady(port: number): Promise<boolean> {
+  const health = createRpcClient(Health, `http://127.0.0.1:${port}`, { rpcTimeoutMs: 2000 });
+  const { status } = await health.check({ service: '' });
+  return status === HealthCheckResponse_ServingStatus.SERVING;
 }
 
 export async function stopProcess(child: ChildProcess, timeoutMs = 15_000): Promise<void> {
