@@ -7,7 +7,7 @@ import pg from 'pg';
 import { AppError } from '@svc/lib/errors';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { Health, HealthCheckResponse_ServingStatus } from '@svc/proto/grpc/health/v1/health_pb';
-import { call } from './support/client.js';
+import { call, eventually } from './support/client.js';
 import { PrivatePostgres } from './support/private-postgres.js';
 import {
   freePort,
@@ -155,7 +155,9 @@ test('startup mode: a replica is alive while migrations run or it waits for them
 test('a bad option is refused before anything starts', async () => {
   const child = startPlatform(['--migrat'], await baseEnv(), logName('health-bad-option'));
   expect(await exited(child)).toBe(1);
-  expect(log('health-bad-option')).toContain('unknown option(s): --migrat; known: --migrate');
+  // The child's output reaches the log file after its exit event: polled, not read once.
+  const refusal = 'unknown option(s): --migrat; known: --migrate';
+  await eventually(async () => (log('health-bad-option').includes(refusal) ? true : undefined), 5000, refusal);
 });
 
 test('/readyz details each service; after SIGTERM: NOT_SERVING and "draining" still serving', async () => {
