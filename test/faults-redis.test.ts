@@ -137,6 +137,13 @@ test('Redis killed: keyed requests and an idempotent send work; restarted, the s
   expect(again.body).toEqual(first.body);
   expect(await queuedEmails(to)).toBe(1);
 
+  // Tracking with Redis down: the pixel is served, the open recorded once, a repeat deduplicated in-process.
+  const [mail] = await waitForMail(to);
+  const pixel = /<img src="([^"]+\/t\/o\/[^"]+)"/.exec(String(mail.parsed.html))![1];
+  for (let i = 0; i < 2; i++) expect((await fetch(pixel)).status).toBe(200);
+  const email = await call('GET', `/emails/${first.body.data.emails[0].email}`, undefined, { key: secretKey, baseUrl });
+  expect(email.body.opens).toBe(1);
+
   await redis.start();
   await expectSharedLimiter();
 
@@ -147,7 +154,8 @@ test('Redis killed: keyed requests and an idempotent send work; restarted, the s
     .filter((l) => l.includes('"dependency":"redis"'))
     .map((l) => JSON.parse(l));
   // One line per change (frozen: down, up; killed: down, up), not one per request or reconnect attempt. The
-  // gateway has one connection, contacts one (billing caps), messaging two (billing caps, send throttle).
+  // gateway has one connection, contacts one (billing caps), messaging two (billing caps; send throttle and
+  // tracking marks).
   const of = (service?: string) => changes.filter((c) => c.service === service).length;
   expect(of(undefined)).toBeGreaterThanOrEqual(4);
   expect(of(undefined)).toBeLessThanOrEqual(6);

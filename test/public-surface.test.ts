@@ -81,6 +81,46 @@ describe('links in mail', () => {
     expect(activity).toHaveLength(2);
   });
 
+  test('a replayed pixel or link is answered alike, recorded once per email and link per window', async () => {
+    const to = uniqueEmail('replay');
+    const body = '<p><a href="https://example.org/a">A</a> <a href="https://example.org/b">B</a></p>';
+    const res = await call(
+      'POST',
+      '/v1/send',
+      { to, from: `news@${domain}`, subject: 'Two links', body },
+      {
+        key: t.secretKey,
+      },
+    );
+    expect(res.status).toBe(200);
+    const emailId = res.body.data.emails[0].email as string;
+    const html = String((await waitForMail(to))[0].parsed.html);
+    const pixel = /<img src="([^"]+\/t\/o\/[^"]+)"/.exec(html)![1];
+    const [a, b] = [...html.matchAll(/href="([^"]+\/t\/c\/[^"]+)"/g)].map((x) => x[1].replace(/&amp;/g, '&'));
+    for (let i = 0; i < 3; i++) {
+      const gif = await fetch(pixel);
+      expect(gif.status).toBe(200);
+      expect(gif.headers.get('content-type')).toMatch(/image\/gif/);
+      const go = await fetch(a, { redirect: 'manual' });
+      expect(go.status).toBe(302);
+      expect(go.headers.get('location')).toBe('https://example.org/a');
+    }
+    const other = await fetch(b, { redirect: 'manual' });
+    expect(other.headers.get('location')).toBe('https://example.org/b');
+    // One open, one click of each link: the counters move in the transaction of the answer.
+    expect(await counters(emailId)).toEqual({ opens: 1, clicks: 2 });
+    const mine = await eventually(async () => {
+      const r = await call('GET', '/activity?type=email.open,email.click', undefined, { key: t.secretKey });
+      const rows = r.body.data.filter((x: { emailId: string }) => x.emailId === emailId);
+      return rows.length >= 3 ? rows : undefined;
+    });
+    const seen = mine.map(
+      (x: { type: string; data: { url?: string; isFirstOpen?: boolean; isFirstClick?: boolean } }) =>
+        x.type === 'email.open' ? `open ${x.data.isFirstOpen}` : `click ${x.data.url} ${x.data.isFirstClick}`,
+    );
+    expect(seen.sort()).toEqual(['click https://example.org/a true', 'click https://example.org/b false', 'open true']);
+  });
+
   test('the subscription pages cannot be framed and send no Referer (the token is in the URL)', async () => {
     const m = await sentMail();
     for (const url of [m.unsubscribe, m.unsubscribe.replace('/unsubscribe/', '/manage/')]) {

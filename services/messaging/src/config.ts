@@ -37,6 +37,12 @@ export const messagingEnv = z
     /** How long a project's suspension state is cached on the send path (bus messages drop it sooner). */
     SUSPENSION_CACHE_SECONDS: z.coerce.number().int().min(0).default(30),
     DNS_SERVERS: envDnsServers,
+    /** A repeated open of an email within this many seconds is answered but not recorded (0: every one is). */
+    TRACKING_OPEN_WINDOW_SECONDS: z.coerce.number().int().min(0).default(60),
+    /** The same for a click of one link of an email. */
+    TRACKING_CLICK_WINDOW_SECONDS: z.coerce.number().int().min(0).default(60),
+    /** Recorded opens and clicks per client address per minute across all emails (0: no budget). */
+    TRACKING_RECORDS_PER_CLIENT_PER_MINUTE: z.coerce.number().int().min(0).default(1000),
     /** S3-compatible bucket of uploaded images (README "Image uploads"); unset S3_BUCKET: the database. */
     S3_ENDPOINT: envUrl.optional(),
     S3_BUCKET: z.string().min(1).optional(),
@@ -63,6 +69,11 @@ export const messagingEnv = z
     reputationMinVolume: e.REPUTATION_MIN_VOLUME,
     suspensionCacheSeconds: e.SUSPENSION_CACHE_SECONDS,
     dnsServers: e.DNS_SERVERS,
+    trackingHits: {
+      openWindowMs: e.TRACKING_OPEN_WINDOW_SECONDS * 1000,
+      clickWindowMs: e.TRACKING_CLICK_WINDOW_SECONDS * 1000,
+      perClientPerMinute: e.TRACKING_RECORDS_PER_CLIENT_PER_MINUTE,
+    },
     s3: e.S3_BUCKET
       ? {
           endpoint: e.S3_ENDPOINT,

@@ -15,6 +15,7 @@ import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
 import { joinProjectWipes } from '@svc/lib/project-wipe';
 import { readBusMessage } from '@svc/lib/bus-topic';
+import { RedisLink } from '@svc/lib/redis';
 import { type MessagingEnv, messagingEnv } from './config.js';
 import { contactsDirectory } from './contacts-rpc.js';
 import { suspensionAuthority } from './identity-rpc.js';
@@ -44,6 +45,7 @@ import { Tracking } from './domain/tracking.js';
 import { TrackingTokens } from './domain/tracking-tokens.js';
 import { messagingRoutes } from './rpc.js';
 import { sendThrottle } from './send-throttle.js';
+import { trackingHits } from './tracking-dedupe.js';
 import { ActivityStore } from './store/activity-store.js';
 import { DomainsStore } from './store/domains-store.js';
 import { EmailsStore } from './store/emails-store.js';
@@ -128,7 +130,16 @@ export async function startMessaging(
   });
   const templates = new Templates(new TemplatesStore(db.pool), domains, renderer);
   const activityStore = new ActivityStore(db.pool);
-  const tracking = new Tracking(db.pool, emailsStore, tokens, contacts);
+  // One Redis connection for the send throttle and the tracking marks.
+  const redis =
+    config.redisUrl === undefined
+      ? undefined
+      : new RedisLink(config.redisUrl, {
+          commandTimeoutMs: config.redisCommandTimeoutMs,
+          logger,
+          degradedTo: 'send throttle and repeated opens and clicks counted per messaging replica until it is back',
+        });
+  const tracking = new Tracking(db.pool, emailsStore, tokens, contacts, trackingHits(config, redis));
   const activity = new ActivityFeed(activityStore, emailsStore);
   // Billing caps (README "Billing"): only emails are counted here.
   const billingCaps = billingCapsFromIdentity(config, logger, (projectId, _category, since) =>
@@ -216,8 +227,8 @@ export async function startMessaging(
   await joinProjectWipes(rt.bus, { service: MESSAGING_SERVICE, identity, logger, wipe: (p) => wipes.wipe(p) });
 
   const transport = createSmtpTransport(smtpUrl, config.smtpPoolSize);
-  const throttle = sendThrottle(config, logger);
-  const worker = new DeliveryWorker(db.pool, emailsStore, domainsStore, transport, throttle.throttle, logger, {
+  const throttle = sendThrottle(config, redis);
+  const worker = new DeliveryWorker(db.pool, emailsStore, domainsStore, transport, throttle, logger, {
     maxAttempts: config.sendMaxAttempts,
     retryBaseMs: config.sendRetryBaseMs,
     sandbox,
@@ -236,7 +247,7 @@ export async function startMessaging(
       await server.close();
       await checker.stop();
       await worker.stop();
-      throttle.close();
+      redis?.disconnect();
       billingCaps.close();
       transport.close();
       await devSink?.close();

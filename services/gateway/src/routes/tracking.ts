@@ -20,6 +20,7 @@ const link = (summary: string, responses: Record<number, ResponseDoc>) => ({
 
 // Links inside sent mail: no API key (the signed token is the credential), no rate limit
 // budget of the project, answers meant for mail clients and people rather than programs.
+// The answer never depends on what messaging records (repeats and a client's excess are not recorded).
 
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 

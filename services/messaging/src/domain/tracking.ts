@@ -4,6 +4,7 @@ import { enqueueMessage } from '@svc/lib/outbox';
 import type { EmailsStore } from '../store/emails-store.js';
 import type { ContactDirectory } from './contact-directory.js';
 import { lifecycleMessage } from './email-events.js';
+import type { TrackingHits } from './tracking-hits.js';
 import type { TrackingTokens } from './tracking-tokens.js';
 
 const invalidLink = (token: string) => notFound('Link', token.slice(0, 40));
@@ -15,20 +16,24 @@ export function maskEmail(email: string): string {
   return `${email[0]}***${email.slice(at)}`;
 }
 
-/** Opens, clicks and the subscription links; every occurrence is an event, the first is flagged. */
+/**
+ * Opens, clicks and the subscription links. A recorded open or click is an event, the first is flagged; `hits`
+ * decides which are recorded (not a repeat within its window, within the client's budget).
+ */
 export class Tracking {
   constructor(
     private readonly pool: Pool,
     private readonly emails: EmailsStore,
     private readonly tokens: TrackingTokens,
     private readonly contacts: ContactDirectory,
+    private readonly hits: TrackingHits,
   ) {}
 
-  /** `checkOnly`: the token is checked and nothing recorded (a HEAD request is no open). */
+  /** `checkOnly`: the token is checked and nothing recorded (a HEAD request is no open); a repeat neither. */
   async open(token: string, client: { userAgent?: string; ip?: string }, checkOnly = false): Promise<void> {
     const t = this.tokens.verify('open', token);
     if (!t) throw invalidLink(token);
-    if (checkOnly) return;
+    if (checkOnly || !(await this.hits.recordOpen(t.emailId, client.ip))) return;
     await withTransaction(this.pool, async (tx) => {
       const email = await this.emails.recordOpen(tx, t.emailId);
       if (!email) throw invalidLink(token);
@@ -39,12 +44,12 @@ export class Tracking {
 
   /**
    * The target URL; it was signed into the token, so this is no open redirect. `checkOnly`: nothing is recorded
-   * (a HEAD request or a browser's prefetch is no click).
+   * (a HEAD request or a browser's prefetch is no click), nor for a repeat within the window.
    */
   async click(token: string, client: { userAgent?: string; ip?: string }, checkOnly = false): Promise<string> {
     const t = this.tokens.verify('click', token);
     if (!t) throw invalidLink(token);
-    if (checkOnly) return t.url;
+    if (checkOnly || !(await this.hits.recordClick(t.emailId, t.url, client.ip))) return t.url;
     await withTransaction(this.pool, async (tx) => {
       const email = await this.emails.recordClick(tx, t.emailId);
       if (!email) return; // the email record is gone; the link still works

@@ -1,0 +1,104 @@
+import { createLogger } from '@svc/lib/logger';
+import { FailOpenRateLimiter, MemoryRateLimiter, RedisRateLimiter } from '@svc/lib/rate-limit';
+import { RedisLink } from '@svc/lib/redis';
+import {
+  FailOpenHitMarks,
+  MemoryHitMarks,
+  RedisHitMarks,
+  TrackingHits,
+  type TrackingHitPolicy,
+} from './tracking-hits.js';
+
+/** The test Redis (127.0.0.1:6379); every test uses its own key prefix. */
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = (name: string) => `test-th-${name}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e6)}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const POLICY: TrackingHitPolicy = { openWindowMs: 60_000, clickWindowMs: 60_000, perClientPerMinute: 0 };
+
+let link: RedisLink;
+
+beforeAll(async () => {
+  link = new RedisLink(REDIS_URL, { commandTimeoutMs: 2000, logger: createLogger('silent') });
+  for (let i = 0; i < 250 && !link.available; i++) await sleep(20);
+});
+
+afterAll(async () => {
+  const ended = new Promise((resolve) => link.client.once('end', resolve));
+  link.disconnect();
+  await ended;
+});
+
+const local = (policy: Partial<TrackingHitPolicy> = {}) =>
+  new TrackingHits(new MemoryHitMarks(), new MemoryRateLimiter(), { ...POLICY, ...policy });
+
+describe('which opens and clicks are recorded', () => {
+  test('one open per email per window; other emails are not affected', async () => {
+    const h = local();
+    expect(await h.recordOpen('e1', '1.2.3.4')).toBe(true);
+    expect(await h.recordOpen('e1', '1.2.3.4')).toBe(false);
+    expect(await h.recordOpen('e1', '5.6.7.8')).toBe(false);
+    expect(await h.recordOpen('e2', '1.2.3.4')).toBe(true);
+  });
+
+  test('one click per (email, link) per window; an open does not count as a click', async () => {
+    const h = local();
+    expect(await h.recordOpen('e1', '')).toBe(true);
+    expect(await h.recordClick('e1', 'https://a.example/', '')).toBe(true);
+    expect(await h.recordClick('e1', 'https://a.example/', '')).toBe(false);
+    expect(await h.recordClick('e1', 'https://b.example/', '')).toBe(true);
+    expect(await h.recordClick('e2', 'https://a.example/', '')).toBe(true);
+  });
+
+  test('a window of 0 records every hit', async () => {
+    const h = local({ openWindowMs: 0, clickWindowMs: 0 });
+    expect([await h.recordOpen('e', ''), await h.recordOpen('e', '')]).toEqual([true, true]);
+    expect([await h.recordClick('e', 'u', ''), await h.recordClick('e', 'u', '')]).toEqual([true, true]);
+  });
+
+  test('a mark expires with its window', async () => {
+    const marks = new MemoryHitMarks();
+    expect(await marks.firstIn('k', 1000, 0)).toBe(true);
+    expect(await marks.firstIn('k', 1000, 999)).toBe(false);
+    expect(await marks.firstIn('k', 1000, 1000)).toBe(true);
+  });
+
+  test('beyond its budget a client records nothing for any email; a repeat costs none', async () => {
+    const h = local({ perClientPerMinute: 2 });
+    expect(await h.recordOpen('e1', '1.2.3.4')).toBe(true);
+    expect(await h.recordOpen('e1', '1.2.3.4')).toBe(false); // a repeat, not counted against the budget
+    expect(await h.recordClick('e1', 'u', '1.2.3.4')).toBe(true);
+    expect(await h.recordOpen('e2', '1.2.3.4')).toBe(false);
+    expect(await h.recordOpen('e3', '5.6.7.8')).toBe(true);
+  });
+
+  test('with Redis the marks and the budget are shared by every replica', async () => {
+    const p = prefix('shared');
+    const replica = () =>
+      new TrackingHits(new RedisHitMarks(link, p), new RedisRateLimiter(link, p), { ...POLICY, perClientPerMinute: 2 });
+    const [a, b] = [replica(), replica()];
+    expect(await a.recordOpen('e1', '1.2.3.4')).toBe(true);
+    expect(await b.recordOpen('e1', '1.2.3.4')).toBe(false);
+    expect(await b.recordClick('e1', 'u', '1.2.3.4')).toBe(true);
+    expect(await a.recordOpen('e2', '1.2.3.4')).toBe(false);
+    const ttl = await link.client.pttl(`${p}:o:e1`);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+  });
+
+  test('with Redis unreachable each replica deduplicates in-process and never fails', async () => {
+    const dead = new RedisLink('redis://127.0.0.1:1', { commandTimeoutMs: 200, logger: createLogger('silent') });
+    try {
+      const p = prefix('dead');
+      const h = new TrackingHits(
+        new FailOpenHitMarks(new RedisHitMarks(dead, p)),
+        new FailOpenRateLimiter(new RedisRateLimiter(dead, p)),
+        { ...POLICY, perClientPerMinute: 5 },
+      );
+      expect(await h.recordOpen('e1', '1.2.3.4')).toBe(true);
+      expect(await h.recordOpen('e1', '1.2.3.4')).toBe(false);
+      expect(await h.recordClick('e1', 'u', '1.2.3.4')).toBe(true);
+    } finally {
+      dead.disconnect();
+    }
+  });
+});
