@@ -42,7 +42,7 @@ export const messagingEnv = z
     /** The same for a click of one link of an email. */
     TRACKING_CLICK_WINDOW_SECONDS: z.coerce.number().int().min(0).default(60),
     /** Recorded opens and clicks per client address per minute across all emails (0: no budget). */
-    TRACKING_RECORDS_PER_CLIENT_PER_MINUTE: z.coerce.number().int().min(0).default(1000),
+    TRACKING_RECORDS_PER_CLIENT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
     /** S3-compatible bucket of uploaded images (README "Image uploads"); unset S3_BUCKET: the database. */
     S3_ENDPOINT: envUrl.optional(),
     S3_BUCKET: z.string().min(1).optional(),
