@@ -173,70 +173,22 @@ test('a segment deleted while another comes to name it: one of the two is refuse
       expect(ids.has(id.slice('segment.'.length))).toBe(true);
 });
 
-test('a project deleted while a campaign hands mail over: messaging keeps no email of it', async () => {
-  const db = new pg.Client({
-    connectionString: serviceDatabaseUrl('messaging', platform.env.DATABASE_URL, platform.env),
-  });
-  await db.connect();
-  try {
-    for (let round = 0; round < 4; round++) {
-      const x = await newTenant();
-      const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: x.secretKey });
-      const { domain } = await verifiedDomain(x);
-      const stamp = Date.now().toString(36);
-      await importCsv(
-        x,
-        ['email', ...Array.from({ length: 6000 }, (_, i) => `hand${i}-${stamp}@example.com`)].join('\n'),
-      );
-      const id = (await api('POST', '/campaigns', { name: 'r', subject: 's', body: 'b', from: `n@${domain}` })).body
-        .data.id;
-      expect((await api('POST', `/campaigns/${id}/send`)).status).toBe(200);
-      // Delete once the hand-over runs: its next round is in flight at that moment or soon after.
-      await eventually(async () => ((await api('GET', `/campaigns/${id}/stats`)).body.queued > 0 ? true : undefined));
-      const owner = { cookie: x.cookie };
-      expect((await call('DELETE', `/users/@me/projects/${x.projectId}`, undefined, owner)).status).toBe(202);
-      await eventually(async () => {
-        const wipe = await call('GET', `/users/@me/projects/${x.projectId}/reset`, undefined, owner);
-        return wipe.status === 404 ? true : undefined;
-      }, 60_000);
-      const { rows } = await db.query('SELECT count(*)::int AS n FROM emails WHERE project_id = $1', [x.projectId]);
-      expect(rows[0].n).toBe(0);
-    }
-  } finally {
-    await db.end();
-  }
-});
-
 const emailsOf = async (db: pg.Client, projectId: string) =>
   (await db.query('SELECT count(*)::int AS n FROM emails WHERE project_id = $1', [projectId])).rows[0].n as number;
 
-test('a project deleted while workflows send mail: messaging keeps no email of it', async () => {
+/**
+ * `rounds` times: a new tenant's mail set in flight by `start`, then its project deleted at once; once the wipe is
+ * over, messaging keeps no email of it.
+ */
+async function deletedMidFlight(rounds: number, start: (x: Tenant, db: pg.Client) => Promise<void>): Promise<void> {
   const db = new pg.Client({
     connectionString: serviceDatabaseUrl('messaging', platform.env.DATABASE_URL, platform.env),
   });
   await db.connect();
   try {
-    for (let round = 0; round < 6; round++) {
+    for (let round = 0; round < rounds; round++) {
       const x = await newTenant();
-      const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: x.secretKey });
-      const { domain } = await verifiedDomain(x);
-      const seg = await api('POST', '/segments', { name: 'Plan p', trackMembership: true, condition: tree('p') });
-      const w = await api('POST', '/workflows', { name: 'w', eventName: `segment.${seg.body.slug}.entry` });
-      const mail = { subject: 's', body: 'b', from: `n@${domain}` };
-      const step = await api('POST', `/workflows/${w.body.id}/steps`, { type: 'SEND_EMAIL', config: mail });
-      await api('POST', `/workflows/${w.body.id}/transitions`, {
-        fromStepId: w.body.steps[0].id,
-        toStepId: step.body.id,
-      });
-      expect((await api('PATCH', `/workflows/${w.body.id}`, { enabled: true })).status).toBe(200);
-      const stamp = Date.now().toString(36);
-      await importCsv(
-        x,
-        ['email,plan', ...Array.from({ length: 4000 }, (_, i) => `wf${i}-${stamp}@example.com,p`)].join('\n'),
-      );
-      // Thousands enter the segment at once: each starts an execution whose SEND_EMAIL step queues mail.
-      expect((await api('POST', `/segments/${seg.body.id}/compute`)).status).toBe(200);
-      await eventually(async () => ((await emailsOf(db, x.projectId)) > 0 ? true : undefined));
+      await start(x, db);
       const owner = { cookie: x.cookie };
       expect((await call('DELETE', `/users/@me/projects/${x.projectId}`, undefined, owner)).status).toBe(202);
       await eventually(async () => {
@@ -248,4 +200,45 @@ test('a project deleted while workflows send mail: messaging keeps no email of i
   } finally {
     await db.end();
   }
+}
+
+test('a project deleted while a campaign hands mail over: messaging keeps no email of it', async () => {
+  await deletedMidFlight(4, async (x) => {
+    const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: x.secretKey });
+    const { domain } = await verifiedDomain(x);
+    const stamp = Date.now().toString(36);
+    await importCsv(
+      x,
+      ['email', ...Array.from({ length: 6000 }, (_, i) => `hand${i}-${stamp}@example.com`)].join('\n'),
+    );
+    const id = (await api('POST', '/campaigns', { name: 'r', subject: 's', body: 'b', from: `n@${domain}` })).body.data
+      .id;
+    expect((await api('POST', `/campaigns/${id}/send`)).status).toBe(200);
+    // Deleted once the hand-over runs: its next round is in flight at that moment or soon after.
+    await eventually(async () => ((await api('GET', `/campaigns/${id}/stats`)).body.queued > 0 ? true : undefined));
+  });
+});
+
+test('a project deleted while workflows send mail: messaging keeps no email of it', async () => {
+  await deletedMidFlight(6, async (x, db) => {
+    const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: x.secretKey });
+    const { domain } = await verifiedDomain(x);
+    const seg = await api('POST', '/segments', { name: 'Plan p', trackMembership: true, condition: tree('p') });
+    const w = await api('POST', '/workflows', { name: 'w', eventName: `segment.${seg.body.slug}.entry` });
+    const mail = { subject: 's', body: 'b', from: `n@${domain}` };
+    const step = await api('POST', `/workflows/${w.body.id}/steps`, { type: 'SEND_EMAIL', config: mail });
+    await api('POST', `/workflows/${w.body.id}/transitions`, {
+      fromStepId: w.body.steps[0].id,
+      toStepId: step.body.id,
+    });
+    expect((await api('PATCH', `/workflows/${w.body.id}`, { enabled: true })).status).toBe(200);
+    const stamp = Date.now().toString(36);
+    await importCsv(
+      x,
+      ['email,plan', ...Array.from({ length: 4000 }, (_, i) => `wf${i}-${stamp}@example.com,p`)].join('\n'),
+    );
+    // Thousands enter the segment at once: each starts an execution whose SEND_EMAIL step queues mail.
+    expect((await api('POST', `/segments/${seg.body.id}/compute`)).status).toBe(200);
+    await eventually(async () => ((await emailsOf(db, x.projectId)) > 0 ? true : undefined));
+  });
 });
