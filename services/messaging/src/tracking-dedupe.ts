@@ -1,7 +1,7 @@
 import { FailOpenRateLimiter, MemoryRateLimiter, RedisRateLimiter } from '@svc/lib/rate-limit';
 import type { RedisLink } from '@svc/lib/redis';
 import type { MessagingConfig as Config } from './config.js';
-import { FailOpenHitMarks, MemoryHitMarks, RedisHitMarks, TrackingHits } from './domain/tracking-hits.js';
+import { TrackingHits } from './domain/tracking-hits.js';
 
 /**
  * Which opens and clicks are recorded (README "Tracking"): the marks and the per-client budget are shared by every
@@ -10,8 +10,6 @@ import { FailOpenHitMarks, MemoryHitMarks, RedisHitMarks, TrackingHits } from '.
  */
 export function trackingHits(config: Config, redis: RedisLink | undefined): TrackingHits {
   const policy = config.trackingHits;
-  if (!redis) return new TrackingHits(new MemoryHitMarks(), new MemoryRateLimiter(), policy);
-  const prefix = `${config.busPrefix}:th`;
-  const marks = new FailOpenHitMarks(new RedisHitMarks(redis, prefix));
-  return new TrackingHits(marks, new FailOpenRateLimiter(new RedisRateLimiter(redis, prefix)), policy);
+  if (!redis) return new TrackingHits(new MemoryRateLimiter(), policy);
+  return new TrackingHits(new FailOpenRateLimiter(new RedisRateLimiter(redis, `${config.busPrefix}:th`)), policy);
 }

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { RateLimiter } from '@svc/lib/rate-limit';
-import type { RedisLink } from '@svc/lib/redis';
 
 /**
  * Which open and click hits are recorded. The tokens are public and never expire, so a replayed pixel or link must
@@ -17,73 +16,15 @@ export interface TrackingHitPolicy {
   perClientPerMinute: number;
 }
 
-/** Marks a key for `windowMs`: true when it was not marked (the first hit of its window). */
-export interface HitMarks {
-  firstIn(key: string, windowMs: number): Promise<boolean>;
-}
-
-const MAX_LOCAL_MARKS = 100_000;
-
-/** In-process marks: the whole truth with one messaging process, each replica's own while Redis is down. */
-export class MemoryHitMarks implements HitMarks {
-  private readonly until = new Map<string, number>();
-
-  async firstIn(key: string, windowMs: number, now = Date.now()): Promise<boolean> {
-    const at = this.until.get(key);
-    if (at !== undefined && at > now) return false;
-    this.until.delete(key); // re-inserted last: the map stays ordered by expiry (one window length per kind)
-    if (this.until.size >= MAX_LOCAL_MARKS) this.evict(now);
-    this.until.set(key, now + windowMs);
-    return true;
-  }
-
-  /** Expired marks go; if the map is still full, the oldest do (a forgotten mark only records one more hit). */
-  private evict(now: number): void {
-    for (const [k, at] of this.until) {
-      if (at > now && this.until.size < MAX_LOCAL_MARKS * 0.9) return;
-      this.until.delete(k);
-    }
-  }
-}
-
-/** Marks shared by every messaging replica: one `SET NX PX` per hit, the key expiring with its window. */
-export class RedisHitMarks implements HitMarks {
-  constructor(
-    private readonly redis: RedisLink,
-    private readonly prefix: string,
-  ) {}
-
-  async firstIn(key: string, windowMs: number): Promise<boolean> {
-    const set = await this.redis.run((r) => r.set(`${this.prefix}:${key}`, '1', 'PX', windowMs, 'NX'));
-    return set === 'OK';
-  }
-}
-
-/**
- * Redis down, frozen or erring: each replica marks in-process instead (a repeated hit may then be recorded once per
- * replica per window). The public endpoints never fail for it, and a real first open is never lost for it.
- */
-export class FailOpenHitMarks implements HitMarks {
-  constructor(
-    private readonly shared: HitMarks,
-    private readonly local: HitMarks = new MemoryHitMarks(),
-  ) {}
-
-  async firstIn(key: string, windowMs: number): Promise<boolean> {
-    try {
-      return await this.shared.firstIn(key, windowMs);
-    } catch {
-      return this.local.firstIn(key, windowMs);
-    }
-  }
-}
-
 const urlKey = (url: string) => createHash('sha256').update(url).digest('base64url').slice(0, 22);
 
+/**
+ * A repeat is a second hit within its window: a rate limit of 1 per window on the hit's key (a token bucket of one
+ * token refilled over the window, so the next hit after a recorded one counts once the window has passed).
+ */
 export class TrackingHits {
   constructor(
-    private readonly marks: HitMarks,
-    private readonly clients: RateLimiter,
+    private readonly limiter: RateLimiter,
     private readonly policy: TrackingHitPolicy,
   ) {}
 
@@ -97,9 +38,9 @@ export class TrackingHits {
 
   /** The repeat check first: a repeated hit costs no client budget. */
   private async admit(key: string, windowMs: number, ip: string | undefined): Promise<boolean> {
-    if (windowMs > 0 && !(await this.marks.firstIn(key, windowMs))) return false;
+    if (windowMs > 0 && !(await this.limiter.hit(key, 1, windowMs)).allowed) return false;
     if (!this.policy.perClientPerMinute || !ip) return true;
-    const d = await this.clients.hit(`ip:${ip}`, this.policy.perClientPerMinute, 60_000);
+    const d = await this.limiter.hit(`ip:${ip}`, this.policy.perClientPerMinute, 60_000);
     return d.allowed;
   }
 }
