@@ -1,4 +1,5 @@
 import { validationError } from '@svc/lib/errors';
+import { isJsonObject } from '@svc/lib/json-object';
 
 // SPEC.md "Custom data (data) rules": how a `data` payload patches a contact.
 
@@ -26,11 +27,8 @@ export interface DataPatch {
   oneOff: DataObject;
 }
 
-export function isPlainObject(value: unknown): value is DataObject {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
+/** A plain object (lib/json-object's test, under the name this module's callers use). */
+export const isPlainObject: (value: unknown) => value is DataObject = isJsonObject;
 
 /**
  * Splits a request's `data` into the stored patch and one-off values.
