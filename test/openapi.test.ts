@@ -114,6 +114,10 @@ describe('OpenAPI document', () => {
     expect(Object.keys(contact.properties ?? {})).toEqual(
       expect.arrayContaining(['id', 'email', 'subscribed', 'data', 'createdAt', 'updatedAt']),
     );
+    // An execution's chain depth (the loop guard's count), always present.
+    const execution = doc.components?.schemas?.WorkflowExecution as OpenAPIV3_1.SchemaObject;
+    expect(execution.properties?.chainDepth).toMatchObject({ type: 'integer' });
+    expect(execution.required).toContain('chainDepth');
   });
 
   test('every operation documented with credentials answers 401 without them', async () => {

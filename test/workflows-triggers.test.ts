@@ -33,7 +33,7 @@ async function workflow(eventName: string, step: { type: string; config: unknown
   return w.body.id;
 }
 
-type Execution = { id: string; status: string; contactId: string; context: Record<string, any> };
+type Execution = { id: string; status: string; contactId: string; context: Record<string, any>; chainDepth: number };
 
 async function executions(workflowId: string): Promise<Execution[]> {
   const r = await api('GET', `/workflows/${workflowId}/executions`);
@@ -183,8 +183,16 @@ describe('workflow triggers from the bus', () => {
         30_000,
         'the enrolment at depth 6 refused',
       );
-      expect((await executions(ping)).filter((e) => e.contactId === contact.body.id)).toHaveLength(3);
-      expect((await executions(pong)).filter((e) => e.contactId === contact.body.id)).toHaveLength(3);
+      // The executions API shows each one's depth: Ping's at 0, 2 and 4, Pong's at 1, 3 and 5.
+      const depths = async (id: string) =>
+        (await executions(id))
+          .filter((e) => e.contactId === contact.body.id)
+          .map((e) => e.chainDepth)
+          .sort();
+      expect(await depths(ping)).toEqual([0, 2, 4]);
+      expect(await depths(pong)).toEqual([1, 3, 5]);
+      const deep = (await executions(ping)).find((e) => e.contactId === contact.body.id && e.chainDepth === 2)!;
+      expect((await api('GET', `/workflows/${ping}/executions/${deep.id}`)).body.chainDepth).toBe(2);
       const mail = await receivedMail(to);
       expect(mail.map((m) => m.parsed.subject)).toEqual(['Ping', 'Pong', 'Ping', 'Pong', 'Ping', 'Pong']);
       // Workflow mail tells auto-responders not to answer (RFC 3834).

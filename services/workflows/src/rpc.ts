@@ -86,6 +86,7 @@ const executionPb = (e: ExecutionRow, steps: HistoryRow[] = []) =>
     finishedAt: ts(e.finished_at),
     updatedAt: ts(e.updated_at),
     steps: steps.map(historyPb),
+    chainDepth: e.chain_depth,
   });
 
 export function workflowsRoutes(workflows: Workflows, executions: Executions, store: WorkflowsStore) {
