@@ -767,6 +767,22 @@ if (!haveHelm) {
     expect(secret.stringData).toEqual({ DATABASE_URL: values.postgres.url });
   });
 
+  test("the migration Job's deadline ends inside helm's --timeout (default 5m), or the render fails", async () => {
+    // Helm waits for a hook Job up to --timeout; a Job still migrating then fails the upgrade yet runs on, unwatched.
+    const job = find(await render('--set', 'migrations.mode=job'), 'Job', `${RELEASE}-migrate`);
+    expect(job.spec.activeDeadlineSeconds).toBeLessThan(300);
+    expect(job.spec.backoffLimit).toBe(3);
+    await expect(render('--set', 'migrations.mode=job,migrations.job.activeDeadlineSeconds=900')).rejects.toThrow(
+      /migrations\.job\.activeDeadlineSeconds \(900\) must be below migrations\.job\.helmTimeoutSeconds \(300\)/,
+    );
+    // Longer migrations: both values raised, and helm run with that --timeout.
+    const long = await render(
+      '--set',
+      'migrations.mode=job,migrations.job.activeDeadlineSeconds=1140,migrations.job.helmTimeoutSeconds=1200',
+    );
+    expect(find(long, 'Job', `${RELEASE}-migrate`).spec.activeDeadlineSeconds).toBe(1140);
+  });
+
   test('NOTES.txt: where the API is, the migration mode, the credentials', async () => {
     // helm renders NOTES.txt only on install (which needs a cluster): here through tpl in a copy of the chart.
     const copy = path.join(dir, 'notes-chart');
