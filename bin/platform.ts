@@ -210,6 +210,10 @@ async function main(): Promise<void> {
   const embedded = !config.databaseUrl;
   const credentials = serviceTokenProblem(config.serviceToken, embedded);
   if (credentials) refuse(`config error: ${credentials}`);
+  for (const { module, own } of services) {
+    const problem = module.configProblem?.(own, embedded);
+    if (problem) refuse(`config error: ${problem}`);
+  }
   // Stopped last: the spans of the shutdown itself are exported too.
   const stops: Array<() => Promise<void>> = stopTracing ? [stopTracing] : [];
 

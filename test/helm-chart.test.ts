@@ -24,7 +24,7 @@ import { promisify } from 'node:util';
 import { inflateRawSync } from 'node:zlib';
 import { z } from 'zod';
 import { parseConfig, parseEnv } from '@svc/lib/config';
-import { gatewayEnv } from '../services/gateway/src/config.js';
+import { gatewayEnv, sessionSecretProblem } from '../services/gateway/src/config.js';
 import { messagingEnv } from '../services/messaging/src/config.js';
 import { SERVICES } from '../services/registry.js';
 import { ROOT } from './support/processes.js';
@@ -202,7 +202,8 @@ if (!haveHelm) {
       NATS_URL: values.nats.url,
       REDIS_URL: values.redis.url,
       SMTP_URL: values.smtpUrl,
-      SESSION_SECRET: values.sessionSecret,
+      // Generated (no sessionSecret in values): one secret for every gateway replica.
+      SESSION_SECRET: expect.stringMatching(/^[A-Za-z0-9]{64}$/),
     });
     const serviceToken = Buffer.from(token.data[values.serviceToken.key], 'base64').toString();
     expect(serviceToken).toMatch(/^[A-Za-z0-9]{48}$/);
@@ -245,6 +246,21 @@ if (!haveHelm) {
       expect(fragments.length).toBeGreaterThan(0);
       for (const fragment of fragments) expect(() => parseEnv(fragment as z.ZodTypeAny, env)).not.toThrow();
     }
+    // The gateway pod is in distributed mode and has what that needs.
+    expect(sessionSecretProblem(parseEnv(gatewayEnv, env).sessionSecret, !config.databaseUrl)).toBeUndefined();
+  });
+
+  test('sessionSecret: generated when empty, kept when set, refused when short or the old example value', async () => {
+    const secret = async (...args: string[]) => find(await render(...args), 'Secret', `${RELEASE}-env`);
+    expect((await secret()).stringData.SESSION_SECRET).toMatch(/^[A-Za-z0-9]{64}$/);
+    const own = 'a-session-secret-of-our-own-0123';
+    expect((await secret('--set', `sessionSecret=${own}`)).stringData.SESSION_SECRET).toBe(own);
+    await expect(render('--set', 'sessionSecret=short')).rejects.toThrow(
+      /sessionSecret must be at least 16 characters \(the gateway refuses a shorter one\), got 5/,
+    );
+    await expect(render('--set', 'sessionSecret=change-me-to-a-long-random-string')).rejects.toThrow(
+      /sessionSecret is the old example value, which anyone can read/,
+    );
   });
 
   test('tracing, Stripe, S3 and inbound SMTP: first-class values reach the pods that read them', async () => {
@@ -797,7 +813,7 @@ if (!haveHelm) {
     const plain = await notes();
     expect(plain).toContain(`kubectl port-forward -n default service/${RELEASE}-gateway 8080:${PORTS.gateway}`);
     expect(plain).toContain('under a PostgreSQL advisory lock');
-    expect(plain).toContain('WARNING: sessionSecret is the example value');
+    expect(plain).toContain('(SESSION_SECRET generated once and kept)');
     const production = await notes('-f', PRODUCTION);
     expect(production).toContain('https://mail.example.com/');
     expect(production).toContain(`the hook Job ${RELEASE}-migrate ran them`);

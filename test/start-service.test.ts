@@ -48,6 +48,19 @@ describe('starting services by name (the registry)', () => {
     }
   });
 
+  test('a distributed gateway without SESSION_SECRET refuses to start, naming the variable', async () => {
+    // A random secret per process would make each replica refuse the sessions the others signed.
+    const port = await freePort();
+    const env = { ...platform.env, SESSION_SECRET: '', PORT: String(port) };
+    const { code, output } = await runToExit(['gateway'], env, 'start-no-session-secret');
+    expect(code).toBe(1);
+    expect(output).toContain('config error: SESSION_SECRET is required when DATABASE_URL is set');
+    expect(output).not.toMatch(/\n\s+at /);
+    // Refused before anything started: the gateway never listened.
+    expect(output).not.toContain('gateway listening');
+    expect(await portOpen(port)).toBe(false);
+  });
+
   test('embedded mode with a taken gateway port stops with one line and leaves no PostgreSQL running', async () => {
     const blocker = net.createServer();
     const port = await freePort();

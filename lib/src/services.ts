@@ -21,6 +21,11 @@ export interface ServiceModule<C extends object = object> {
   config?: z.ZodType<C, z.ZodTypeDef, unknown>;
   /** The migrations of the service's own database (what `openServiceDatabase` gets), for `platform --migrate`. */
   migrations?: Migration[];
+  /**
+   * Why the service cannot run with its variables in this mode (a secret distributed mode needs), or undefined:
+   * bin/platform.ts refuses to start with `config error: <problem>` before any service starts.
+   */
+  configProblem?(own: C, embedded: boolean): string | undefined;
   start(rt: Runtime<C>): Promise<StartedService>;
 }
 

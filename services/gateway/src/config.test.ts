@@ -1,5 +1,5 @@
 import { parseEnv } from '@svc/lib/config';
-import { gatewayEnv } from './config.js';
+import { gatewayEnv, sessionSecretProblem } from './config.js';
 
 describe("the gateway's own environment variables", () => {
   test('defaults as documented', () => {
@@ -27,6 +27,12 @@ describe("the gateway's own environment variables", () => {
     );
     expect(() => parseEnv(gatewayEnv, { BODY_LIMIT: 'lots' })).toThrow(/^invalid environment variable BODY_LIMIT: /);
     expect(parseEnv(gatewayEnv, { TRUST_PROXY: 'loopback' }).trustProxy).toBe('loopback');
+  });
+
+  test('SESSION_SECRET is required in distributed mode only', () => {
+    expect(sessionSecretProblem(undefined, false)).toMatch(/^SESSION_SECRET is required when DATABASE_URL is set/);
+    expect(sessionSecretProblem('s'.repeat(16), false)).toBeUndefined();
+    expect(sessionSecretProblem(undefined, true)).toBeUndefined();
   });
 
   test("messaging's variables are not the gateway's business", () => {

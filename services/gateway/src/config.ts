@@ -66,5 +66,17 @@ export const gatewayEnv = z
   }));
 
 export type GatewayEnv = z.output<typeof gatewayEnv>;
+
+/**
+ * Distributed mode (DATABASE_URL set) needs SESSION_SECRET: with a random secret per process, a session one
+ * gateway replica signed is refused by the others. Embedded mode keeps a generated one in DATA_DIR.
+ */
+export function sessionSecretProblem(sessionSecret: string | undefined, embedded: boolean): string | undefined {
+  if (embedded || sessionSecret) return undefined;
+  return (
+    'SESSION_SECRET is required when DATABASE_URL is set (it signs session cookies, and every gateway replica ' +
+    'must use the same one): set it to at least 16 random characters, e.g. `openssl rand -hex 32`'
+  );
+}
 /** What the gateway's code reads: the platform-wide config and its own. */
 export type GatewayConfig = Config & GatewayEnv;

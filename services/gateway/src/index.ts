@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { readBusMessage } from '@svc/lib/bus-topic';
-import { listen } from '@svc/lib/listen';
+import { StartupError, listen } from '@svc/lib/listen';
 import { MemoryIdempotencyStore, RedisIdempotencyStore } from '@svc/lib/idempotency-store';
 import { FailOpenRateLimiter, MemoryRateLimiter, SlicedRateLimiter } from '@svc/lib/rate-limit';
 import { FailOpenTokenBuckets, MemoryTokenBuckets, RedisTokenBuckets } from '@svc/lib/token-bucket';
@@ -14,7 +14,7 @@ import { serviceModule } from '@svc/lib/services';
 import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
 import { createApp } from './app.js';
 import { CALLABLE_SERVICES, createClients } from './clients.js';
-import { type GatewayEnv, gatewayEnv } from './config.js';
+import { type GatewayEnv, gatewayEnv, sessionSecretProblem } from './config.js';
 import { answerClientError } from './http/client-error.js';
 import { expressServer } from './http/express-server.js';
 import { KeyCache } from './http/key-cache.js';
@@ -50,15 +50,11 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
     : undefined;
   // Keys are prefixed per deployment (BUS_PREFIX), so deployments can share one Redis.
   const prefix = config.busPrefix;
-  let sessionSecret = config.sessionSecret;
-  if (!sessionSecret && opts.embedded) {
-    // Embedded mode keeps a generated secret in its data folder: sessions (and the mail viewer) survive restarts.
-    sessionSecret = embeddedSessionSecret(config.dataDir);
-  } else if (!sessionSecret) {
-    // Sessions then last as long as this process: not for replicas.
-    logger.warn('SESSION_SECRET is not set; using a random one for this process');
-    sessionSecret = randomBytes(32).toString('hex');
-  }
+  // bin/platform.ts refuses distributed mode without SESSION_SECRET before any service starts (configProblem).
+  const missing = sessionSecretProblem(config.sessionSecret, opts.embedded);
+  if (missing) throw new StartupError(missing);
+  // Embedded mode keeps a generated secret in its data folder: sessions (and the mail viewer) survive restarts.
+  const sessionSecret = config.sessionSecret ?? embeddedSessionSecret(config.dataDir);
   const keyCache = new KeyCache(config.keyCacheTtlSeconds, redis, `${prefix}:keys`);
   // The replica that answered a project's DELETE or key rotation dropped its keys already; every other replica
   // hears it here (its in-process layer would otherwise keep the old keys for up to a second, or the whole TTL).
@@ -133,5 +129,6 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
 /** The registry loads this (services/registry.ts). */
 export const service = serviceModule({
   config: gatewayEnv,
+  configProblem: (own, embedded) => sessionSecretProblem(own.sessionSecret, embedded),
   start: (rt) => startGateway(rt, { embedded: rt.embedded }),
 });
