@@ -199,7 +199,8 @@ try {
 
   await page.getByRole('button', { name: 'Log out' }).click();
   await page.waitForURL(c.base + '/app/login');
-  seen.loggedOut = true;
+  // The session ended at the gateway (POST /auth/logout), not only in the page.
+  seen.loggedOut = (await page.context().request.get(c.base + '/users/@me')).status() === 401;
 } catch (err) {
   // Where it stopped: the page's text and URL, for the test's failure message.
   const page = browser.contexts()[0]?.pages()[0];

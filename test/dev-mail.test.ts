@@ -328,6 +328,7 @@ describe('embedded mode with the local sink: the sandbox sender and the mail vie
     const page = await fetch(`${baseUrl}/dev/mail`, { headers: { accept: 'text/html' } });
     expect(page.status).toBe(401);
     expect(await page.text()).toContain('action="/dev/mail/sign-in"');
+    expect(page.headers.get('content-security-policy')).toContain("base-uri 'none'; form-action 'self'");
 
     const wrong = await fetch(`${baseUrl}/dev/mail/sign-in`, {
       method: 'POST',

@@ -129,6 +129,7 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/auth/signup', auth: 'none', body: ['email', 'password'] },
   { method: 'POST', path: '/auth/login', auth: 'none', body: ['email', 'password'] },
   { method: 'GET', path: '/auth/logout', auth: 'none' },
+  { method: 'POST', path: '/auth/logout', auth: 'none' },
   { method: 'GET', path: '/auth/oauth-config', auth: 'none' },
   { method: 'GET', path: '/auth/oauth/:p', auth: 'none' },
   { method: 'GET', path: '/auth/oauth/:p/callback', auth: 'none', query: ['code', 'state', 'error'] },

@@ -110,6 +110,11 @@ describe('OpenAPI document', () => {
     expect(send?.responses?.['422']).toMatchObject({
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
     });
+    // Signing out: a GET another site started answers a confirmation page; its form POSTs /auth/logout.
+    const logout = doc.paths?.['/auth/logout'];
+    const page = logout?.get?.responses?.['200'] as OpenAPIV3_1.ResponseObject;
+    expect(Object.keys(page.content ?? {}).sort()).toEqual(['application/json', 'text/html']);
+    expect(Object.keys(logout?.post?.responses ?? {})).toEqual(expect.arrayContaining(['200', '303', '403']));
     const contact = doc.components?.schemas?.Contact as OpenAPIV3_1.SchemaObject;
     expect(Object.keys(contact.properties ?? {})).toEqual(
       expect.arrayContaining(['id', 'email', 'subscribed', 'data', 'createdAt', 'updatedAt']),

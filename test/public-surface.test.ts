@@ -156,6 +156,25 @@ describe('headers of every answer', () => {
       expect(a.headers.get('referrer-policy')).toBe('same-origin');
     }
   });
+
+  test("every HTML page's CSP forbids <base>, lets forms post only here and refuses framing", async () => {
+    const m = await sentMail();
+    const pages = await Promise.all([
+      fetch(`${platform.gatewayUrl}/`, { headers: { accept: 'text/html' } }),
+      fetch(`${platform.gatewayUrl}/docs`),
+      fetch(`${platform.gatewayUrl}/app`),
+      fetch(`${platform.gatewayUrl}/app/login`),
+      fetch(m.unsubscribe),
+      fetch(m.unsubscribe.replace('/unsubscribe/', '/manage/')),
+      fetch(`${m.click}x`),
+    ]);
+    expect(pages.map((p) => p.status)).toEqual([200, 200, 200, 200, 200, 200, 404]);
+    for (const p of pages) {
+      expect(p.headers.get('content-type')).toMatch(/text\/html/);
+      const csp = (p.headers.get('content-security-policy') ?? '').split(/;\s*/);
+      expect(csp).toEqual(expect.arrayContaining(["base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'"]));
+    }
+  });
 });
 
 describe('cross-site requests with the session cookie (CSRF)', () => {
@@ -192,6 +211,127 @@ describe('cross-site requests with the session cookie (CSRF)', () => {
     ).toBe(200);
   });
 });
+
+describe('signing out (GET /auth/logout stays, SPEC.md)', () => {
+  const signedIn = async (cookie: string) => (await call('GET', '/users/@me', undefined, { cookie })).status;
+  const logout = (method: 'GET' | 'POST', cookie: string, headers: Record<string, string>) =>
+    fetch(`${platform.gatewayUrl}/auth/logout`, { method, headers: { cookie, ...headers }, redirect: 'manual' });
+
+  test('a GET another site started signs nobody out: it answers a page whose form POSTs from here', async () => {
+    const { cookie } = await newTenant();
+    const elsewhere: Record<string, string>[] = [
+      { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' },
+      { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'navigate' },
+      // A browser without Fetch Metadata: the Referer (or Origin) names the other site.
+      { referer: 'http://evil.example/cats' },
+      { origin: 'http://evil.example' },
+    ];
+    for (const headers of elsewhere) {
+      const res = await logout('GET', cookie, headers);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/text\/html/);
+      expect(res.headers.get('set-cookie')).toBeNull();
+      expect(await res.text()).toContain('<form method="post" action="/auth/logout">');
+      expect(await signedIn(cookie)).toBe(200);
+    }
+    // The POST is a signed-in change: another site's is refused.
+    expectEnvelope(
+      await call('POST', '/auth/logout', undefined, { cookie, headers: { origin: 'http://x.example' } }),
+      403,
+      'CROSS_SITE_REQUEST',
+    );
+    expect(await signedIn(cookie)).toBe(200);
+  });
+
+  test("the platform's own pages, a typed URL and curl still sign out by GET; the form's POST too", async () => {
+    const own: Record<string, string>[] = [
+      { 'sec-fetch-site': 'same-origin' },
+      { 'sec-fetch-site': 'none' },
+      { referer: `${platform.env.PUBLIC_URL}/app/projects` },
+      { referer: `${platform.gatewayUrl}/app` },
+      {},
+    ];
+    for (const headers of own) {
+      const { cookie } = await newTenant();
+      const res = await logout('GET', cookie, headers);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ success: true });
+      expect(res.headers.get('set-cookie')).toMatch(/^svc_session=;/);
+      expect(await signedIn(cookie)).toBe(401);
+    }
+    const { cookie } = await newTenant();
+    const form = await logout('POST', cookie, { origin: platform.env.PUBLIC_URL, accept: 'text/html' });
+    expect(form.status).toBe(303);
+    expect(form.headers.get('location')).toBe('/app/login');
+    expect(await signedIn(cookie)).toBe(401);
+    const api = await newTenant();
+    expect(await (await logout('POST', api.cookie, {})).json()).toEqual({ success: true });
+    expect(await signedIn(api.cookie)).toBe(401);
+  });
+
+  test('in Chromium: a link on another site asks; the confirmation signs out and opens the sign-in page', async () => {
+    if (!existsSync(CHROMIUM)) {
+      console.warn(`skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
+      return;
+    }
+    const { cookie } = await newTenant();
+    const pair = cookie.split(';')[0];
+    const [name, value] = [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)];
+    const { stdout } = await execFileAsync(process.execPath, ['--input-type=module', '-e', LOGOUT_LINK_SCRIPT], {
+      cwd: ROOT,
+      timeout: 120_000,
+      env: {
+        ...process.env,
+        SURFACE_CHECK: JSON.stringify({
+          chromium: CHROMIUM,
+          base: platform.gatewayUrl,
+          cookieName: name,
+          cookieValue: value,
+        }),
+      },
+    });
+    const seen = JSON.parse(stdout);
+    expect(seen.asked).toBe('Sign out?');
+    expect(seen.afterLink).toEqual({ cookie: true, me: 200 });
+    expect(seen.confirmedAt).toMatch(/\/app\/login$/);
+    expect(seen.afterConfirm).toEqual({ cookie: false, me: 401 });
+    expect(await signedIn(cookie)).toBe(401);
+  });
+});
+
+/** A page on another site (localhost vs the gateway's 127.0.0.1: cross-site) linking to GET /auth/logout. */
+const LOGOUT_LINK_SCRIPT = `
+import http from 'node:http';
+import { chromium } from 'playwright-core';
+const c = JSON.parse(process.env.SURFACE_CHECK);
+const server = http.createServer((req, res) => {
+  res.setHeader('content-type', 'text/html');
+  res.end('<!doctype html><a id="cats" href="' + c.base + '/auth/logout">Cute cats</a>');
+});
+await new Promise((r) => server.listen(0, 'localhost', r));
+const browser = await chromium.launch({ executablePath: c.chromium });
+const seen = {};
+try {
+  const context = await browser.newContext();
+  await context.addCookies([{ name: c.cookieName, value: c.cookieValue, url: c.base }]);
+  const state = async () => ({
+    cookie: (await context.cookies(c.base)).some((k) => k.name === c.cookieName),
+    me: (await context.request.get(c.base + '/users/@me')).status(),
+  });
+  const page = await context.newPage();
+  await page.goto('http://localhost:' + server.address().port + '/');
+  await Promise.all([page.waitForURL(c.base + '/auth/logout'), page.click('#cats')]);
+  seen.asked = await page.locator('h1').textContent();
+  seen.afterLink = await state();
+  await Promise.all([page.waitForURL('**/app/login'), page.getByRole('button', { name: 'Sign out' }).click()]);
+  seen.confirmedAt = page.url();
+  seen.afterConfirm = await state();
+} finally {
+  await browser.close();
+  server.close();
+}
+process.stdout.write(JSON.stringify(seen));
+`;
 
 /** Another origin's page (a shop using the public key) in Chromium: what it may and may not do to the platform. */
 const FOREIGN_PAGE_SCRIPT = `

@@ -165,7 +165,7 @@ function App() {
             type="button"
             class="small"
             onClick={async () => {
-              await get('/auth/logout').catch(() => undefined);
+              await post('/auth/logout').catch(() => undefined);
               forgetIssuedKeys();
               setMe(null);
               setProject(null);

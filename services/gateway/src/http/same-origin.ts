@@ -15,11 +15,14 @@ const refused = (origin: string) =>
     message: `Refused: a signed-in change sent by another site (Origin ${origin.slice(0, 200)})`,
   });
 
-function hostOf(origin: string): string | undefined {
+/** Whether `from` (an Origin, or a Referer URL) is PUBLIC_URL's origin or the host the request was sent to. */
+function isOwn(from: string, req: Request, publicOrigin: string): boolean {
+  if (from === publicOrigin) return true;
   try {
-    return new URL(origin).host;
+    const url = new URL(from);
+    return url.origin === publicOrigin || url.host === req.get('host');
   } catch {
-    return undefined;
+    return false;
   }
 }
 
@@ -30,10 +33,21 @@ function hostOf(origin: string): string | undefined {
 export function checkSameOrigin(req: Request, publicOrigin: string): void {
   if (SAFE.has(req.method)) return;
   const origin = req.get('origin');
-  if (origin === undefined || origin === publicOrigin) return;
-  const host = hostOf(origin);
-  if (host !== undefined && host === req.get('host')) return;
+  if (origin === undefined || isOwn(origin, req, publicOrigin)) return;
   throw refused(origin);
+}
+
+/**
+ * Whether a GET was started by a page of another origin (a link or a script's navigation there), for the few GETs
+ * that change something (GET /auth/logout, which SPEC.md keeps): Fetch Metadata's `Sec-Fetch-Site` where the
+ * browser sends it (`same-site` is a sibling subdomain: another origin too), else an `Origin` or `Referer` naming
+ * another origin. A typed or bookmarked URL (`none`) and a request with neither header (curl) are not.
+ */
+export function startedElsewhere(req: Request, publicOrigin: string): boolean {
+  const site = req.get('sec-fetch-site');
+  if (site !== undefined) return site !== 'same-origin' && site !== 'none';
+  const from = req.get('origin') ?? req.get('referer');
+  return from !== undefined && !isOwn(from, req, publicOrigin);
 }
 
 /** The check above as a route step (the mail viewer's sign-in form). */

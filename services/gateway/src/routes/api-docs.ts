@@ -1,10 +1,13 @@
 import type { Express } from 'express';
 import { z } from 'zod';
 import { ApiRouter, openApiDocument } from '../http/api.js';
+import { PAGE_CSP_DIRECTIVES } from '../http/security-headers.js';
 
 // The reference page renders /openapi.json in the browser with the small script below, served by
 // the gateway itself: no CDN, and a Content-Security-Policy that lets the page reach nothing else.
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:";
+const CSP = `default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; ${
+  PAGE_CSP_DIRECTIVES
+}`;
 
 const PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>API reference</title>

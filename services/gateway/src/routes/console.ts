@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Router, type Response } from 'express';
 import { notFound } from '@svc/lib/errors';
+import { PAGE_CSP_DIRECTIVES } from '../http/security-headers.js';
 
 /** Where the console's sources live (apps/console): a browser app, not a service. */
 export const CONSOLE_DIR = fileURLToPath(new URL('../../../../apps/console', import.meta.url));
@@ -58,8 +59,7 @@ export async function buildConsole(dir = CONSOLE_DIR): Promise<Map<string, Asset
 }
 
 // The console's own code only; template previews (srcdoc frames inherit this) may load images and inline styles.
-const CSP =
-  "default-src 'self'; img-src * data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; form-action 'self'";
+const CSP = `default-src 'self'; img-src * data:; style-src 'self' 'unsafe-inline'; ${PAGE_CSP_DIRECTIVES}`;
 
 /** GET /app and every path under it: the single-page console (its routes are client-side). */
 export function consoleRouter(): Router {

@@ -9,6 +9,7 @@ import { DevMailService, type SinkMail } from '@svc/proto/svc/messaging/v1/dev_m
 import type { Authenticator } from '../http/auth.js';
 import type { LoginGuard } from '../http/login-guard.js';
 import { sameOrigin } from '../http/same-origin.js';
+import { PAGE_CSP_DIRECTIVES } from '../http/security-headers.js';
 import { limitParam } from '../http/query.js';
 import { z } from 'zod';
 import { ApiRouter, limitQuery, type ResponseDoc } from '../http/api.js';
@@ -70,8 +71,7 @@ const PAGE_CSP = [
   "style-src 'unsafe-inline'",
   'img-src * data: cid:',
   "frame-src 'self'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
+  PAGE_CSP_DIRECTIVES,
 ].join('; ');
 
 const esc = (s: string) =>

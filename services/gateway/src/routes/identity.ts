@@ -1,8 +1,10 @@
-import type { Router, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response, Router } from 'express';
 import type { Client } from '@connectrpc/connect';
 import type { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
-import type { Authenticator } from '../http/auth.js';
+import { type Authenticator, SESSION_COOKIE } from '../http/auth.js';
 import type { LoginGuard } from '../http/login-guard.js';
+import { sameOrigin, startedElsewhere } from '../http/same-origin.js';
+import { PAGE_CSP_DIRECTIVES } from '../http/security-headers.js';
 import { objectBody, stringField } from '../http/body.js';
 import { invitationJson, memberJson, projectJson, roleValue, userJson, wipeJson } from './identity-json.js';
 import { ProjectWipe } from './project-safety.js';
@@ -47,6 +49,13 @@ const Invitation = z
 const Credentials = z.object({ email: z.string().email(), password: z.string().min(8) });
 const Ok = z.object({ success: z.literal(true) });
 const PROJECT_ID = z.object({ id: id.openapi({ description: 'Project id' }) });
+
+/** GET /auth/logout started by another site: a button that posts from this origin (no script: the CSP runs none). */
+const LOGOUT_PAGE =
+  '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">' +
+  '<title>Sign out</title></head><body><h1>Sign out?</h1>' +
+  '<p>Another site sent you here. You stay signed in unless you confirm.</p>' +
+  '<form method="post" action="/auth/logout"><button type="submit">Sign out</button></form></body></html>';
 
 /** Session-authenticated user, project and member management (SPEC.md "User and project management"). */
 export function identityRouter(
@@ -102,18 +111,64 @@ export function identityRouter(
     },
   );
 
+  const logout = async (req: Request, res: Response) => {
+    const token = req.signedCookies?.[SESSION_COOKIE];
+    if (typeof token === 'string' && token) await identity.logout({ sessionToken: token });
+    auth.clearSession(res);
+  };
+
+  // A GET that changes something (SPEC.md keeps it): started by another site's page (a link, a script's
+  // navigation, both carry the SameSite=Lax cookie), it only asks, and the form's same-origin POST signs out.
   r.get(
     '/auth/logout',
     {
-      summary: 'Sign out: ends the session and clears the cookie',
+      summary: 'Sign out: ends the session and clears the cookie (from another site: a page asking to confirm)',
+      description:
+        'A request another origin started (`Sec-Fetch-Site` cross-site or same-site; without it, an `Origin` or ' +
+        '`Referer` of another origin) signs nobody out: it answers a page whose button POSTs /auth/logout.',
       tag: 'Account',
       auth: 'none',
-      responses: { 200: Ok },
+      responses: {
+        200: {
+          description: '{success: true}; the confirmation page (HTML) when another site started the request',
+          content: { 'application/json': Ok, 'text/html': z.string() },
+        },
+      },
     },
     async (req, res) => {
-      const token = req.signedCookies?.svc_session;
-      if (typeof token === 'string' && token) await identity.logout({ sessionToken: token });
-      auth.clearSession(res);
+      if (startedElsewhere(req, auth.publicOrigin)) {
+        res
+          .status(200)
+          .set('Cache-Control', 'no-store')
+          .set('Content-Security-Policy', `default-src 'none'; ${PAGE_CSP_DIRECTIVES}`)
+          .type('html')
+          .send(LOGOUT_PAGE);
+        return;
+      }
+      await logout(req, res);
+      res.json({ success: true });
+    },
+  );
+
+  r.post(
+    '/auth/logout',
+    {
+      summary: 'Sign out: ends the session and clears the cookie',
+      description:
+        'Refused (403 CROSS_SITE_REQUEST) when sent by a page of another origin. A browser form post ' +
+        '(Accept: text/html) is redirected (303) to the console sign-in page.',
+      tag: 'Account',
+      auth: 'none',
+      responses: {
+        200: Ok,
+        303: { description: 'A form post: to /app/login', headers: { Location: 'The console sign-in page' } },
+      },
+      errors: [403],
+    },
+    sameOrigin(auth.publicOrigin),
+    async (req, res) => {
+      await logout(req, res);
+      if (req.accepts(['json', 'html']) === 'html') return res.redirect(303, '/app/login');
       res.json({ success: true });
     },
   );

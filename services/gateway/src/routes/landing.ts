@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ApiRouter } from '../http/api.js';
+import { PAGE_CSP_DIRECTIVES } from '../http/security-headers.js';
 
 export const VERSION: string = JSON.parse(
   readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8'),
@@ -50,6 +51,7 @@ export function landingRouter(embedded: boolean) {
       return;
     }
     res
+      .set('Content-Security-Policy', `default-src 'none'; ${PAGE_CSP_DIRECTIVES}`)
       .type('html')
       .send(
         '<!doctype html><html><head><meta charset="utf-8"><title>Email engagement platform</title></head><body>' +

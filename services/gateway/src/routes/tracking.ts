@@ -6,6 +6,7 @@ import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb'
 import { webhookError, webhookRequest } from './messaging-json.js';
 import { z } from 'zod';
 import { ApiRouter, type ResponseDoc } from '../http/api.js';
+import { PAGE_CSP_DIRECTIVES } from '../http/security-headers.js';
 
 const HTML = { description: 'A page for the recipient', content: { 'text/html': z.string() } };
 const INVALID = { description: 'The link is not valid or has expired (a page)', content: { 'text/html': z.string() } };
@@ -27,7 +28,7 @@ const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBR
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 // No framing (a page with a button is a clickjacking target) and no Referer: the token is in the URL.
-const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
+const PAGE_CSP = `default-src 'none'; style-src 'unsafe-inline'; ${PAGE_CSP_DIRECTIVES}`;
 
 function page(res: Response, status: number, title: string, body: string): void {
   res
