@@ -154,7 +154,12 @@ describe('headers of every answer', () => {
       expect(a.headers.get('x-content-type-options')).toBe('nosniff');
       expect(a.headers.get('x-frame-options')).toBe('DENY');
       expect(a.headers.get('referrer-policy')).toBe('same-origin');
+      // Plain http to a loopback PUBLIC_URL (npm start): no HSTS, which would pin localhost to https.
+      expect(a.headers.get('strict-transport-security')).toBeNull();
     }
+    // TRUST_PROXY is unset here: anyone's X-Forwarded-Proto says nothing.
+    const forged = await fetch(`${platform.gatewayUrl}/healthz`, { headers: { 'x-forwarded-proto': 'https' } });
+    expect(forged.headers.get('strict-transport-security')).toBeNull();
   });
 
   test("every HTML page's CSP forbids <base>, lets forms post only here and refuses framing", async () => {

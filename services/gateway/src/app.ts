@@ -89,8 +89,9 @@ export function createApp(deps: GatewayDeps) {
   const guards = keyGuards(auth, deps.limiter, deps.idempotencyStore, config);
   const loginGuard = new LoginGuard(deps.limiter, deps.loginBuckets, config.login);
 
+  const headers = securityHeaders({ maxAgeSeconds: config.hstsMaxAge, publicUrl: config.publicUrl });
   app.use(requestId(logger));
-  app.use(securityHeaders);
+  app.use(headers);
   app.use(refuseNulInUrl);
   app.use(cookieParser(deps.sessionSecret));
   const meta = new ApiRouter();
@@ -193,14 +194,14 @@ export function createApp(deps: GatewayDeps) {
     {
       path: '/v1/track',
       bodyLimit: config.bodyLimit,
-      before: [requestId(logger), securityHeaders, trackCors],
+      before: [requestId(logger), headers, trackCors],
       after: [...guards.publicSteps, track],
       onError,
     },
     {
       path: '/v1/send',
       bodyLimit: config.bodyLimit,
-      before: [requestId(logger), securityHeaders, ...guards.sendSteps.beforeBody],
+      before: [requestId(logger), headers, ...guards.sendSteps.beforeBody],
       after: [...guards.sendSteps.afterBody, send],
       onError,
     },

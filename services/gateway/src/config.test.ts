@@ -11,6 +11,7 @@ describe("the gateway's own environment variables", () => {
     expect(c.trustProxy).toBeUndefined();
     expect(c.login).toEqual({ failuresPerClient: 20, failuresPerAccount: 50, windowMs: 900_000 });
     expect(c.signupsPerHour).toBe(10);
+    expect(c.hstsMaxAge).toBe(31536000);
   });
 
   test('the per-family budgets default to RATE_LIMIT_PER_MINUTE', () => {
@@ -27,6 +28,8 @@ describe("the gateway's own environment variables", () => {
     );
     expect(() => parseEnv(gatewayEnv, { BODY_LIMIT: 'lots' })).toThrow(/^invalid environment variable BODY_LIMIT: /);
     expect(parseEnv(gatewayEnv, { TRUST_PROXY: 'loopback' }).trustProxy).toBe('loopback');
+    expect(() => parseEnv(gatewayEnv, { HSTS_MAX_AGE: '-1' })).toThrow(/^invalid environment variable HSTS_MAX_AGE: /);
+    expect(parseEnv(gatewayEnv, { HSTS_MAX_AGE: '0' }).hstsMaxAge).toBe(0);
   });
 
   test('SESSION_SECRET is required in distributed mode only', () => {

@@ -36,6 +36,8 @@ export const gatewayEnv = z
     STRIPE_SECRET_KEY: z.string().min(1).optional(),
     STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
     STRIPE_PRICE_ID: z.string().min(1).optional(),
+    /** Strict-Transport-Security max-age (seconds) on answers over HTTPS (http/security-headers.ts); 0: none. */
+    HSTS_MAX_AGE: z.coerce.number().int().min(0).default(31536000),
     /** Express `trust proxy` value: which proxies' X-Forwarded-For to believe; unset trusts none. */
     TRUST_PROXY: z
       .string()
@@ -62,6 +64,7 @@ export const gatewayEnv = z
     bodyLimit: e.BODY_LIMIT,
     webhookSecret: e.WEBHOOK_SECRET,
     trustProxy: e.TRUST_PROXY,
+    hstsMaxAge: e.HSTS_MAX_AGE,
     stripe: { secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET, priceId: e.STRIPE_PRICE_ID },
   }));
 
