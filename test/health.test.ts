@@ -23,8 +23,9 @@ import {
 /**
  * Health over a process's life, against a PostgreSQL server of the test's own:
  * `platform --migrate` and services that wait for it (MIGRATE_ON_START=false); the named gRPC health
- * checks; `/readyz` with each service's database and migrations; NOT_SERVING and `draining` from
- * SIGTERM until the process exits (SHUTDOWN_DRAIN_MS). Database outages: test/faults-postgres.test.ts.
+ * checks; `/readyz` with each service's database and migrations; NOT_SERVING, `draining` and
+ * `Connection: close` from SIGTERM until the process exits (SHUTDOWN_DRAIN_MS). Database outages:
+ * test/faults-postgres.test.ts.
  */
 // A PostgreSQL server of this test's own: the shared one may run out of connections under parallel runs.
 const server = await PrivatePostgres.create();
@@ -160,7 +161,7 @@ test('a bad option is refused before anything starts', async () => {
   await eventually(async () => (log('health-bad-option').includes(refusal) ? true : undefined), 5000, refusal);
 });
 
-test('/readyz details each service; after SIGTERM: NOT_SERVING and "draining" still serving', async () => {
+test('/readyz details each service; on SIGTERM: NOT_SERVING, "draining", Connection: close, serving', async () => {
   const port = await freePort();
   const env: Record<string, string> = { ...(await baseEnv()), PORT: String(port), SHUTDOWN_DRAIN_MS: '3000' };
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -175,6 +176,7 @@ test('/readyz details each service; after SIGTERM: NOT_SERVING and "draining" st
       services: Object.fromEntries(RPC_SERVICES.map((s) => [s, { database: 'ok', migrations: 'ok' }])),
     });
     for (const s of RPC_SERVICES) expect(await status(env[`${s.toUpperCase()}_PORT`])).toBe(SERVING);
+    expect(ready.headers.get('connection')).not.toBe('close');
 
     const exit = exited(child);
     child.kill('SIGTERM');
@@ -187,7 +189,10 @@ test('/readyz details each service; after SIGTERM: NOT_SERVING and "draining" st
     const draining = await call('GET', '/readyz', undefined, { baseUrl });
     expect(draining.status).toBe(503);
     expect(draining.body.status).toBe('draining');
-    expect((await call('GET', '/healthz', undefined, { baseUrl })).status).toBe(200);
+    // Liveness stays 200; every answer ends its keep-alive connection, so clients move to a replica that stays.
+    const alive = await call('GET', '/healthz', undefined, { baseUrl });
+    expect(alive.status).toBe(200);
+    expect([draining.headers.get('connection'), alive.headers.get('connection')]).toEqual(['close', 'close']);
     expect(child.exitCode).toBeNull();
     expect(await exit).toBe(0);
     expect(log('health-drain')).toContain('"drainMs":3000');

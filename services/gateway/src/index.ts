@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { readBusMessage } from '@svc/lib/bus-topic';
+import { isDraining } from '@svc/lib/lifecycle';
 import { StartupError, listen } from '@svc/lib/listen';
 import { MemoryIdempotencyStore, RedisIdempotencyStore } from '@svc/lib/idempotency-store';
 import { FailOpenRateLimiter, MemoryRateLimiter, SlicedRateLimiter } from '@svc/lib/rate-limit';
@@ -99,11 +100,12 @@ export async function startGateway(rt: Runtime<GatewayEnv>, opts: { embedded: bo
   // 4 s idle timer). Longer than a load balancer's usual 60 s idle timeout, as their guides ask.
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
-  // Once stopping, every answer says `Connection: close`: a keep-alive client busy with requests would otherwise
-  // keep its connection (and the process) for the whole SHUTDOWN_TIMEOUT_MS.
+  // From SIGTERM on (the drain delay included), every answer says `Connection: close`: a keep-alive client
+  // reconnects, through its load balancer, to a replica that stays, instead of holding this connection until the
+  // listener closes it (a request sent as it closes fails) or for the whole SHUTDOWN_TIMEOUT_MS.
   let stopping = false;
   server.prependListener('request', (_req, res) => {
-    if (stopping) res.setHeader('Connection', 'close');
+    if (stopping || isDraining()) res.setHeader('Connection', 'close');
   });
   await listen(server, config.port, config.bindHost, 'gateway');
   const port = (server.address() as AddressInfo).port;
