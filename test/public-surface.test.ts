@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
+import pg from 'pg';
+import { TrackingTokens } from '../services/messaging/src/domain/tracking-tokens.js';
 import { call, eventually, expectEnvelope, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
 import { verifiedDomain, waitForMail } from './support/messaging.js';
 import { ROOT } from './support/processes.js';
@@ -44,6 +46,18 @@ async function sentMail() {
     click: /href="([^"]+\/t\/c\/[^"]+)"/.exec(html)![1],
     unsubscribe: /href="([^"]+\/unsubscribe\/[^"]+)"/.exec(html)![1],
   };
+}
+
+/** Messaging's token signer with the run's tracking secret (from its database, as the service reads it). */
+async function messagingTokens(): Promise<TrackingTokens> {
+  const db = new pg.Client({ connectionString: `${platform.env.DATABASE_URL}_messaging` });
+  await db.connect();
+  try {
+    const { rows } = await db.query<{ value: string }>("SELECT value FROM settings WHERE key = 'tracking_secret'");
+    return new TrackingTokens(rows[0].value);
+  } finally {
+    await db.end();
+  }
 }
 
 const counters = async (emailId: string) => {
@@ -119,6 +133,43 @@ describe('links in mail', () => {
         x.type === 'email.open' ? `open ${x.data.isFirstOpen}` : `click ${x.data.url} ${x.data.isFirstClick}`,
     );
     expect(seen.sort()).toEqual(['click https://example.org/a true', 'click https://example.org/b false', 'open true']);
+  });
+
+  test('a pixel or link issued over TRACKING_RECORD_DAYS (365) ago still answers, and records nothing', async () => {
+    const m = await sentMail();
+    const issued = (url: string) => {
+      const body = url.slice(url.lastIndexOf('/') + 1).split('.')[0];
+      return JSON.parse(Buffer.from(body, 'base64url').toString()).iat as number;
+    };
+    // The mail's tokens carry their issue time (signed): the age is decided without reading the email.
+    expect(Math.abs(issued(m.pixel) - Date.now() / 1000)).toBeLessThan(600);
+    expect(issued(m.click)).toBe(issued(m.pixel));
+    // Tokens of the same email minted by messaging's own code with a time 366 days back.
+    const tokens = await messagingTokens();
+    const iat = Math.floor(Date.now() / 1000) - 366 * 86_400;
+    const oldPixel = `${platform.env.PUBLIC_URL}/t/o/${tokens.sign('open', { emailId: m.emailId, iat })}`;
+    const oldLink = `${platform.env.PUBLIC_URL}/t/c/${tokens.sign('click', {
+      emailId: m.emailId,
+      url: 'https://example.org/offer',
+      iat,
+    })}`;
+    const gif = await fetch(oldPixel);
+    expect(gif.status).toBe(200);
+    expect(gif.headers.get('content-type')).toMatch(/image\/gif/);
+    const go = await fetch(oldLink, { redirect: 'manual' });
+    expect(go.status).toBe(302);
+    expect(go.headers.get('location')).toBe('https://example.org/offer');
+    expect(await counters(m.emailId)).toEqual({ opens: 0, clicks: 0 });
+    // The mail's own (young) pixel and link are recorded: the aged hits took no repeat window either.
+    expect((await fetch(m.pixel)).status).toBe(200);
+    expect((await fetch(m.click, { redirect: 'manual' })).status).toBe(302);
+    expect(await counters(m.emailId)).toEqual({ opens: 1, clicks: 1 });
+    // A token from before issue times existed (none in it) has no age: still recorded.
+    const before = await sentMail();
+    expect(
+      (await fetch(`${platform.env.PUBLIC_URL}/t/o/${tokens.sign('open', { emailId: before.emailId })}`)).status,
+    ).toBe(200);
+    expect(await counters(before.emailId)).toEqual({ opens: 1, clicks: 0 });
   });
 
   test('the subscription pages cannot be framed and send no Referer (the token is in the URL)', async () => {

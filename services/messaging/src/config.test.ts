@@ -19,7 +19,12 @@ describe("the messaging service's own environment variables", () => {
       reputationMinVolume: 100,
       s3: undefined,
       suspensionCacheSeconds: 30,
-      trackingHits: { openWindowMs: 60_000, clickWindowMs: 60_000, perClientPerMinute: 0 },
+      trackingHits: {
+        recordForMs: 365 * 86_400_000,
+        openWindowMs: 60_000,
+        clickWindowMs: 60_000,
+        perClientPerMinute: 0,
+      },
     });
   });
 

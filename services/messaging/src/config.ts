@@ -41,6 +41,8 @@ export const messagingEnv = z
     TRACKING_OPEN_WINDOW_SECONDS: z.coerce.number().int().min(0).default(60),
     /** The same for a click of one link of an email. */
     TRACKING_CLICK_WINDOW_SECONDS: z.coerce.number().int().min(0).default(60),
+    /** Opens and clicks are recorded only this many days after the email was queued (0: no limit). */
+    TRACKING_RECORD_DAYS: z.coerce.number().int().min(0).max(36500).default(365),
     /** Recorded opens and clicks per client address per minute across all emails (0: no budget). */
     TRACKING_RECORDS_PER_CLIENT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
     /** S3-compatible bucket of uploaded images (README "Image uploads"); unset S3_BUCKET: the database. */
@@ -70,6 +72,7 @@ export const messagingEnv = z
     suspensionCacheSeconds: e.SUSPENSION_CACHE_SECONDS,
     dnsServers: e.DNS_SERVERS,
     trackingHits: {
+      recordForMs: e.TRACKING_RECORD_DAYS * 86_400_000,
       openWindowMs: e.TRACKING_OPEN_WINDOW_SECONDS * 1000,
       clickWindowMs: e.TRACKING_CLICK_WINDOW_SECONDS * 1000,
       perClientPerMinute: e.TRACKING_RECORDS_PER_CLIENT_PER_MINUTE,

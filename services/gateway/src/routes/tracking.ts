@@ -11,8 +11,9 @@ import { PAGE_CSP_DIRECTIVES } from '../http/security-headers.js';
 const HTML = { description: 'A page for the recipient', content: { 'text/html': z.string() } };
 const INVALID = { description: 'The link is not valid or has expired (a page)', content: { 'text/html': z.string() } };
 const TOKEN = z.object({ token: z.string().openapi({ description: 'The signed token from the email' }) });
-const link = (summary: string, responses: Record<number, ResponseDoc>) => ({
+const link = (summary: string, responses: Record<number, ResponseDoc>, description?: string) => ({
   summary,
+  ...(description ? { description } : {}),
   tag: 'Links in email',
   auth: 'none' as const,
   params: TOKEN,
@@ -22,6 +23,10 @@ const link = (summary: string, responses: Record<number, ResponseDoc>) => ({
 // Links inside sent mail: no API key (the signed token is the credential), no rate limit
 // budget of the project, answers meant for mail clients and people rather than programs.
 // The answer never depends on what messaging records (repeats and a client's excess are not recorded).
+
+const AGED =
+  'Recorded only within TRACKING_RECORD_DAYS (default 365) of the email being sent (the time is signed into the ' +
+  'token); later the answer is the same and nothing is recorded. A repeat within a short window is not recorded.';
 
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
@@ -84,9 +89,13 @@ export function trackingRouter(messaging: Client<typeof MessagingService>): Rout
 
   r.get(
     '/t/o/:token',
-    link('Open-tracking pixel (HEAD or a prefetch is answered alike and records no open)', {
-      200: { description: '1x1 GIF', content: { 'image/gif': z.string().openapi({ format: 'binary' }) } },
-    }),
+    link(
+      'Open-tracking pixel (HEAD or a prefetch is answered alike and records no open)',
+      {
+        200: { description: '1x1 GIF', content: { 'image/gif': z.string().openapi({ format: 'binary' }) } },
+      },
+      AGED,
+    ),
     async (req, res) => {
       await messaging.trackOpen({ token: String(req.params.token), ...client(req), checkOnly: isCheckOnly(req) });
       res.status(200).set('Cache-Control', 'no-store, max-age=0').type('gif').send(PIXEL);
@@ -95,10 +104,14 @@ export function trackingRouter(messaging: Client<typeof MessagingService>): Rout
 
   r.get(
     '/t/c/:token',
-    link('Tracked link: records the click (not for HEAD or a prefetch), redirects to the target', {
-      302: { description: 'Redirect to the link target', headers: { Location: 'The target URL' } },
-      404: INVALID,
-    }),
+    link(
+      'Tracked link: records the click (not for HEAD or a prefetch), redirects to the target',
+      {
+        302: { description: 'Redirect to the link target', headers: { Location: 'The target URL' } },
+        404: INVALID,
+      },
+      AGED,
+    ),
     async (req, res) => {
       await orInvalid(res, async () => {
         const token = String(req.params.token);

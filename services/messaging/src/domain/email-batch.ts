@@ -251,6 +251,8 @@ export class EmailBatches {
     opts: QueueOptions = {},
   ): Promise<QueuedBatch> {
     const sendId = randomUUID();
+    // The open and click tokens carry it: TRACKING_RECORD_DAYS counts from here without reading the email's row.
+    const iat = Math.floor(Date.now() / 1000);
     const budget = this.d.renderer.budget();
     const attachmentBytes = content.attachments.reduce((n, a) => n + encodedBytes(a), 0);
     const keys = [...new Set(recipients.flatMap((r) => (r.dedupeKey ? [r.dedupeKey] : [])))];
@@ -293,11 +295,11 @@ export class EmailBatches {
         continue;
       }
       const trackedHtml = addTracking(html, {
-        pixelUrl: `${this.d.publicUrl}/t/o/${this.d.tokens.sign('open', { emailId })}`,
+        pixelUrl: `${this.d.publicUrl}/t/o/${this.d.tokens.sign('open', { emailId, iat })}`,
         clickUrl: (url) =>
           url === urls.unsubscribeUrl || url === urls.subscribeUrl || url === urls.manageUrl
             ? undefined
-            : `${this.d.publicUrl}/t/c/${this.d.tokens.sign('click', { emailId, url })}`,
+            : `${this.d.publicUrl}/t/c/${this.d.tokens.sign('click', { emailId, url, iat })}`,
       });
 
       const blockedBy = withheldBecause(content.type, r.subscribed, suppressed.get(r.email.toLowerCase()));

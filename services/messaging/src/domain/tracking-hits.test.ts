@@ -7,7 +7,12 @@ import { TrackingHits, type TrackingHitPolicy } from './tracking-hits.js';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = (name: string) => `test-th-${name}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e6)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const POLICY: TrackingHitPolicy = { openWindowMs: 60_000, clickWindowMs: 60_000, perClientPerMinute: 0 };
+const POLICY: TrackingHitPolicy = {
+  recordForMs: 0,
+  openWindowMs: 60_000,
+  clickWindowMs: 60_000,
+  perClientPerMinute: 0,
+};
 
 let link: RedisLink;
 
@@ -41,6 +46,19 @@ describe('which opens and clicks are recorded', () => {
     expect(await h.recordClick('e1', 'https://a.example/', '')).toBe(false);
     expect(await h.recordClick('e1', 'https://b.example/', '')).toBe(true);
     expect(await h.recordClick('e2', 'https://a.example/', '')).toBe(true);
+  });
+
+  test('nothing is recorded past recordForMs after the token was issued; a token without iat has no age', async () => {
+    const h = local({ recordForMs: 30 * 86_400_000 });
+    const now = Date.now() / 1000;
+    const aged = Math.floor(now - 31 * 86_400);
+    expect(await h.recordOpen('old', '', aged)).toBe(false);
+    expect(await h.recordClick('old', 'u', '', aged)).toBe(false);
+    // The aged hits took no window: the email's first hit within the age is recorded.
+    expect(await h.recordOpen('old', '', Math.floor(now - 29 * 86_400))).toBe(true);
+    expect(await h.recordClick('old', 'u', '', Math.floor(now))).toBe(true);
+    expect(await h.recordOpen('before-iat', '')).toBe(true);
+    expect(await local().recordOpen('no-limit', '', aged)).toBe(true);
   });
 
   test('a window of 0 records every hit', async () => {

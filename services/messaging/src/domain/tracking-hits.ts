@@ -2,12 +2,15 @@ import { createHash } from 'node:crypto';
 import type { RateLimiter } from '@svc/lib/rate-limit';
 
 /**
- * Which open and click hits are recorded. The tokens are public and never expire, so a replayed pixel or link must
- * not become an event and activity rows per hit: at most one open per email per open window, one click per (email,
- * link) per click window, and at most `perClientPerMinute` recorded hits per client address across all emails. The
- * answer (the pixel, the redirect) never depends on this; only what is recorded does.
+ * Which open and click hits are recorded. The tokens are public and the links in mail must keep working, so a
+ * replayed pixel or link must not become an event and activity rows per hit: nothing past `recordForMs` after the
+ * token was issued (the email was queued), at most one open per email per open window, one click per (email, link)
+ * per click window, and at most `perClientPerMinute` recorded hits per client address across all emails. The answer
+ * (the pixel, the redirect) never depends on this; only what is recorded does.
  */
 export interface TrackingHitPolicy {
+  /** TRACKING_RECORD_DAYS in ms; 0: no age limit. */
+  recordForMs: number;
   /** 0: every open is recorded. */
   openWindowMs: number;
   /** 0: every click is recorded. */
@@ -28,12 +31,19 @@ export class TrackingHits {
     private readonly policy: TrackingHitPolicy,
   ) {}
 
-  recordOpen(emailId: string, ip: string | undefined): Promise<boolean> {
-    return this.admit(`o:${emailId}`, this.policy.openWindowMs, ip);
+  /** `issuedAt`: the token's `iat` (Unix seconds); a token without one (minted before it existed) has no age. */
+  async recordOpen(emailId: string, ip: string | undefined, issuedAt?: number): Promise<boolean> {
+    return !this.tooOld(issuedAt) && this.admit(`o:${emailId}`, this.policy.openWindowMs, ip);
   }
 
-  recordClick(emailId: string, url: string, ip: string | undefined): Promise<boolean> {
-    return this.admit(`c:${emailId}:${urlKey(url)}`, this.policy.clickWindowMs, ip);
+  async recordClick(emailId: string, url: string, ip: string | undefined, issuedAt?: number): Promise<boolean> {
+    return !this.tooOld(issuedAt) && this.admit(`c:${emailId}:${urlKey(url)}`, this.policy.clickWindowMs, ip);
+  }
+
+  /** Decided from the signed token alone: an old link replayed costs no limiter call and no database read. */
+  private tooOld(issuedAt: number | undefined): boolean {
+    if (!this.policy.recordForMs || typeof issuedAt !== 'number') return false;
+    return Date.now() - issuedAt * 1000 > this.policy.recordForMs;
   }
 
   /** The repeat check first: a repeated hit costs no client budget. */

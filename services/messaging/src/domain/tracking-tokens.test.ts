@@ -7,6 +7,15 @@ describe('tracking tokens', () => {
   test('a signed token verifies to its payload', () => {
     const token = tokens.sign('click', { emailId: 'e1', url: 'https://example.com/x?y=1' });
     expect(tokens.verify('click', token)).toEqual({ emailId: 'e1', url: 'https://example.com/x?y=1' });
+    const open = tokens.sign('open', { emailId: 'e1', iat: 1_790_000_000 });
+    expect(tokens.verify('open', open)).toEqual({ emailId: 'e1', iat: 1_790_000_000 });
+  });
+
+  test('the issue time is signed: a token made younger is refused', () => {
+    const [body, mac] = tokens.sign('open', { emailId: 'e1', iat: 1_700_000_000 }).split('.');
+    const payload = JSON.parse(Buffer.from(body, 'base64url').toString());
+    const younger = Buffer.from(JSON.stringify({ ...payload, iat: 1_790_000_000 })).toString('base64url');
+    expect(tokens.verify('open', `${younger}.${mac}`)).toBeNull();
   });
 
   test('a token of another kind, another key, a changed payload or garbage is refused', () => {

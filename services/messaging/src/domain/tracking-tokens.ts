@@ -8,10 +8,13 @@ export type TokenKind = 'open' | 'click' | 'subscription';
 
 export interface OpenToken {
   emailId: string;
+  /** When the email was queued (Unix seconds): opens and clicks are recorded for TRACKING_RECORD_DAYS after it. */
+  iat?: number;
 }
 export interface ClickToken {
   emailId: string;
   url: string;
+  iat?: number;
 }
 export interface SubscriptionToken {
   projectId: string;

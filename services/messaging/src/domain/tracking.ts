@@ -33,7 +33,7 @@ export class Tracking {
   async open(token: string, client: { userAgent?: string; ip?: string }, checkOnly = false): Promise<void> {
     const t = this.tokens.verify('open', token);
     if (!t) throw invalidLink(token);
-    if (checkOnly || !(await this.hits.recordOpen(t.emailId, client.ip))) return;
+    if (checkOnly || !(await this.hits.recordOpen(t.emailId, client.ip, t.iat))) return;
     await withTransaction(this.pool, async (tx) => {
       const email = await this.emails.recordOpen(tx, t.emailId);
       if (!email) throw invalidLink(token);
@@ -49,7 +49,7 @@ export class Tracking {
   async click(token: string, client: { userAgent?: string; ip?: string }, checkOnly = false): Promise<string> {
     const t = this.tokens.verify('click', token);
     if (!t) throw invalidLink(token);
-    if (checkOnly || !(await this.hits.recordClick(t.emailId, t.url, client.ip))) return t.url;
+    if (checkOnly || !(await this.hits.recordClick(t.emailId, t.url, client.ip, t.iat))) return t.url;
     await withTransaction(this.pool, async (tx) => {
       const email = await this.emails.recordClick(tx, t.emailId);
       if (!email) return; // the email record is gone; the link still works
