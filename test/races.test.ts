@@ -173,6 +173,92 @@ test('a segment deleted while another comes to name it: one of the two is refuse
       expect(ids.has(id.slice('segment.'.length))).toBe(true);
 });
 
+test('a segment deleted while a campaign comes to send to it: either is refused, nothing goes to nobody', async () => {
+  const x = await newTenant();
+  const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: x.secretKey });
+  const { domain } = await verifiedDomain(x);
+  await api('POST', '/contacts', { email: uniqueEmail('seg-send'), subscribed: true, data: { plan: 'seg' } });
+  const naming = (id: string) => ({
+    logic: 'AND',
+    groups: [{ filters: [{ field: `segment.${id}`, operator: 'memberOfSegment' }] }],
+  });
+  // A SEGMENT audience, then a FILTERED one naming the segment: both are what the segment's DELETE looks for.
+  const audiences = [
+    (id: string) => ({ audienceType: 'SEGMENT', segmentId: id }),
+    (id: string) => ({ audienceType: 'FILTERED', audienceCondition: naming(id) }),
+  ];
+  for (let round = 0; round < ROUNDS * 2; round++) {
+    const segment = await api('POST', '/segments', { name: `Send ${round}`, condition: tree('seg') });
+    expect(segment.body.memberCount).toBe(1);
+    const audience = audiences[round % 2](segment.body.id);
+    const draft = await api('POST', '/campaigns', {
+      name: 'r',
+      subject: 's',
+      body: 'b',
+      from: `n@${domain}`,
+      ...audience,
+    });
+    const id = draft.body.data.id as string;
+    const [sent, deleted] = await Promise.all([
+      api('POST', `/campaigns/${id}/send`),
+      api('DELETE', `/segments/${segment.body.id}`),
+    ]);
+    // Send first: the DELETE sees a SENDING campaign (409), or a campaign already SENT to its member (204). DELETE
+    // first: the send finds the segment gone (422) or being deleted (409), and the campaign stays a draft.
+    if (sent.status === 200) {
+      expect([204, 409]).toContain(deleted.status);
+      const done = await eventually(async () => {
+        const stats = await api('GET', `/campaigns/${id}/stats`);
+        return stats.body.status === 'SENT' ? stats.body : undefined;
+      }, 30_000);
+      expect(done.totalRecipients).toBe(1);
+    } else {
+      expect(deleted.status).toBe(204);
+      expect([409, 422]).toContain(sent.status);
+      expect(JSON.stringify(sent.body.error)).toContain(segment.body.id);
+      expect((await api('GET', `/campaigns/${id}`)).body.status).toBe('DRAFT');
+    }
+  }
+});
+
+test('a template deleted while a workflow step comes to send it: one of the two is refused, none dangles', async () => {
+  const x = await newTenant();
+  const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: x.secretKey });
+  const { domain } = await verifiedDomain(x);
+  const template = async (round: number) =>
+    (await api('POST', '/templates', { name: `T ${round}`, subject: 's', body: 'b', from: `n@${domain}` })).body
+      .id as string;
+  const w = (await api('POST', '/workflows', { name: 'tpl race', eventName: 'tpl.race' })).body.id as string;
+  const inline = { subject: 's', body: 'b', from: `n@${domain}` };
+  const edited = (await api('POST', `/workflows/${w}/steps`, { type: 'SEND_EMAIL', config: inline })).body.id;
+  for (let round = 0; round < ROUNDS * 2; round++) {
+    const tpl = await template(round);
+    const config = { templateId: tpl };
+    // A new step naming the template, then an edit that comes to name it.
+    const [named, deleted] = await Promise.all([
+      round % 2
+        ? api('PATCH', `/workflows/${w}/steps/${edited}`, { config })
+        : api('POST', `/workflows/${w}/steps`, { type: 'SEND_EMAIL', config }),
+      api('DELETE', `/templates/${tpl}`),
+    ]);
+    // Step first: the DELETE sees it (409). DELETE first: the step finds the template gone (422) or being
+    // deleted (409).
+    if (named.status === 200 || named.status === 201) expectEnvelope(deleted, 409, 'CONFLICT');
+    else {
+      expect(deleted.status).toBe(204);
+      expect([409, 422]).toContain(named.status);
+    }
+    if (round % 2 && named.status === 200) {
+      // Back to inline content: the template is free again, and deleted for the next round's count.
+      expect((await api('PATCH', `/workflows/${w}/steps/${edited}`, { config: inline })).status).toBe(200);
+    }
+  }
+  // Every step that names a template names one that exists.
+  const steps = (await api('GET', `/workflows/${w}`)).body.steps as { config: { templateId?: string } }[];
+  for (const s of steps.filter((x) => x.config.templateId))
+    expect((await api('GET', `/templates/${s.config.templateId}`)).status).toBe(200);
+});
+
 const emailsOf = async (db: pg.Client, projectId: string) =>
   (await db.query('SELECT count(*)::int AS n FROM emails WHERE project_id = $1', [projectId])).rows[0].n as number;
 

@@ -15,5 +15,14 @@ export function segmentsPort(segments: Client<typeof SegmentsService>): Segments
         throw err;
       }
     },
+    async existsUnlessDeleting(projectId, segmentId) {
+      try {
+        await segments.getSegment({ projectId, id: segmentId, unlessDeleting: true });
+        return true;
+      } catch (err) {
+        if (err instanceof AppError && err.status === 404) return false;
+        throw err;
+      }
+    },
   };
 }

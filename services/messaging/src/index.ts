@@ -12,6 +12,7 @@ import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from
 import { serviceModule } from '@svc/lib/services';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
+import { WorkflowsService } from '@svc/proto/svc/workflows/v1/workflows_pb';
 import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
 import { joinProjectWipes } from '@svc/lib/project-wipe';
 import { readBusMessage } from '@svc/lib/bus-topic';
@@ -19,6 +20,7 @@ import { RedisLink } from '@svc/lib/redis';
 import { type MessagingEnv, messagingEnv } from './config.js';
 import { contactsDirectory } from './contacts-rpc.js';
 import { suspensionAuthority } from './identity-rpc.js';
+import { templateUsage } from './workflows-rpc.js';
 import { Reputation } from './domain/reputation.js';
 import { SendingSuspensions } from './domain/sending-suspension.js';
 import { ProjectWipeStore } from './store/project-wipe-store.js';
@@ -128,7 +130,8 @@ export async function startMessaging(
     logger,
     sandbox,
   });
-  const templates = new Templates(new TemplatesStore(db.pool), domains, renderer);
+  const workflows = templateUsage(createRpcClient(WorkflowsService, config.rpcUrls.workflows, config));
+  const templates = new Templates(new TemplatesStore(db.pool), domains, renderer, workflows);
   const activityStore = new ActivityStore(db.pool);
   // One Redis connection for the send throttle and the tracking marks.
   const redis =

@@ -305,7 +305,10 @@ export function messagingRoutes(parts: MessagingParts) {
         return { template: template(await parts.templates.create(req.projectId, templateInput(req.fields))) };
       },
       async getTemplate(req) {
-        return { template: template(await parts.templates.get(req.projectId, req.id)) };
+        const row = req.unlessDeleting
+          ? await parts.templates.getUnlessDeleting(req.projectId, req.id)
+          : await parts.templates.get(req.projectId, req.id);
+        return { template: template(row) };
       },
       async updateTemplate(req) {
         return { template: template(await parts.templates.update(req.projectId, req.id, templateInput(req.fields))) };

@@ -54,7 +54,10 @@ export function segmentsRoutes(segments: Segments) {
         return { segment: segmentPb(row) };
       },
       async getSegment(req) {
-        return { segment: segmentPb(await segments.get(req.projectId, req.id)) };
+        const row = req.unlessDeleting
+          ? await segments.getUnlessDeleting(req.projectId, req.id)
+          : await segments.get(req.projectId, req.id);
+        return { segment: segmentPb(row) };
       },
       async updateSegment(req) {
         const row = await segments.update(req.projectId, req.id, {

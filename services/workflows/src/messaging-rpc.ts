@@ -49,6 +49,15 @@ export function mailChecksPort(messaging: Client<typeof MessagingService>): Mail
         throw err;
       }
     },
+    async templateExistsUnlessDeleting(projectId, id) {
+      try {
+        await messaging.getTemplate({ projectId, id, unlessDeleting: true });
+        return true;
+      } catch (err) {
+        if (isAppError(err) && err.status === 404) return false;
+        throw err;
+      }
+    },
     async checkContent(projectId, subject, body) {
       await messaging.previewTemplate({ projectId, subject, body, parseOnly: true });
     },

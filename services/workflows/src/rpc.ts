@@ -176,6 +176,8 @@ export function workflowsRoutes(workflows: Workflows, executions: Executions, st
             : req.field
               ? { field: req.field }
               : null;
+        // A template DELETE asks with `settled`: step writes naming the template that are under way are read once done.
+        if (req.settled && req.templateId && isUuid(req.templateId)) await store.settleTemplateWrites(req.templateId);
         return { usages: ref ? await findWorkflowsUsing(store, req.projectId, ref) : [] };
       },
     });

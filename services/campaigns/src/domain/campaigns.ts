@@ -1,5 +1,6 @@
 import { billingLimitReached } from '@svc/lib/billing-caps';
 import { AppError, badRequest, notFound, unverifiedDomain, validationError } from '@svc/lib/errors';
+import { withTransaction } from '@svc/lib/db';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { CampaignContent, CampaignRow, CampaignStatus } from '../store/campaign-row.js';
 import type { CampaignsStore } from '../store/campaigns-store.js';
@@ -195,9 +196,16 @@ export class Campaigns {
     const checked = contentOf(current);
     await this.checkEmailCap(projectId, checked);
     const later = at && at.getTime() > Date.now();
-    const row = later
-      ? await this.store.schedule(projectId, id, at!, checked)
-      : await this.store.sendNow(projectId, id, checked);
+    // The move and a last look at the segments the audience names, in one transaction: a segment DELETE under way
+    // refuses the send at once (409; the move is undone), and one that starts later waits for the move to commit
+    // (ListCampaignsUsing) and is refused in turn. The campaign never starts on a segment that is going.
+    const row = await withTransaction(this.store.pool, async (tx) => {
+      const moved = later
+        ? await this.store.schedule(tx, projectId, id, at!, checked)
+        : await this.store.sendNow(tx, projectId, id, checked);
+      if (moved) await this.checkSegments(projectId, checked, (s) => this.segments.existsUnlessDeleting(projectId, s));
+      return moved;
+    });
     if (!row) return null;
     if (!later) await this.store.notifyDue();
     const message = later ? `Campaign scheduled for ${at!.toISOString()}` : 'Campaign is being sent';
@@ -305,28 +313,38 @@ export class Campaigns {
    * segments of the project.
    */
   private async checkAudience(projectId: string, c: CampaignContent): Promise<void> {
-    if (c.audience_type === 'SEGMENT' && c.segment_id && !(await this.segments.exists(projectId, c.segment_id))) {
+    if (c.audience_type === 'FILTERED')
+      await this.contacts.count(projectId, audienceTree(c)).catch((err) => Promise.reject(asAudienceError(err)));
+    await this.checkSegments(projectId, c, (id) => this.segments.exists(projectId, id));
+  }
+
+  /**
+   * The segments the audience names are the project's (422 naming each that is not): a SEGMENT audience's, and those
+   * a FILTERED tree names (a deleted one would read as no members, and notMemberOfSegment as everyone).
+   */
+  private async checkSegments(
+    projectId: string,
+    c: CampaignContent,
+    exists: (segmentId: string) => Promise<boolean>,
+  ): Promise<void> {
+    if (c.audience_type === 'SEGMENT' && c.segment_id && !(await exists(c.segment_id))) {
       throw validationError([
         { field: 'segmentId', message: 'Segment not found in this project', code: 'not_found', received: c.segment_id },
       ]);
     }
-    if (c.audience_type === 'FILTERED') {
-      await this.contacts.count(projectId, audienceTree(c)).catch((err) => Promise.reject(asAudienceError(err)));
-      // A segment the tree names must be the project's: a deleted one would read as no members (and
-      // notMemberOfSegment as everyone), another project's as nobody.
-      const named = [...references(c.audience_condition).segments].filter(isUuid);
-      const found = await Promise.all(named.map((id) => this.segments.exists(projectId, id)));
-      const missing = named.filter((_, i) => !found[i]);
-      if (missing.length) {
-        throw validationError(
-          missing.map((id) => ({
-            field: 'audienceCondition',
-            message: `Segment ${id} not found in this project`,
-            code: 'not_found',
-            received: id,
-          })),
-        );
-      }
+    if (c.audience_type !== 'FILTERED') return;
+    const named = [...references(c.audience_condition).segments].filter(isUuid);
+    const found = await Promise.all(named.map((id) => exists(id)));
+    const missing = named.filter((_, i) => !found[i]);
+    if (missing.length) {
+      throw validationError(
+        missing.map((id) => ({
+          field: 'audienceCondition',
+          message: `Segment ${id} not found in this project`,
+          code: 'not_found',
+          received: id,
+        })),
+      );
     }
   }
 

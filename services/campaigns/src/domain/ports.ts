@@ -24,6 +24,8 @@ export interface ContactsPort {
 export interface SegmentsPort {
   /** Whether the project has this segment (another project's id is no segment of this one). */
   exists(projectId: string, segmentId: string): Promise<boolean>;
+  /** As `exists`, at once: 409 CONFLICT while a DELETE of the segment is under way (a send gives up, see `send`). */
+  existsUnlessDeleting(projectId: string, segmentId: string): Promise<boolean>;
 }
 
 export interface EmailContent {

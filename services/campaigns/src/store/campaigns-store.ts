@@ -123,9 +123,15 @@ export class CampaignsStore {
   }
 
   /** DRAFT -> SCHEDULED at `at`; null when the campaign was not a draft with content `checked`. */
-  async schedule(projectId: string, id: string, at: Date, checked: CampaignContent): Promise<CampaignRow | null> {
+  async schedule(
+    db: Queryable,
+    projectId: string,
+    id: string,
+    at: Date,
+    checked: CampaignContent,
+  ): Promise<CampaignRow | null> {
     const same = contentUnchanged(checked, 4);
-    const { rows } = await this.pool.query<CampaignRow>(
+    const { rows } = await db.query<CampaignRow>(
       `UPDATE campaigns SET status = 'SCHEDULED', scheduled_for = $3, run_at = $3, updated_at = now()
        WHERE project_id = $1 AND id = $2 AND status = 'DRAFT' ${same.sql} RETURNING *`,
       [projectId, id, at, ...same.params],
@@ -134,9 +140,9 @@ export class CampaignsStore {
   }
 
   /** DRAFT -> SENDING now, with a fresh snapshot checkpoint; null when the campaign was not a draft with `checked`. */
-  async sendNow(projectId: string, id: string, checked: CampaignContent): Promise<CampaignRow | null> {
+  async sendNow(db: Queryable, projectId: string, id: string, checked: CampaignContent): Promise<CampaignRow | null> {
     const same = contentUnchanged(checked, 3);
-    const { rows } = await this.pool.query<CampaignRow>(
+    const { rows } = await db.query<CampaignRow>(
       `UPDATE campaigns SET status = 'SENDING', scheduled_for = NULL, run_at = now(), sent_at = now(),
          snapshot_after = NULL, snapshot_done = false, last_error = NULL, updated_at = now(),
          handover_after = NULL, handover_queued = 0, handover_withdrawn = 0
@@ -168,8 +174,18 @@ export class CampaignsStore {
     return rows[0] ?? null;
   }
 
-  /** Campaigns of a project with an audience (for usage checks): few per project, filtered in the domain. */
+  /**
+   * Campaigns of a project with an audience (for usage checks): few per project, filtered in the domain.
+   * `activeOnly` (a segment DELETE asks, holding the segment) first waits for the drafts being moved to SCHEDULED or
+   * SENDING: a send holds its row from the move until it commits (`Campaigns.send`), and is read once it has.
+   */
   async withAudience(projectId: string, activeOnly: boolean): Promise<CampaignRow[]> {
+    if (activeOnly) {
+      await this.pool.query(
+        `SELECT 1 FROM campaigns WHERE project_id = $1 AND audience_type <> 'ALL' AND status = 'DRAFT' FOR SHARE`,
+        [projectId],
+      );
+    }
     const { rows } = await this.pool.query<CampaignRow>(
       `SELECT * FROM campaigns WHERE project_id = $1 AND audience_type <> 'ALL'
        ${activeOnly ? `AND status IN ('SCHEDULED', 'SENDING')` : ''} ORDER BY created_at DESC, id DESC`,

@@ -19,6 +19,6 @@ export async function insertSendingCampaign(campaigns: CampaignsStore, projectId
     audience_condition: null,
   };
   await campaigns.insert(id, projectId, content);
-  await campaigns.sendNow(projectId, id, content);
+  await campaigns.sendNow(campaigns.pool, projectId, id, content);
   return id;
 }

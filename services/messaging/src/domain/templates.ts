@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { AppError, badRequest, flatBadRequest, notFound, validationError, type FieldError } from '@svc/lib/errors';
+import { withTransaction } from '@svc/lib/db';
+import {
+  AppError,
+  badRequest,
+  conflict,
+  flatBadRequest,
+  notFound,
+  validationError,
+  type FieldError,
+} from '@svc/lib/errors';
 import { isUuid } from '@svc/lib/ids';
 import { parseOrThrow } from '@svc/lib/zod-errors';
 import type { TemplateFields, TemplateRow, TemplatesStore, TemplateType } from '../store/templates-store.js';
@@ -83,12 +92,21 @@ const missing = (v: AddressInput | undefined) => v === undefined || v === '';
 
 const previewSchema = z.object({ subject: z.string().max(MAX_SUBJECT_CHARS), body: bodySchema });
 
+/** The workflows service, asked before a template is deleted. */
+export interface TemplateUsagePort {
+  /** The SEND_EMAIL steps that send the template, read once the step writes naming it under way are done. */
+  stepsSending(projectId: string, templateId: string): Promise<{ workflowId: string; stepId: string }[]>;
+}
+
+const templateNotFound = (id: string) => notFound('Template', id, 'TEMPLATE_NOT_FOUND');
+
 /** Templates: SPEC.md "Templates" and the Template resource. */
 export class Templates {
   constructor(
     private readonly store: TemplatesStore,
     private readonly domains: SenderDomains,
     private readonly renderer: Renderer,
+    private readonly usage?: TemplateUsagePort,
   ) {}
 
   async list(projectId: string, q: TemplateListQuery): Promise<TemplatePage> {
@@ -184,8 +202,32 @@ export class Templates {
     return row;
   }
 
+  /**
+   * As `get`, for a caller about to start using the template in a transaction of its own (a workflow step saved):
+   * 409 at once while a DELETE of it is under way. That DELETE waits for the caller's transaction (FindWorkflowsUsing
+   * with `settled`) and would see its use: the caller gives up instead of waiting for it in turn.
+   */
+  async getUnlessDeleting(projectId: string, id: string): Promise<TemplateRow> {
+    const row = isUuid(id) ? await this.store.getUnlessDeleting(projectId, id) : null;
+    if (row === 'deleting') throw conflict(`Template ${id} is being deleted`, { templateId: id });
+    if (!row) throw templateNotFound(id);
+    return row;
+  }
+
+  /**
+   * A template a workflow's SEND_EMAIL step uses stays (409 naming the steps): those steps would fail. The row is
+   * locked from the check to the delete: a step that comes to name it meanwhile is either listed (workflows waits
+   * for its write) or refused (the template is being deleted, or gone).
+   */
   async delete(projectId: string, id: string): Promise<void> {
-    if (!isUuid(id) || !(await this.store.delete(projectId, id))) throw notFound('Template', id, 'TEMPLATE_NOT_FOUND');
+    if (!isUuid(id)) throw templateNotFound(id);
+    await withTransaction(this.store.pool, async (tx) => {
+      if (!(await this.store.lockForDelete(tx, projectId, id))) throw templateNotFound(id);
+      const steps = (await this.usage?.stepsSending(projectId, id)) ?? [];
+      if (steps.length)
+        throw conflict('Workflow steps send this template: change or delete them first', { workflows: steps });
+      await this.store.delete(projectId, id, tx);
+    });
   }
 
   async duplicate(projectId: string, id: string): Promise<TemplateRow> {

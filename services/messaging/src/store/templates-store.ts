@@ -1,5 +1,5 @@
 import type { NamedSortColumn } from '@svc/lib/pagination';
-import type { Pool } from '@svc/lib/db';
+import type { Pool, Queryable } from '@svc/lib/db';
 
 export type TemplateType = 'TRANSACTIONAL' | 'MARKETING' | 'HEADLESS';
 
@@ -34,6 +34,9 @@ export interface TemplateQuery {
 
 const FIELDS = ['name', 'description', 'subject', 'body', 'from_email', 'from_name', 'reply_to', 'type'] as const;
 
+/** PostgreSQL's lock_not_available (a NOWAIT lock held by another transaction). */
+const LOCK_NOT_AVAILABLE = '55P03';
+
 export class TemplatesStore {
   constructor(readonly pool: Pool) {}
 
@@ -54,6 +57,33 @@ export class TemplatesStore {
     return rows[0] ?? null;
   }
 
+  /**
+   * The template, or 'deleting' at once (NOWAIT) while a DELETE of it holds the row (`lockForDelete`): the caller
+   * may hold what that DELETE waits for (a workflow step being saved), so it must not wait for it. Updates take
+   * FOR NO KEY UPDATE, which this lock does not wait for.
+   */
+  async getUnlessDeleting(projectId: string, id: string): Promise<TemplateRow | 'deleting' | null> {
+    try {
+      const { rows } = await this.pool.query<TemplateRow>(
+        'SELECT * FROM templates WHERE project_id = $1 AND id = $2 FOR KEY SHARE NOWAIT',
+        [projectId, id],
+      );
+      return rows[0] ?? null;
+    } catch (err) {
+      if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) return 'deleting';
+      throw err;
+    }
+  }
+
+  /** Locks the template FOR UPDATE until `tx` ends (a DELETE, from its usage check to the delete); false if none. */
+  async lockForDelete(tx: Queryable, projectId: string, id: string): Promise<boolean> {
+    const { rowCount } = await tx.query('SELECT 1 FROM templates WHERE project_id = $1 AND id = $2 FOR UPDATE', [
+      projectId,
+      id,
+    ]);
+    return rowCount === 1;
+  }
+
   async update(projectId: string, id: string, patch: Partial<TemplateFields>): Promise<TemplateRow | null> {
     const keys = FIELDS.filter((f) => patch[f] !== undefined);
     const sets = keys.map((k, i) => `${k} = $${i + 3}`);
@@ -65,11 +95,8 @@ export class TemplatesStore {
     return rows[0] ?? null;
   }
 
-  async delete(projectId: string, id: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query('DELETE FROM templates WHERE project_id = $1 AND id = $2', [
-      projectId,
-      id,
-    ]);
+  async delete(projectId: string, id: string, db: Queryable = this.pool): Promise<boolean> {
+    const { rowCount } = await db.query('DELETE FROM templates WHERE project_id = $1 AND id = $2', [projectId, id]);
     return rowCount === 1;
   }
 

@@ -42,6 +42,18 @@ export class Segments {
     return row;
   }
 
+  /**
+   * As `get`, for a caller about to start using the segment in a transaction of its own (a campaign send): 409 at
+   * once while a DELETE of it is under way. That DELETE waits for the caller's transaction (ListCampaignsUsing) and
+   * would see its use: the caller gives up instead of waiting for it in turn.
+   */
+  async getUnlessDeleting(projectId: string, id: string): Promise<SegmentRow> {
+    const row = isUuid(id) ? await this.store.getUnlessDeleting(projectId, id) : null;
+    if (row === 'deleting') throw conflict(`Segment ${id} is being deleted`, { segmentId: id });
+    if (!row) throw notFound('segment', id);
+    return row;
+  }
+
   /** Contacts validates a DYNAMIC condition first (its 422/400 is the answer): nothing is stored on bad input. */
   async create(projectId: string, input: CreateInput): Promise<SegmentRow> {
     const v = validateCreate(input);
@@ -104,7 +116,7 @@ export class Segments {
   }
 
   private async removeLocked(tx: Queryable, projectId: string, id: string): Promise<void> {
-    const row = isUuid(id) ? await this.store.get(tx, projectId, id, true) : null;
+    const row = isUuid(id) ? await this.store.get(tx, projectId, id, 'delete') : null;
     if (!row) throw notFound('segment', id);
     const through = await this.referencing(projectId, id, tx);
     const counts = await Promise.all(

@@ -43,7 +43,7 @@ export class Tracking {
     // The segment is stored as tracked: deliveries restart (if paused) before the baseline reads the contacts.
     await this.deliveries?.sync();
     return withTransaction(this.pool, async (tx) => {
-      const s = (await this.store.get(tx, segment.project_id, segment.id, true)) ?? segment;
+      const s = (await this.store.get(tx, segment.project_id, segment.id, 'write')) ?? segment;
       const now = new Set<string>();
       for await (const ids of this.contacts.streamIds(s.project_id, membersOf(s.id))) for (const id of ids) now.add(id);
       const before = new Set(await this.memberships.members(tx, s.id));

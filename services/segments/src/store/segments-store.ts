@@ -20,6 +20,9 @@ export interface SegmentPatch {
   trackMembership?: boolean;
 }
 
+/** PostgreSQL's lock_not_available (a NOWAIT lock held by another transaction). */
+const LOCK_NOT_AVAILABLE = '55P03';
+
 export class SegmentsStore {
   constructor(readonly pool: Pool) {}
 
@@ -31,12 +34,34 @@ export class SegmentsStore {
     return rows;
   }
 
-  async get(db: Queryable, projectId: string, id: string, lock = false): Promise<SegmentRow | null> {
-    const { rows } = await db.query<SegmentRow>(
-      `SELECT * FROM segments WHERE project_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`,
-      [projectId, id],
-    );
+  /**
+   * `lock`: 'delete' (FOR UPDATE) only for a DELETE, from its checks to the delete; writers that keep the row take
+   * 'write' (FOR NO KEY UPDATE), so a lock a caller cannot take at once (`getUnlessDeleting`) means a DELETE.
+   */
+  async get(db: Queryable, projectId: string, id: string, lock?: 'delete' | 'write'): Promise<SegmentRow | null> {
+    const mode = lock === 'delete' ? ' FOR UPDATE' : lock === 'write' ? ' FOR NO KEY UPDATE' : '';
+    const { rows } = await db.query<SegmentRow>(`SELECT * FROM segments WHERE project_id = $1 AND id = $2${mode}`, [
+      projectId,
+      id,
+    ]);
     return rows[0] ?? null;
+  }
+
+  /**
+   * The segment, or 'deleting' at once (NOWAIT) while a DELETE of it holds the row: the caller may hold what that
+   * DELETE waits for (a campaign send's row), so it must not wait for it.
+   */
+  async getUnlessDeleting(projectId: string, id: string): Promise<SegmentRow | 'deleting' | null> {
+    try {
+      const { rows } = await this.pool.query<SegmentRow>(
+        'SELECT * FROM segments WHERE project_id = $1 AND id = $2 FOR KEY SHARE NOWAIT',
+        [projectId, id],
+      );
+      return rows[0] ?? null;
+    } catch (err) {
+      if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) return 'deleting';
+      throw err;
+    }
   }
 
   /**
@@ -164,10 +189,14 @@ export class SegmentsStore {
     return (rowCount ?? 0) > 0;
   }
 
-  /** Tracked DYNAMIC segments of a project, locked in id order (one order for every writer: no deadlock). */
+  /**
+   * Tracked DYNAMIC segments of a project, locked in id order (one order for every writer: no deadlock), FOR NO KEY
+   * UPDATE as `get`'s 'write'.
+   */
   async trackedForUpdate(db: Queryable, projectId: string): Promise<SegmentRow[]> {
     const { rows } = await db.query<SegmentRow>(
-      `SELECT * FROM segments WHERE project_id = $1 AND track_membership AND type = 'DYNAMIC' ORDER BY id FOR UPDATE`,
+      `SELECT * FROM segments WHERE project_id = $1 AND track_membership AND type = 'DYNAMIC' ORDER BY id
+       FOR NO KEY UPDATE`,
       [projectId],
     );
     return rows;

@@ -49,6 +49,8 @@ export interface ContactsFields {
 export interface MailChecksPort {
   /** Whether the template is one of the project's. */
   templateExists(projectId: string, id: string): Promise<boolean>;
+  /** As `templateExists`, at once: 409 CONFLICT while a DELETE of the template is under way. */
+  templateExistsUnlessDeleting(projectId: string, id: string): Promise<boolean>;
   /** Messaging's 422 (fields `subject`, `body`) when either does not parse as a template. */
   checkContent(projectId: string, subject: string, body: string): Promise<void>;
   /** Whether the sender's domain is verified for the project. */

@@ -88,6 +88,22 @@ export class Workflows {
   }
 
   /**
+   * A SEND_EMAIL step's template, checked again in the transaction that stores the step, marked as a step write
+   * naming it: a template DELETE under way refuses the step (409), one that starts later waits for the write
+   * (FindWorkflowsUsing with `settled`) and sees the step (409 in turn). No step is left naming a deleted template.
+   */
+  private async holdTemplate(db: PoolClient, projectId: string, type: string, config: Record<string, unknown>) {
+    const templateId = (config as SendEmailConfig).templateId;
+    if (type !== 'SEND_EMAIL' || !templateId || !this.mail) return;
+    await this.store.holdTemplate(db, templateId);
+    if (!(await this.mail.templateExistsUnlessDeleting(projectId, templateId))) {
+      throw validationError([
+        { field: 'config.templateId', message: 'No such template in this project', code: 'invalid_value' },
+      ]);
+    }
+  }
+
+  /**
    * An enabled workflow's graph after an edit that adds transitions or changes what a wait waits for: events start
    * executions on it at once (no busy cycle, no mail loop; graph.ts).
    */
@@ -177,6 +193,7 @@ export class Workflows {
         config: s.config,
       });
       await this.store.touch(db, w.id);
+      await this.holdTemplate(db, projectId, s.type, s.config);
       return step;
     });
   }
@@ -200,6 +217,7 @@ export class Workflows {
       const config = p.config === undefined ? undefined : parseStepConfig(step.type as CreatableStepType, p.config);
       if (config) await this.checkMail(projectId, step.type, config);
       const row = await this.store.updateStep(db, step.id, p.name, config);
+      if (config) await this.holdTemplate(db, projectId, step.type, config);
       // A wait that now listens for its own mail's email.sent can close a mail loop.
       if (config && step.type === 'WAIT_FOR_EVENT') await this.assertNoBusyCycle(db, w);
       await this.store.touch(db, w.id);

@@ -51,8 +51,21 @@ export interface WorkflowPatch {
   allowReentry?: boolean;
 }
 
+/** The advisory lock key of the step writes naming a template (shared by them, taken whole by a template DELETE). */
+const templateKey = (templateId: string) => `template:${templateId}`;
+
 export class WorkflowsStore {
   constructor(readonly pool: Pool) {}
+
+  /** Marks `tx` as a step write naming the template, until it ends (`settleTemplateWrites` waits for it). */
+  async holdTemplate(tx: Queryable, templateId: string): Promise<void> {
+    await tx.query('SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))', [templateKey(templateId)]);
+  }
+
+  /** Waits for the step writes naming the template that are under way (`holdTemplate`) to commit or fail. */
+  async settleTemplateWrites(templateId: string): Promise<void> {
+    await this.pool.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [templateKey(templateId)]);
+  }
 
   async list(projectId: string, limit: number, offset: number): Promise<{ rows: WorkflowRow[]; total: number }> {
     const [rows, count] = await Promise.all([

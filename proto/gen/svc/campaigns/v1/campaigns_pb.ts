@@ -838,7 +838,8 @@ export const CampaignStatsSchema: GenMessage<CampaignStats> = /*@__PURE__*/
 
 /**
  * One filter per call: segment_id, field (a standard field, `data.<key>` or a bare data key) or
- * event_name. active_only: SCHEDULED and SENDING campaigns only.
+ * event_name. active_only: SCHEDULED and SENDING campaigns only, after the sends under way (a DRAFT
+ * moving to SCHEDULED or SENDING) have committed or failed: a segment DELETE asks so, holding the segment.
  *
  * @generated from message svc.campaigns.v1.ListCampaignsUsingRequest
  */
