@@ -5,7 +5,16 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { serviceDatabaseUrl } from '@svc/lib/db';
-import { call, expectEnvelope, platform, sessionCookie, uniqueEmail } from './support/client.js';
+import {
+  type Answer,
+  call,
+  eventually,
+  expectEnvelope,
+  platform,
+  sessionCookie,
+  uniqueEmail,
+} from './support/client.js';
+import { receivedMail, signUpVerified, waitForMail } from './support/messaging.js';
 import { freePort, httpOk, ROOT, startPlatform, stopProcess, waitFor } from './support/processes.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -253,17 +262,83 @@ test('linking an unverified account ends the password and sessions of whoever si
   expect((await me(done.session!)).status).toBe(200);
 });
 
-test('linking an account whose address was verified keeps its password and sessions', async () => {
+test('taking over an unverified account rotates its keys, revokes its invitations and mails the owner', async () => {
+  // The squatter signs up with the victim's address, makes a project, keeps its keys, invites an accomplice
+  // (an account of its own whose address is verified) and asks for a password reset link.
+  const email = uniqueEmail('oauth-squat');
+  const signup = await call('POST', '/auth/signup', { email, password: 'squatter-123' }, { baseUrl: base });
+  const squatter = sessionCookie(signup.headers);
+  const made = await call('POST', '/users/@me/projects', { name: 'Squatted' }, { baseUrl: base, cookie: squatter });
+  expect(made.status).toBe(201);
+  const { secretKey, publicKey } = made.body as { secretKey: string; publicKey: string };
+  const contacts = (key: string) => call('GET', '/contacts', undefined, { baseUrl: base, key });
+  // Both gateways (this run's and the platform's) have the keys cached.
+  expect((await contacts(secretKey)).status).toBe(200);
+  expect((await call('GET', '/contacts', undefined, { key: secretKey })).status).toBe(200);
+  const accomplice = await signUpVerified();
+  const invited = await call(
+    'POST',
+    `/projects/${made.body.id}/members`,
+    { email: accomplice.email, role: 'admin' },
+    { baseUrl: base, cookie: squatter },
+  );
+  expect(invited.status).toBe(201);
+  const reset = await call('POST', '/auth/request-password-reset', { email }, { baseUrl: base });
+  expect(reset.status).toBe(200);
+  const [resetMail] = await waitForMail(email);
+  const resetToken = /\/app\/reset\?token=([A-Za-z0-9_-]+)/.exec(resetMail!.parsed.text ?? '')![1];
+
+  const done = await signIn({ email, verified: true });
+  expect(done.location).toBe('/app');
+  const owner = `svc_session=${done.session}`;
+
+  // The squatter's session, keys, invitation and mailed link open nothing of what the owner now holds.
+  expectEnvelope(await call('GET', '/users/@me', undefined, { baseUrl: base, cookie: squatter }), 401, 'UNAUTHORIZED');
+  // Gateways drop cached keys when they hear identity.project.keys_rotated, which the takeover publishes.
+  const refused = (res: Answer) => (res.status === 401 ? res : undefined);
+  expectEnvelope(await eventually(async () => refused(await contacts(secretKey))), 401, 'INVALID_API_KEY');
+  const other = () => call('GET', '/contacts', undefined, { key: secretKey });
+  expectEnvelope(await eventually(async () => refused(await other())), 401, 'INVALID_API_KEY');
+  expectEnvelope(await call('GET', '/contacts', undefined, { baseUrl: base, key: publicKey }), 401, 'INVALID_API_KEY');
+  expectEnvelope(
+    await call('POST', `/users/@me/invitations/${invited.body.id}/accept`, undefined, { cookie: accomplice.cookie }),
+    410,
+    'INVITATION_GONE',
+  );
+  const replaced = await call('POST', '/auth/reset-password', { token: resetToken, password: 'squatter-456' });
+  expectEnvelope(replaced, 400, 'INVALID_TOKEN');
+
+  // The owner keeps the project, issues fresh keys and is told what happened.
+  const rotated = await call('POST', `/users/@me/projects/${made.body.id}/regenerate-keys`, undefined, {
+    baseUrl: base,
+    cookie: owner,
+  });
+  expect(rotated.status).toBe(200);
+  expect((await contacts(rotated.body.secretKey)).status).toBe(200);
+  const notice = await eventually(async () =>
+    (await receivedMail(email)).find((m) => m.parsed.subject?.startsWith('Your account was secured')),
+  );
+  expect(notice.parsed.text).toContain('every other session was signed out');
+  expect(notice.parsed.text).toContain(`Squatted (${made.body.id})`);
+  expect(notice.parsed.text).toContain('1 pending invitation(s) it sent or into its projects were revoked');
+});
+
+test('linking an account whose address was verified keeps its password, sessions and keys', async () => {
   const email = uniqueEmail('oauth-verified');
   const signup = await call('POST', '/auth/signup', { email, password: 'password-123' }, { baseUrl: base });
+  const cookie = sessionCookie(signup.headers);
+  const made = await call('POST', '/users/@me/projects', { name: 'Kept' }, { baseUrl: base, cookie });
   // As the mailed verification link does (account-lifecycle.test.ts follows that link).
   await identityDb.query('UPDATE users SET email_verified = true WHERE id = $1', [signup.body.id]);
   const done = await signIn({ email, verified: true });
   expect((await me(done.session!)).body.id).toBe(signup.body.id);
   const login = await call('POST', '/auth/login', { email, password: 'password-123' }, { baseUrl: base });
   expect(login.status).toBe(200);
-  const before = await call('GET', '/users/@me', undefined, { baseUrl: base, cookie: sessionCookie(signup.headers) });
+  const before = await call('GET', '/users/@me', undefined, { baseUrl: base, cookie });
   expect(before.status).toBe(200);
+  expect((await call('GET', '/contacts', undefined, { baseUrl: base, key: made.body.secretKey })).status).toBe(200);
+  expect((await call('GET', '/contacts', undefined, { key: made.body.secretKey })).status).toBe(200);
+  expect((await receivedMail(email)).length).toBe(0);
 });
 
 test('an unverified address is refused and neither creates nor links an account', async () => {

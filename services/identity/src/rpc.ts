@@ -267,6 +267,7 @@ export function identityRoutes(
       },
       async completeOAuth(req) {
         const out = await oauth.complete(req.provider, req.code, req.codeVerifier);
+        if (out.secured) lifecycle.noticeSecured(out.user, out.provider, out.secured);
         return { user: user(out.user), sessionToken: out.sessionToken, created: out.created };
       },
       async requestEmailVerification(req) {

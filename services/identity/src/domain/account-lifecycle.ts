@@ -8,6 +8,7 @@ import type { AccountTokensStore, TokenPurpose } from '../store/account-tokens-s
 import type { IdentityStore, UserRow } from '../store/identity-store.js';
 import { generateSessionToken, hashKey } from './api-keys.js';
 import { hashPassword } from './passwords.js';
+import type { AccountSecured } from './identity.js';
 import type { SystemMailer } from './system-mail.js';
 
 const MAX_ACCOUNT_EMAIL = 254;
@@ -110,6 +111,35 @@ export class AccountLifecycle {
       await this.tokens.markVerified(tx, row.user_id);
       await this.tokens.endSessions(tx, row.user_id);
     });
+  }
+
+  /**
+   * Tells the address's owner, after an OAuth sign-in took over an account someone opened with the address
+   * (Identity.signInVerifiedEmail), what ended: the sign-in never waits for it, a failure is only logged.
+   */
+  noticeSecured(user: UserRow, provider: string, secured: AccountSecured): void {
+    const projects = secured.projects.map(
+      (p) =>
+        `- ${p.name} (${p.id})` +
+        (p.otherMembers.length ? `; other members, invited before: ${p.otherMembers.join(', ')}` : ''),
+    );
+    const text =
+      `You signed in with ${provider} to the account of ${user.email}, which was opened with this address ` +
+      'before anyone proved they hold the mailbox. Whoever opened it may not be you, so:\n\n' +
+      '- its password was cleared and every other session was signed out;\n' +
+      (secured.invitations
+        ? `- ${secured.invitations} pending invitation(s) it sent or into its projects were revoked;\n`
+        : '') +
+      (projects.length
+        ? '- the API keys of its projects were replaced, and the old ones no longer work. Issue new keys in the ' +
+          'console (Settings, Rotate keys) and update your integrations:\n' +
+          `${projects.join('\n')}\n`
+        : '') +
+      '\nIf you opened the account yourself, nothing else is needed beyond new keys. If not, check the projects, ' +
+      'their members and their data: they were made by someone else.\n';
+    this.mailer
+      .send({ to: user.email, subject: 'Your account was secured: sessions ended, API keys rotated', text })
+      .catch((err: unknown) => this.opts.logger.warn({ err, userId: user.id }, 'account secured mail not sent'));
   }
 
   private async issue(user: UserRow, purpose: TokenPurpose, ttlSeconds: number): Promise<string | null> {

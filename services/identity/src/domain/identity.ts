@@ -61,6 +61,14 @@ function newKeys(): { issued: IssuedKeys; hashes: KeyHashes } {
 
 const projectNotFound = (id: string) => notFound('Project', id);
 
+/** What an OAuth sign-in ended of an account whose address was not verified (Identity.signInVerifiedEmail). */
+export interface AccountSecured {
+  /** Its projects, whose keys were rotated, each with the addresses of its other members. */
+  projects: { id: string; name: string; otherMembers: string[] }[];
+  /** Pending invitations revoked. */
+  invitations: number;
+}
+
 export interface IdentityOptions {
   signupDisabled: boolean;
 }
@@ -103,14 +111,27 @@ export class Identity {
    * Sign-in with an address an OAuth provider says is verified: the account of that address (linked, and
    * its address marked verified) or a new one without a password (a password reset sets one). An account
    * whose address was not verified may have been opened by someone else with this address (nothing checked
-   * it): its password and sessions end, so only the address's owner keeps it.
+   * it): everything that person could still use ends, so only the address's owner keeps the account. Its
+   * password and sessions end, its open account links are spent, the pending invitations it sent or that invite
+   * into its projects are revoked, and the keys of its projects rotate (it created each one, so it saw their
+   * keys): nobody holds the new keys, the owner issues fresh ones. `secured` says what ended, for the notice mail.
    */
-  async signInVerifiedEmail(email: string): Promise<{ user: UserRow; sessionToken: string; created: boolean }> {
+  async signInVerifiedEmail(
+    email: string,
+  ): Promise<{ user: UserRow; sessionToken: string; created: boolean; secured?: AccountSecured }> {
     const address = parseOrThrow(z.object({ email: accountEmailSchema }), { email }).email;
     const token = generateSessionToken();
-    return withTransaction(this.store.pool, async (tx) => {
+    const out = await withTransaction(this.store.pool, async (tx) => {
       const linked = await this.store.verifiedUserByEmail(tx, accountEmailKey(address));
-      if (linked?.newly_verified) await this.store.deleteSessionsOf(tx, linked.id);
+      let secured: { projects: ProjectRow[]; invitations: number } | undefined;
+      if (linked?.newly_verified) {
+        await this.store.deleteSessionsOf(tx, linked.id);
+        secured = await this.store.endUnverifiedTenure(tx, linked.id);
+        for (const project of secured.projects) {
+          await this.store.replaceKeys(tx, project.id, newKeys().hashes);
+          await enqueueMessage(tx, projectKeysRotated(project.id));
+        }
+      }
       let user: UserRow | null = linked;
       let created = false;
       if (!user) {
@@ -127,8 +148,17 @@ export class Identity {
         created = true;
       }
       await this.store.insertSession(tx, token.hash, user.id, SESSION_TTL_SECONDS);
-      return { user, sessionToken: token.key, created };
+      return { user, sessionToken: token.key, created, secured };
     });
+    if (!out.secured) return { user: out.user, sessionToken: out.sessionToken, created: out.created };
+    const projects = await Promise.all(
+      out.secured.projects.map(async (p) => ({
+        id: p.id,
+        name: p.name,
+        otherMembers: (await this.store.members(p.id)).filter((m) => m.user_id !== out.user.id).map((m) => m.email),
+      })),
+    );
+    return { ...out, secured: { projects, invitations: out.secured.invitations } };
   }
 
   async logout(sessionToken: string): Promise<void> {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { AppError, notFound } from '@svc/lib/errors';
 import type { UserRow } from '../store/identity-store.js';
-import type { Identity } from './identity.js';
+import type { AccountSecured, Identity } from './identity.js';
 
 /** How long the identity service waits for a provider's token or user endpoint. */
 const PROVIDER_TIMEOUT_MS = 10_000;
@@ -116,7 +116,7 @@ export class OAuth {
     providerId: string,
     code: string,
     codeVerifier: string,
-  ): Promise<{ user: UserRow; sessionToken: string; created: boolean }> {
+  ): Promise<{ user: UserRow; sessionToken: string; created: boolean; provider: string; secured?: AccountSecured }> {
     const p = this.provider(providerId);
     if (!code || !codeVerifier) throw providerError('The provider sent no authorization code');
     const token = await providerJson(
@@ -148,6 +148,6 @@ export class OAuth {
       },
       'user',
     );
-    return this.identity.signInVerifiedEmail(verifiedEmail(p.id, info));
+    return { ...(await this.identity.signInVerifiedEmail(verifiedEmail(p.id, info))), provider: p.name };
   }
 }

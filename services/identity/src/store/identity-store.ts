@@ -103,6 +103,27 @@ export class IdentityStore {
     await db.query('DELETE FROM sessions WHERE user_id = $1', [userId]);
   }
 
+  /**
+   * What an account opened by someone else with this address left behind, ended for the address's owner
+   * (Identity.signInVerifiedEmail): the mailed links still open (verification, password reset) are spent, and
+   * the pending invitations it sent or that invite into its projects are revoked. Answers its projects (it
+   * created every one: an unverified address accepts no invitation), locked for the key rotation that follows.
+   */
+  async endUnverifiedTenure(db: Queryable, userId: string): Promise<{ projects: ProjectRow[]; invitations: number }> {
+    await db.query('UPDATE account_tokens SET used_at = now() WHERE user_id = $1 AND used_at IS NULL', [userId]);
+    const { rows: projects } = await db.query<ProjectRow>(
+      `SELECT ${PROJECT_COLUMNS}, m.role FROM projects p JOIN members m ON m.project_id = p.id
+       WHERE m.user_id = $1 ORDER BY p.created_at FOR UPDATE OF p`,
+      [userId],
+    );
+    const { rowCount } = await db.query(
+      `UPDATE invitations SET status = 'revoked', closed_at = now()
+       WHERE status = 'pending' AND (invited_by = $1 OR project_id = ANY($2::uuid[]))`,
+      [userId, projects.map((p) => p.id)],
+    );
+    return { projects, invitations: rowCount ?? 0 };
+  }
+
   async insertProject(
     db: Queryable,
     p: { id: string; name: string; ownerId: string; keys: KeyHashes },
