@@ -130,8 +130,9 @@ test('a /v1/track request id and trace id reach the contacts RPC log and the mes
   expect(gateway.ms).toEqual(expect.any(Number));
 });
 
-test('concurrent tracks committed together keep their own request ids on the bus', async () => {
-  // Concurrent tracks share one group commit in contacts: each message must carry its own request.
+test('tracks committed together: each request reaches contacts, their batch messages carry one of them', async () => {
+  // Concurrent tracks share one group commit in contacts, whose events go on the bus as one events.tracked_batch per
+  // project: each track's item runs in its own request; a batch message carries the first request among its events.
   const ids = Array.from({ length: 20 }, (_, i) => `req-batch-${i}-${hex(6)}`);
   const answers = await Promise.all(
     ids.map((id) =>
@@ -144,19 +145,34 @@ test('concurrent tracks committed together keep their own request ids on the bus
     ),
   );
   expect(answers.map((a) => a.status)).toEqual(ids.map(() => 200));
-  const consumedIds = () =>
-    logLines('messaging')
-      .filter(
-        (l) =>
-          l.msg === 'bus message handled' && l.subject === 'events.tracked' && l.requestId?.startsWith('req-batch-'),
-      )
+  const handled = () =>
+    logLines('contacts')
+      .filter((l) => l.msg === 'track handled' && l.requestId?.startsWith('req-batch-'))
       .map((l) => l.requestId);
-  const seen = await eventually(
-    async () => (consumedIds().length >= ids.length ? consumedIds() : undefined),
+  const items = await eventually(
+    async () => (handled().length >= ids.length ? handled() : undefined),
     20_000,
-    'batched events',
+    'the tracks in contacts',
   );
-  expect([...seen].sort()).toEqual([...ids].sort());
+  expect([...items].sort()).toEqual([...ids].sort());
+  // Every event reached the activity feed, through messages each carrying one of the tracks' requests.
+  await eventually(
+    async () => {
+      const feed = await call('GET', '/activity?type=event&limit=100', undefined, { key: tenant.secretKey, baseUrl });
+      return feed.body.data?.filter((r: { name: string }) => r.name === 'batched').length === ids.length
+        ? true
+        : undefined;
+    },
+    20_000,
+    'the batched events in the feed',
+  );
+  const consumed = logLines('messaging').filter(
+    (l) =>
+      l.msg === 'bus message handled' && l.subject === 'events.tracked_batch' && l.requestId?.startsWith('req-batch-'),
+  );
+  expect(consumed.length).toBeGreaterThan(0);
+  expect(consumed.length).toBeLessThanOrEqual(ids.length);
+  for (const l of consumed) expect(ids).toContain(l.requestId);
 });
 
 test('a /v1/send request id reaches contacts through messaging (a second RPC hop) with the same trace id', async () => {

@@ -1,4 +1,6 @@
-import { call, eventually, newTenant, uniqueEmail, type Tenant } from './support/client.js';
+import { randomUUID } from 'node:crypto';
+import { connect } from 'nats';
+import { call, eventually, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
 import { receivedMail, verifiedDomain, waitForMail } from './support/messaging.js';
 import { metricValue } from './support/metrics.js';
 
@@ -267,5 +269,58 @@ describe('workflow triggers from the bus', () => {
     const contact = (await api('GET', `/contacts/${tracked.body.data.contact}`)).body;
     expect(Object.keys(contact.data).sort()).toEqual(['__proto__', 'constructor', 'prototype']);
     expect(JSON.stringify(contact.data.__proto__)).toBe('{"tier":"gold"}');
+  });
+
+  test('tracked batches: an event starts once, a copy starts nothing more, a bad event is skipped alone', async () => {
+    const id = await workflow('batched', { type: 'UPDATE_CONTACT', config: { data: { batched: true } } });
+    // Re-entry allowed: only the event ids keep a copy of the batch from enrolling the contacts again.
+    expect((await api('PATCH', `/workflows/${id}`, { allowReentry: true })).status).toBe(200);
+    const marker = await workflow('batched-marker', { type: 'UPDATE_CONTACT', config: { data: { marked: true } } });
+    const contacts: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await api('POST', '/contacts', { email: uniqueEmail('wf-batch') });
+      expect(res.status).toBe(201);
+      contacts.push(res.body.id);
+    }
+    const [a, b, c] = contacts;
+    const createdAt = new Date().toISOString();
+    const event = (contactId: string, name: string) => ({
+      projectId: t.projectId,
+      contactId,
+      eventId: randomUUID(),
+      name,
+      data: { n: 1 },
+      createdAt,
+    });
+    const [first, last] = [event(a, 'batched'), event(c, 'batched')];
+    const batch = {
+      projectId: t.projectId,
+      events: [
+        first,
+        { ...event(b, 'batched'), contactId: 7 }, // does not read: skipped alone
+        'not an event',
+        { ...event(b, 'batched'), projectId: randomUUID() }, // of another project than its batch's: skipped
+        last,
+      ],
+    };
+    const nc = await connect({ servers: platform.env.NATS_URL });
+    const js = nc.jetstream();
+    const subject = `${platform.runId}.events.tracked_batch`;
+    try {
+      await js.publish(subject, JSON.stringify(batch), { msgID: `test-batch-${id}-1` });
+      const done = await exited(id, 2);
+      expect(done.map((e) => e.contactId).sort()).toEqual([a, c].sort());
+      // The same batch again under another message id (as a republished copy): its events keep their ids.
+      await js.publish(subject, JSON.stringify(batch), { msgID: `test-batch-${id}-2` });
+      await js.publish(subject, JSON.stringify({ projectId: t.projectId, events: [event(a, 'batched-marker')] }), {
+        msgID: `test-batch-${id}-3`,
+      });
+      await exited(marker);
+    } finally {
+      await nc.drain();
+    }
+    const list = await executions(id);
+    expect(list.map((e) => e.contactId).sort()).toEqual([a, c].sort());
+    expect(list.map((e) => e.context.event.id).sort()).toEqual([first.eventId, last.eventId].sort());
   });
 });

@@ -1,8 +1,9 @@
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { EventTrackedSchema } from '@svc/proto/svc/contacts/v1/events_pb';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import { MemoryBus } from './bus-memory.js';
-import { busMessage, on, readBusMessage, subscribeTopics } from './bus-topic.js';
+import { busMessage, on, onBatch, readBatchItem, readBusMessage, subscribeTopics } from './bus-topic.js';
 import { capturingLogger } from './test-logger.js';
 
 const until = async (ok: () => boolean, ms = 2000) => {
@@ -225,5 +226,50 @@ describe('typed consumers', () => {
     expect(got).toEqual(['lifecycle:c', 'tracked:signup']);
     expect(handled).toEqual(['m-2', 'c-1']);
     await bus.close();
+  });
+});
+
+describe('batch topics (onBatch)', () => {
+  const event = (contactId: string) => ({ projectId: 'p1', contactId, eventId: `e-${contactId}`, name: 'x', data: {} });
+
+  test("a batch is handed over as received, each item as it came; an unreadable item is the handler's", async () => {
+    const { logger, lines } = capturingLogger();
+    const bus = new MemoryBus(logger);
+    const seen: unknown[] = [];
+    const route = onBatch(CONTACTS_TOPICS.eventsTrackedBatch, 'events', async (b, meta) => {
+      seen.push([meta.id, b.projectId, b.items.map((i) => readBatchItem(EventTrackedSchema, i)?.contactId ?? null)]);
+    });
+    await subscribeTopics(bus, 'test', [route], logger);
+    const items = [event('c1'), { ...event('c2'), contactId: 7 }, event('c3')];
+    await bus.publish('events.tracked_batch', { projectId: 'p1', events: items }, 'svc-1');
+    // In proto field names: decoded, and its items handed over as toJson writes them.
+    await bus.publish('events.tracked_batch', { project_id: 'p1', events: [event('c4')] }, 'svc-2');
+    // No batch at all: malformed, logged and acknowledged.
+    await bus.publish('events.tracked_batch', { projectId: 'p1', events: 'none' }, 'svc-3');
+    await bus.publish('events.tracked_batch', { projectId: 'p1', events: [] }, 'svc-4');
+    expect(seen).toEqual([
+      ['svc-1', 'p1', ['c1', null, 'c3']],
+      ['svc-2', 'p1', ['c4']],
+      ['svc-4', 'p1', []],
+    ]);
+    expect(lines).toContainEqual(expect.objectContaining({ event: 'bus.malformed', id: 'svc-3' }));
+    expect(lines.filter((l) => l.event === 'bus.malformed')).toHaveLength(1);
+  });
+
+  test("a batch's skip reads the payload as received: a skipped batch is not read at all", async () => {
+    const { logger } = capturingLogger();
+    const bus = new MemoryBus(logger);
+    const seen: string[] = [];
+    const route = onBatch(CONTACTS_TOPICS.eventsTrackedBatch, 'events', async (b) => void seen.push(b.projectId), {
+      skip: (d) => (d as { projectId?: string }).projectId === 'quiet',
+    });
+    await subscribeTopics(bus, 'test', [route], logger);
+    await bus.publish('events.tracked_batch', { projectId: 'quiet', events: 'not even a list' }, 'svc-1');
+    await bus.publish('events.tracked_batch', { projectId: 'p1', events: [event('c1')] }, 'svc-2');
+    expect(seen).toEqual(['p1']);
+  });
+
+  test('a field that is not a repeated field of the topic is refused when the route is made', () => {
+    expect(() => onBatch(CONTACTS_TOPICS.eventsTrackedBatch, 'contacts', async () => {})).toThrow(/no repeated field/);
   });
 });

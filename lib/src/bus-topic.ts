@@ -105,6 +105,62 @@ export function on<D extends DescMessage>(
   };
 }
 
+/** A batch message as received: its project and its items, each in the JSON form its single message has. */
+export interface BatchItems {
+  projectId: string;
+  items: unknown[];
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A route for a topic whose message is one project's items (`{projectId, <field>: [..]}`: `events.tracked_batch`,
+ * `contacts.created_batch`). The payload is read as received, not decoded: the handler reads each item itself (as
+ * received, or through readBatchItem), so an item it cannot read skips that item only, not the message. A payload
+ * in another form (proto field names) is decoded and handed over as toJson writes it; one that does not decode is
+ * malformed.
+ */
+export function onBatch<D extends DescMessage>(
+  t: Topic<D>,
+  field: string,
+  handler: (batch: BatchItems, meta: { id: string; subject: string }) => Promise<void>,
+  options?: RouteOptions,
+): TopicRoute {
+  if (!t.schema.fields.some((f) => f.jsonName === field && f.fieldKind === 'list'))
+    throw new Error(`${t.schema.typeName} has no repeated field ${field}`);
+  const skip = options?.skip;
+  const asReceived = (data: unknown): BatchItems | undefined =>
+    isRecord(data) && typeof data.projectId === 'string' && Array.isArray(data[field])
+      ? { projectId: data.projectId, items: data[field] }
+      : undefined;
+  const read = (data: unknown): BatchItems => {
+    const batch = asReceived(data);
+    if (batch) return batch;
+    try {
+      return asReceived(toJson(t.schema, readBusMessage(t, data), { alwaysEmitImplicit: true }))!;
+    } catch (err) {
+      throw new MalformedMessage(err);
+    }
+  };
+  return {
+    subject: t.subject,
+    skip,
+    async deliver(m) {
+      if (skip?.(m.data)) return;
+      await handler(read(m.data), { id: m.id, subject: m.subject });
+    },
+  };
+}
+
+/** One item of a batch (onBatch) decoded as `schema` (its single message's), or undefined when it does not decode. */
+export function readBatchItem<D extends DescMessage>(schema: D, item: unknown): MessageShape<D> | undefined {
+  try {
+    return fromJson(schema, item as JsonValue, { ignoreUnknownFields: true });
+  } catch {
+    return undefined;
+  }
+}
+
 /** Concrete subjects whose matching routes a consumer remembers (a topic family has a handful of members). */
 const MATCHED_SUBJECTS = 1024;
 

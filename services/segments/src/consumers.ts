@@ -1,8 +1,9 @@
 import type { Bus } from '@svc/lib/bus';
-import { on, rawField, subscribeTopics } from '@svc/lib/bus-topic';
+import { on, onBatch, rawField, readBatchItem, subscribeTopics } from '@svc/lib/bus-topic';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
+import { ContactSnapshotSchema, EventTrackedSchema } from '@svc/proto/svc/contacts/v1/events_pb';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import type { Tracking } from './domain/tracking.js';
 import type { SegmentsStore } from './store/segments-store.js';
@@ -28,8 +29,24 @@ export async function subscribeSegmentsConsumers(
     isUuid(projectId) && isUuid(contactId) ? tracking.contactChanged(projectId, contactId) : Promise.resolve();
   // A project known to track no segment: its messages are acknowledged undecoded (most projects, most messages).
   const untracked = { skip: (data: unknown) => tracking.tracksNothing(rawField(data, 'projectId')) };
+  // The contacts of a batch message's items (read as received, else decoded; one that does not read is skipped),
+  // each re-evaluated once.
+  const changedMany = async (projectId: string, ids: Iterable<string>) => {
+    for (const id of new Set(ids)) await changed(projectId, id);
+  };
   const contactRoutes = [
     on(CONTACTS_TOPICS.created, async (m) => changed(m.projectId, m.contact?.id ?? ''), untracked),
+    // A batch of tracks' new contacts, many per message.
+    onBatch(
+      CONTACTS_TOPICS.createdBatch,
+      'contacts',
+      async (b) =>
+        changedMany(
+          b.projectId,
+          b.items.map((c) => rawField(c, 'id') || (readBatchItem(ContactSnapshotSchema, c)?.id ?? '')),
+        ),
+      untracked,
+    ),
     // A CSV import's new contacts, many per message: each is re-evaluated as one created alone would be.
     on(CONTACTS_TOPICS.imported, async (m) => {
       for (const id of m.contactIds) await changed(m.projectId, id);
@@ -44,12 +61,25 @@ export async function subscribeSegmentsConsumers(
     on(CONTACTS_TOPICS.eventTracked, async (m) => changed(m.projectId, m.contactId), untracked),
     // The email.* events contacts records (a filter may count them) come on their own subject.
     on(CONTACTS_TOPICS.emailEventTracked, async (m) => changed(m.projectId, m.contactId), untracked),
+    // A batch of tracks' events, many per message.
+    onBatch(
+      CONTACTS_TOPICS.eventsTrackedBatch,
+      'events',
+      async (b) =>
+        changedMany(
+          b.projectId,
+          b.items.map((e) => rawField(e, 'contactId') || (readBatchItem(EventTrackedSchema, e)?.contactId ?? '')),
+        ),
+      untracked,
+    ),
     // What contacts publishes for them now: a batch of one project per message, each contact re-evaluated once.
     on(
       CONTACTS_TOPICS.emailEventsTracked,
-      async (m) => {
-        for (const contactId of new Set(m.events.map((e) => e.contactId))) await changed(m.projectId, contactId);
-      },
+      async (m) =>
+        changedMany(
+          m.projectId,
+          m.events.map((e) => e.contactId),
+        ),
       untracked,
     ),
   ];

@@ -1,6 +1,6 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Bus } from '@svc/lib/bus';
-import { on, rawField, subscribeTopics, type TopicRoute } from '@svc/lib/bus-topic';
+import { on, onBatch, rawField, subscribeTopics, type TopicRoute } from '@svc/lib/bus-topic';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import { workflowLoopGuards } from '@svc/lib/metrics';
@@ -11,7 +11,7 @@ import type { EmailLifecycle } from '@svc/proto/svc/messaging/v1/events_pb';
 import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
 import type { Executions, TrackedEvent } from './domain/executions.js';
 import type { WorkflowsStore } from './store/workflows-store.js';
-import { type TrackedMessage, trackedMessage, trackedPayload } from './tracked-message.js';
+import { type TrackedMessage, trackedItem, trackedMessage, trackedPayload } from './tracked-message.js';
 
 /** Events that reach workflows from their own subjects (emails.<type>, segments.membership.changed). */
 const fromOwnSubject = (name: string) => name.startsWith('email.') || /^segment\.[^.]+\.(entry|exit)$/.test(name);
@@ -64,7 +64,23 @@ function trackedRoute(handler: (m: TrackedMessage) => Promise<void>): TopicRoute
 }
 
 /**
- * Start workflows and resume WAIT_FOR_EVENT steps: events.tracked (client events and contact.*),
+ * events.tracked_batch: each event handled as its own events.tracked would be (keyed by its own event id, so a
+ * redelivered batch starts nothing twice); an event that does not read is skipped alone.
+ */
+function trackedBatchRoute(handler: (m: TrackedMessage) => Promise<void>): TopicRoute {
+  return onBatch(CONTACTS_TOPICS.eventsTrackedBatch, 'events', async (batch, meta) => {
+    await Promise.all(
+      batch.items.map((item, i) => {
+        const m = trackedItem(batch.projectId, item, `${meta.id}/${i}`);
+        return m ? handler(m) : undefined;
+      }),
+    );
+  });
+}
+
+/**
+ * Start workflows and resume WAIT_FOR_EVENT steps: events.tracked (client events and contact.*; a batch of tracks'
+ * come many per message as events.tracked_batch),
  * emails.<type> as `email.<type>` (data: emailId and the step's values) and
  * segments.membership.changed as `segment.<slug>.entry|exit` (data: segmentId), straight from the
  * services that publish them. contacts records the last two kinds as events too: the segment.* copies
@@ -80,18 +96,13 @@ export async function subscribeWorkflowsConsumers(
   identity: WipeReports,
   logger: Logger,
 ) {
-  await subscribeTopics(
-    bus,
-    'workflows-triggers',
-    [
-      trackedRoute((m) => {
-        if (!isUuid(m.projectId) || !isUuid(m.contactId) || !m.name || fromOwnSubject(m.name)) return Promise.resolve();
-        return executions.eventTracked(m);
-      }),
-    ],
-    logger,
-    { concurrency: CONCURRENCY },
-  );
+  const tracked = (m: TrackedMessage): Promise<void> => {
+    if (!isUuid(m.projectId) || !isUuid(m.contactId) || !m.name || fromOwnSubject(m.name)) return Promise.resolve();
+    return executions.eventTracked(m);
+  };
+  await subscribeTopics(bus, 'workflows-triggers', [trackedRoute(tracked), trackedBatchRoute(tracked)], logger, {
+    concurrency: CONCURRENCY,
+  });
   await subscribeTopics(
     bus,
     'workflows-lifecycle',

@@ -3,7 +3,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { readBusMessage } from '@svc/lib/bus-topic';
 import { EventTrackedSchema } from '@svc/proto/svc/contacts/v1/events_pb';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
-import { trackedMessage, trackedPayload } from './tracked-message.js';
+import { trackedItem, trackedMessage, trackedPayload } from './tracked-message.js';
 
 const projectId = '0195f0e2-6c1a-7000-8000-000000000001';
 const contactId = '0195f0e2-6c1a-7000-8000-000000000002';
@@ -51,5 +51,27 @@ describe('events.tracked as the workflows consumers take it', () => {
       data: {},
       at,
     });
+  });
+
+  test("a batch's event reads as its own message would; a bad one, or another project's, does not", () => {
+    const wire = {
+      projectId,
+      contactId,
+      eventId: 'e',
+      name: 'signup',
+      data: { n: 1 },
+      createdAt: '2026-01-01T00:00:00Z',
+    };
+    expect(trackedItem(projectId, wire, 'contacts-5/0')).toEqual(trackedPayload(wire, 'contacts-5/0'));
+    // In proto field names (not the form contacts writes): decoded, keyed by the batch's id and place without an id.
+    const { projectId: _, contactId: __, ...rest } = wire;
+    const protoNames = { ...rest, project_id: projectId, contact_id: contactId, eventId: '' };
+    expect(trackedItem(projectId, protoNames, 'contacts-5/1')).toEqual({
+      ...trackedPayload(wire, 'x'),
+      eventId: 'contacts-5/1',
+    });
+    for (const bad of [{ ...wire, contactId: 7 }, { ...wire, createdAt: 'yesterday', data: [1] }, 'text', null])
+      expect(trackedItem(projectId, bad, 'contacts-5/2')).toBeUndefined();
+    expect(trackedItem('0195f0e2-6c1a-7000-8000-000000000009', wire, 'contacts-5/3')).toBeUndefined();
   });
 });

@@ -1,5 +1,6 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import type { EventTracked } from '@svc/proto/svc/contacts/v1/events_pb';
+import { readBatchItem } from '@svc/lib/bus-topic';
+import { type EventTracked, EventTrackedSchema } from '@svc/proto/svc/contacts/v1/events_pb';
 import type { TrackedEvent } from './domain/executions.js';
 
 /** What the workflows consumers take of an `events.tracked` message: the tracked event the engine reacts to. */
@@ -42,4 +43,19 @@ export function trackedPayload(payload: unknown, messageId: string): TrackedMess
     data: data ?? {},
     at,
   };
+}
+
+/**
+ * An event of an `events.tracked_batch` (each as `events.tracked` carries it), read as trackedPayload reads one
+ * message, else decoded; `undefined` when it does not decode (that event is skipped, the others are not). An event
+ * of another project than its batch's is not read either: consumers skip a batch by its project alone.
+ * `messageId` keys an event without an id (the batch's bus id and the event's place in it).
+ */
+export function trackedItem(projectId: string, item: unknown, messageId: string): TrackedMessage | undefined {
+  let m = trackedPayload(item, messageId);
+  if (m === undefined) {
+    const decoded = readBatchItem(EventTrackedSchema, item);
+    m = decoded && trackedMessage(decoded, messageId);
+  }
+  return m?.projectId === projectId ? m : undefined;
 }

@@ -5,11 +5,21 @@ import { outgoingContext, type RequestContext } from '@svc/lib/request-context';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import type { EventRow } from '../store/contact-rows.js';
 import type { ContactBatches, LockedContact } from '../store/contacts-store.js';
-import { eventTrackedTopic } from './bus-messages.js';
 import type { Contacts } from './contacts.js';
 import { templateVariables } from '@svc/lib/json-object';
 import { applyDataPatch, isPlainObject, type DataPatch } from './custom-data.js';
 import { nextSubscription, subscriptionEvent } from './subscription.js';
+
+/**
+ * A batch's new contacts and its events go out as batch messages, one per project (`contacts.created_batch`,
+ * `events.tracked_batch`), instead of one `contacts.created` and one `events.tracked` each (README "Messages on the
+ * bus"); a contact the batch changes, as its own `contacts.updated`.
+ */
+const TRACK_SUBJECTS = {
+  createdBatch: CONTACTS_TOPICS.createdBatch.subject,
+  updated: CONTACTS_TOPICS.updated.subject,
+  eventsBatch: CONTACTS_TOPICS.eventsTrackedBatch.subject,
+};
 
 export interface TrackWrite {
   projectId: string;
@@ -41,7 +51,7 @@ export const trackedEventData = (patch: DataPatch) => templateVariables(withoutD
  * A batch of tracks in two statements (one round trip each): lock the batch's contacts, apply every
  * write in order in memory (the same rules as the one-by-one path: custom data, subscription, flip
  * events), then insert/update contacts, insert events and enqueue their messages in one statement
- * (ContactBatches.writeTracks). The messages carry each contact's final state in the batch. Field
+ * (ContactBatches.writeTracks, TRACK_SUBJECTS). The messages carry each contact's final state in the batch. Field
  * types add statements only when a new field appears. `transaction.own`: the lock opens the transaction
  * and the write commits it (`BEGIN` and `COMMIT` in the same round trips).
  */
@@ -123,14 +133,9 @@ export async function writeTrackBatch(
       isNew,
       context: context(row.id),
     })),
-    events: events.map((e) => ({ ...e, subject: eventTrackedTopic(e.name).subject, context: context(e.id) })),
+    events: events.map((e) => ({ ...e, context: context(e.id) })),
   };
-  const at = await d.batches.writeTracks(
-    tx,
-    batch,
-    { created: CONTACTS_TOPICS.created.subject, updated: CONTACTS_TOPICS.updated.subject },
-    { commit: transaction.own },
-  );
+  const at = await d.batches.writeTracks(tx, batch, TRACK_SUBJECTS, { commit: transaction.own });
   const byId = new Map<string, EventRow>(
     events.map((e) => [
       e.id,

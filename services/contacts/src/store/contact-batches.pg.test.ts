@@ -4,9 +4,16 @@ import { withTransaction } from '@svc/lib/db';
 import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { uuidv7 } from '@svc/lib/ids';
-import { contactCreated, contactUpdated, eventTracked, eventTrackedTopic } from '../domain/bus-messages.js';
+import { contactCreated, contactUpdated, eventTracked } from '../domain/bus-messages.js';
 import type { ContactRow, EventRow } from './contact-rows.js';
-import { ContactBatches, contactChangedJson, IMPORTED_PER_MESSAGE, importLines } from './contacts-store.js';
+import {
+  ContactBatches,
+  contactChangedJson,
+  IMPORTED_PER_MESSAGE,
+  importLines,
+  TRACK_BYTES_PER_MESSAGE,
+  TRACK_ITEMS_PER_MESSAGE,
+} from './contacts-store.js';
 import { migrations } from './migrations.js';
 
 // The import's set-based insert writes the new contacts and their contacts.imported messages (ids, a
@@ -124,9 +131,13 @@ test('contactChangedJson: timestamps print as proto3 Timestamps of a JS Date (mi
   }
 });
 
-const subjects = { created: CONTACTS_TOPICS.created.subject, updated: CONTACTS_TOPICS.updated.subject };
+const subjects = {
+  createdBatch: CONTACTS_TOPICS.createdBatch.subject,
+  updated: CONTACTS_TOPICS.updated.subject,
+  eventsBatch: CONTACTS_TOPICS.eventsTrackedBatch.subject,
+};
 
-test('writeTracks writes contacts, events and the payloads bus-messages.ts builds, in the order given', async () => {
+test('writeTracks writes contacts, events and the payloads bus-messages.ts builds, in batches, in order', async () => {
   const project = randomUUID();
   const old = (
     await db.pool.query<ContactRow>(
@@ -141,8 +152,7 @@ test('writeTracks writes contacts, events and the payloads bus-messages.ts build
     { id: uuidv7(), projectId: project, contactId: fresh, name: 'signed-up', data, context: { requestId: 'req-a' } },
     { id: uuidv7(), projectId: project, contactId: old.id, name: 'contact.subscribed', data: {} },
     { id: uuidv7(), projectId: project, contactId: old.id, name: 'page.viewed', data: { '': 1, list: [1, 'x'] } },
-    { id: uuidv7(), projectId: project, contactId: old.id, name: 'email.open', data: { emailId: 'e-1' } },
-  ].map((e) => ({ ...e, subject: eventTrackedTopic(e.name).subject }));
+  ];
   const at = await withTransaction(db.pool, async (tx) => {
     await tx.query('DELETE FROM outbox');
     return batches.writeTracks(
@@ -177,17 +187,23 @@ test('writeTracks writes contacts, events and the payloads bus-messages.ts build
     request_id: requestId,
     traceparent,
   });
+  // Each item of a batch message is what its single message (contacts.created, events.tracked) carried.
+  const created = contactCreated(byId.get(fresh)!).payload as { contact: unknown };
   expect(messages.rows).toEqual([
-    { ...contactCreated(byId.get(fresh)!), ...meta(null) },
+    { subject: 'contacts.created_batch', payload: { projectId: project, contacts: [created.contact] }, ...meta(null) },
     {
       ...contactUpdated(byId.get(old.id)!),
       ...meta('req-b', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'),
     },
-    { ...eventTracked(eventRow(events[0].id)), ...meta('req-a') },
-    { ...eventTracked(eventRow(events[1].id)), ...meta(null) },
-    { ...eventTracked(eventRow(events[2].id)), ...meta(null) },
-    { ...eventTracked(eventRow(events[3].id)), ...meta(null) },
+    {
+      subject: 'events.tracked_batch',
+      payload: { projectId: project, events: events.map((e) => eventTracked(eventRow(e.id)).payload) },
+      ...meta('req-a'),
+    },
   ]);
+  // And each reads as its topic's message.
+  expect(readBusMessage(CONTACTS_TOPICS.createdBatch, messages.rows[0].payload).contacts[0].id).toBe(fresh);
+  expect(readBusMessage(CONTACTS_TOPICS.eventsTrackedBatch, messages.rows[2].payload).events.length).toBe(3);
 
   // A new contact whose email exists already fails the whole statement (the batch is retried one by one).
   await expect(
@@ -204,4 +220,68 @@ test('writeTracks writes contacts, events and the payloads bus-messages.ts build
       ),
     ),
   ).rejects.toMatchObject({ code: '23505' });
+});
+
+test("writeTracks: one message per project of a batch's new contacts and of its events, in order", async () => {
+  const [p1, p2] = [randomUUID(), randomUUID()];
+  const contacts = [p1, p2, p1, p2, p1].map((projectId, n) => ({
+    id: randomUUID(),
+    projectId,
+    email: `c${n}@example.com`,
+    subscribed: true,
+    data: { n },
+    isNew: true,
+    context: { requestId: `req-${n}` },
+  }));
+  const events = contacts.flatMap((c, n) =>
+    ['first', 'second'].map((name) => ({ id: uuidv7(), projectId: c.projectId, contactId: c.id, name, data: { n } })),
+  );
+  await withTransaction(db.pool, async (tx) => {
+    await tx.query('DELETE FROM outbox');
+    await batches.writeTracks(tx, { contacts, events }, subjects);
+  });
+  const { rows } = await db.pool.query('SELECT subject, payload, request_id FROM outbox ORDER BY id');
+  const ofProject = (p: string) => contacts.filter((c) => c.projectId === p);
+  expect(rows.map((r) => [r.subject, r.payload.projectId, r.request_id])).toEqual([
+    ['contacts.created_batch', p1, 'req-0'],
+    ['contacts.created_batch', p2, 'req-1'],
+    ['events.tracked_batch', p1, null],
+    ['events.tracked_batch', p2, null],
+  ]);
+  expect(rows[0].payload.contacts.map((c: { id: string }) => c.id)).toEqual(ofProject(p1).map((c) => c.id));
+  expect(rows[1].payload.contacts.map((c: { id: string }) => c.id)).toEqual(ofProject(p2).map((c) => c.id));
+  const eventIds = (p: string) => events.filter((e) => e.projectId === p).map((e) => e.id);
+  expect(rows[2].payload.events.map((e: { eventId: string }) => e.eventId)).toEqual(eventIds(p1));
+  expect(rows[3].payload.events.map((e: { eventId: string }) => e.eventId)).toEqual(eventIds(p2));
+});
+
+test('writeTracks: a batch message holds TRACK_ITEMS_PER_MESSAGE items and about TRACK_BYTES_PER_MESSAGE', async () => {
+  const project = randomUUID();
+  const contact = randomUUID();
+  await db.pool.query(
+    `INSERT INTO contacts (id, project_id, email, subscribed, data) VALUES ($1, $2, 'x@y.z', true, '{}')`,
+    [contact, project],
+  );
+  const event = (data: object) => ({ id: uuidv7(), projectId: project, contactId: contact, name: 'e', data });
+  // Small events: cut by count.
+  const small = Array.from({ length: TRACK_ITEMS_PER_MESSAGE + 1 }, () => event({}));
+  // Events of 60 KB (data may hold 64 KB): cut by bytes, each message far below NATS's 1 MB.
+  const big = Array.from({ length: 12 }, () => event({ text: 'x'.repeat(60_000) }));
+  const sizes = async (events: ReturnType<typeof event>[]) => {
+    await withTransaction(db.pool, async (tx) => {
+      await tx.query('DELETE FROM outbox');
+      await batches.writeTracks(tx, { contacts: [], events }, subjects);
+    });
+    const { rows } = await db.pool.query(
+      'SELECT payload, octet_length(payload::text) AS bytes FROM outbox ORDER BY id',
+    );
+    expect(rows.flatMap((r) => r.payload.events.map((e: { eventId: string }) => e.eventId))).toEqual(
+      events.map((e) => e.id),
+    );
+    return rows.map((r) => ({ events: r.payload.events.length, bytes: r.bytes as number }));
+  };
+  expect((await sizes(small)).map((m) => m.events)).toEqual([TRACK_ITEMS_PER_MESSAGE, 1]);
+  const bigMessages = await sizes(big);
+  expect(bigMessages.length).toBeGreaterThan(1);
+  for (const m of bigMessages) expect(m.bytes).toBeLessThan(TRACK_BYTES_PER_MESSAGE + 70_000);
 });

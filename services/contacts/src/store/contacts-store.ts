@@ -13,15 +13,21 @@ export interface TrackedContactWrite {
   context?: PropagatedContext;
 }
 
-/** An event a batch of tracks records, the subject of its message, in the request that message belongs to. */
+/** An event a batch of tracks records, in the request its message belongs to. */
 export interface TrackedEventWrite {
   id: string;
   projectId: string;
   contactId: string;
   name: string;
   data: object;
-  subject: string;
   context?: PropagatedContext;
+}
+
+/** The subjects of a batch of tracks' messages (CONTACTS_TOPICS): batches of new contacts and of events, changes. */
+export interface TrackSubjects {
+  createdBatch: string;
+  updated: string;
+  eventsBatch: string;
 }
 
 export type SortColumn = 'createdAt' | 'email';
@@ -294,9 +300,13 @@ const timestampJson = (column: string) =>
  * parses nothing back. contact-batches.pg.test.ts holds the two equal.
  */
 export const contactChangedJson = (alias: string) =>
-  `jsonb_build_object('projectId', ${alias}.project_id, 'contact', jsonb_build_object(
+  `jsonb_build_object('projectId', ${alias}.project_id, 'contact', ${contactSnapshotJson(alias)})`;
+
+/** The `contact` of contactChangedJson: an item of `contacts.created_batch`. */
+const contactSnapshotJson = (alias: string) =>
+  `jsonb_build_object(
      'id', ${alias}.id, 'email', ${alias}.email, 'subscribed', ${alias}.subscribed, 'data', ${alias}.data,
-     'createdAt', ${timestampJson(`${alias}.created_at`)}, 'updatedAt', ${timestampJson(`${alias}.updated_at`)}))`;
+     'createdAt', ${timestampJson(`${alias}.created_at`)}, 'updatedAt', ${timestampJson(`${alias}.updated_at`)})`;
 
 /**
  * The rows insertWithImported takes: an email never holds a tab or a line break (email-syntax.ts), and
@@ -318,6 +328,30 @@ export const IMPORTED_PER_MESSAGE = 500;
 export const eventTrackedJson = (alias: string) =>
   `jsonb_build_object('projectId', ${alias}.project_id, 'contactId', ${alias}.contact_id, 'eventId', ${alias}.id,
      'name', ${alias}.name, 'data', ${alias}.data, 'createdAt', ${timestampJson(`${alias}.created_at`)})`;
+
+/**
+ * Items per batch message of a batch of tracks (`events.tracked_batch`, `contacts.created_batch`) at most, and about
+ * their bytes: a message stays far below NATS's 1 MB payload limit (an item's data is at most 64 KB, custom-data.ts,
+ * so a message holds at most TRACK_BYTES_PER_MESSAGE and one item more).
+ */
+export const TRACK_ITEMS_PER_MESSAGE = 100;
+export const TRACK_BYTES_PER_MESSAGE = 256 * 1024;
+
+/**
+ * The batch messages of the rows `from` (project_id, n, payload, request_id, traceparent): one per project and
+ * TRACK_ITEMS_PER_MESSAGE items or TRACK_BYTES_PER_MESSAGE bytes, `{projectId, <field>: [payload, ..]}` in `n`
+ * order, with the ids of the first request among them; each message's `n` is its first item's.
+ */
+const trackBatchMessages = (from: string, field: string) =>
+  `SELECT min(n) AS n,
+          jsonb_build_object('projectId', project_id, '${field}', jsonb_agg(payload ORDER BY n)) AS payload,
+          (array_agg(request_id ORDER BY n))[1] AS request_id, (array_agg(traceparent ORDER BY n))[1] AS traceparent
+   FROM (
+     SELECT r.*, row_number() OVER w - 1 AS i, sum(r.size) OVER w - r.size AS before
+     FROM (SELECT f.*, octet_length(f.payload::text) AS size FROM (${from}) f) r
+     WINDOW w AS (PARTITION BY r.project_id ORDER BY r.n)
+   ) s
+   GROUP BY project_id, i / ${TRACK_ITEMS_PER_MESSAGE}, before / ${TRACK_BYTES_PER_MESSAGE}`;
 
 /** What a batch of tracks reads of a contact it locks: no timestamps, so no Date parsed per row. */
 export type LockedContact = Pick<ContactRow, 'id' | 'project_id' | 'email' | 'subscribed' | 'data'>;
@@ -431,16 +465,18 @@ export class ContactBatches {
   /**
    * A batch of tracks in one statement: new contacts, changed contacts, events and every outbox row,
    * the payloads built here from the written rows (`contactChangedJson`, `eventTrackedJson`), in the
-   * order given (contacts, then events), each with its request's ids. The batch goes as one JSON text of
-   * tuples, which PostgreSQL parses once (array parameters cost an escaped literal per element). A new
-   * contact whose email exists already (a writer that did not hold the batch's locks) fails the statement
-   * on the unique index, which fails the batch: the caller retries its writes one by one. Answers the
-   * transaction's time, every event's `created_at`.
+   * order given, each with its request's ids: the new contacts as `createdBatch` messages and the events as
+   * `eventsBatch` messages (trackBatchMessages: one per project, many items each, as the single messages
+   * carried them), each changed contact as its own `updated`; new contacts first, then changed ones, then events.
+   * The batch goes as one JSON text of tuples, which PostgreSQL parses once (array parameters cost an escaped
+   * literal per element). A new contact whose email exists already (a writer that did not hold the batch's
+   * locks) fails the statement on the unique index, which fails the batch: the caller retries its writes one
+   * by one. Answers the transaction's time, every event's `created_at`.
    */
   async writeTracks(
     tx: Queryable,
     batch: { contacts: TrackedContactWrite[]; events: TrackedEventWrite[] },
-    subjects: { created: string; updated: string },
+    subjects: TrackSubjects,
     ends?: TransactionEnds,
   ): Promise<Date> {
     const ctx = (c?: PropagatedContext) => [c?.requestId ?? null, c?.traceparent ?? null];
@@ -454,7 +490,7 @@ export class ContactBatches {
         c.isNew,
         ...ctx(c.context),
       ]),
-      events: batch.events.map((e) => [e.id, e.projectId, e.contactId, e.name, e.data, e.subject, ...ctx(e.context)]),
+      events: batch.events.map((e) => [e.id, e.projectId, e.contactId, e.name, e.data, ...ctx(e.context)]),
     });
     const rows = await queryWithEnds<{ at: Date }>(
       tx,
@@ -466,7 +502,7 @@ export class ContactBatches {
          FROM input, jsonb_array_elements(input.j->'contacts') WITH ORDINALITY AS x(r, n)
        ), e AS (
          SELECT (x.r->>0)::uuid AS id, (x.r->>1)::uuid AS project_id, (x.r->>2)::uuid AS contact_id, x.r->>3 AS name,
-                x.r->4 AS data, x.r->>5 AS subject, x.r->>6 AS request_id, x.r->>7 AS traceparent, x.n
+                x.r->4 AS data, x.r->>5 AS request_id, x.r->>6 AS traceparent, x.n
          FROM input, jsonb_array_elements(input.j->'events') WITH ORDINALITY AS x(r, n)
        ), ins AS (
          INSERT INTO contacts (id, project_id, email, subscribed, data)
@@ -483,17 +519,26 @@ export class ContactBatches {
        ), messages AS (
          INSERT INTO outbox (subject, payload, request_id, traceparent)
          SELECT subject, payload, request_id, traceparent FROM (
-           SELECT 0 AS part, c.n, CASE WHEN c.is_new THEN $2::text ELSE $3::text END AS subject,
-                  ${contactChangedJson('w')} AS payload, c.request_id, c.traceparent
-           FROM (SELECT * FROM ins UNION ALL SELECT * FROM upd) w JOIN c ON c.id = w.id
+           SELECT 0 AS part, b.n, $2::text AS subject, b.payload, b.request_id, b.traceparent
+           FROM (${trackBatchMessages(
+             `SELECT ins.project_id, c.n, ${contactSnapshotJson('ins')} AS payload, c.request_id, c.traceparent
+              FROM ins JOIN c ON c.id = ins.id`,
+             'contacts',
+           )}) b
            UNION ALL
-           SELECT 1, e.n, e.subject,
-                  ${eventTrackedJson('ev')}, e.request_id, e.traceparent
-           FROM ev JOIN e ON e.id = ev.id
+           SELECT 1, c.n, $3::text, ${contactChangedJson('upd')}, c.request_id, c.traceparent
+           FROM upd JOIN c ON c.id = upd.id
+           UNION ALL
+           SELECT 2, b.n, $4::text, b.payload, b.request_id, b.traceparent
+           FROM (${trackBatchMessages(
+             `SELECT ev.project_id, e.n, ${eventTrackedJson('ev')} AS payload, e.request_id, e.traceparent
+              FROM ev JOIN e ON e.id = ev.id`,
+             'events',
+           )}) b
          ) m ORDER BY part, n
        )
        SELECT now() AS at`,
-      [tuples, subjects.created, subjects.updated],
+      [tuples, subjects.createdBatch, subjects.updated, subjects.eventsBatch],
       ends,
     );
     return rows[0].at;

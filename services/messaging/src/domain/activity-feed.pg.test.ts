@@ -10,6 +10,7 @@ import { EmailsStore } from '../store/emails-store.js';
 import { migrations } from '../store/migrations.js';
 import { emailLifecycleTopic } from '@svc/proto/topics/messaging';
 import { ActivityFeed, enqueueLifecycle } from './activity-feed.js';
+import { MarketingWithdrawals } from './withdrawals.js';
 import { emailsSentMessages, lifecycleMessage, lifecyclePayload } from './email-events.js';
 
 // The feed's consumer reading what the delivery path publishes, through the real outbox, relay
@@ -97,4 +98,60 @@ test("a deliveries.emails_sent message's emails get their feed rows in the trans
     emails.map((e) => ['email.sent', e.id, e.to_email, at.toISOString()]).sort(),
   );
   expect(items.map((r) => r.source_id).sort()).toEqual([0, 1].map((i) => `messaging-${outbox.at(-1).id}/${i}`));
+});
+
+test('tracked batches: a row per event, unsubscribes withdrawn, a bad event skipped alone, no repeats', async () => {
+  const store = new ActivityStore(db.pool);
+  const emails = new EmailsStore(db.pool);
+  const feed = new ActivityFeed(store, emails);
+  const withdrawals = new MarketingWithdrawals(db.pool, emails);
+  const routes = [...feed.routes(), ...withdrawals.routes()].filter((r) => r.subject === 'events.tracked_batch');
+  expect(routes).toHaveLength(2);
+  const [projectId, leaving, staying] = [randomUUID(), randomUUID(), randomUUID()];
+  const queued = async (contactId: string) => {
+    const id = randomUUID();
+    await db.pool.query(
+      `INSERT INTO emails
+         (id, project_id, contact_id, to_email, from_email, subject, html, text, type, message_id, status)
+       VALUES ($1, $2, $3, 'a@b.co', 'x@y.co', 's', '', '', 'MARKETING', '<m@y.co>', 'queued')`,
+      [id, projectId, contactId],
+    );
+    return id;
+  };
+  const [leavingMail, stayingMail] = [await queued(leaving), await queued(staying)];
+  const event = (contactId: string, name: string, data: object = {}) => ({
+    projectId,
+    contactId,
+    eventId: randomUUID(),
+    name,
+    data,
+    createdAt: '2026-01-01T00:00:00Z',
+  });
+  const events = [
+    event(staying, 'signed-up', { plan: 'pro' }),
+    { ...event(staying, 'contact.unsubscribed'), contactId: 7 }, // does not read: skipped alone
+    { ...event(staying, 'contact.unsubscribed'), projectId: randomUUID() }, // of another project: skipped
+    'not an event',
+    event(leaving, 'contact.unsubscribed'),
+    // In proto field names: decoded.
+    { project_id: projectId, contact_id: leaving, event_id: randomUUID(), name: 'page.viewed', data: {} },
+  ];
+  const message = { id: 'contacts-900', subject: 'events.tracked_batch', data: { projectId, events } };
+  for (let copy = 0; copy < 2; copy++) for (const r of routes) await r.deliver(message);
+
+  const { items } = await feed.list(projectId, {});
+  expect(items.map((r) => [r.source_id, r.type, r.name, r.contact_id]).sort()).toEqual([
+    ['contacts-900/0', 'event', 'signed-up', staying],
+    ['contacts-900/4', 'contact.unsubscribed', 'contact.unsubscribed', leaving],
+    ['contacts-900/5', 'event', 'page.viewed', leaving],
+  ]);
+  const status = async (id: string) =>
+    (await db.pool.query('SELECT status FROM emails WHERE id = $1', [id])).rows[0].status as string;
+  expect([await status(leavingMail), await status(stayingMail)]).toEqual(['suppressed', 'queued']);
+  // One emails.suppressed for the withdrawn mail, not one per copy of the batch.
+  const { rows } = await db.pool.query(
+    `SELECT count(*)::int AS n FROM outbox WHERE subject = 'emails.suppressed' AND payload->>'emailId' = $1`,
+    [leavingMail],
+  );
+  expect(rows[0].n).toBe(1);
 });

@@ -1,13 +1,13 @@
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { JsonObject } from '@bufbuild/protobuf';
-import { on, type OutboxMessage, type TopicRoute } from '@svc/lib/bus-topic';
+import { on, onBatch, readBatchItem, type OutboxMessage, type TopicRoute } from '@svc/lib/bus-topic';
 import type { Queryable } from '@svc/lib/db';
 import { enqueueMany, outboxMessageId } from '@svc/lib/outbox';
 import { badRequest } from '@svc/lib/errors';
 import { isReservedEventName } from '@svc/lib/event-names';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
-import type { EventTracked } from '@svc/proto/svc/contacts/v1/events_pb';
+import { type EventTracked, EventTrackedSchema } from '@svc/proto/svc/contacts/v1/events_pb';
 import type { EmailLifecycle } from '@svc/proto/svc/messaging/v1/events_pb';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { emailLifecycleSubject, emailLifecycleTopic, MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
@@ -115,6 +115,20 @@ export function trackedPayloadActivity(sourceId: string, payload: unknown): Acti
   });
 }
 
+/**
+ * An event of an `events.tracked_batch` -> its feed row as its own `events.tracked` would make it (read as received,
+ * else decoded), `sourceId` the batch's bus id and the event's place in it; null for an event that does not read or
+ * is of another project than its batch's (skipped alone).
+ */
+export function trackedItemActivity(projectId: string, sourceId: string, item: unknown): ActivityRow | null {
+  let row = trackedPayloadActivity(sourceId, item);
+  if (row === undefined) {
+    const decoded = readBatchItem(EventTrackedSchema, item);
+    row = decoded ? trackedActivity(sourceId, decoded) : null;
+  }
+  return row?.project_id === projectId ? row : null;
+}
+
 function encodeCursor(row: ActivityRow): string {
   return Buffer.from(JSON.stringify([row.occurred_at.toISOString(), row.id])).toString('base64url');
 }
@@ -203,7 +217,7 @@ export function emailsSentActivity(message: OutboxMessage, outboxId: string): Ac
 /** GET /activity and friends, over the read model. */
 export class ActivityFeed {
   /** Rows of messages handled at once share one INSERT (a campaign sends thousands of messages a second). */
-  private readonly writes: GroupCommit<ActivityRow, void>;
+  private readonly writes: GroupCommit<ActivityRow[], void>;
 
   constructor(
     private readonly store: ActivityStore,
@@ -211,12 +225,12 @@ export class ActivityFeed {
   ) {
     this.writes = new GroupCommit(
       () => store.pool.connect(),
-      (tx, row) => store.insertMany(tx, [row]),
+      (tx, rows) => store.insertMany(tx, rows),
       {
         maxBatch: FEED_CONCURRENCY,
-        writeMany: async (tx, rows) => {
-          await store.insertMany(tx, rows);
-          return rows.map(() => undefined);
+        writeMany: async (tx, messages) => {
+          await store.insertMany(tx, messages.flat());
+          return messages.map(() => undefined);
         },
         // One INSERT: its own transaction, without BEGIN and COMMIT (one write per tracked event and lifecycle step).
         oneStatement: () => true,
@@ -231,6 +245,7 @@ export class ActivityFeed {
         on(emailLifecycleTopic(type), (m, { id }) => this.record(lifecycleActivity(id, m))),
       ),
       this.trackedRoute(),
+      this.trackedBatchRoute(),
     ];
   }
 
@@ -246,8 +261,20 @@ export class ActivityFeed {
     };
   }
 
+  /** A batch of tracks' events: one row each, written together (one group-commit item for the message). */
+  private trackedBatchRoute(): TopicRoute {
+    return onBatch(CONTACTS_TOPICS.eventsTrackedBatch, 'events', async (batch, { id }) => {
+      const rows: ActivityRow[] = [];
+      batch.items.forEach((item, i) => {
+        const row = trackedItemActivity(batch.projectId, `${id}/${i}`, item);
+        if (row) rows.push(row);
+      });
+      if (rows.length) await this.writes.submit(rows);
+    });
+  }
+
   private async record(row: ActivityRow | null): Promise<void> {
-    if (row) await this.writes.submit(row);
+    if (row) await this.writes.submit([row]);
   }
 
   /** SPEC.md cursor pagination: `total` only on the first page. */

@@ -1,8 +1,8 @@
-import { on, type TopicRoute } from '@svc/lib/bus-topic';
+import { on, onBatch, readBatchItem, type TopicRoute } from '@svc/lib/bus-topic';
 import { type Pool, withTransaction } from '@svc/lib/db';
 import { isUuid } from '@svc/lib/ids';
 import { enqueueMany } from '@svc/lib/outbox';
-import type { EventTracked } from '@svc/proto/svc/contacts/v1/events_pb';
+import { type EventTracked, EventTrackedSchema } from '@svc/proto/svc/contacts/v1/events_pb';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import type { EmailsStore } from '../store/emails-store.js';
 import { lifecycleMessage } from './email-events.js';
@@ -24,7 +24,17 @@ export class MarketingWithdrawals {
     const route = on(CONTACTS_TOPICS.eventTracked, (m) => this.onTracked(m));
     // It shares the feed's delivery of every tracked event: all but unsubscribes are passed over undecoded.
     const unsubscribe = (data: unknown) => (data as { name?: unknown } | null)?.name === 'contact.unsubscribed';
-    return [{ subject: route.subject, deliver: (m) => (unsubscribe(m.data) ? route.deliver(m) : Promise.resolve()) }];
+    // A batch of tracks' events: its unsubscribes alone are decoded, each on its own (an unreadable one is skipped).
+    const batch = onBatch(CONTACTS_TOPICS.eventsTrackedBatch, 'events', async ({ projectId, items }) => {
+      for (const item of items) {
+        const m = unsubscribe(item) ? readBatchItem(EventTrackedSchema, item) : undefined;
+        if (m?.projectId === projectId) await this.onTracked(m);
+      }
+    });
+    return [
+      { subject: route.subject, deliver: (m) => (unsubscribe(m.data) ? route.deliver(m) : Promise.resolve()) },
+      batch,
+    ];
   }
 
   private async onTracked(m: EventTracked): Promise<void> {

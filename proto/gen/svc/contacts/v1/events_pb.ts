@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file svc/contacts/v1/events.proto.
  */
 export const file_svc_contacts_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChxzdmMvY29udGFjdHMvdjEvZXZlbnRzLnByb3RvEg9zdmMuY29udGFjdHMudjEixwEKD0NvbnRhY3RTbmFwc2hvdBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRISCgpzdWJzY3JpYmVkGAMgASgIEiUKBGRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlcKDkNvbnRhY3RDaGFuZ2VkEhIKCnByb2plY3RfaWQYASABKAkSMQoHY29udGFjdBgCIAEoCzIgLnN2Yy5jb250YWN0cy52MS5Db250YWN0U25hcHNob3QiRwoOQ29udGFjdERlbGV0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEg0KBWVtYWlsGAMgASgJIq0BCgxFdmVudFRyYWNrZWQSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEgwKBG5hbWUYBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiVwoSRW1haWxFdmVudHNUcmFja2VkEhIKCnByb2plY3RfaWQYASABKAkSLQoGZXZlbnRzGAIgAygLMh0uc3ZjLmNvbnRhY3RzLnYxLkV2ZW50VHJhY2tlZCI7ChBDb250YWN0c0ltcG9ydGVkEhIKCnByb2plY3RfaWQYASABKAkSEwoLY29udGFjdF9pZHMYAiADKAliBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChxzdmMvY29udGFjdHMvdjEvZXZlbnRzLnByb3RvEg9zdmMuY29udGFjdHMudjEixwEKD0NvbnRhY3RTbmFwc2hvdBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRISCgpzdWJzY3JpYmVkGAMgASgIEiUKBGRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlcKDkNvbnRhY3RDaGFuZ2VkEhIKCnByb2plY3RfaWQYASABKAkSMQoHY29udGFjdBgCIAEoCzIgLnN2Yy5jb250YWN0cy52MS5Db250YWN0U25hcHNob3QiRwoOQ29udGFjdERlbGV0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEg0KBWVtYWlsGAMgASgJIq0BCgxFdmVudFRyYWNrZWQSEgoKcHJvamVjdF9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEgwKBG5hbWUYBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiVwoSRW1haWxFdmVudHNUcmFja2VkEhIKCnByb2plY3RfaWQYASABKAkSLQoGZXZlbnRzGAIgAygLMh0uc3ZjLmNvbnRhY3RzLnYxLkV2ZW50VHJhY2tlZCJXChJFdmVudHNUcmFja2VkQmF0Y2gSEgoKcHJvamVjdF9pZBgBIAEoCRItCgZldmVudHMYAiADKAsyHS5zdmMuY29udGFjdHMudjEuRXZlbnRUcmFja2VkIl4KFENvbnRhY3RzQ3JlYXRlZEJhdGNoEhIKCnByb2plY3RfaWQYASABKAkSMgoIY29udGFjdHMYAiADKAsyIC5zdmMuY29udGFjdHMudjEuQ29udGFjdFNuYXBzaG90IjsKEENvbnRhY3RzSW1wb3J0ZWQSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtjb250YWN0X2lkcxgCIAMoCWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A contact as it is after a change.
@@ -182,6 +182,58 @@ export const EmailEventsTrackedSchema: GenMessage<EmailEventsTracked> = /*@__PUR
   messageDesc(file_svc_contacts_v1_events, 4);
 
 /**
+ * events.tracked_batch: the events one written batch of tracks recorded (client events and the contact.* events the
+ * tracks caused), of one project, many per message, in the order recorded, each as events.tracked carries it. They
+ * replace one events.tracked each on that path (a track is the hottest write); other paths still publish
+ * events.tracked.
+ *
+ * @generated from message svc.contacts.v1.EventsTrackedBatch
+ */
+export type EventsTrackedBatch = Message<"svc.contacts.v1.EventsTrackedBatch"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: repeated svc.contacts.v1.EventTracked events = 2;
+   */
+  events: EventTracked[];
+};
+
+/**
+ * Describes the message svc.contacts.v1.EventsTrackedBatch.
+ * Use `create(EventsTrackedBatchSchema)` to create a new message.
+ */
+export const EventsTrackedBatchSchema: GenMessage<EventsTrackedBatch> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_events, 5);
+
+/**
+ * contacts.created_batch: the contacts one written batch of tracks created, of one project, many per message, each as
+ * contacts.created carries its contact (they replace one contacts.created each on that path).
+ *
+ * @generated from message svc.contacts.v1.ContactsCreatedBatch
+ */
+export type ContactsCreatedBatch = Message<"svc.contacts.v1.ContactsCreatedBatch"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: repeated svc.contacts.v1.ContactSnapshot contacts = 2;
+   */
+  contacts: ContactSnapshot[];
+};
+
+/**
+ * Describes the message svc.contacts.v1.ContactsCreatedBatch.
+ * Use `create(ContactsCreatedBatchSchema)` to create a new message.
+ */
+export const ContactsCreatedBatchSchema: GenMessage<ContactsCreatedBatch> = /*@__PURE__*/
+  messageDesc(file_svc_contacts_v1_events, 6);
+
+/**
  * contacts.imported: the contacts a CSV import created, up to 500 per message (a contacts.created
  * message per contact cost the import more than its own writes). Consumers read the contacts by id.
  *
@@ -204,5 +256,5 @@ export type ContactsImported = Message<"svc.contacts.v1.ContactsImported"> & {
  * Use `create(ContactsImportedSchema)` to create a new message.
  */
 export const ContactsImportedSchema: GenMessage<ContactsImported> = /*@__PURE__*/
-  messageDesc(file_svc_contacts_v1_events, 5);
+  messageDesc(file_svc_contacts_v1_events, 7);
 
