@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { TrackingTokens } from '../services/messaging/src/domain/tracking-tokens.js';
@@ -58,6 +60,23 @@ async function messagingTokens(): Promise<TrackingTokens> {
   } finally {
     await db.end();
   }
+}
+
+/**
+ * GET `url` as a client at `localAddress` (another loopback address is another client to the gateway) with `headers`:
+ * its status and Location.
+ */
+function getFrom(url: string, localAddress: string, headers: Record<string, string> = {}) {
+  const u = new URL(url);
+  u.hostname = '127.0.0.1';
+  return new Promise<{ status: number; location?: string }>((resolve, reject) => {
+    http
+      .get(u, { localAddress, headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location }));
+      })
+      .on('error', reject);
+  });
 }
 
 const counters = async (emailId: string) => {
@@ -119,8 +138,9 @@ describe('links in mail', () => {
       expect(go.status).toBe(302);
       expect(go.headers.get('location')).toBe('https://example.org/a');
     }
-    const other = await fetch(b, { redirect: 'manual' });
-    expect(other.headers.get('location')).toBe('https://example.org/b');
+    // From another client: one client following a second link within seconds is a burst (automated, below).
+    const other = await getFrom(b, '127.0.0.2');
+    expect(other.location).toBe('https://example.org/b');
     // One open, one click of each link: the counters move in the transaction of the answer.
     expect(await counters(emailId)).toEqual({ opens: 1, clicks: 2 });
     const mine = await eventually(async () => {
@@ -181,6 +201,104 @@ describe('links in mail', () => {
       expect(page.headers.get('x-frame-options')).toBe('DENY');
       expect(page.headers.get('referrer-policy')).toBe('no-referrer');
     }
+  });
+});
+
+describe('automated hits (mail scanners, link checkers, bots)', () => {
+  const CHROME =
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+  const GMAIL_PROXY = 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)';
+  const messagingMetrics: string = JSON.parse(readFileSync(path.join(ROOT, '.test-run', 'platform.json'), 'utf8'))
+    .metricsUrls.messaging;
+
+  /** tracking_automated_hits_total{kind, reason} of the messaging process (0 before the first). */
+  async function automated(kind: string, reason: string): Promise<number> {
+    const text = await (await fetch(messagingMetrics)).text();
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith(`tracking_automated_hits_total{kind="${kind}",reason="${reason}"}`));
+    return line ? Number(line.split(' ').pop()) : 0;
+  }
+
+  /** A sent mail with links to https://example.org/a, /b, /c: its email id, pixel and tracked links. */
+  async function threeLinks() {
+    const to = uniqueEmail('scanned');
+    const body =
+      '<p><a href="https://example.org/a">A</a> <a href="https://example.org/b">B</a> ' +
+      '<a href="https://example.org/c">C</a></p>';
+    const res = await call(
+      'POST',
+      '/v1/send',
+      { to, from: `news@${domain}`, subject: 'Links', body },
+      {
+        key: t.secretKey,
+      },
+    );
+    expect(res.status).toBe(200);
+    const html = String((await waitForMail(to))[0].parsed.html);
+    return {
+      emailId: res.body.data.emails[0].email as string,
+      pixel: /<img src="([^"]+\/t\/o\/[^"]+)"/.exec(html)![1],
+      links: [...html.matchAll(/href="([^"]+\/t\/c\/[^"]+)"/g)].map((x) => x[1].replace(/&amp;/g, '&')),
+    };
+  }
+
+  /** The email's recorded open and click events, as `open` / `click <url>`, once `n` are there. */
+  async function events(emailId: string, n: number): Promise<string[]> {
+    const rows = await eventually(async () => {
+      const r = await call('GET', '/activity?type=email.open,email.click', undefined, { key: t.secretKey });
+      const mine = r.body.data.filter((x: { emailId: string }) => x.emailId === emailId);
+      return mine.length >= n ? mine : undefined;
+    });
+    return rows
+      .map((x: { type: string; data: { url?: string } }) => (x.type === 'email.open' ? 'open' : `click ${x.data.url}`))
+      .sort();
+  }
+
+  test("a scanner's or bot's click and open are answered and record nothing (no count, no event)", async () => {
+    const m = await threeLinks();
+    const [clicksBefore, opensBefore] = [await automated('click', 'user_agent'), await automated('open', 'user_agent')];
+    for (const ua of ['Barracuda Sentinel (EE)', `${CHROME.replace('Chrome/', 'HeadlessChrome/')}`]) {
+      const go = await fetch(m.links[0], { headers: { 'user-agent': ua }, redirect: 'manual' });
+      expect(go.status).toBe(302);
+      expect(go.headers.get('location')).toBe('https://example.org/a');
+    }
+    const gif = await fetch(m.pixel, { headers: { 'user-agent': 'Mozilla/5.0 (compatible; bingbot/2.0)' } });
+    expect(gif.status).toBe(200);
+    expect(gif.headers.get('content-type')).toMatch(/image\/gif/);
+    // The counters move in the transaction of the answer: nothing was recorded.
+    expect(await counters(m.emailId)).toEqual({ opens: 0, clicks: 0 });
+    expect(await automated('click', 'user_agent')).toBe(clicksBefore + 2);
+    expect(await automated('open', 'user_agent')).toBe(opensBefore + 1);
+    // The person's click of the same link right after is recorded: the scanner took no repeat window.
+    expect((await fetch(m.links[0], { headers: { 'user-agent': CHROME }, redirect: 'manual' })).status).toBe(302);
+    expect(await counters(m.emailId)).toEqual({ opens: 0, clicks: 1 });
+    expect(await events(m.emailId, 1)).toEqual(['click https://example.org/a']);
+  });
+
+  test('a burst of links of one email from one client records only its first; another client records', async () => {
+    const m = await threeLinks();
+    const before = await automated('click', 'burst');
+    const scanner = { 'user-agent': CHROME };
+    for (const [i, link] of m.links.entries()) {
+      const go = await getFrom(link, '127.0.0.3', scanner);
+      expect(go).toEqual({ status: 302, location: `https://example.org/${'abc'[i]}` });
+    }
+    expect(await counters(m.emailId)).toEqual({ opens: 0, clicks: 1 });
+    expect(await automated('click', 'burst')).toBe(before + 2);
+    expect(await getFrom(m.links[1], '127.0.0.4', scanner)).toEqual({ status: 302, location: 'https://example.org/b' });
+    expect(await counters(m.emailId)).toEqual({ opens: 0, clicks: 2 });
+    expect(await events(m.emailId, 2)).toEqual(['click https://example.org/a', 'click https://example.org/b']);
+  });
+
+  test("Gmail's image proxy fetching the pixel is a person's open; a crawler's fetch is not", async () => {
+    const m = await threeLinks();
+    const crawler = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
+    expect((await fetch(m.pixel, { headers: { 'user-agent': crawler } })).status).toBe(200);
+    expect(await counters(m.emailId)).toEqual({ opens: 0, clicks: 0 });
+    expect((await fetch(m.pixel, { headers: { 'user-agent': GMAIL_PROXY } })).status).toBe(200);
+    expect(await counters(m.emailId)).toEqual({ opens: 1, clicks: 0 });
+    expect(await events(m.emailId, 1)).toEqual(['open']);
   });
 });
 

@@ -261,6 +261,15 @@ export const workflowLoopGuards = new Counter({
   registers: [registry],
 });
 
+export const trackingAutomatedHits = new Counter({
+  name: 'tracking_automated_hits_total',
+  help:
+    'Opens and clicks answered and not recorded as automated (README "Tracking"): kind open or click, reason ' +
+    "user_agent (a scanner's or bot's) or burst (several links of one email from one client within seconds)",
+  labelNames: ['kind', 'reason'] as const,
+  registers: [registry],
+});
+
 /** The exposition text and its content type. */
 export async function scrape(): Promise<{ contentType: string; body: string }> {
   return { contentType: registry.contentType, body: await registry.metrics() };

@@ -25,6 +25,7 @@ describe("the messaging service's own environment variables", () => {
         clickWindowMs: 60_000,
         perClientPerMinute: 0,
       },
+      trackingDetectAutomated: true,
     });
   });
 

@@ -45,6 +45,8 @@ export const messagingEnv = z
     TRACKING_RECORD_DAYS: z.coerce.number().int().min(0).max(36500).default(365),
     /** Recorded opens and clicks per client address per minute across all emails (0: no budget). */
     TRACKING_RECORDS_PER_CLIENT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
+    /** Opens and clicks of scanners and bots (user agent, a burst of links) are answered, not recorded. */
+    TRACKING_DETECT_AUTOMATED: z.enum(['true', 'false']).default('true'),
     /** S3-compatible bucket of uploaded images (README "Image uploads"); unset S3_BUCKET: the database. */
     S3_ENDPOINT: envUrl.optional(),
     S3_BUCKET: z.string().min(1).optional(),
@@ -77,6 +79,7 @@ export const messagingEnv = z
       clickWindowMs: e.TRACKING_CLICK_WINDOW_SECONDS * 1000,
       perClientPerMinute: e.TRACKING_RECORDS_PER_CLIENT_PER_MINUTE,
     },
+    trackingDetectAutomated: e.TRACKING_DETECT_AUTOMATED === 'true',
     s3: e.S3_BUCKET
       ? {
           endpoint: e.S3_ENDPOINT,

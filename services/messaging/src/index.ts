@@ -47,7 +47,7 @@ import { Tracking } from './domain/tracking.js';
 import { TrackingTokens } from './domain/tracking-tokens.js';
 import { messagingRoutes } from './rpc.js';
 import { sendThrottle } from './send-throttle.js';
-import { trackingHits } from './tracking-dedupe.js';
+import { automatedHits, trackingHits } from './tracking-dedupe.js';
 import { ActivityStore } from './store/activity-store.js';
 import { DomainsStore } from './store/domains-store.js';
 import { EmailsStore } from './store/emails-store.js';
@@ -140,9 +140,11 @@ export async function startMessaging(
       : new RedisLink(config.redisUrl, {
           commandTimeoutMs: config.redisCommandTimeoutMs,
           logger,
-          degradedTo: 'send throttle and repeated opens and clicks counted per messaging replica until it is back',
+          degradedTo:
+            'send throttle, repeated opens and clicks and click bursts counted per messaging replica until it is back',
         });
-  const tracking = new Tracking(db.pool, emailsStore, tokens, contacts, trackingHits(config, redis));
+  const hits = trackingHits(config, redis);
+  const tracking = new Tracking(db.pool, emailsStore, tokens, contacts, hits, automatedHits(config, redis));
   const activity = new ActivityFeed(activityStore, emailsStore);
   // Billing caps (README "Billing"): only emails are counted here.
   const billingCaps = billingCapsFromIdentity(config, logger, (projectId, _category, since) =>
