@@ -115,9 +115,10 @@ describe('OpenAPI document', () => {
     const page = logout?.get?.responses?.['200'] as OpenAPIV3_1.ResponseObject;
     expect(Object.keys(page.content ?? {}).sort()).toEqual(['application/json', 'text/html']);
     expect(Object.keys(logout?.post?.responses ?? {})).toEqual(expect.arrayContaining(['200', '303', '403']));
-    // Opens and clicks of an aged token are answered and not recorded.
+    // Opens and clicks of an aged token, or of a scanner, are answered and not recorded.
     for (const path of ['/t/o/{token}', '/t/c/{token}']) {
       expect(doc.paths?.[path]?.get?.description).toContain('TRACKING_RECORD_DAYS');
+      expect(doc.paths?.[path]?.get?.description).toContain('TRACKING_DETECT_AUTOMATED');
     }
     const contact = doc.components?.schemas?.Contact as OpenAPIV3_1.SchemaObject;
     expect(Object.keys(contact.properties ?? {})).toEqual(

@@ -22,11 +22,13 @@ const link = (summary: string, responses: Record<number, ResponseDoc>, descripti
 
 // Links inside sent mail: no API key (the signed token is the credential), no rate limit
 // budget of the project, answers meant for mail clients and people rather than programs.
-// The answer never depends on what messaging records (repeats and a client's excess are not recorded).
+// The answer never depends on what messaging records (repeats, scanners' hits and a client's excess are not).
 
 const AGED =
   'Recorded only within TRACKING_RECORD_DAYS (default 365) of the email being sent (the time is signed into the ' +
-  'token); later the answer is the same and nothing is recorded. A repeat within a short window is not recorded.';
+  'token); later the answer is the same and nothing is recorded. A repeat within a short window is not recorded, ' +
+  'nor a hit of a mail scanner or bot (its user agent, or several links of one email from one client within ' +
+  'seconds; TRACKING_DETECT_AUTOMATED).';
 
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
