@@ -97,6 +97,41 @@ describe('workflow triggers from the bus', () => {
     expect(await executions(opened)).toHaveLength(1);
   });
 
+  test("email.click: a link scanner's click starts nothing; the person's click starts it, with its url", async () => {
+    const clicked = await workflow('email.click', { type: 'UPDATE_CONTACT', config: { data: { clicked: true } } });
+    const marker = await workflow('marker-click', { type: 'UPDATE_CONTACT', config: { data: { marked: true } } });
+    const to = uniqueEmail('wf-click');
+    const body = '<p><a href="https://example.org/a">A</a> <a href="https://example.org/b">B</a></p>';
+    const sent = await call(
+      'POST',
+      '/v1/send',
+      { to, from: `hi@${domain}`, subject: 'Click', body },
+      {
+        key: t.secretKey,
+      },
+    );
+    expect(sent.status).toBe(200);
+    const html = String((await waitForMail(to))[0].parsed.html);
+    const [a, b] = [...html.matchAll(/href="([^"]+\/t\/c\/[^"]+)"/g)].map((x) => x[1].replace(/&amp;/g, '&'));
+    // A mail security scanner follows link A first (README "Tracking", automated hits): redirected, not recorded.
+    const scanned = await fetch(a, { headers: { 'user-agent': 'Barracuda Sentinel (EE)' }, redirect: 'manual' });
+    expect(scanned.headers.get('location')).toBe('https://example.org/a');
+    const chrome =
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+    expect((await fetch(b, { headers: { 'user-agent': chrome }, redirect: 'manual' })).status).toBe(302);
+
+    const [e] = await exited(clicked);
+    expect(e.context.event).toMatchObject({ name: 'email.click' });
+    expect(e.context.event.data).toMatchObject({ url: 'https://example.org/b', isFirstClick: true });
+    // The bus has moved past both clicks once a later tracked event is handled: still the one execution.
+    expect((await call('POST', '/v1/track', { email: to, event: 'marker-click' }, { key: t.publicKey })).status).toBe(
+      200,
+    );
+    await exited(marker);
+    expect(await executions(clicked)).toHaveLength(1);
+    expect((await api('PATCH', `/workflows/${clicked}`, { enabled: false })).status).toBe(200);
+  });
+
   test('email.sent: each sent email starts the workflow once (sent mail comes in batches)', async () => {
     const onSent = await workflow('email.sent', { type: 'UPDATE_CONTACT', config: { data: { mailed: true } } });
     const to = [uniqueEmail('wf-sent'), uniqueEmail('wf-sent')];
