@@ -29,6 +29,13 @@ describe("the messaging service's own environment variables", () => {
     });
   });
 
+  test('TRACKING_DETECT_AUTOMATED=false turns the detection of scanners and bots off; another value is refused', () => {
+    expect(parseEnv(messagingEnv, { TRACKING_DETECT_AUTOMATED: 'false' }).trackingDetectAutomated).toBe(false);
+    expect(() => parseEnv(messagingEnv, { TRACKING_DETECT_AUTOMATED: 'off' })).toThrow(
+      /^invalid environment variable TRACKING_DETECT_AUTOMATED: /,
+    );
+  });
+
   test('DNS_SERVERS is a comma-separated list', () => {
     const c = parseEnv(messagingEnv, { DNS_SERVERS: '127.0.0.1:5353, 10.0.0.1' });
     expect(c.dnsServers).toEqual(['127.0.0.1:5353', '10.0.0.1']);
