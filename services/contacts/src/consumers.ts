@@ -5,7 +5,7 @@ import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
 import { EMAIL_ACTIVITY_SUBSCRIPTION, EMAILS_SENT_SUBSCRIPTION, type Events } from './domain/events.js';
-import type { SegmentEvents } from './domain/segment-events.js';
+import { SEGMENT_EVENTS_SUBSCRIPTION, type SegmentEvents } from './domain/segment-events.js';
 import type { ContactsStore } from './store/contacts-store.js';
 
 interface ConsumerDeps {
@@ -42,6 +42,7 @@ export async function subscribeContactsConsumers(bus: Bus, d: ConsumerDeps): Pro
     'contacts-segment-membership',
     [on(SEGMENTS_TOPICS.membershipChanged, (m, meta) => d.segmentEvents.record(meta.id, m))],
     d.logger,
+    SEGMENT_EVENTS_SUBSCRIPTION,
   );
   await joinProjectWipes(bus, {
     service: 'contacts',

@@ -79,7 +79,7 @@ export async function startContacts(rt: Runtime<ContactsEnv>): Promise<RunningSe
   await runner.start();
   await subscribeContactsConsumers(rt.bus, {
     events,
-    segmentEvents: new SegmentEvents(db.pool, eventsStore, contactsStore),
+    segmentEvents: new SegmentEvents(db.pool, eventsStore),
     contacts: contactsStore,
     forgetTypes: (p) => contacts.forgetTypes(p),
     identity: createRpcClient(IdentityService, rt.config.rpcUrls.identity, rt.config),

@@ -1,37 +1,70 @@
 import type { MembershipChanged } from '@svc/proto/svc/segments/v1/events_pb';
-import { withTransaction, type Pool } from '@svc/lib/db';
+import type { Pool, Queryable } from '@svc/lib/db';
+import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
-import { enqueueMessage } from '@svc/lib/outbox';
-import type { ContactsStore } from '../store/contacts-store.js';
+import { outgoingContext, type RequestContext } from '@svc/lib/request-context';
 import type { EventsStore } from '../store/events-store.js';
-import { eventTracked } from './bus-messages.js';
 
 const CHANGES = new Set(['entry', 'exit']);
 
+/** Entry and exit messages handled at once by the consumer, and written in one statement at most. */
+const SEGMENT_EVENTS_CONCURRENCY = 256;
+
+/**
+ * How contacts subscribes to `segments.membership.changed`: each message adds its own event, so messages are taken
+ * many at once (a tracked segment computed over a big import sends thousands; one transaction each kept every
+ * other project's entries and exits waiting behind them). They are submitted in delivery order, and one statement
+ * writes them in that order, so a contact's entry and exit keep theirs.
+ */
+export const SEGMENT_EVENTS_SUBSCRIPTION = { concurrency: SEGMENT_EVENTS_CONCURRENCY };
+
+/** The processed-messages consumer name of these messages (redeliveries record nothing twice). */
+const CONSUMER = 'segment-membership';
+
+interface SegmentEventWrite {
+  messageId: string;
+  projectId: string;
+  contactId: string;
+  segmentId: string;
+  name: string;
+  eventId: string;
+}
+
 /**
  * Entry and exit of tracked segments, heard from the segments service, recorded as the events
- * `segment.<slug>.entry` / `.exit`: stored and published like any tracked event (filters, activity, workflows).
+ * `segment.<slug>.entry` / `.exit`: stored and published like tracked events (filters, activity, workflows), in
+ * `events.tracked_batch` messages. Messages arriving together share one statement (EventsStore.writeSegmentEvents).
  */
 export class SegmentEvents {
-  constructor(
-    private readonly pool: Pool,
-    private readonly events: EventsStore,
-    private readonly contacts: ContactsStore,
-  ) {}
+  private readonly commits: GroupCommit<SegmentEventWrite, void>;
+
+  constructor(pool: Pool, events: EventsStore) {
+    const writeMany = async (tx: Queryable, writes: SegmentEventWrite[], contexts: Array<RequestContext | undefined>) => {
+      await events.writeSegmentEvents(
+        tx,
+        CONSUMER,
+        writes.map((w, i) => ({ ...w, context: outgoingContext(contexts[i]) })),
+      );
+      return writes.map(() => undefined);
+    };
+    this.commits = new GroupCommit(
+      () => pool.connect(),
+      async (tx, w) => {
+        await writeMany(tx, [w], []);
+      },
+      { maxBatch: SEGMENT_EVENTS_CONCURRENCY, oneStatement: () => true, writeMany },
+    );
+  }
 
   async record(messageId: string, m: MembershipChanged): Promise<void> {
     if (!isUuid(m.projectId) || !isUuid(m.contactId) || !CHANGES.has(m.change) || !/^[a-z0-9_-]+$/.test(m.slug)) return;
-    await withTransaction(this.pool, async (tx) => {
-      if (!(await this.events.markProcessed(tx, 'segment-membership', messageId))) return;
-      if (!(await this.contacts.byId(m.projectId, m.contactId))) return; // deleted since
-      const event = await this.events.insert(tx, {
-        id: uuidv7(),
-        projectId: m.projectId,
-        contactId: m.contactId,
-        name: `segment.${m.slug}.${m.change}`,
-        data: { segmentId: m.segmentId },
-      });
-      await enqueueMessage(tx, eventTracked(event));
+    await this.commits.submit({
+      messageId,
+      projectId: m.projectId,
+      contactId: m.contactId,
+      segmentId: m.segmentId,
+      name: `segment.${m.slug}.${m.change}`,
+      eventId: uuidv7(),
     });
   }
 }

@@ -342,7 +342,7 @@ export const TRACK_BYTES_PER_MESSAGE = 256 * 1024;
  * TRACK_ITEMS_PER_MESSAGE items or TRACK_BYTES_PER_MESSAGE bytes, `{projectId, <field>: [payload, ..]}` in `n`
  * order, with the ids of the first request among them; each message's `n` is its first item's.
  */
-const trackBatchMessages = (from: string, field: string) =>
+export const trackBatchMessages = (from: string, field: string) =>
   `SELECT min(n) AS n,
           jsonb_build_object('projectId', project_id, '${field}', jsonb_agg(payload ORDER BY n)) AS payload,
           (array_agg(request_id ORDER BY n))[1] AS request_id, (array_agg(traceparent ORDER BY n))[1] AS traceparent

@@ -1,7 +1,7 @@
 import type { Pool, Queryable } from '@svc/lib/db';
 import type { EventRow } from './contact-rows.js';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
-import { eventTrackedJson } from './contacts-store.js';
+import { eventTrackedJson, trackBatchMessages } from './contacts-store.js';
 
 /** Names clients track: not the platform's own (isReservedEventName in lib/src/event-names.ts). */
 const CLIENT_TRACKED = `name NOT LIKE 'email.%' AND name NOT IN ('contact.subscribed', 'contact.unsubscribed')
@@ -205,12 +205,67 @@ export class EventsStore {
     );
   }
 
-  /** True the first time a consumer sees a message id: redeliveries are skipped. */
-  async markProcessed(tx: Queryable, consumer: string, messageId: string): Promise<boolean> {
-    const { rowCount } = await tx.query(
-      'INSERT INTO processed_messages (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-      [consumer, messageId],
+  /**
+   * A batch of `segments.membership.changed` messages in one statement: each message seen for the first time by
+   * `consumer` (redeliveries and repeats in the batch left out), of a contact that still exists, becomes the event
+   * `segment.<slug>.<change>` (data: segmentId), published in `events.tracked_batch` messages (one per project and
+   * TRACK_ITEMS_PER_MESSAGE events at most, as a batch of tracks publishes them), in the order given.
+   */
+  async writeSegmentEvents(
+    tx: Queryable,
+    consumer: string,
+    writes: Array<{
+      messageId: string;
+      projectId: string;
+      contactId: string;
+      segmentId: string;
+      name: string;
+      eventId: string;
+      context?: { requestId?: string | null; traceparent?: string | null };
+    }>,
+  ): Promise<void> {
+    if (!writes.length) return;
+    const tuples = JSON.stringify(
+      writes.map((w) => [
+        w.messageId,
+        w.projectId,
+        w.contactId,
+        w.segmentId,
+        w.name,
+        w.eventId,
+        w.context?.requestId ?? null,
+        w.context?.traceparent ?? null,
+      ]),
     );
-    return rowCount === 1;
+    await tx.query(
+      `WITH w AS (
+         SELECT x.r->>0 AS message_id, (x.r->>1)::uuid AS project_id, (x.r->>2)::uuid AS contact_id,
+                x.r->>3 AS segment_id, x.r->>4 AS name, (x.r->>5)::uuid AS event_id, x.r->>6 AS request_id,
+                x.r->>7 AS traceparent, x.n
+         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(r, n)
+       ), fresh AS (
+         INSERT INTO processed_messages (consumer, message_id) SELECT DISTINCT $2::text, message_id FROM w
+         ON CONFLICT DO NOTHING RETURNING message_id
+       ), kept AS (
+         -- The first copy of each message, if its contact still exists (probed by primary key, as email activity).
+         SELECT DISTINCT ON (w.message_id) w.* FROM w JOIN fresh USING (message_id)
+           CROSS JOIN LATERAL (
+             SELECT 1 FROM contacts c WHERE c.project_id = w.project_id AND c.id = w.contact_id LIMIT 1
+           ) c
+         ORDER BY w.message_id, w.n
+       ), ev AS (
+         INSERT INTO events (id, project_id, contact_id, name, data)
+         SELECT event_id, project_id, contact_id, name, jsonb_build_object('segmentId', segment_id) FROM kept ORDER BY n
+         RETURNING *
+       )
+       INSERT INTO outbox (subject, payload, request_id, traceparent)
+       SELECT $3::text, b.payload, b.request_id, b.traceparent
+       FROM (${trackBatchMessages(
+         `SELECT ev.project_id, kept.n, ${eventTrackedJson('ev')} AS payload, kept.request_id, kept.traceparent
+          FROM ev JOIN kept ON kept.event_id = ev.id`,
+         'events',
+       )}) b ORDER BY b.n`,
+      [tuples, consumer, CONTACTS_TOPICS.eventsTrackedBatch.subject],
+    );
   }
 }
