@@ -21,11 +21,10 @@ afterAll(() => db.drop());
 
 const contact = async (projectId: string) => {
   const id = randomUUID();
-  await db.pool.query(`INSERT INTO contacts (id, project_id, email, subscribed, data) VALUES ($1, $2, $3, true, '{}')`, [
-    id,
-    projectId,
-    `${id}@example.com`,
-  ]);
+  await db.pool.query(
+    `INSERT INTO contacts (id, project_id, email, subscribed, data) VALUES ($1, $2, $3, true, '{}')`,
+    [id, projectId, `${id}@example.com`],
+  );
   return id;
 };
 
@@ -35,7 +34,7 @@ const change = (projectId: string, contactId: string, c: string, slug = 'vip') =
 const lastOutboxId = async () =>
   Number((await db.pool.query('SELECT coalesce(max(id), 0) AS n FROM outbox')).rows[0].n);
 
-test('messages of two projects together: written at once, the events in order, one batch message per project', async () => {
+test('messages of two projects at once: the events in order, one batch message per project', async () => {
   const [p1, p2] = [randomUUID(), randomUUID()];
   const [a, b, c] = [await contact(p1), await contact(p1), await contact(p2)];
   const gone = randomUUID(); // a contact deleted since segments evaluated it
@@ -51,9 +50,8 @@ test('messages of two projects together: written at once, the events in order, o
   await Promise.all(messages.map(([id, m]) => segmentEvents.record(`${before}-${id}`, m)));
 
   const rows = async (projectId: string) =>
-    (
-      await db.pool.query('SELECT contact_id, name, data FROM events WHERE project_id = $1 ORDER BY id', [projectId])
-    ).rows;
+    (await db.pool.query('SELECT contact_id, name, data FROM events WHERE project_id = $1 ORDER BY id', [projectId]))
+      .rows;
   expect(await rows(p1)).toEqual([
     { contact_id: a, name: 'segment.vip.entry', data: { segmentId: messages[0][1].segmentId } },
     { contact_id: b, name: 'segment.vip.entry', data: { segmentId: messages[2][1].segmentId } },

@@ -39,7 +39,11 @@ export class SegmentEvents {
   private readonly commits: GroupCommit<SegmentEventWrite, void>;
 
   constructor(pool: Pool, events: EventsStore) {
-    const writeMany = async (tx: Queryable, writes: SegmentEventWrite[], contexts: Array<RequestContext | undefined>) => {
+    const writeMany = async (
+      tx: Queryable,
+      writes: SegmentEventWrite[],
+      contexts: Array<RequestContext | undefined>,
+    ) => {
       await events.writeSegmentEvents(
         tx,
         CONSUMER,
