@@ -323,6 +323,46 @@ test('taking over an unverified account rotates its keys, revokes its invitation
   expect(notice.parsed.text).toContain('1 pending invitation(s) it sent or into its projects were revoked');
 });
 
+test('a project created by the squatter while the owner takes the account over: 401, or its keys rotate', async () => {
+  // The squatter keeps creating projects while the owner's sign-in runs: a create whose session was checked just
+  // before the takeover ended it waits for the takeover and must not come back with keys that still work.
+  for (let round = 0; round < 8; round++) {
+    const email = uniqueEmail('oauth-race');
+    const signup = await call('POST', '/auth/signup', { email, password: 'squatter-123' }, { baseUrl: base });
+    const cookie = sessionCookie(signup.headers);
+    provider.signInAs({ email, verified: true });
+    const cookies = new Map<string, string>();
+    const callback = await toProviderAndBack(cookies);
+    let signedIn = false;
+    const creates: Answer[] = [];
+    const create = async () => {
+      while (!signedIn)
+        creates.push(await call('POST', '/users/@me/projects', { name: 'Race' }, { baseUrl: base, cookie }));
+      creates.push(await call('POST', '/users/@me/projects', { name: 'Race' }, { baseUrl: base, cookie }));
+    };
+    const takeover = (async () => {
+      // Once the squatter's creates are under way.
+      while (!creates.length) await new Promise((resolve) => setImmediate(resolve));
+      const done = await visit(callback, cookies);
+      signedIn = true;
+      return done;
+    })();
+    await Promise.all([takeover, create(), create(), create()]);
+    expect((await takeover).location).toBe('/app');
+    expect(creates.at(-1)!.status).toBe(401);
+    for (const made of creates) {
+      if (made.status !== 201) {
+        expectEnvelope(made, 401, 'UNAUTHORIZED');
+        continue;
+      }
+      // Created before the takeover: its keys rotated with the account's other projects (never used, so cached
+      // nowhere: the first use asks identity).
+      const res = await call('GET', '/contacts', undefined, { baseUrl: base, key: made.body.secretKey });
+      expectEnvelope(res, 401, 'INVALID_API_KEY');
+    }
+  }
+});
+
 test('linking an account whose address was verified keeps its password, sessions and keys', async () => {
   const email = uniqueEmail('oauth-verified');
   const signup = await call('POST', '/auth/signup', { email, password: 'password-123' }, { baseUrl: base });

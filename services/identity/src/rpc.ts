@@ -176,7 +176,7 @@ export function identityRoutes(
         return { projects: (await identity.listProjects(req.userId)).map(project) };
       },
       async createProject(req) {
-        return { project: project(await identity.createProject(req.userId, req.name)) };
+        return { project: project(await identity.createProject(req.userId, req.name, req.sessionToken || undefined)) };
       },
       async getProject(req) {
         return { project: project(await identity.project(req.userId, req.projectId)) };

@@ -291,7 +291,13 @@ export function identityRouter(
     session,
     async (req, res) => {
       const name = stringField(objectBody(req.body), 'name') ?? '';
-      res.status(201).json(projectJson((await identity.createProject({ userId: req.userId, name })).project!));
+      res
+        .status(201)
+        .json(
+          projectJson(
+            (await identity.createProject({ userId: req.userId, name, sessionToken: req.sessionToken })).project!,
+          ),
+        );
     },
   );
 

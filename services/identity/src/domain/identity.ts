@@ -181,10 +181,17 @@ export class Identity {
     return this.store.projectsOfUser(userId);
   }
 
-  async createProject(userId: string, name: string): Promise<ProjectView> {
+  /**
+   * With `sessionToken` (the session the request came with), the session is checked again in the transaction that
+   * creates the project: an OAuth takeover that ended it meanwhile makes this a 401, one that follows rotates the new
+   * project's keys too (signInVerifiedEmail). Whoever squatted the address gets no keys to a project of the owner's.
+   */
+  async createProject(userId: string, name: string, sessionToken?: string): Promise<ProjectView> {
     const projectName = parseOrThrow(z.object({ name: projectNameSchema }), { name }).name;
     const { issued, hashes } = newKeys();
     return withTransaction(this.store.pool, async (tx) => {
+      if (sessionToken && !(await this.store.holdSession(tx, userId, hashKey(sessionToken))))
+        throw unauthorized('UNAUTHORIZED', 'Not signed in or the session has expired');
       const project = await this.store.insertProject(tx, {
         id: randomUUID(),
         name: projectName,

@@ -95,6 +95,21 @@ export class IdentityStore {
     return rows[0] ?? null;
   }
 
+  /**
+   * Whether the session of `userId` is still open, holding the user's row (FOR KEY SHARE) until `db` ends: an OAuth
+   * takeover (which locks it FOR UPDATE, then ends the sessions) under way is waited for and its end seen; one that
+   * comes later waits for `db` and finds what it stored. The row first, then the session, as the takeover does.
+   */
+  async holdSession(db: Queryable, userId: string, tokenHash: string): Promise<boolean> {
+    const { rowCount } = await db.query('SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE', [userId]);
+    if (!rowCount) return false;
+    const { rows } = await db.query(
+      'SELECT 1 FROM sessions WHERE token_hash = $1 AND user_id = $2 AND expires_at > now()',
+      [tokenHash, userId],
+    );
+    return rows.length > 0;
+  }
+
   async deleteSession(tokenHash: string): Promise<void> {
     await this.pool.query('DELETE FROM sessions WHERE token_hash = $1', [tokenHash]);
   }
