@@ -4,6 +4,7 @@ import { on, rawField, subscribeTopics } from '@svc/lib/bus-topic';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
+import type { DeletedProjects } from '@svc/lib/project-tombstones';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { emailLifecycleTopic, MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import type { CampaignsStore } from './store/campaigns-store.js';
@@ -37,6 +38,7 @@ export async function subscribeCampaignsConsumers(
   recipients: RecipientsStore,
   campaigns: CampaignsStore,
   identity: WipeReports,
+  deleted: DeletedProjects,
   logger: Logger,
 ) {
   const marks = new GroupCommit<RecipientMark, void>(
@@ -53,18 +55,20 @@ export async function subscribeCampaignsConsumers(
   await subscribeTopics(
     bus,
     'campaigns-counters',
-    STEPS.map((type) =>
-      on(
-        emailLifecycleTopic(type),
-        async (m) => {
-          if (m.test || !isUuid(m.campaignId) || !isUuid(m.contactId)) return;
-          if (m.type === 'suppressed') return void (await recipients.markWithdrawn(m.campaignId, m.contactId));
-          if (!isStep(m.type)) return;
-          const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
-          await marks.submit({ campaignId: m.campaignId, contactId: m.contactId, step: m.type, at });
-        },
-        // Mail of no campaign (transactional, workflows: most lifecycle messages) is acknowledged undecoded.
-        { skip: (d) => !isUuid(rawField(d, 'campaignId')) },
+    deleted.routes(
+      STEPS.map((type) =>
+        on(
+          emailLifecycleTopic(type),
+          async (m) => {
+            if (m.test || !isUuid(m.campaignId) || !isUuid(m.contactId)) return;
+            if (m.type === 'suppressed') return void (await recipients.markWithdrawn(m.campaignId, m.contactId));
+            if (!isStep(m.type)) return;
+            const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
+            await marks.submit({ campaignId: m.campaignId, contactId: m.contactId, step: m.type, at });
+          },
+          // Mail of no campaign (transactional, workflows: most lifecycle messages) is acknowledged undecoded.
+          { skip: (d) => !isUuid(rawField(d, 'campaignId')) },
+        ),
       ),
     ),
     logger,
@@ -76,7 +80,7 @@ export async function subscribeCampaignsConsumers(
   await subscribeTopics(
     bus,
     'campaigns-sent',
-    [
+    deleted.routes([
       on(MESSAGING_TOPICS.campaignEmailsSent, async (m) => {
         if (!isUuid(m.campaignId)) return;
         const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
@@ -87,9 +91,15 @@ export async function subscribeCampaignsConsumers(
         // One statement (its own transaction) per message: the flags of its recipients and the counter they add to.
         if (sent.length) await recipients.markMany(recipients.pool, sent);
       }),
-    ],
+    ]),
     logger,
     { concurrency: SENT_CONCURRENCY },
   );
-  await joinProjectWipes(bus, { service: 'campaigns', identity, logger, wipe: (p) => campaigns.removeProject(p) });
+  await joinProjectWipes(bus, {
+    service: 'campaigns',
+    identity,
+    deleted,
+    logger,
+    wipe: (p) => campaigns.removeProject(p),
+  });
 }

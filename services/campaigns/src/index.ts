@@ -1,3 +1,4 @@
+import { DeletedProjects } from '@svc/lib/project-tombstones';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
@@ -31,7 +32,9 @@ export async function startCampaigns(rt: Runtime<CampaignsEnv>): Promise<Running
   const segments = segmentsPort(createRpcClient(SegmentsService, config.rpcUrls.segments, config));
 
   const identity = createRpcClient(IdentityService, config.rpcUrls.identity, config);
-  await subscribeCampaignsConsumers(rt.bus, recipients, store, identity, logger.child({ part: 'bus' }));
+  const deleted = new DeletedProjects(db.pool);
+  await deleted.start(rt.bus);
+  await subscribeCampaignsConsumers(rt.bus, recipients, store, identity, deleted, logger.child({ part: 'bus' }));
   const server = await serveRpc(
     rt,
     'campaigns',

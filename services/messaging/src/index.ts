@@ -14,6 +14,7 @@ import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { WorkflowsService } from '@svc/proto/svc/workflows/v1/workflows_pb';
 import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
+import { DeletedProjects } from '@svc/lib/project-tombstones';
 import { joinProjectWipes } from '@svc/lib/project-wipe';
 import { readBusMessage } from '@svc/lib/bus-topic';
 import { RedisLink } from '@svc/lib/redis';
@@ -145,7 +146,9 @@ export async function startMessaging(
         });
   const hits = trackingHits(config, redis);
   const tracking = new Tracking(db.pool, emailsStore, tokens, contacts, hits, automatedHits(config, redis));
-  const activity = new ActivityFeed(activityStore, emailsStore);
+  const deleted = new DeletedProjects(db.pool);
+  await deleted.start(rt.bus);
+  const activity = new ActivityFeed(activityStore, emailsStore, deleted);
   // Billing caps (README "Billing"): only emails are counted here.
   const billingCaps = billingCapsFromIdentity(config, logger, (projectId, _category, since) =>
     emailsStore.countBillable(projectId, since),
@@ -210,7 +213,7 @@ export async function startMessaging(
   await subscribeTopics(
     rt.bus,
     'messaging-activity',
-    [...activity.routes(), ...withdrawals.routes()],
+    deleted.routes([...activity.routes(), ...withdrawals.routes()]),
     logger,
     FEED_SUBSCRIPTION,
   );
@@ -227,9 +230,15 @@ export async function startMessaging(
           fallback: config.inboundSmtpPort === undefined,
         });
   if (inbound) logger.info({ port: inbound.port }, 'inbound SMTP listening');
-  await subscribeTopics(rt.bus, 'messaging-reputation', reputation.routes(), logger);
+  await subscribeTopics(rt.bus, 'messaging-reputation', deleted.routes(reputation.routes()), logger);
   const wipes = new ProjectWipeStore(db.pool);
-  await joinProjectWipes(rt.bus, { service: MESSAGING_SERVICE, identity, logger, wipe: (p) => wipes.wipe(p) });
+  await joinProjectWipes(rt.bus, {
+    service: MESSAGING_SERVICE,
+    identity,
+    deleted,
+    logger,
+    wipe: (p) => wipes.wipe(p),
+  });
 
   const transport = createSmtpTransport(smtpUrl, config.smtpPoolSize);
   const throttle = sendThrottle(config, redis);
@@ -257,6 +266,7 @@ export async function startMessaging(
       transport.close();
       await devSink?.close();
       await inbound?.close();
+      deleted.stop();
       await db.close();
     },
   };

@@ -4,6 +4,7 @@ import { on, onBatch, rawField, subscribeTopics, type TopicRoute } from '@svc/li
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import { workflowLoopGuards } from '@svc/lib/metrics';
+import type { DeletedProjects } from '@svc/lib/project-tombstones';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
@@ -94,19 +95,26 @@ export async function subscribeWorkflowsConsumers(
   executions: Executions,
   store: WorkflowsStore,
   identity: WipeReports,
+  deleted: DeletedProjects,
   logger: Logger,
 ) {
   const tracked = (m: TrackedMessage): Promise<void> => {
     if (!isUuid(m.projectId) || !isUuid(m.contactId) || !m.name || fromOwnSubject(m.name)) return Promise.resolve();
     return executions.eventTracked(m);
   };
-  await subscribeTopics(bus, 'workflows-triggers', [trackedRoute(tracked), trackedBatchRoute(tracked)], logger, {
-    concurrency: CONCURRENCY,
-  });
+  await subscribeTopics(
+    bus,
+    'workflows-triggers',
+    deleted.routes([trackedRoute(tracked), trackedBatchRoute(tracked)]),
+    logger,
+    {
+      concurrency: CONCURRENCY,
+    },
+  );
   await subscribeTopics(
     bus,
     'workflows-lifecycle',
-    [
+    deleted.routes([
       on(
         MESSAGING_TOPICS.emailLifecycle,
         async (m, meta) => {
@@ -128,7 +136,7 @@ export async function subscribeWorkflowsConsumers(
           at: m.occurredAt ? timestampDate(m.occurredAt) : new Date(),
         });
       }),
-    ],
+    ]),
     logger,
     { concurrency: CONCURRENCY },
   );
@@ -137,7 +145,7 @@ export async function subscribeWorkflowsConsumers(
   await subscribeTopics(
     bus,
     'workflows-emails-sent',
-    [
+    deleted.routes([
       on(
         MESSAGING_TOPICS.emailsSent,
         async (batch, meta) => {
@@ -150,9 +158,15 @@ export async function subscribeWorkflowsConsumers(
         },
         { skip: (d) => executions.ignores(rawField(d, 'projectId'), 'email.sent') },
       ),
-    ],
+    ]),
     logger,
     { concurrency: 4 },
   );
-  await joinProjectWipes(bus, { service: 'workflows', identity, logger, wipe: (p) => store.removeProject(p) });
+  await joinProjectWipes(bus, {
+    service: 'workflows',
+    identity,
+    deleted,
+    logger,
+    wipe: (p) => store.removeProject(p),
+  });
 }

@@ -1,4 +1,5 @@
 import type { Migration } from '@svc/lib/migrate';
+import { wipedProjectsMigration } from '@svc/lib/project-tombstones';
 
 export const migrations: Migration[] = [
   {
@@ -91,4 +92,6 @@ export const migrations: Migration[] = [
         ADD COLUMN handover_withdrawn bigint NOT NULL DEFAULT 0;
     `,
   },
+  // Deleted projects: their messages handled afterwards write nothing (lib/project-tombstones.ts).
+  wipedProjectsMigration('003_wiped_projects'),
 ];

@@ -1,6 +1,7 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { EmailLifecycle, EmailsSent } from '@svc/proto/svc/messaging/v1/events_pb';
 import type { Queryable } from '@svc/lib/db';
+import type { DeletedProjects } from '@svc/lib/project-tombstones';
 import { validationError } from '@svc/lib/errors';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import { enqueueMessage } from '@svc/lib/outbox';
@@ -52,6 +53,8 @@ export class Events {
     private readonly contacts: Contacts,
     private readonly store: EventsStore,
     batches: ContactBatches,
+    /** Projects deleted (lib/project-tombstones.ts): their lifecycle messages still in flight write nothing. */
+    private readonly deleted: Pick<DeletedProjects, 'has'> = { has: () => false },
   ) {
     this.commits = new GroupCommit(
       () => contacts.pool.connect(),
@@ -197,7 +200,9 @@ export class Events {
       'email-activity',
       writes.flatMap((w, i) => {
         const context = outgoingContext(contexts[i]);
-        return w.items.map(({ m, at }, item) => ({
+        // Checked as the batch is written: a deletion recorded while the message waited in the batch drops it too.
+        const live = w.items.map((x, item) => ({ ...x, item })).filter(({ m }) => !this.deleted.has(m.projectId));
+        return live.map(({ m, at, item }) => ({
           messageId: w.messageId,
           item,
           projectId: m.projectId,

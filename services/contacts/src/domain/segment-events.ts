@@ -1,5 +1,6 @@
 import type { MembershipChanged } from '@svc/proto/svc/segments/v1/events_pb';
 import type { Pool, Queryable } from '@svc/lib/db';
+import type { DeletedProjects } from '@svc/lib/project-tombstones';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import { outgoingContext, type RequestContext } from '@svc/lib/request-context';
@@ -38,17 +39,17 @@ interface SegmentEventWrite {
 export class SegmentEvents {
   private readonly commits: GroupCommit<SegmentEventWrite, void>;
 
-  constructor(pool: Pool, events: EventsStore) {
+  constructor(pool: Pool, events: EventsStore, deleted: Pick<DeletedProjects, 'has'> = { has: () => false }) {
     const writeMany = async (
       tx: Queryable,
       writes: SegmentEventWrite[],
       contexts: Array<RequestContext | undefined>,
     ) => {
-      await events.writeSegmentEvents(
-        tx,
-        CONSUMER,
-        writes.map((w, i) => ({ ...w, context: outgoingContext(contexts[i]) })),
+      // A deleted project's entries and exits (lib/project-tombstones.ts) are dropped as the batch is written.
+      const live = writes.flatMap((w, i) =>
+        deleted.has(w.projectId) ? [] : [{ ...w, context: outgoingContext(contexts[i]) }],
       );
+      if (live.length) await events.writeSegmentEvents(tx, CONSUMER, live);
       return writes.map(() => undefined);
     };
     this.commits = new GroupCommit(

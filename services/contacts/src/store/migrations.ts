@@ -1,4 +1,5 @@
 import type { Migration } from '@svc/lib/migrate';
+import { wipedProjectsMigration } from '@svc/lib/project-tombstones';
 
 export const migrations: Migration[] = [
   {
@@ -131,4 +132,6 @@ export const migrations: Migration[] = [
       ALTER TABLE import_jobs ALTER COLUMN csv SET STORAGE EXTERNAL;
     `,
   },
+  // Deleted projects: their messages handled afterwards write nothing (lib/project-tombstones.ts).
+  wipedProjectsMigration('005_wiped_projects'),
 ];

@@ -2,6 +2,7 @@ import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { JsonObject } from '@bufbuild/protobuf';
 import { on, onBatch, readBatchItem, type OutboxMessage, type TopicRoute } from '@svc/lib/bus-topic';
 import type { Queryable } from '@svc/lib/db';
+import type { DeletedProjects } from '@svc/lib/project-tombstones';
 import { enqueueMany, outboxMessageId } from '@svc/lib/outbox';
 import { badRequest } from '@svc/lib/errors';
 import { isReservedEventName } from '@svc/lib/event-names';
@@ -222,14 +223,17 @@ export class ActivityFeed {
   constructor(
     private readonly store: ActivityStore,
     private readonly emails: EmailsStore,
+    /** Projects deleted (lib/project-tombstones.ts): their rows are dropped as a batch is written. */
+    deleted: Pick<DeletedProjects, 'has'> = { has: () => false },
   ) {
+    const live = (rows: ActivityRow[]) => rows.filter((r) => !deleted.has(r.project_id));
     this.writes = new GroupCommit(
       () => store.pool.connect(),
-      (tx, rows) => store.insertMany(tx, rows),
+      (tx, rows) => store.insertMany(tx, live(rows)),
       {
         maxBatch: FEED_CONCURRENCY,
         writeMany: async (tx, messages) => {
-          await store.insertMany(tx, messages.flat());
+          await store.insertMany(tx, live(messages.flat()));
           return messages.map(() => undefined);
         },
         // One INSERT: its own transaction, without BEGIN and COMMIT (one write per tracked event and lifecycle step).

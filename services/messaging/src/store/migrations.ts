@@ -1,4 +1,5 @@
 import type { Migration } from '@svc/lib/migrate';
+import { wipedProjectsMigration } from '@svc/lib/project-tombstones';
 
 export const migrations: Migration[] = [
   {
@@ -292,4 +293,6 @@ export const migrations: Migration[] = [
     id: '014_emails_workflow_depth',
     sql: 'ALTER TABLE emails ADD COLUMN workflow_depth smallint;',
   },
+  // Deleted projects: their messages handled afterwards write nothing (lib/project-tombstones.ts).
+  wipedProjectsMigration('015_wiped_projects'),
 ];

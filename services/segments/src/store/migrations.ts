@@ -1,4 +1,5 @@
 import type { Migration } from '@svc/lib/migrate';
+import { wipedProjectsMigration } from '@svc/lib/project-tombstones';
 
 export const migrations: Migration[] = [
   {
@@ -49,4 +50,6 @@ export const migrations: Migration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION segments_tracking_changed();
     `,
   },
+  // Deleted projects: their messages handled afterwards write nothing (lib/project-tombstones.ts).
+  wipedProjectsMigration('003_wiped_projects'),
 ];

@@ -1,4 +1,5 @@
 import type { Migration } from '@svc/lib/migrate';
+import { wipedProjectsMigration } from '@svc/lib/project-tombstones';
 
 export const migrations: Migration[] = [
   {
@@ -590,4 +591,6 @@ export const migrations: Migration[] = [
       END $$;
     `,
   },
+  // Deleted projects: their messages handled afterwards write nothing (lib/project-tombstones.ts).
+  wipedProjectsMigration('012_wiped_projects'),
 ];
