@@ -155,3 +155,30 @@ test('tracked batches: a row per event, unsubscribes withdrawn, a bad event skip
   );
   expect(rows[0].n).toBe(1);
 });
+
+test("a deleted project's rows are dropped as a batch is written; another project's are written", async () => {
+  // Unwrapped routes (no DeletedProjects.routes): the messages reach the batch, as one does that arrived just before
+  // the deletion; the write leaves the deleted project's rows out.
+  const bus = new MemoryBus(logger);
+  const gone = randomUUID();
+  const live = randomUUID();
+  const feed = new ActivityFeed(new ActivityStore(db.pool), new EmailsStore(db.pool), { has: (p) => p === gone });
+  await subscribeTopics(bus, 'messaging-activity-deleted', feed.routes(), logger);
+  const relay = new OutboxRelay({ service: 'messaging', pool: db.pool, bus, logger });
+  const emailOf = (projectId: string) => ({
+    id: randomUUID(),
+    project_id: projectId,
+    contact_id: randomUUID(),
+    to_email: 'a@b.co',
+    subject: 'Hi',
+    template_id: null,
+  });
+  await withTransaction(db.pool, async (tx) => {
+    for (const p of [gone, live]) await enqueueMessage(tx, lifecycleMessage(emailOf(p), 'open', {}, new Date()));
+    await enqueue(tx, 'events.tracked', { projectId: gone, contactId: randomUUID(), eventId: randomUUID(), name: 'x' });
+  });
+  await relay.drain();
+  expect((await feed.list(live, {})).total).toBe(1);
+  expect((await feed.list(gone, {})).total).toBe(0);
+  await bus.close();
+});
