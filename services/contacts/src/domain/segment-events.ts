@@ -4,7 +4,7 @@ import type { DeletedProjects } from '@svc/lib/project-tombstones';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import { outgoingContext, type RequestContext } from '@svc/lib/request-context';
-import type { EventsStore } from '../store/events-store.js';
+import type { EventsStore, SegmentEventWrite } from '../store/events-store.js';
 
 const CHANGES = new Set(['entry', 'exit']);
 
@@ -21,15 +21,6 @@ export const SEGMENT_EVENTS_SUBSCRIPTION = { concurrency: SEGMENT_EVENTS_CONCURR
 
 /** The processed-messages consumer name of these messages (redeliveries record nothing twice). */
 const CONSUMER = 'segment-membership';
-
-interface SegmentEventWrite {
-  messageId: string;
-  projectId: string;
-  contactId: string;
-  segmentId: string;
-  name: string;
-  eventId: string;
-}
 
 /**
  * Entry and exit of tracked segments, heard from the segments service, recorded as the events

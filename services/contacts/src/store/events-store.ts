@@ -13,6 +13,33 @@ const CLIENT_TRACKED = `name NOT LIKE 'email.%' AND name NOT IN ('contact.subscr
  */
 export const EMAIL_EVENTS_PER_MESSAGE = 100;
 
+/**
+ * The CTEs `fresh` and `kept` over the batch `w` (message_id, project_id, contact_id, n, ...): the rows of messages the
+ * consumer `$2` sees for the first time (one processed_messages row each), the first copy of each `distinct` only, and
+ * only if its contact still exists (an event needs its contact). The contact is probed by primary key per row: a join
+ * let a planner without statistics read every contact.
+ */
+const firstSeenOfLiveContacts = (distinct: string) => `fresh AS (
+         INSERT INTO processed_messages (consumer, message_id) SELECT DISTINCT $2::text, message_id FROM w
+         ON CONFLICT DO NOTHING RETURNING message_id
+       ), kept AS (
+         SELECT DISTINCT ON (${distinct}) w.* FROM w JOIN fresh USING (message_id)
+           CROSS JOIN LATERAL (
+             SELECT 1 FROM contacts c WHERE c.project_id = w.project_id AND c.id = w.contact_id LIMIT 1
+           ) c
+         ORDER BY ${distinct}, w.n
+       )`;
+
+/** A `segments.membership.changed` message as contacts records it: the event `name` (`segment.<slug>.<change>`). */
+export interface SegmentEventWrite {
+  messageId: string;
+  projectId: string;
+  contactId: string;
+  segmentId: string;
+  name: string;
+  eventId: string;
+}
+
 export class EventsStore {
   constructor(readonly pool: Pool) {}
 
@@ -174,18 +201,7 @@ export class EventsStore {
                 x.r->>3 AS email_id, x.r->>4 AS type, (x.r->>5)::timestamptz AS at, (x.r->>6)::uuid AS event_id,
                 x.r->7 AS data, x.r->>8 AS request_id, x.r->>9 AS traceparent, (x.r->>10)::int AS item, x.n
          FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(r, n)
-       ), fresh AS (
-         INSERT INTO processed_messages (consumer, message_id) SELECT DISTINCT $2::text, message_id FROM w
-         ON CONFLICT DO NOTHING RETURNING message_id
-       ), kept AS (
-         -- The first copy of each step of a message, if its contact still exists (an event needs its contact). The
-         -- contact is probed by primary key per step: a join let a planner without statistics read every contact.
-         SELECT DISTINCT ON (w.message_id, w.item) w.* FROM w JOIN fresh USING (message_id)
-           CROSS JOIN LATERAL (
-             SELECT 1 FROM contacts c WHERE c.project_id = w.project_id AND c.id = w.contact_id LIMIT 1
-           ) c
-         ORDER BY w.message_id, w.item, w.n
-       ), activity AS (
+       ), ${firstSeenOfLiveContacts('w.message_id, w.item')}, activity AS (
          INSERT INTO email_activity (project_id, contact_id, email_id, type, created_at)
          SELECT project_id, contact_id, email_id, type, at FROM kept ORDER BY n
        ), ev AS (
@@ -214,15 +230,7 @@ export class EventsStore {
   async writeSegmentEvents(
     tx: Queryable,
     consumer: string,
-    writes: Array<{
-      messageId: string;
-      projectId: string;
-      contactId: string;
-      segmentId: string;
-      name: string;
-      eventId: string;
-      context?: { requestId?: string | null; traceparent?: string | null };
-    }>,
+    writes: Array<SegmentEventWrite & { context?: { requestId?: string | null; traceparent?: string | null } }>,
   ): Promise<void> {
     if (!writes.length) return;
     const tuples = JSON.stringify(
@@ -243,17 +251,7 @@ export class EventsStore {
                 x.r->>3 AS segment_id, x.r->>4 AS name, (x.r->>5)::uuid AS event_id, x.r->>6 AS request_id,
                 x.r->>7 AS traceparent, x.n
          FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(r, n)
-       ), fresh AS (
-         INSERT INTO processed_messages (consumer, message_id) SELECT DISTINCT $2::text, message_id FROM w
-         ON CONFLICT DO NOTHING RETURNING message_id
-       ), kept AS (
-         -- The first copy of each message, if its contact still exists (probed by primary key, as email activity).
-         SELECT DISTINCT ON (w.message_id) w.* FROM w JOIN fresh USING (message_id)
-           CROSS JOIN LATERAL (
-             SELECT 1 FROM contacts c WHERE c.project_id = w.project_id AND c.id = w.contact_id LIMIT 1
-           ) c
-         ORDER BY w.message_id, w.n
-       ), ev AS (
+       ), ${firstSeenOfLiveContacts('w.message_id')}, ev AS (
          INSERT INTO events (id, project_id, contact_id, name, data)
          SELECT event_id, project_id, contact_id, name, jsonb_build_object('segmentId', segment_id) FROM kept ORDER BY n
          RETURNING *
