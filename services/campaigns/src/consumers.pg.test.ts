@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { MemoryBus } from '@svc/lib/bus-memory';
 import { busMessage } from '@svc/lib/bus-topic';
-import { DeletedProjects } from '@svc/lib/project-tombstones';
+import { WipedProjects } from '@svc/lib/project-tombstones';
 import type { WipeReports } from '@svc/lib/project-wipe';
 import { createTestDatabase, type TestDatabase } from '@svc/lib/test-database';
 import { capturingLogger } from '@svc/lib/test-logger';
@@ -29,9 +29,9 @@ beforeAll(async () => {
   db = await createTestDatabase('campaigns_consumers', migrations);
   campaigns = new CampaignsStore(db.pool);
   bus = new MemoryBus(logger);
-  const deleted = new DeletedProjects(db.pool);
-  await deleted.start(bus);
-  await subscribeCampaignsConsumers(bus, new RecipientsStore(db.pool), campaigns, identity, deleted, logger);
+  const wiped = new WipedProjects(db.pool);
+  await wiped.start(bus);
+  await subscribeCampaignsConsumers(bus, new RecipientsStore(db.pool), campaigns, identity, wiped, logger);
 });
 
 afterAll(async () => {

@@ -4,7 +4,7 @@ import { on, rawField, subscribeTopics } from '@svc/lib/bus-topic';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
-import type { DeletedProjects } from '@svc/lib/project-tombstones';
+import type { WipedProjects } from '@svc/lib/project-tombstones';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { emailLifecycleTopic, MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import type { CampaignsStore } from './store/campaigns-store.js';
@@ -38,7 +38,7 @@ export async function subscribeCampaignsConsumers(
   recipients: RecipientsStore,
   campaigns: CampaignsStore,
   identity: WipeReports,
-  deleted: DeletedProjects,
+  wiped: WipedProjects,
   logger: Logger,
 ) {
   const marks = new GroupCommit<RecipientMark, void>(
@@ -55,7 +55,7 @@ export async function subscribeCampaignsConsumers(
   await subscribeTopics(
     bus,
     'campaigns-counters',
-    deleted.routes(
+    wiped.routes(
       STEPS.map((type) =>
         on(
           emailLifecycleTopic(type),
@@ -80,7 +80,7 @@ export async function subscribeCampaignsConsumers(
   await subscribeTopics(
     bus,
     'campaigns-sent',
-    deleted.routes([
+    wiped.routes([
       on(MESSAGING_TOPICS.campaignEmailsSent, async (m) => {
         if (!isUuid(m.campaignId)) return;
         const at = m.occurredAt ? timestampDate(m.occurredAt) : new Date();
@@ -98,7 +98,7 @@ export async function subscribeCampaignsConsumers(
   await joinProjectWipes(bus, {
     service: 'campaigns',
     identity,
-    deleted,
+    wiped,
     logger,
     wipe: (p) => campaigns.removeProject(p),
   });

@@ -1,4 +1,4 @@
-import { DeletedProjects } from '@svc/lib/project-tombstones';
+import { WipedProjects } from '@svc/lib/project-tombstones';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
 import { serviceModule } from '@svc/lib/services';
@@ -32,9 +32,9 @@ export async function startCampaigns(rt: Runtime<CampaignsEnv>): Promise<Running
   const segments = segmentsPort(createRpcClient(SegmentsService, config.rpcUrls.segments, config));
 
   const identity = createRpcClient(IdentityService, config.rpcUrls.identity, config);
-  const deleted = new DeletedProjects(db.pool);
-  await deleted.start(rt.bus);
-  await subscribeCampaignsConsumers(rt.bus, recipients, store, identity, deleted, logger.child({ part: 'bus' }));
+  const wiped = new WipedProjects(db.pool);
+  await wiped.start(rt.bus);
+  await subscribeCampaignsConsumers(rt.bus, recipients, store, identity, wiped, logger.child({ part: 'bus' }));
   const server = await serveRpc(
     rt,
     'campaigns',

@@ -1,7 +1,7 @@
 import type { Bus } from '@svc/lib/bus';
 import { on, subscribeTopics } from '@svc/lib/bus-topic';
 import type { Logger } from '@svc/lib/logger';
-import type { DeletedProjects } from '@svc/lib/project-tombstones';
+import type { WipedProjects } from '@svc/lib/project-tombstones';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
 import { SEGMENTS_TOPICS } from '@svc/proto/topics/segments';
@@ -16,7 +16,7 @@ interface ConsumerDeps {
   forgetTypes(projectId: string): void;
   identity: WipeReports;
   /** Started; a deleted project's messages are acknowledged unread (lib/project-tombstones.ts). */
-  deleted: DeletedProjects;
+  wiped: WipedProjects;
   logger: Logger;
 }
 
@@ -28,7 +28,7 @@ export async function subscribeContactsConsumers(bus: Bus, d: ConsumerDeps): Pro
   await subscribeTopics(
     bus,
     'contacts-email-activity',
-    d.deleted.routes([on(MESSAGING_TOPICS.emailLifecycle, (m, meta) => d.events.recordEmailActivity(meta.id, m))]),
+    d.wiped.routes([on(MESSAGING_TOPICS.emailLifecycle, (m, meta) => d.events.recordEmailActivity(meta.id, m))]),
     d.logger,
     EMAIL_ACTIVITY_SUBSCRIPTION,
   );
@@ -36,21 +36,21 @@ export async function subscribeContactsConsumers(bus: Bus, d: ConsumerDeps): Pro
   await subscribeTopics(
     bus,
     'contacts-emails-sent',
-    d.deleted.routes([on(MESSAGING_TOPICS.emailsSent, (m, meta) => d.events.recordEmailsSent(meta.id, m))]),
+    d.wiped.routes([on(MESSAGING_TOPICS.emailsSent, (m, meta) => d.events.recordEmailsSent(meta.id, m))]),
     d.logger,
     EMAILS_SENT_SUBSCRIPTION,
   );
   await subscribeTopics(
     bus,
     'contacts-segment-membership',
-    d.deleted.routes([on(SEGMENTS_TOPICS.membershipChanged, (m, meta) => d.segmentEvents.record(meta.id, m))]),
+    d.wiped.routes([on(SEGMENTS_TOPICS.membershipChanged, (m, meta) => d.segmentEvents.record(meta.id, m))]),
     d.logger,
     SEGMENT_EVENTS_SUBSCRIPTION,
   );
   await joinProjectWipes(bus, {
     service: 'contacts',
     identity: d.identity,
-    deleted: d.deleted,
+    wiped: d.wiped,
     logger: d.logger,
     async wipe(projectId) {
       await d.contacts.deleteProject(projectId);

@@ -1,4 +1,4 @@
-import { DeletedProjects } from '@svc/lib/project-tombstones';
+import { WipedProjects } from '@svc/lib/project-tombstones';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
@@ -35,9 +35,9 @@ export async function startContacts(rt: Runtime<ContactsEnv>): Promise<RunningSe
   const jobsStore = new JobsStore(db.pool);
   const contacts = new Contacts(db.pool, contactsStore, eventsStore, fieldsStore);
   const batches = new ContactBatches(db.pool);
-  const deleted = new DeletedProjects(db.pool);
-  await deleted.start(rt.bus);
-  const events = new Events(contacts, eventsStore, batches, deleted);
+  const wiped = new WipedProjects(db.pool);
+  await wiped.start(rt.bus);
+  const events = new Events(contacts, eventsStore, batches, wiped);
   // Billing caps (README "Billing"): contacts held and client-tracked events of the month.
   const usage = async (projectId: string, since: Date) => {
     const [held, tracked] = await Promise.all([
@@ -82,8 +82,8 @@ export async function startContacts(rt: Runtime<ContactsEnv>): Promise<RunningSe
   await runner.start();
   await subscribeContactsConsumers(rt.bus, {
     events,
-    segmentEvents: new SegmentEvents(db.pool, eventsStore, deleted),
-    deleted,
+    segmentEvents: new SegmentEvents(db.pool, eventsStore, wiped),
+    wiped,
     contacts: contactsStore,
     forgetTypes: (p) => contacts.forgetTypes(p),
     identity: createRpcClient(IdentityService, rt.config.rpcUrls.identity, rt.config),
@@ -118,7 +118,7 @@ export async function startContacts(rt: Runtime<ContactsEnv>): Promise<RunningSe
       filterIndexes.stop();
       await runner.stop();
       billingCaps.close();
-      deleted.stop();
+      wiped.stop();
       await db.close();
     },
   };

@@ -14,7 +14,7 @@ import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { WorkflowsService } from '@svc/proto/svc/workflows/v1/workflows_pb';
 import { IDENTITY_TOPICS } from '@svc/proto/topics/identity';
-import { DeletedProjects } from '@svc/lib/project-tombstones';
+import { WipedProjects } from '@svc/lib/project-tombstones';
 import { joinProjectWipes } from '@svc/lib/project-wipe';
 import { readBusMessage } from '@svc/lib/bus-topic';
 import { RedisLink } from '@svc/lib/redis';
@@ -146,9 +146,9 @@ export async function startMessaging(
         });
   const hits = trackingHits(config, redis);
   const tracking = new Tracking(db.pool, emailsStore, tokens, contacts, hits, automatedHits(config, redis));
-  const deleted = new DeletedProjects(db.pool);
-  await deleted.start(rt.bus);
-  const activity = new ActivityFeed(activityStore, emailsStore, deleted);
+  const wiped = new WipedProjects(db.pool);
+  await wiped.start(rt.bus);
+  const activity = new ActivityFeed(activityStore, emailsStore, wiped);
   // Billing caps (README "Billing"): only emails are counted here.
   const billingCaps = billingCapsFromIdentity(config, logger, (projectId, _category, since) =>
     emailsStore.countBillable(projectId, since),
@@ -213,7 +213,7 @@ export async function startMessaging(
   await subscribeTopics(
     rt.bus,
     'messaging-activity',
-    deleted.routes([...activity.routes(), ...withdrawals.routes()]),
+    wiped.routes([...activity.routes(), ...withdrawals.routes()]),
     logger,
     FEED_SUBSCRIPTION,
   );
@@ -230,12 +230,12 @@ export async function startMessaging(
           fallback: config.inboundSmtpPort === undefined,
         });
   if (inbound) logger.info({ port: inbound.port }, 'inbound SMTP listening');
-  await subscribeTopics(rt.bus, 'messaging-reputation', deleted.routes(reputation.routes()), logger);
+  await subscribeTopics(rt.bus, 'messaging-reputation', wiped.routes(reputation.routes()), logger);
   const wipes = new ProjectWipeStore(db.pool);
   await joinProjectWipes(rt.bus, {
     service: MESSAGING_SERVICE,
     identity,
-    deleted,
+    wiped,
     logger,
     wipe: (p) => wipes.wipe(p),
   });
@@ -266,7 +266,7 @@ export async function startMessaging(
       transport.close();
       await devSink?.close();
       await inbound?.close();
-      deleted.stop();
+      wiped.stop();
       await db.close();
     },
   };

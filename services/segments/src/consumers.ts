@@ -2,7 +2,7 @@ import type { Bus } from '@svc/lib/bus';
 import { on, onBatch, rawField, readBatchItem, subscribeTopics } from '@svc/lib/bus-topic';
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
-import type { DeletedProjects } from '@svc/lib/project-tombstones';
+import type { WipedProjects } from '@svc/lib/project-tombstones';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { ContactSnapshotSchema, EventTrackedSchema } from '@svc/proto/svc/contacts/v1/events_pb';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
@@ -24,7 +24,7 @@ export async function subscribeSegmentsConsumers(
   tracking: Tracking,
   store: SegmentsStore,
   identity: WipeReports,
-  deleted: DeletedProjects,
+  wiped: WipedProjects,
   logger: Logger,
 ) {
   const changed = (projectId: string, contactId: string) =>
@@ -56,7 +56,7 @@ export async function subscribeSegmentsConsumers(
     on(CONTACTS_TOPICS.updated, async (m) => changed(m.projectId, m.contact?.id ?? ''), untracked),
     on(CONTACTS_TOPICS.deleted, async (m) => (isUuid(m.contactId) ? tracking.contactDeleted(m.contactId) : undefined)),
   ];
-  await subscribeTopics(bus, MEMBERSHIP_DURABLE, deleted.routes(contactRoutes), logger);
+  await subscribeTopics(bus, MEMBERSHIP_DURABLE, wiped.routes(contactRoutes), logger);
   // Tracked events come by the thousand during a campaign (its email.* events): handled many at once (most
   // projects track nothing, a cached answer: tracking.ts), not one ack round after another. Same durable.
   const eventRoutes = [
@@ -85,13 +85,13 @@ export async function subscribeSegmentsConsumers(
       untracked,
     ),
   ];
-  await subscribeTopics(bus, MEMBERSHIP_DURABLE, deleted.routes(eventRoutes), logger, {
+  await subscribeTopics(bus, MEMBERSHIP_DURABLE, wiped.routes(eventRoutes), logger, {
     concurrency: EVENT_CONCURRENCY,
   });
   await joinProjectWipes(bus, {
     service: 'segments',
     identity,
-    deleted,
+    wiped,
     logger,
     wipe: (p) => store.removeProject(p),
   });

@@ -1,4 +1,4 @@
-import { DeletedProjects } from '@svc/lib/project-tombstones';
+import { WipedProjects } from '@svc/lib/project-tombstones';
 import { NotifiedCache } from '@svc/lib/notified-cache';
 import { createRpcClient } from '@svc/lib/rpc-client';
 import { openServiceDatabase, serveRpc, type RunningService, type Runtime } from '@svc/lib/runtime';
@@ -31,9 +31,9 @@ export async function startSegments(rt: Runtime): Promise<RunningService> {
   const busLogger = rt.logger.child({ service: 'segments', part: 'bus' });
   const deliveries = new MembershipDeliveries(db.pool, store, rt.bus, busLogger);
   const tracking = new Tracking(db.pool, store, new MembershipsStore(), contacts, tracksAny, deliveries);
-  const deleted = new DeletedProjects(db.pool);
-  await deleted.start(rt.bus);
-  deliveries.start(await subscribeSegmentsConsumers(rt.bus, tracking, store, identity, deleted, busLogger));
+  const wiped = new WipedProjects(db.pool);
+  await wiped.start(rt.bus);
+  deliveries.start(await subscribeSegmentsConsumers(rt.bus, tracking, store, identity, wiped, busLogger));
   const server = await serveRpc(
     rt,
     'segments',

@@ -4,7 +4,7 @@ import { on, onBatch, rawField, subscribeTopics, type TopicRoute } from '@svc/li
 import { isUuid } from '@svc/lib/ids';
 import type { Logger } from '@svc/lib/logger';
 import { workflowLoopGuards } from '@svc/lib/metrics';
-import type { DeletedProjects } from '@svc/lib/project-tombstones';
+import type { WipedProjects } from '@svc/lib/project-tombstones';
 import { joinProjectWipes, type WipeReports } from '@svc/lib/project-wipe';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
 import { MESSAGING_TOPICS } from '@svc/proto/topics/messaging';
@@ -95,7 +95,7 @@ export async function subscribeWorkflowsConsumers(
   executions: Executions,
   store: WorkflowsStore,
   identity: WipeReports,
-  deleted: DeletedProjects,
+  wiped: WipedProjects,
   logger: Logger,
 ) {
   const tracked = (m: TrackedMessage): Promise<void> => {
@@ -105,7 +105,7 @@ export async function subscribeWorkflowsConsumers(
   await subscribeTopics(
     bus,
     'workflows-triggers',
-    deleted.routes([trackedRoute(tracked), trackedBatchRoute(tracked)]),
+    wiped.routes([trackedRoute(tracked), trackedBatchRoute(tracked)]),
     logger,
     {
       concurrency: CONCURRENCY,
@@ -114,7 +114,7 @@ export async function subscribeWorkflowsConsumers(
   await subscribeTopics(
     bus,
     'workflows-lifecycle',
-    deleted.routes([
+    wiped.routes([
       on(
         MESSAGING_TOPICS.emailLifecycle,
         async (m, meta) => {
@@ -145,7 +145,7 @@ export async function subscribeWorkflowsConsumers(
   await subscribeTopics(
     bus,
     'workflows-emails-sent',
-    deleted.routes([
+    wiped.routes([
       on(
         MESSAGING_TOPICS.emailsSent,
         async (batch, meta) => {
@@ -165,7 +165,7 @@ export async function subscribeWorkflowsConsumers(
   await joinProjectWipes(bus, {
     service: 'workflows',
     identity,
-    deleted,
+    wiped,
     logger,
     wipe: (p) => store.removeProject(p),
   });

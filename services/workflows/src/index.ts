@@ -1,4 +1,4 @@
-import { DeletedProjects } from '@svc/lib/project-tombstones';
+import { WipedProjects } from '@svc/lib/project-tombstones';
 import { DueWorkLoop } from '@svc/lib/due-work';
 import { NotifiedCache } from '@svc/lib/notified-cache';
 import { createRpcClient } from '@svc/lib/rpc-client';
@@ -77,9 +77,9 @@ export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<Running
   }, 600_000);
   prune.unref();
   const identity = createRpcClient(IdentityService, config.rpcUrls.identity, config);
-  const deleted = new DeletedProjects(db.pool);
-  await deleted.start(rt.bus);
-  await subscribeWorkflowsConsumers(rt.bus, executions, store, identity, deleted, logger.child({ part: 'bus' }));
+  const wiped = new WipedProjects(db.pool);
+  await wiped.start(rt.bus);
+  await subscribeWorkflowsConsumers(rt.bus, executions, store, identity, wiped, logger.child({ part: 'bus' }));
   const server = await serveRpc(rt, 'workflows', workflowsRoutes(workflows, executions, store), db);
   return {
     name: 'workflows',

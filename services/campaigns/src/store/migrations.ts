@@ -1,5 +1,5 @@
 import type { Migration } from '@svc/lib/migrate';
-import { wipedProjectsMigration } from '@svc/lib/project-tombstones';
+import { wipedProjectsKindMigration, wipedProjectsMigration } from '@svc/lib/project-tombstones';
 
 export const migrations: Migration[] = [
   {
@@ -94,4 +94,6 @@ export const migrations: Migration[] = [
   },
   // Deleted projects: their messages handled afterwards write nothing (lib/project-tombstones.ts).
   wipedProjectsMigration('003_wiped_projects'),
+  // Resets too: a reset project's messages written before its wipe write nothing.
+  wipedProjectsKindMigration('004_wiped_projects_kind'),
 ];

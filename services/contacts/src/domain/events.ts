@@ -1,7 +1,7 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { EmailLifecycle, EmailsSent } from '@svc/proto/svc/messaging/v1/events_pb';
 import type { Queryable } from '@svc/lib/db';
-import type { DeletedProjects } from '@svc/lib/project-tombstones';
+import type { WipedProjects } from '@svc/lib/project-tombstones';
 import { validationError } from '@svc/lib/errors';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import { enqueueMessage } from '@svc/lib/outbox';
@@ -53,8 +53,8 @@ export class Events {
     private readonly contacts: Contacts,
     private readonly store: EventsStore,
     batches: ContactBatches,
-    /** Projects deleted (lib/project-tombstones.ts): their lifecycle messages still in flight write nothing. */
-    private readonly deleted: Pick<DeletedProjects, 'has'> = { has: () => false },
+    /** Wiped projects (lib/project-tombstones.ts): their lifecycle messages from before the wipe write nothing. */
+    private readonly wiped: Pick<WipedProjects, 'drops'> = { drops: () => false },
   ) {
     this.commits = new GroupCommit(
       () => contacts.pool.connect(),
@@ -201,7 +201,9 @@ export class Events {
       writes.flatMap((w, i) => {
         const context = outgoingContext(contexts[i]);
         // Checked as the batch is written: a deletion recorded while the message waited in the batch drops it too.
-        const live = w.items.map((x, item) => ({ ...x, item })).filter(({ m }) => !this.deleted.has(m.projectId));
+        const live = w.items
+          .map((x, item) => ({ ...x, item }))
+          .filter(({ m, at }) => !this.wiped.drops(m.projectId, at));
         return live.map(({ m, at, item }) => ({
           messageId: w.messageId,
           item,

@@ -1,6 +1,6 @@
 import type { MembershipChanged } from '@svc/proto/svc/segments/v1/events_pb';
 import type { Pool, Queryable } from '@svc/lib/db';
-import type { DeletedProjects } from '@svc/lib/project-tombstones';
+import type { WipedProjects } from '@svc/lib/project-tombstones';
 import { GroupCommit } from '@svc/lib/group-commit';
 import { isUuid, uuidv7 } from '@svc/lib/ids';
 import { outgoingContext, type RequestContext } from '@svc/lib/request-context';
@@ -30,15 +30,16 @@ const CONSUMER = 'segment-membership';
 export class SegmentEvents {
   private readonly commits: GroupCommit<SegmentEventWrite, void>;
 
-  constructor(pool: Pool, events: EventsStore, deleted: Pick<DeletedProjects, 'has'> = { has: () => false }) {
+  constructor(pool: Pool, events: EventsStore, wiped: Pick<WipedProjects, 'drops'> = { drops: () => false }) {
     const writeMany = async (
       tx: Queryable,
       writes: SegmentEventWrite[],
       contexts: Array<RequestContext | undefined>,
     ) => {
-      // A deleted project's entries and exits (lib/project-tombstones.ts) are dropped as the batch is written.
+      // A deleted project's entries and exits (lib/project-tombstones.ts) are dropped as the batch is written; a
+      // reset project's, at the consumer (WipedProjects.routes: they carry no time here).
       const live = writes.flatMap((w, i) =>
-        deleted.has(w.projectId) ? [] : [{ ...w, context: outgoingContext(contexts[i]) }],
+        wiped.drops(w.projectId) ? [] : [{ ...w, context: outgoingContext(contexts[i]) }],
       );
       if (live.length) await events.writeSegmentEvents(tx, CONSUMER, live);
       return writes.map(() => undefined);

@@ -157,12 +157,12 @@ test('tracked batches: a row per event, unsubscribes withdrawn, a bad event skip
 });
 
 test("a deleted project's rows are dropped as a batch is written; another project's are written", async () => {
-  // Unwrapped routes (no DeletedProjects.routes): the messages reach the batch, as one does that arrived just before
+  // Unwrapped routes (no WipedProjects.routes): the messages reach the batch, as one does that arrived just before
   // the deletion; the write leaves the deleted project's rows out.
   const bus = new MemoryBus(logger);
   const gone = randomUUID();
   const live = randomUUID();
-  const feed = new ActivityFeed(new ActivityStore(db.pool), new EmailsStore(db.pool), { has: (p) => p === gone });
+  const feed = new ActivityFeed(new ActivityStore(db.pool), new EmailsStore(db.pool), { drops: (p) => p === gone });
   await subscribeTopics(bus, 'messaging-activity-deleted', feed.routes(), logger);
   const relay = new OutboxRelay({ service: 'messaging', pool: db.pool, bus, logger });
   const emailOf = (projectId: string) => ({

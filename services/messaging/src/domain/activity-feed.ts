@@ -2,7 +2,7 @@ import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { JsonObject } from '@bufbuild/protobuf';
 import { on, onBatch, readBatchItem, type OutboxMessage, type TopicRoute } from '@svc/lib/bus-topic';
 import type { Queryable } from '@svc/lib/db';
-import type { DeletedProjects } from '@svc/lib/project-tombstones';
+import type { WipedProjects } from '@svc/lib/project-tombstones';
 import { enqueueMany, outboxMessageId } from '@svc/lib/outbox';
 import { badRequest } from '@svc/lib/errors';
 import { isReservedEventName } from '@svc/lib/event-names';
@@ -223,10 +223,10 @@ export class ActivityFeed {
   constructor(
     private readonly store: ActivityStore,
     private readonly emails: EmailsStore,
-    /** Projects deleted (lib/project-tombstones.ts): their rows are dropped as a batch is written. */
-    deleted: Pick<DeletedProjects, 'has'> = { has: () => false },
+    /** Wiped projects (lib/project-tombstones.ts): their rows from before the wipe are dropped at write time. */
+    wiped: Pick<WipedProjects, 'drops'> = { drops: () => false },
   ) {
-    const live = (rows: ActivityRow[]) => rows.filter((r) => !deleted.has(r.project_id));
+    const live = (rows: ActivityRow[]) => rows.filter((r) => !wiped.drops(r.project_id, r.occurred_at));
     this.writes = new GroupCommit(
       () => store.pool.connect(),
       (tx, rows) => store.insertMany(tx, live(rows)),
