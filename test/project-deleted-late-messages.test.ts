@@ -138,7 +138,7 @@ test('a project deleted with mail in flight: its late messages write no row in a
   expect(await rowsLeft(x.projectId)).toEqual({});
 });
 
-test('a reset project: messages written before the reset write nothing, those written after it are its data', async () => {
+test('a reset project: messages written before the reset write nothing, later ones are its data', async () => {
   const x = await newTenant();
   const { contactId, emailId } = await trafficOf(x);
   const before = new Date().toISOString();
