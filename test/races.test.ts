@@ -259,6 +259,66 @@ test('a template deleted while a workflow step comes to send it: one of the two 
     expect((await api('GET', `/templates/${s.config.templateId}`)).status).toBe(200);
 });
 
+test('a segment deleted while a workflow comes to listen for its entry or exit: either is refused', async () => {
+  const x = await newTenant();
+  const api = (method: string, url: string, body?: unknown) => call(method, url, body, { key: x.secretKey });
+  // A segment the project does not have: nothing would ever start the workflow.
+  const none = await api('POST', '/workflows', { name: 'none', eventName: 'segment.no-such-segment.entry' });
+  expectEnvelope(none, 422, 'VALIDATION_ERROR');
+  expect(none.body.error.errors[0]).toMatchObject({ field: 'eventName', message: expect.stringContaining('no-such') });
+  const edited = (await api('POST', '/workflows', { name: 'edited', eventName: 'seg.race' })).body;
+  const delay = await api('POST', `/workflows/${edited.id}/steps`, {
+    type: 'DELAY',
+    config: { amount: 1, unit: 'days' },
+  });
+  const link = { fromStepId: edited.steps[0].id, toStepId: delay.body.id };
+  expect((await api('POST', `/workflows/${edited.id}/transitions`, link)).status).toBe(201);
+  const waiting = (await api('POST', '/workflows', { name: 'waiting', eventName: 'seg.race' })).body.id as string;
+  const timeout = { amount: 1, unit: 'days' };
+  // A new workflow on the segment's entry, an edit (and enable) that comes to start on its exit, a wait for it.
+  const writes = [
+    (slug: string) => api('POST', '/workflows', { name: `on ${slug}`, eventName: `segment.${slug}.entry` }),
+    (slug: string) => api('PATCH', `/workflows/${edited.id}`, { eventName: `segment.${slug}.exit`, enabled: true }),
+    (slug: string) =>
+      api('POST', `/workflows/${waiting}/steps`, {
+        type: 'WAIT_FOR_EVENT',
+        config: { eventName: `segment.${slug}.entry`, timeout },
+      }),
+  ];
+  for (let round = 0; round < ROUNDS * 3; round++) {
+    const segment = await api('POST', '/segments', {
+      name: `Listened ${round}`,
+      trackMembership: true,
+      condition: tree('l'),
+    });
+    const slug = segment.body.slug as string;
+    const [written, deleted] = await Promise.all([
+      writes[round % writes.length](slug),
+      api('DELETE', `/segments/${segment.body.id}`),
+    ]);
+    // Workflow first: the DELETE sees it (409). DELETE first: the workflow finds the segment gone (422) or being
+    // deleted (409), and nothing of it is stored.
+    if (written.status === 200 || written.status === 201) expectEnvelope(deleted, 409, 'CONFLICT');
+    else {
+      expect(deleted.status).toBe(204);
+      expect([409, 422]).toContain(written.status);
+      expect(JSON.stringify(written.body.error)).toContain(slug);
+    }
+  }
+  // Every workflow that starts on or waits for a segment's event names a segment that exists.
+  const slugs = new Set(((await api('GET', '/segments')).body as { slug: string }[]).map((s) => s.slug));
+  const list = (await api('GET', '/workflows?pageSize=100')).body.data as { id: string }[];
+  for (const { id } of list) {
+    const w = (await api('GET', `/workflows/${id}`)).body;
+    const names = [
+      w.triggerConfig.eventName,
+      ...w.steps.map((s: { config: { eventName?: string } }) => s.config.eventName),
+    ];
+    for (const name of names.filter((n) => n?.startsWith('segment.')))
+      expect(slugs.has(name.replace(/^segment\.(.+)\.(entry|exit)$/, '$1'))).toBe(true);
+  }
+});
+
 const emailsOf = async (db: pg.Client, projectId: string) =>
   (await db.query('SELECT count(*)::int AS n FROM emails WHERE project_id = $1', [projectId])).rows[0].n as number;
 

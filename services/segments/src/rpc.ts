@@ -54,9 +54,12 @@ export function segmentsRoutes(segments: Segments) {
         return { segment: segmentPb(row) };
       },
       async getSegment(req) {
-        const row = req.unlessDeleting
-          ? await segments.getUnlessDeleting(req.projectId, req.id)
-          : await segments.get(req.projectId, req.id);
+        const row =
+          !req.id && req.slug
+            ? await segments.bySlugUnlessDeleting(req.projectId, req.slug)
+            : req.unlessDeleting
+              ? await segments.getUnlessDeleting(req.projectId, req.id)
+              : await segments.get(req.projectId, req.id);
         return { segment: segmentPb(row) };
       },
       async updateSegment(req) {

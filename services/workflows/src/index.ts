@@ -7,6 +7,7 @@ import { serviceModule } from '@svc/lib/services';
 import { ContactsService } from '@svc/proto/svc/contacts/v1/contacts_pb';
 import { IdentityService } from '@svc/proto/svc/identity/v1/identity_pb';
 import { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
+import { SegmentsService } from '@svc/proto/svc/segments/v1/segments_pb';
 import { type WorkflowsEnv, workflowsEnv } from './config.js';
 import { contactsPort } from './contacts-rpc.js';
 import { subscribeWorkflowsConsumers } from './consumers.js';
@@ -15,6 +16,7 @@ import { Executions } from './domain/executions.js';
 import { hostResolver } from './domain/webhook.js';
 import { Workflows } from './domain/workflows.js';
 import { mailChecksPort, mailPort } from './messaging-rpc.js';
+import { segmentChecksPort } from './segments-rpc.js';
 import { workflowsRoutes } from './rpc.js';
 import { DUE_CHANNEL, type ExecutionRow, ExecutionsStore } from './store/executions-store.js';
 import { migrations } from './store/migrations.js';
@@ -35,7 +37,13 @@ export async function startWorkflows(rt: Runtime<WorkflowsEnv>): Promise<Running
       return (await contactsClient.listFields({ projectId })).fields.map((f) => ({ field: f.field, type: f.type }));
     },
   };
-  const workflows = new Workflows(store, executionsStore, fields, mailChecksPort(messaging));
+  const workflows = new Workflows(
+    store,
+    executionsStore,
+    fields,
+    mailChecksPort(messaging),
+    segmentChecksPort(createRpcClient(SegmentsService, config.rpcUrls.segments, config)),
+  );
   // Trigger interests and graphs, forgotten on any workflow edit (store migration 003).
   const cache = new NotifiedCache(db.pool, 'workflows_changed', logger);
   await cache.start();

@@ -10,7 +10,7 @@ import {
   WorkflowsService,
 } from '@svc/proto/svc/workflows/v1/workflows_pb';
 import type { Executions } from './domain/executions.js';
-import type { WorkflowView, Workflows } from './domain/workflows.js';
+import { segmentOfEvent, type WorkflowView, type Workflows } from './domain/workflows.js';
 import type { ExecutionRow, HistoryRow } from './store/executions-store.js';
 import type { StepRow, TransitionRow, WorkflowRow, WorkflowsStore } from './store/workflows-store.js';
 import { findWorkflowsUsing } from './domain/usage.js';
@@ -178,6 +178,9 @@ export function workflowsRoutes(workflows: Workflows, executions: Executions, st
               : null;
         // A template DELETE asks with `settled`: step writes naming the template that are under way are read once done.
         if (req.settled && req.templateId && isUuid(req.templateId)) await store.settleTemplateWrites(req.templateId);
+        // A segment DELETE asks so for its events: workflow writes naming them under way are read once done.
+        if (req.settled && req.eventName && segmentOfEvent(req.eventName) && isUuid(req.projectId))
+          await store.settleEventWrites(req.projectId, req.eventName);
         return { usages: ref ? await findWorkflowsUsing(store, req.projectId, ref) : [] };
       },
     });

@@ -54,6 +54,17 @@ export class Segments {
     return row;
   }
 
+  /**
+   * The segment of a slug, for a workflow about to listen for its `segment.<slug>.entry` / `.exit` events (in the
+   * transaction that stores it): 409 at once while a DELETE of it is under way, 404 when the project has none.
+   */
+  async bySlugUnlessDeleting(projectId: string, slug: string): Promise<SegmentRow> {
+    const row = await this.store.getUnlessDeleting(projectId, slug, 'slug');
+    if (row === 'deleting') throw conflict(`Segment ${slug} is being deleted`, { slug });
+    if (!row) throw notFound('segment', slug);
+    return row;
+  }
+
   /** Contacts validates a DYNAMIC condition first (its 422/400 is the answer): nothing is stored on bad input. */
   async create(projectId: string, input: CreateInput): Promise<SegmentRow> {
     const v = validateCreate(input);

@@ -49,12 +49,17 @@ export class SegmentsStore {
 
   /**
    * The segment, or 'deleting' at once (NOWAIT) while a DELETE of it holds the row: the caller may hold what that
-   * DELETE waits for (a campaign send's row), so it must not wait for it.
+   * DELETE waits for (a campaign send's row, a workflow write's mark), so it must not wait for it. `by` 'slug':
+   * `id` is the segment's slug.
    */
-  async getUnlessDeleting(projectId: string, id: string): Promise<SegmentRow | 'deleting' | null> {
+  async getUnlessDeleting(
+    projectId: string,
+    id: string,
+    by: 'id' | 'slug' = 'id',
+  ): Promise<SegmentRow | 'deleting' | null> {
     try {
       const { rows } = await this.pool.query<SegmentRow>(
-        'SELECT * FROM segments WHERE project_id = $1 AND id = $2 FOR KEY SHARE NOWAIT',
+        `SELECT * FROM segments WHERE project_id = $1 AND ${by} = $2 FOR KEY SHARE NOWAIT`,
         [projectId, id],
       );
       return rows[0] ?? null;

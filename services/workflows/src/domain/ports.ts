@@ -56,3 +56,9 @@ export interface MailChecksPort {
   /** Whether the sender's domain is verified for the project. */
   senderVerified(projectId: string, from: string): Promise<boolean>;
 }
+
+/** What the workflows API asks the segments service when a workflow comes to listen for a segment's events. */
+export interface SegmentChecksPort {
+  /** Whether the project has a segment of this slug, at once: 409 CONFLICT while a DELETE of it is under way. */
+  segmentExistsUnlessDeleting(projectId: string, slug: string): Promise<boolean>;
+}

@@ -5,7 +5,7 @@ import { isUuid, uuidv7 } from '@svc/lib/ids';
 import type { ExecutionsStore } from '../store/executions-store.js';
 import type { StepRow, TransitionRow, WorkflowRow, WorkflowsStore } from '../store/workflows-store.js';
 import { assertNoBusyCycle, assertRunnable } from './graph.js';
-import type { ContactsFields, MailChecksPort } from './ports.js';
+import type { ContactsFields, MailChecksPort, SegmentChecksPort } from './ports.js';
 import {
   parseNewStep,
   parseNewTransition,
@@ -24,6 +24,10 @@ export interface WorkflowView extends WorkflowRow {
 
 const workflowNotFound = (id: string) => notFound('Workflow', id, 'WORKFLOW_NOT_FOUND');
 
+/** The slug of a segment event (`segment.<slug>.entry` or `.exit`), null for any other event name. */
+export const segmentOfEvent = (eventName: string): string | null =>
+  /^segment\.(.+)\.(?:entry|exit)$/.exec(eventName)?.[1] ?? null;
+
 /** Workflows, their steps and transitions: the rules of the API (SPEC.md "Workflows"). */
 export class Workflows {
   constructor(
@@ -31,6 +35,7 @@ export class Workflows {
     private readonly executions: ExecutionsStore,
     private readonly contacts: ContactsFields,
     private readonly mail?: MailChecksPort,
+    private readonly segments?: SegmentChecksPort,
   ) {}
 
   private tx<T>(fn: (db: PoolClient) => Promise<T>) {
@@ -104,6 +109,21 @@ export class Workflows {
   }
 
   /**
+   * A segment's entry or exit event the workflow comes to listen for (its trigger, a wait), checked in the
+   * transaction that stores it, marked as a workflow write naming the event: a segment DELETE under way refuses
+   * the write (409), one that starts later waits for it (FindWorkflowsUsing with `settled`) and sees the workflow
+   * (409 in turn); a segment that is gone, or never was, is a 422. No workflow is left on a deleted segment.
+   */
+  private async holdSegmentEvent(db: PoolClient, projectId: string, eventName: string | undefined, field: string) {
+    const slug = eventName ? segmentOfEvent(eventName) : null;
+    if (!eventName || !slug || !this.segments) return;
+    await this.store.holdEvent(db, projectId, eventName);
+    if (!(await this.segments.segmentExistsUnlessDeleting(projectId, slug))) {
+      throw validationError([{ field, message: `No segment ${slug} in this project`, code: 'invalid_value' }]);
+    }
+  }
+
+  /**
    * An enabled workflow's graph after an edit that adds transitions or changes what a wait waits for: events start
    * executions on it at once (no busy cycle, no mail loop; graph.ts).
    */
@@ -133,6 +153,7 @@ export class Workflows {
         trigger_config: { eventName: b.eventName },
         allow_reentry: b.allowReentry,
       });
+      await this.holdSegmentEvent(db, projectId, b.eventName, 'eventName');
       const trigger = await this.store.insertStep(db, {
         id: uuidv7(),
         workflow_id: w.id,
@@ -169,6 +190,9 @@ export class Workflows {
         enabled: p.enabled,
         allowReentry: p.allowReentry,
       });
+      // A trigger that comes to name a segment's event, or an enabled one naming it: the segment must be there.
+      if (triggerType === 'EVENT' && (changedTrigger || p.enabled))
+        await this.holdSegmentEvent(db, projectId, eventName, 'triggerConfig.eventName');
       return this.view(db, row);
     });
   }
@@ -194,6 +218,8 @@ export class Workflows {
       });
       await this.store.touch(db, w.id);
       await this.holdTemplate(db, projectId, s.type, s.config);
+      if (s.type === 'WAIT_FOR_EVENT')
+        await this.holdSegmentEvent(db, projectId, waitedFor(s.config), 'config.eventName');
       return step;
     });
   }
@@ -218,6 +244,8 @@ export class Workflows {
       if (config) await this.checkMail(projectId, step.type, config);
       const row = await this.store.updateStep(db, step.id, p.name, config);
       if (config) await this.holdTemplate(db, projectId, step.type, config);
+      if (config && step.type === 'WAIT_FOR_EVENT')
+        await this.holdSegmentEvent(db, projectId, waitedFor(config), 'config.eventName');
       // A wait that now listens for its own mail's email.sent can close a mail loop.
       if (config && step.type === 'WAIT_FOR_EVENT') await this.assertNoBusyCycle(db, w);
       await this.store.touch(db, w.id);
@@ -322,6 +350,9 @@ export class Workflows {
     return this.store.webhookSecret(projectId, `whsec_${randomBytes(24).toString('hex')}`);
   }
 }
+
+/** The event a WAIT_FOR_EVENT step's config waits for. */
+const waitedFor = (config: Record<string, unknown>) => config.eventName as string | undefined;
 
 export const graphSteps = (steps: StepRow[]) =>
   steps.map((s) => ({

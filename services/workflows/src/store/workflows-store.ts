@@ -53,6 +53,8 @@ export interface WorkflowPatch {
 
 /** The advisory lock key of the step writes naming a template (shared by them, taken whole by a template DELETE). */
 const templateKey = (templateId: string) => `template:${templateId}`;
+/** As `templateKey`, for the workflow writes naming a project's event (a segment's entry or exit). */
+const eventKey = (projectId: string, eventName: string) => `event:${projectId}:${eventName}`;
 
 export class WorkflowsStore {
   constructor(readonly pool: Pool) {}
@@ -65,6 +67,16 @@ export class WorkflowsStore {
   /** Waits for the step writes naming the template that are under way (`holdTemplate`) to commit or fail. */
   async settleTemplateWrites(templateId: string): Promise<void> {
     await this.pool.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [templateKey(templateId)]);
+  }
+
+  /** Marks `tx` as a workflow write naming the event, until it ends (`settleEventWrites` waits for it). */
+  async holdEvent(tx: Queryable, projectId: string, eventName: string): Promise<void> {
+    await tx.query('SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))', [eventKey(projectId, eventName)]);
+  }
+
+  /** Waits for the workflow writes naming the event that are under way (`holdEvent`) to commit or fail. */
+  async settleEventWrites(projectId: string, eventName: string): Promise<void> {
+    await this.pool.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [eventKey(projectId, eventName)]);
   }
 
   async list(projectId: string, limit: number, offset: number): Promise<{ rows: WorkflowRow[]; total: number }> {

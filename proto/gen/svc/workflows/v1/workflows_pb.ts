@@ -1234,6 +1234,8 @@ export type FindWorkflowsUsingRequest = Message<"svc.workflows.v1.FindWorkflowsU
   /**
    * With template_id: first waits for the step writes naming the template that are under way (a
    * template DELETE asks so, holding the template: a step saved meanwhile is either listed or refused).
+   * With event_name `segment.<slug>.entry` or `.exit`: likewise for the workflow writes naming the event
+   * (a segment DELETE asks so, holding the segment).
    *
    * @generated from field: bool settled = 5;
    */
