@@ -120,6 +120,10 @@ describe('OpenAPI document', () => {
       expect(doc.paths?.[path]?.get?.description).toContain('TRACKING_RECORD_DAYS');
       expect(doc.paths?.[path]?.get?.description).toContain('TRACKING_DETECT_AUTOMATED');
     }
+    // A tracked link of a suspended or deleted project, or to an unsafe or blocked URL, answers a warning page.
+    const click = doc.paths?.['/t/c/{token}']?.get;
+    expect(click?.description).toContain('TRACKING_BLOCKED_DOMAINS');
+    expect(Object.keys(click?.responses ?? {})).toEqual(expect.arrayContaining(['302', '403', '404', '410']));
     const contact = doc.components?.schemas?.Contact as OpenAPIV3_1.SchemaObject;
     expect(Object.keys(contact.properties ?? {})).toEqual(
       expect.arrayContaining(['id', 'email', 'subscribed', 'data', 'createdAt', 'updatedAt']),

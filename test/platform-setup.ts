@@ -66,6 +66,8 @@ export default async function setup(): Promise<void> {
   env.WEBHOOK_ALLOW_PRIVATE = 'true';
   env.WEBHOOK_RETRY_BASE_MS = '100';
   env.WEBHOOK_TIMEOUT_MS = '3000';
+  // Tracked links to this domain (and its subdomains) show a warning page (test/tracked-link-abuse.test.ts).
+  env.TRACKING_BLOCKED_DOMAINS = 'blocked-phish.test';
 
   const started = (process.env.TEST_SERVICES ?? RPC_SERVICES.join(',')).split(',');
   const children: ChildProcess[] = [];

@@ -270,6 +270,15 @@ export const trackingAutomatedHits = new Counter({
   registers: [registry],
 });
 
+export const trackingLinksRefused = new Counter({
+  name: 'tracking_links_refused_total',
+  help:
+    'Tracked links answered with a warning page instead of a redirect (README "Links that do not redirect"): reason ' +
+    'project_suspended, project_deleted, blocked_domain or unsafe_url',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
 /** The exposition text and its content type. */
 export async function scrape(): Promise<{ contentType: string; body: string }> {
   return { contentType: registry.contentType, body: await registry.metrics() };

@@ -212,6 +212,7 @@ export function identityRoutes(
         return {
           active: state.active ? suspension(state.active) : undefined,
           history: state.history.map(suspension),
+          projectDeleted: state.deleted,
         };
       },
       async regenerateKeys(req) {

@@ -26,6 +26,7 @@ describe("the messaging service's own environment variables", () => {
         perClientPerMinute: 0,
       },
       trackingDetectAutomated: true,
+      trackingBlockedDomains: [],
     });
   });
 
@@ -33,6 +34,15 @@ describe("the messaging service's own environment variables", () => {
     expect(parseEnv(messagingEnv, { TRACKING_DETECT_AUTOMATED: 'false' }).trackingDetectAutomated).toBe(false);
     expect(() => parseEnv(messagingEnv, { TRACKING_DETECT_AUTOMATED: 'off' })).toThrow(
       /^invalid environment variable TRACKING_DETECT_AUTOMATED: /,
+    );
+  });
+
+  test('TRACKING_BLOCKED_DOMAINS is a comma list of domains, spelled as URLs spell hostnames', () => {
+    expect(parseEnv(messagingEnv, {}).trackingBlockedDomains).toEqual([]);
+    const c = parseEnv(messagingEnv, { TRACKING_BLOCKED_DOMAINS: ' Evil.Example, *.bad.test,.worse.test.,bücher.de,' });
+    expect(c.trackingBlockedDomains).toEqual(['evil.example', 'bad.test', 'worse.test', 'xn--bcher-kva.de']);
+    expect(() => parseEnv(messagingEnv, { TRACKING_BLOCKED_DOMAINS: 'ok.test, https://x.test/' })).toThrow(
+      /^invalid environment variable TRACKING_BLOCKED_DOMAINS: Not a domain: https:\/\/x.test\//,
     );
   });
 

@@ -1,6 +1,22 @@
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { envDnsServers, envPort, envPositiveInt, envUrl, type Config } from '@svc/lib/config';
+import { normalDomain } from './domain/link-safety.js';
+
+/** TRACKING_BLOCKED_DOMAINS: a comma list of domains, each one a hostname (`*.` or a leading dot is allowed). */
+const envDomainList = z
+  .string()
+  .default('')
+  .transform((v, ctx) => {
+    const items = v
+      .split(',')
+      .map((d) => d.trim())
+      .filter(Boolean);
+    const domains = items.map(normalDomain);
+    const bad = items.filter((_, i) => !domains[i]);
+    if (bad.length) ctx.addIssue({ code: 'custom', message: `Not a domain: ${bad.join(', ')}` });
+    return domains;
+  });
 
 /**
  * One signing thread per CPU, each at a lower scheduling priority (DKIM_THREAD_NICE): signing is background work, so
@@ -47,6 +63,8 @@ export const messagingEnv = z
     TRACKING_RECORDS_PER_CLIENT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
     /** Opens and clicks of scanners and bots (user agent, a burst of links) are answered, not recorded. */
     TRACKING_DETECT_AUTOMATED: z.enum(['true', 'false']).default('true'),
+    /** Tracked links to these domains (and their subdomains) show a warning page instead of redirecting. */
+    TRACKING_BLOCKED_DOMAINS: envDomainList,
     /** S3-compatible bucket of uploaded images (README "Image uploads"); unset S3_BUCKET: the database. */
     S3_ENDPOINT: envUrl.optional(),
     S3_BUCKET: z.string().min(1).optional(),
@@ -80,6 +98,7 @@ export const messagingEnv = z
       perClientPerMinute: e.TRACKING_RECORDS_PER_CLIENT_PER_MINUTE,
     },
     trackingDetectAutomated: e.TRACKING_DETECT_AUTOMATED === 'true',
+    trackingBlockedDomains: e.TRACKING_BLOCKED_DOMAINS,
     s3: e.S3_BUCKET
       ? {
           endpoint: e.S3_ENDPOINT,

@@ -9,7 +9,7 @@ export function suspensionAuthority(
 ): SuspensionAuthority {
   return {
     async state(projectId) {
-      const { active, history } = await identity.getProjectSuspensions({ projectId });
+      const { active, history, projectDeleted } = await identity.getProjectSuspensions({ projectId });
       const lifted = history.find((s) => s.liftedAt);
       return {
         active: active
@@ -23,6 +23,7 @@ export function suspensionAuthority(
             }
           : null,
         lastLiftedAt: lifted?.liftedAt ? timestampDate(lifted.liftedAt) : null,
+        deleted: projectDeleted,
       };
     },
     async suspend(projectId, v) {

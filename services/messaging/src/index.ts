@@ -24,6 +24,7 @@ import { suspensionAuthority } from './identity-rpc.js';
 import { templateUsage } from './workflows-rpc.js';
 import { Reputation } from './domain/reputation.js';
 import { SendingSuspensions } from './domain/sending-suspension.js';
+import { BlockedDomains } from './domain/link-safety.js';
 import { ProjectWipeStore } from './store/project-wipe-store.js';
 import { ReputationStore } from './store/reputation-store.js';
 import { startSmtpSink, type SmtpSink, type SmtpSinkOptions } from './delivery/smtp-sink.js';
@@ -145,7 +146,6 @@ export async function startMessaging(
             'send throttle, repeated opens and clicks and click bursts counted per messaging replica until it is back',
         });
   const hits = trackingHits(config, redis);
-  const tracking = new Tracking(db.pool, emailsStore, tokens, contacts, hits, automatedHits(config, redis));
   const wiped = new WipedProjects(db.pool);
   await wiped.start(rt.bus);
   const activity = new ActivityFeed(activityStore, emailsStore, wiped);
@@ -157,12 +157,20 @@ export async function startMessaging(
   const identity = createRpcClient(IdentityService, config.rpcUrls.identity, config);
   const authority = suspensionAuthority(identity);
   const suspensions = new SendingSuspensions(authority, config.suspensionCacheSeconds);
-  // Every replica drops its cached view when identity suspends or reinstates the project.
-  const { projectSuspended, projectReinstated } = IDENTITY_TOPICS;
-  rt.bus.watch([projectSuspended.subject, projectReinstated.subject], (m) => {
-    const suspended = m.subject === projectSuspended.subject;
-    const message = suspended ? readBusMessage(projectSuspended, m.data) : readBusMessage(projectReinstated, m.data);
+  // Every replica drops its cached view when identity suspends, reinstates or deletes the project.
+  const { projectSuspended, projectReinstated, projectDeleted } = IDENTITY_TOPICS;
+  rt.bus.watch([projectSuspended.subject, projectReinstated.subject, projectDeleted.subject], (m) => {
+    const message =
+      m.subject === projectSuspended.subject
+        ? readBusMessage(projectSuspended, m.data)
+        : m.subject === projectReinstated.subject
+          ? readBusMessage(projectReinstated, m.data)
+          : readBusMessage(projectDeleted, m.data);
     suspensions.forget(message.projectId);
+  });
+  const tracking = new Tracking(db.pool, emailsStore, tokens, contacts, hits, automatedHits(config, redis), {
+    standing: suspensions,
+    blocked: new BlockedDomains(config.trackingBlockedDomains),
   });
   const reputation = new Reputation(new ReputationStore(db.pool), suspensions, authority, config.reputationMinVolume);
 

@@ -11,6 +11,7 @@ import {
   ActivitySchema,
   DomainSchema,
   EmailSummarySchema,
+  LinkRefusal,
   MessagingService,
   SendEmailRequestSchema,
   type SendEmailResponseSchema,
@@ -37,6 +38,7 @@ import type { SenderDomains } from './domain/sender-domains.js';
 import type { SendInput } from './domain/send-request.js';
 import type { Sending } from './domain/sending.js';
 import type { TemplateInput, Templates } from './domain/templates.js';
+import type { LinkRefusal as Refusal } from './domain/link-safety.js';
 import type { Tracking } from './domain/tracking.js';
 import type { ActivityRow } from './store/activity-store.js';
 import type { DomainRow } from './store/domains-store.js';
@@ -158,6 +160,13 @@ const templateInput = (f: TemplateFields | undefined): TemplateInput => ({
   replyTo: f?.replyTo,
   type: f?.type,
 });
+
+const LINK_REFUSALS: Record<Refusal, LinkRefusal> = {
+  project_suspended: LinkRefusal.PROJECT_SUSPENDED,
+  project_deleted: LinkRefusal.PROJECT_DELETED,
+  blocked_domain: LinkRefusal.BLOCKED_DOMAIN,
+  unsafe_url: LinkRefusal.UNSAFE_URL,
+};
 
 const SOURCES: Record<SendSource, Source> = {
   [SendSource.UNSPECIFIED]: 'transactional',
@@ -377,7 +386,8 @@ export function messagingRoutes(parts: MessagingParts) {
       },
       async trackClick(req) {
         const client = { userAgent: req.userAgent, ip: req.ip };
-        return { url: await parts.tracking.click(req.token, client, req.checkOnly) };
+        const click = await parts.tracking.click(req.token, client, req.checkOnly);
+        return { url: click.url, refused: click.refused ? LINK_REFUSALS[click.refused] : LinkRefusal.UNSPECIFIED };
       },
       async setSubscription(req) {
         return parts.tracking.subscription(req.token, req.subscribed);

@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Client } from '@connectrpc/connect';
 import type { Request, Response, Router } from 'express';
 import { AppError, unauthorized } from '@svc/lib/errors';
-import type { MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
+import { LinkRefusal, type MessagingService } from '@svc/proto/svc/messaging/v1/messaging_pb';
 import { webhookError, webhookRequest } from './messaging-json.js';
 import { z } from 'zod';
 import { ApiRouter, type ResponseDoc } from '../http/api.js';
@@ -51,6 +51,40 @@ function page(res: Response, status: number, title: string, body: string): void 
         'button{font-size:1rem;padding:.5rem 1rem}</style>' +
         `</head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`,
     );
+}
+
+const REFUSED = {
+  description:
+    'The link does not redirect (README "Links that do not redirect"): a warning page showing the destination as ' +
+    'text. 403: the sending project is suspended, the destination domain is blocked by the operator, or the ' +
+    'destination is no plain http(s) URL; 410: the sending project was deleted',
+  content: { 'text/html': z.string() },
+};
+
+/** The warning page of a refused link: its status, title and why, the destination shown as text (never a link). */
+const REFUSALS: Partial<Record<LinkRefusal, { status: number; why: string }>> = {
+  [LinkRefusal.PROJECT_SUSPENDED]: {
+    status: 403,
+    why: "The sender's account is suspended, so this link is not followed.",
+  },
+  [LinkRefusal.PROJECT_DELETED]: { status: 410, why: "The sender's account is closed, so this link is not followed." },
+  [LinkRefusal.BLOCKED_DOMAIN]: {
+    status: 403,
+    why: 'The destination of this link is blocked on this platform, so it is not followed.',
+  },
+  [LinkRefusal.UNSAFE_URL]: { status: 403, why: 'The destination of this link is not a plain web address.' },
+};
+
+function refusedLink(res: Response, refused: LinkRefusal, url: string): void {
+  const r = REFUSALS[refused] ?? { status: 403, why: 'This link is not followed.' };
+  page(
+    res,
+    r.status,
+    'Link not followed',
+    `<p>${escapeHtml(r.why)}</p><p>It leads to the address below. Be careful with it: do not enter passwords or ` +
+      'payment details on a page you reached from this email.</p>' +
+      `<p><code style="word-break:break-all">${escapeHtml(url)}</code></p>`,
+  );
 }
 
 const invalidLink = (res: Response) =>
@@ -110,14 +144,19 @@ export function trackingRouter(messaging: Client<typeof MessagingService>): Rout
       'Tracked link: records the click (not for HEAD or a prefetch), redirects to the target',
       {
         302: { description: 'Redirect to the link target', headers: { Location: 'The target URL' } },
+        403: REFUSED,
         404: INVALID,
+        410: REFUSED,
       },
-      AGED,
+      `${AGED} Redirects only to a plain http(s) URL of a project neither suspended nor deleted, outside the ` +
+        'domains the operator blocks (TRACKING_BLOCKED_DOMAINS); else a warning page shows the URL as text and ' +
+        'nothing is recorded.',
     ),
     async (req, res) => {
       await orInvalid(res, async () => {
         const token = String(req.params.token);
         const out = await messaging.trackClick({ token, ...client(req), checkOnly: isCheckOnly(req) });
+        if (out.refused !== LinkRefusal.UNSPECIFIED) return refusedLink(res, out.refused, out.url);
         res.set('Cache-Control', 'no-store').redirect(302, out.url);
       });
     },

@@ -11,6 +11,8 @@ import { canDeleteProject } from './roles.js';
 export interface SuspensionState {
   active: SuspensionRow | null;
   history: SuspensionRow[];
+  /** Internal callers only: no project has the id (deleted; a member's question about it is a 404). */
+  deleted: boolean;
 }
 
 /**
@@ -51,11 +53,17 @@ export class Suspensions {
     });
   }
 
-  /** With a user, members only (another user's project is a 404); without, an internal caller. */
+  /**
+   * With a user, members only (another user's project is a 404); without, an internal caller, who also learns
+   * whether the project is gone (messaging's tracked links of a deleted project stop redirecting).
+   */
   async state(userId: string, projectId: string): Promise<SuspensionState> {
     if (userId) await this.identity.project(userId, projectId);
-    if (!isUuid(projectId)) return { active: null, history: [] };
-    const history = await this.store.history(projectId);
-    return { active: history.find((s) => !s.lifted_at) ?? null, history };
+    if (!isUuid(projectId)) return { active: null, history: [], deleted: false };
+    const [history, exists] = await Promise.all([
+      this.store.history(projectId),
+      userId ? true : this.store.projectExists(projectId),
+    ]);
+    return { active: history.find((s) => !s.lifted_at) ?? null, history, deleted: !exists };
   }
 }

@@ -64,4 +64,9 @@ export class SuspensionsStore {
     );
     return rows;
   }
+
+  async projectExists(projectId: string): Promise<boolean> {
+    const { rows } = await this.pool.query('SELECT 1 FROM projects WHERE id = $1', [projectId]);
+    return rows.length > 0;
+  }
 }

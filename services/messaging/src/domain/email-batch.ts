@@ -299,7 +299,7 @@ export class EmailBatches {
         clickUrl: (url) =>
           url === urls.unsubscribeUrl || url === urls.subscribeUrl || url === urls.manageUrl
             ? undefined
-            : `${this.d.publicUrl}/t/c/${this.d.tokens.sign('click', { emailId, url, iat })}`,
+            : `${this.d.publicUrl}/t/c/${this.d.tokens.sign('click', { emailId, projectId, url, iat })}`,
       });
 
       const blockedBy = withheldBecause(content.type, r.subscribed, suppressed.get(r.email.toLowerCase()));

@@ -17,7 +17,7 @@ function slowAuthority() {
   return { authority, answer };
 }
 
-const open: SuspensionState = { active: null, lastLiftedAt: null };
+const open: SuspensionState = { active: null, lastLiftedAt: null, deleted: false };
 
 describe('SendingSuspensions', () => {
   test('sends that miss the cache together share one question to identity', async () => {

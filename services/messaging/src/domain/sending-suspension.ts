@@ -13,6 +13,8 @@ export interface SuspensionState {
   active: ActiveSuspension | null;
   /** When the owner last reinstated the project: mail before it is no longer judged. */
   lastLiftedAt: Date | null;
+  /** No project has the id any more: its tracked links stop redirecting (tracking.ts). */
+  deleted: boolean;
 }
 
 export interface Verdict {
@@ -46,9 +48,9 @@ export function suspendedError(s: ActiveSuspension): AppError {
 }
 
 /**
- * The send path's view of a project's suspension: asked of identity at most once per `ttlSeconds` per
- * project, dropped at once when identity.project.suspended / .reinstated is heard (Bus.watch), so the check
- * costs a map lookup on the hot path.
+ * The send path's view of a project's suspension (and the tracked links' view of it, and of its deletion): asked of
+ * identity at most once per `ttlSeconds` per project, dropped at once when identity.project.suspended / .reinstated /
+ * .deleted is heard (Bus.watch), so the check costs a map lookup on the hot path.
  */
 export class SendingSuspensions {
   private readonly cache = new Map<string, { state: SuspensionState; expiresAt: number }>();

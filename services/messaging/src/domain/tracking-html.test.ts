@@ -32,6 +32,13 @@ describe('open and click tracking in HTML', () => {
     expect(out.replace(/<img[^>]*>$/, '')).toBe(html);
   });
 
+  test('a URL with credentials or one no browser parses is left alone: the platform never redirects there', () => {
+    const html =
+      '<a href="https://bank.example@evil.example/">a</a><a href="https://u:p@evil.example/">b</a>' +
+      '<a href="https://exa mple.com/">c</a><a href="http://[x]/">d</a>';
+    expect(rewrite(html).replace(/<img[^>]*>$/, '')).toBe(html);
+  });
+
   test('the pixel goes before </body>, or at the end without one', () => {
     expect(rewrite('<html><body><p>x</p></body></html>')).toMatch(
       /<p>x<\/p><img src="https:\/\/t\/o\/P"[^>]*><\/body><\/html>$/,

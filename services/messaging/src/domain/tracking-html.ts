@@ -2,6 +2,8 @@
 // 1x1 pixel is appended. The text/plain part keeps the original links (it is generated
 // from the HTML before this rewrite).
 
+import { webDestination } from './link-safety.js';
+
 // A quoted value, or an unquoted one (`href=https://...`: to white space or `>`, as browsers read it).
 const ANCHOR_HREF = /(<a\b[^>]*?\shref\s*=\s*)(?:(["'])(.*?)\2|([^\s>]+))/gis;
 
@@ -24,13 +26,15 @@ export interface TrackingRewrite {
   pixelUrl: string;
 }
 
-/** Rewrites http(s) anchors and appends the open pixel (before </body> when there is one). */
+/** Rewrites http(s) anchors (plain web addresses) and appends the open pixel (before </body> when there is one). */
 export function addTracking(html: string, t: TrackingRewrite): string {
   const rewritten = html.replace(
     ANCHOR_HREF,
     (whole, prefix: string, quote: string | undefined, quoted: string | undefined, bare: string | undefined) => {
       const url = decodeEntities((quoted ?? bare ?? '').trim());
       if (!/^https?:\/\//i.test(url)) return whole; // mailto:, tel:, #anchors, Liquid leftovers
+      // Credentials in the URL, or none a browser parses: the platform never redirects there (link-safety.ts).
+      if (!webDestination(url)) return whole;
       const tracked = t.clickUrl(url);
       const q = quote ?? '"';
       return tracked ? `${prefix}${q}${escapeAttr(tracked)}${q}` : whole;

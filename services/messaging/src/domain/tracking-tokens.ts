@@ -13,6 +13,8 @@ export interface OpenToken {
 }
 export interface ClickToken {
   emailId: string;
+  /** The sending project: its links stop redirecting while it is suspended or once deleted. Absent in older tokens. */
+  projectId?: string;
   url: string;
   iat?: number;
 }

@@ -1,11 +1,14 @@
 import { withTransaction, type Pool } from '@svc/lib/db';
 import { notFound } from '@svc/lib/errors';
-import { trackingAutomatedHits } from '@svc/lib/metrics';
+import { isUuid } from '@svc/lib/ids';
+import { trackingAutomatedHits, trackingLinksRefused } from '@svc/lib/metrics';
 import { enqueueMessage } from '@svc/lib/outbox';
 import type { EmailsStore } from '../store/emails-store.js';
 import type { AutomatedHits } from './automated-hits.js';
 import type { ContactDirectory } from './contact-directory.js';
 import { lifecycleMessage } from './email-events.js';
+import { type BlockedDomains, type LinkRefusal, webDestination } from './link-safety.js';
+import type { SuspensionState } from './sending-suspension.js';
 import type { TrackingHits } from './tracking-hits.js';
 import type { TrackingTokens } from './tracking-tokens.js';
 
@@ -16,6 +19,23 @@ export function maskEmail(email: string): string {
   const at = email.lastIndexOf('@');
   if (at < 1) return '***';
   return `${email[0]}***${email.slice(at)}`;
+}
+
+/** Where a click learns whether the sending project still stands: the send path's cached view (SendingSuspensions). */
+export interface ProjectStanding {
+  state(projectId: string): Promise<Pick<SuspensionState, 'active' | 'deleted'>>;
+}
+
+/** What decides that a tracked link shows a warning page instead of redirecting (link-safety.ts). */
+export interface LinkGuard {
+  standing: ProjectStanding;
+  blocked: BlockedDomains;
+}
+
+export interface Click {
+  url: string;
+  /** Set: the link must not redirect (the gateway shows `url` as text on a warning page). */
+  refused?: LinkRefusal;
 }
 
 /**
@@ -31,6 +51,7 @@ export class Tracking {
     private readonly contacts: ContactDirectory,
     private readonly hits: TrackingHits,
     private readonly automated: AutomatedHits,
+    private readonly guard: LinkGuard,
   ) {}
 
   /**
@@ -56,27 +77,57 @@ export class Tracking {
   }
 
   /**
-   * The target URL; it was signed into the token, so this is no open redirect. `checkOnly`: nothing is recorded
-   * (a HEAD request or a browser's prefetch is no click), nor for an automated hit or a repeat within the window.
+   * The target URL; it was signed into the token, so nobody can make the platform redirect to a URL of their choice.
+   * A sender can, to any URL of its own mail: so the link is refused (no redirect, nothing recorded) when its project
+   * is suspended or deleted, or the URL is no plain web address or is in a blocked domain. `checkOnly`: nothing is
+   * recorded (a HEAD request or a browser's prefetch is no click), nor for an automated hit or a repeat within the
+   * window.
    */
-  async click(token: string, client: { userAgent?: string; ip?: string }, checkOnly = false): Promise<string> {
+  async click(token: string, client: { userAgent?: string; ip?: string }, checkOnly = false): Promise<Click> {
     const t = this.tokens.verify('click', token);
     if (!t) throw invalidLink(token);
-    if (checkOnly) return t.url;
+    const refused = await this.refusal(t.emailId, t.projectId, t.url);
+    if (refused) {
+      trackingLinksRefused.inc({ reason: refused });
+      return { url: t.url, refused };
+    }
+    const url = { url: t.url };
+    if (checkOnly) return url;
     // Before the repeat check: a scanner's hit takes no repeat window from the person's click that follows it.
     const reason = await this.automated.click(t.emailId, t.url, client);
     if (reason) {
       trackingAutomatedHits.inc({ kind: 'click', reason });
-      return t.url;
+      return url;
     }
-    if (!(await this.hits.recordClick(t.emailId, t.url, client.ip, t.iat))) return t.url;
+    if (!(await this.hits.recordClick(t.emailId, t.url, client.ip, t.iat))) return url;
     await withTransaction(this.pool, async (tx) => {
       const email = await this.emails.recordClick(tx, t.emailId);
       if (!email) return; // the email record is gone; the link still works
       const m = lifecycleMessage(email, 'click', { url: t.url, isFirstClick: email.is_first, ...clientData(client) });
       await enqueueMessage(tx, m);
     });
-    return t.url;
+    return url;
+  }
+
+  /**
+   * Why the link must not redirect, if it must not. The URL and the blocked domains are judged from the token alone;
+   * the project's standing is a map lookup in the common case (cached, dropped by identity's bus messages). Tokens
+   * minted before they carried the project id name it through their email row: with the row gone (the project
+   * wiped) the project is unknown and only the URL is judged. Fail-open: when identity (or this database, for an
+   * older token) cannot answer, the link redirects: legitimate mail keeps working through a short outage, and a
+   * suspended sender's links are refused again once the answer comes back.
+   */
+  private async refusal(emailId: string, projectId: string | undefined, url: string): Promise<LinkRefusal | undefined> {
+    const destination = webDestination(url);
+    if (!destination) return 'unsafe_url';
+    if (this.guard.blocked.blocks(destination.hostname)) return 'blocked_domain';
+    const project = projectId ?? (isUuid(emailId) ? await this.emails.projectOf(emailId).catch(() => null) : null);
+    if (!project) return undefined;
+    // Fail-open, and no log line per click (README "Failure behaviour": one line per dependency state change).
+    const state = await this.guard.standing.state(project).catch(() => undefined);
+    if (state?.deleted) return 'project_deleted';
+    if (state?.active) return 'project_suspended';
+    return undefined;
   }
 
   /** Reads (subscribed undefined) or sets the recipient's subscription; contacts emits the flip event. */

@@ -507,6 +507,12 @@ export class EmailsStore {
     return rows[0] ?? null;
   }
 
+  /** The project of an email (primary key), null when the row is gone. */
+  async projectOf(id: string): Promise<string | null> {
+    const { rows } = await this.pool.query<{ project_id: string }>('SELECT project_id FROM emails WHERE id = $1', [id]);
+    return rows[0]?.project_id ?? null;
+  }
+
   async recordClick(tx: Queryable, id: string): Promise<(EmailRow & { is_first: boolean }) | null> {
     const { rows } = await tx.query<EmailRow & { is_first: boolean }>(
       `UPDATE emails SET click_count = click_count + 1, first_clicked_at = coalesce(first_clicked_at, now())

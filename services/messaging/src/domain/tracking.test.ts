@@ -1,0 +1,83 @@
+import type { Pool } from '@svc/lib/db';
+import type { EmailsStore } from '../store/emails-store.js';
+import type { AutomatedHits } from './automated-hits.js';
+import type { ContactDirectory } from './contact-directory.js';
+import { BlockedDomains } from './link-safety.js';
+import type { SuspensionState } from './sending-suspension.js';
+import { Tracking, type ProjectStanding } from './tracking.js';
+import type { TrackingHits } from './tracking-hits.js';
+import { TrackingTokens } from './tracking-tokens.js';
+
+const tokens = new TrackingTokens('secret-a');
+const P = '00000000-0000-4000-8000-000000000001';
+const E = '00000000-0000-4000-8000-00000000000e';
+const active = { active: null, deleted: false };
+const suspended = { active: { id: 's' } as SuspensionState['active'], deleted: false };
+
+/** Tracking with only what a check-only click of a link touches: the token, the project's standing, the email row. */
+function tracking(standing: ProjectStanding['state'], emailProject: () => Promise<string | null> = async () => P) {
+  const emails = { projectOf: emailProject } as unknown as EmailsStore;
+  return new Tracking({} as Pool, emails, tokens, {} as ContactDirectory, {} as TrackingHits, {} as AutomatedHits, {
+    standing: { state: standing },
+    blocked: new BlockedDomains(['blocked.example']),
+  });
+}
+
+const click = (t: Tracking, payload: { url: string; projectId?: string }) =>
+  t.click(tokens.sign('click', { emailId: E, ...payload }), {}, true);
+
+describe('tracked links that do not redirect', () => {
+  test("a suspended or deleted project's link is refused; an older token's project is its email's", async () => {
+    const url = 'https://example.com/x';
+    expect(
+      await click(
+        tracking(async () => active),
+        { url, projectId: P },
+      ),
+    ).toEqual({ url });
+    expect(
+      await click(
+        tracking(async () => suspended),
+        { url, projectId: P },
+      ),
+    ).toEqual({
+      url,
+      refused: 'project_suspended',
+    });
+    const deleted = tracking(async () => ({ active: null, deleted: true }));
+    expect(await click(deleted, { url, projectId: P })).toEqual({ url, refused: 'project_deleted' });
+    expect(await click(deleted, { url })).toEqual({ url, refused: 'project_deleted' });
+    // An older token whose email row is gone: its project is unknown, only the URL is judged.
+    expect(
+      await click(
+        tracking(
+          async () => suspended,
+          async () => null,
+        ),
+        { url },
+      ),
+    ).toEqual({ url });
+  });
+
+  test('fail-open: when the standing or the email row cannot be read, the link redirects', async () => {
+    const down = async () => {
+      throw new Error('identity unavailable');
+    };
+    const url = 'https://example.com/x';
+    expect(await click(tracking(down), { url, projectId: P })).toEqual({ url });
+    expect(
+      await click(
+        tracking(async () => suspended, down),
+        { url },
+      ),
+    ).toEqual({ url });
+  });
+
+  test('a blocked domain or a URL that is no plain web address is refused whatever the project', async () => {
+    const t = tracking(async () => active);
+    expect((await click(t, { url: 'https://a.blocked.example/', projectId: P })).refused).toBe('blocked_domain');
+    for (const url of ['javascript:alert(1)', 'data:text/html,x', 'https://u:p@example.com/']) {
+      expect((await click(t, { url, projectId: P })).refused).toBe('unsafe_url');
+    }
+  });
+});
