@@ -338,20 +338,44 @@ export const TRACK_ITEMS_PER_MESSAGE = 100;
 export const TRACK_BYTES_PER_MESSAGE = 256 * 1024;
 
 /**
- * The batch messages of the rows `from` (project_id, n, payload, request_id, traceparent): one per project and
- * TRACK_ITEMS_PER_MESSAGE items or TRACK_BYTES_PER_MESSAGE bytes, `{projectId, <field>: [payload, ..]}` in `n`
- * order, with the ids of the first request among them; each message's `n` is its first item's.
+ * Which batch message each item goes in (`part`, counted per project from 0), in the order given: a new part after
+ * TRACK_ITEMS_PER_MESSAGE items of the project, or before an item that would take the part over
+ * TRACK_BYTES_PER_MESSAGE. Reckoned here rather than by the statement (a window over every payload's text cost
+ * PostgreSQL about a fifth of a track's write): `bytes` is about an item's payload size, asked only when `total`
+ * (the batch's whole JSON text) is over the limit; below it, counting is enough.
+ */
+export function batchParts(items: Array<{ projectId: string }>, total: number, bytes: (i: number) => number): number[] {
+  const byProject = new Map<string, { part: number; count: number; size: number }>();
+  const sized = total > TRACK_BYTES_PER_MESSAGE;
+  return items.map((item, i) => {
+    const size = sized ? bytes(i) : 0;
+    let p = byProject.get(item.projectId);
+    if (!p) byProject.set(item.projectId, (p = { part: 0, count: 0, size: 0 }));
+    else if (p.count >= TRACK_ITEMS_PER_MESSAGE || p.size + size > TRACK_BYTES_PER_MESSAGE) {
+      p.part++;
+      p.count = 0;
+      p.size = 0;
+    }
+    p.count++;
+    p.size += size;
+    return p.part;
+  });
+}
+
+/** About the bytes of an item's payload: its data's JSON text and the fields around it. */
+export const payloadBytes = (data: unknown) => JSON.stringify(data).length + 400;
+
+/**
+ * The batch messages of the rows `from` (project_id, n, part, payload, request_id, traceparent): one per project and
+ * `part` (batchParts), `{projectId, <field>: [payload, ..]}` in `n` order, with the ids of the first request among
+ * them; each message's `n` is its first item's.
  */
 export const trackBatchMessages = (from: string, field: string) =>
   `SELECT min(n) AS n,
           jsonb_build_object('projectId', project_id, '${field}', jsonb_agg(payload ORDER BY n)) AS payload,
           (array_agg(request_id ORDER BY n))[1] AS request_id, (array_agg(traceparent ORDER BY n))[1] AS traceparent
-   FROM (
-     SELECT r.*, row_number() OVER w - 1 AS i, sum(r.size) OVER w - r.size AS before
-     FROM (SELECT f.*, octet_length(f.payload::text) AS size FROM (${from}) f) r
-     WINDOW w AS (PARTITION BY r.project_id ORDER BY r.n)
-   ) s
-   GROUP BY project_id, i / ${TRACK_ITEMS_PER_MESSAGE}, before / ${TRACK_BYTES_PER_MESSAGE}`;
+   FROM (${from}) f
+   GROUP BY project_id, part`;
 
 /** What a batch of tracks reads of a contact it locks: no timestamps, so no Date parsed per row. */
 export type LockedContact = Pick<ContactRow, 'id' | 'project_id' | 'email' | 'subscribed' | 'data'>;
@@ -480,29 +504,61 @@ export class ContactBatches {
     ends?: TransactionEnds,
   ): Promise<Date> {
     const ctx = (c?: PropagatedContext) => [c?.requestId ?? null, c?.traceparent ?? null];
-    const tuples = JSON.stringify({
-      contacts: batch.contacts.map((c) => [
-        c.id,
-        c.projectId,
-        c.email,
-        c.subscribed,
-        c.data,
-        c.isNew,
-        ...ctx(c.context),
-      ]),
-      events: batch.events.map((e) => [e.id, e.projectId, e.contactId, e.name, e.data, ...ctx(e.context)]),
-    });
+    // Each item's batch message (batchParts): counted at first; sized only for a batch whose text is over the limit.
+    let contactParts: number[] = [];
+    let eventParts: number[] = [];
+    const text = () =>
+      JSON.stringify({
+        contacts: batch.contacts.map((c, i) => [
+          c.id,
+          c.projectId,
+          c.email,
+          c.subscribed,
+          c.data,
+          c.isNew,
+          ...ctx(c.context),
+          contactParts[i] ?? 0,
+        ]),
+        events: batch.events.map((e, i) => [
+          e.id,
+          e.projectId,
+          e.contactId,
+          e.name,
+          e.data,
+          ...ctx(e.context),
+          eventParts[i] ?? 0,
+        ]),
+      });
+    const parts = (total: number) => {
+      const created = batch.contacts.map((c, i) => ({ c, i })).filter(({ c }) => c.isNew);
+      contactParts = [];
+      batchParts(
+        created.map(({ c }) => c),
+        total,
+        (k) => payloadBytes(created[k].c.data),
+      ).forEach((part, k) => {
+        contactParts[created[k].i] = part;
+      });
+      eventParts = batchParts(batch.events, total, (i) => payloadBytes(batch.events[i].data));
+    };
+    parts(0);
+    let tuples = text();
+    if (tuples.length > TRACK_BYTES_PER_MESSAGE) {
+      parts(tuples.length);
+      tuples = text();
+    }
     const rows = await queryWithEnds<{ at: Date }>(
       tx,
       `WITH input AS (SELECT $1::jsonb AS j),
        c AS (
          SELECT (x.r->>0)::uuid AS id, (x.r->>1)::uuid AS project_id, x.r->>2 AS email,
                 (x.r->>3)::boolean AS subscribed,
-                x.r->4 AS data, (x.r->>5)::boolean AS is_new, x.r->>6 AS request_id, x.r->>7 AS traceparent, x.n
+                x.r->4 AS data, (x.r->>5)::boolean AS is_new, x.r->>6 AS request_id, x.r->>7 AS traceparent,
+                (x.r->>8)::int AS part, x.n
          FROM input, jsonb_array_elements(input.j->'contacts') WITH ORDINALITY AS x(r, n)
        ), e AS (
          SELECT (x.r->>0)::uuid AS id, (x.r->>1)::uuid AS project_id, (x.r->>2)::uuid AS contact_id, x.r->>3 AS name,
-                x.r->4 AS data, x.r->>5 AS request_id, x.r->>6 AS traceparent, x.n
+                x.r->4 AS data, x.r->>5 AS request_id, x.r->>6 AS traceparent, (x.r->>7)::int AS part, x.n
          FROM input, jsonb_array_elements(input.j->'events') WITH ORDINALITY AS x(r, n)
        ), ins AS (
          INSERT INTO contacts (id, project_id, email, subscribed, data)
@@ -521,7 +577,7 @@ export class ContactBatches {
          SELECT subject, payload, request_id, traceparent FROM (
            SELECT 0 AS part, b.n, $2::text AS subject, b.payload, b.request_id, b.traceparent
            FROM (${trackBatchMessages(
-             `SELECT ins.project_id, c.n, ${contactSnapshotJson('ins')} AS payload, c.request_id, c.traceparent
+             `SELECT ins.project_id, c.n, c.part, ${contactSnapshotJson('ins')} AS payload, c.request_id, c.traceparent
               FROM ins JOIN c ON c.id = ins.id`,
              'contacts',
            )}) b
@@ -531,7 +587,7 @@ export class ContactBatches {
            UNION ALL
            SELECT 2, b.n, $4::text, b.payload, b.request_id, b.traceparent
            FROM (${trackBatchMessages(
-             `SELECT ev.project_id, e.n, ${eventTrackedJson('ev')} AS payload, e.request_id, e.traceparent
+             `SELECT ev.project_id, e.n, e.part, ${eventTrackedJson('ev')} AS payload, e.request_id, e.traceparent
               FROM ev JOIN e ON e.id = ev.id`,
              'events',
            )}) b

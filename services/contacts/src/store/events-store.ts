@@ -1,7 +1,7 @@
 import type { Pool, Queryable } from '@svc/lib/db';
 import type { EventRow } from './contact-rows.js';
 import { CONTACTS_TOPICS } from '@svc/proto/topics/contacts';
-import { eventTrackedJson, trackBatchMessages } from './contacts-store.js';
+import { batchParts, eventTrackedJson, trackBatchMessages } from './contacts-store.js';
 
 /** Names clients track: not the platform's own (isReservedEventName in lib/src/event-names.ts). */
 const CLIENT_TRACKED = `name NOT LIKE 'email.%' AND name NOT IN ('contact.subscribed', 'contact.unsubscribed')
@@ -233,8 +233,10 @@ export class EventsStore {
     writes: Array<SegmentEventWrite & { context?: { requestId?: string | null; traceparent?: string | null } }>,
   ): Promise<void> {
     if (!writes.length) return;
+    // A segment event's payload is a few hundred bytes: its batch messages are cut by count alone.
+    const parts = batchParts(writes, 0, () => 0);
     const tuples = JSON.stringify(
-      writes.map((w) => [
+      writes.map((w, i) => [
         w.messageId,
         w.projectId,
         w.contactId,
@@ -243,13 +245,14 @@ export class EventsStore {
         w.eventId,
         w.context?.requestId ?? null,
         w.context?.traceparent ?? null,
+        parts[i],
       ]),
     );
     await tx.query(
       `WITH w AS (
          SELECT x.r->>0 AS message_id, (x.r->>1)::uuid AS project_id, (x.r->>2)::uuid AS contact_id,
                 x.r->>3 AS segment_id, x.r->>4 AS name, (x.r->>5)::uuid AS event_id, x.r->>6 AS request_id,
-                x.r->>7 AS traceparent, x.n
+                x.r->>7 AS traceparent, (x.r->>8)::int AS part, x.n
          FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(r, n)
        ), ${firstSeenOfLiveContacts('w.message_id')}, ev AS (
          INSERT INTO events (id, project_id, contact_id, name, data)
@@ -259,7 +262,8 @@ export class EventsStore {
        INSERT INTO outbox (subject, payload, request_id, traceparent)
        SELECT $3::text, b.payload, b.request_id, b.traceparent
        FROM (${trackBatchMessages(
-         `SELECT ev.project_id, kept.n, ${eventTrackedJson('ev')} AS payload, kept.request_id, kept.traceparent
+         `SELECT ev.project_id, kept.n, kept.part, ${eventTrackedJson('ev')} AS payload, kept.request_id,
+                 kept.traceparent
           FROM ev JOIN kept ON kept.event_id = ev.id`,
          'events',
        )}) b ORDER BY b.n`,
