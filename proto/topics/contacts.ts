@@ -28,9 +28,9 @@ export const CONTACTS_TOPICS = {
   eventTracked: topic('events.tracked', EventTrackedSchema),
   /**
    * The events a batch of tracks recorded (client events, `contact.*`), one project's per message, each as
-   * `eventTracked` carries it: what contacts publishes for them instead of one `eventTracked` each (other paths, such
-   * as `segment.*` events and contact changes through the API, still publish `eventTracked`). Consumers read both;
-   * upgrade them before contacts.
+   * `eventTracked` carries it: what contacts publishes for them instead of one `eventTracked` each, and for the
+   * `segment.*` events of a batch of `segments.membership.changed` (contact changes through the API and a track
+   * written alone still publish `eventTracked`). Consumers read both; upgrade them before contacts.
    */
   eventsTrackedBatch: topic('events.tracked_batch', EventsTrackedBatchSchema),
   /**

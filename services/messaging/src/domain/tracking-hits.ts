@@ -33,15 +33,18 @@ export class TrackingHits {
 
   /** `issuedAt`: the token's `iat` (Unix seconds); a token without one (minted before it existed) has no age. */
   async recordOpen(emailId: string, ip: string | undefined, issuedAt?: number): Promise<boolean> {
-    return !this.tooOld(issuedAt) && this.admit(`o:${emailId}`, this.policy.openWindowMs, ip);
+    return !this.aged(issuedAt) && this.admit(`o:${emailId}`, this.policy.openWindowMs, ip);
   }
 
   async recordClick(emailId: string, url: string, ip: string | undefined, issuedAt?: number): Promise<boolean> {
-    return !this.tooOld(issuedAt) && this.admit(`c:${emailId}:${urlKey(url)}`, this.policy.clickWindowMs, ip);
+    return !this.aged(issuedAt) && this.admit(`c:${emailId}:${urlKey(url)}`, this.policy.clickWindowMs, ip);
   }
 
-  /** Decided from the signed token alone: an old link replayed costs no limiter call and no database read. */
-  private tooOld(issuedAt: number | undefined): boolean {
+  /**
+   * True when a hit of a token issued at `issuedAt` records nothing (past `recordForMs`). Decided from the signed token
+   * alone: an old link replayed costs no limiter call and no database read.
+   */
+  aged(issuedAt: number | undefined): boolean {
     if (!this.policy.recordForMs || typeof issuedAt !== 'number') return false;
     return Date.now() - issuedAt * 1000 > this.policy.recordForMs;
   }

@@ -1,11 +1,12 @@
 import type { Pool } from '@svc/lib/db';
+import { MemoryRateLimiter } from '@svc/lib/rate-limit';
 import type { EmailsStore } from '../store/emails-store.js';
 import type { AutomatedHits } from './automated-hits.js';
 import type { ContactDirectory } from './contact-directory.js';
 import { BlockedDomains } from './link-safety.js';
 import type { SuspensionState } from './sending-suspension.js';
 import { Tracking, type ProjectStanding } from './tracking.js';
-import type { TrackingHits } from './tracking-hits.js';
+import { TrackingHits } from './tracking-hits.js';
 import { TrackingTokens } from './tracking-tokens.js';
 
 const tokens = new TrackingTokens('secret-a');
@@ -79,5 +80,47 @@ describe('tracked links that do not redirect', () => {
     for (const url of ['javascript:alert(1)', 'data:text/html,x', 'https://u:p@example.com/']) {
       expect((await click(t, { url, projectId: P })).refused).toBe('unsafe_url');
     }
+  });
+});
+
+describe('a click waits for nothing it does not need', () => {
+  test("a hung identity does not hold the link: it redirects without the project's standing (fail-open)", async () => {
+    // Never answers: the RPC's deadline is the gateway's too, so waiting for it would answer the person 503.
+    const hung = () => new Promise<never>(() => undefined);
+    const url = 'https://example.com/x';
+    expect(await click(tracking(hung), { url, projectId: P })).toEqual({ url });
+    expect(
+      await click(
+        tracking(async () => active, hung),
+        { url },
+      ),
+    ).toEqual({ url });
+  });
+
+  test('an aged link is decided from its token: no burst mark is asked of Redis, nothing is recorded', async () => {
+    const asked: string[] = [];
+    // A burst for every click it is asked about: a young click stops there, before any database write.
+    const automated = {
+      async click(_emailId: string, url: string) {
+        asked.push(url);
+        return 'burst' as const;
+      },
+    } as unknown as AutomatedHits;
+    const policy = { recordForMs: 86_400_000, openWindowMs: 0, clickWindowMs: 0, perClientPerMinute: 0 };
+    const t = new Tracking(
+      {} as Pool,
+      {} as EmailsStore,
+      tokens,
+      {} as ContactDirectory,
+      new TrackingHits(new MemoryRateLimiter(), policy),
+      automated,
+      { standing: { state: async () => active }, blocked: new BlockedDomains([]) },
+    );
+    const now = Math.floor(Date.now() / 1000);
+    const hit = (url: string, iat: number) =>
+      t.click(tokens.sign('click', { emailId: E, projectId: P, url, iat }), { ip: '192.0.2.1' });
+    expect(await hit('https://example.com/old', now - 2 * 86_400)).toEqual({ url: 'https://example.com/old' });
+    expect(await hit('https://example.com/young', now)).toEqual({ url: 'https://example.com/young' });
+    expect(asked).toEqual(['https://example.com/young']);
   });
 });

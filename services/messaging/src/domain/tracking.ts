@@ -32,6 +32,26 @@ export interface LinkGuard {
   blocked: BlockedDomains;
 }
 
+/**
+ * How long a click waits for its project's standing (identity, when not cached) before it redirects without it. The
+ * RPC's own deadline (RPC_TIMEOUT_MS) is the gateway's too: a click waiting on a hung identity for it would answer
+ * the person 503 after 30 s, not fail open.
+ */
+export const STANDING_WAIT_MS = 3000;
+
+/** `work`'s answer, or undefined when it fails or has none within `ms` (`work` goes on; a cache keeps its answer). */
+async function answerWithin<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([work.catch(() => undefined), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export interface Click {
   url: string;
   /** Set: the link must not redirect (the gateway shows `url` as text on a warning page). */
@@ -92,7 +112,8 @@ export class Tracking {
       return { url: t.url, refused };
     }
     const url = { url: t.url };
-    if (checkOnly) return url;
+    // An aged link records nothing (TRACKING_RECORD_DAYS), decided from the token: no burst mark (a Redis call) either.
+    if (checkOnly || this.hits.aged(t.iat)) return url;
     // Before the repeat check: a scanner's hit takes no repeat window from the person's click that follows it.
     const reason = await this.automated.click(t.emailId, t.url, client);
     if (reason) {
@@ -114,20 +135,24 @@ export class Tracking {
    * the project's standing is a map lookup in the common case (cached, dropped by identity's bus messages). Tokens
    * minted before they carried the project id name it through their email row: with the row gone (the project
    * wiped) the project is unknown and only the URL is judged. Fail-open: when identity (or this database, for an
-   * older token) cannot answer, the link redirects: legitimate mail keeps working through a short outage, and a
-   * suspended sender's links are refused again once the answer comes back.
+   * older token) cannot answer, or not within STANDING_WAIT_MS, the link redirects: legitimate mail keeps working
+   * through an outage, and a suspended sender's links are refused again once the answer comes back.
    */
   private async refusal(emailId: string, projectId: string | undefined, url: string): Promise<LinkRefusal | undefined> {
     const destination = webDestination(url);
     if (!destination) return 'unsafe_url';
     if (this.guard.blocked.blocks(destination.hostname)) return 'blocked_domain';
-    const project = projectId ?? (isUuid(emailId) ? await this.emails.projectOf(emailId).catch(() => null) : null);
-    if (!project) return undefined;
     // Fail-open, and no log line per click (README "Failure behaviour": one line per dependency state change).
-    const state = await this.guard.standing.state(project).catch(() => undefined);
+    const state = await answerWithin(this.standingOf(emailId, projectId), STANDING_WAIT_MS);
     if (state?.deleted) return 'project_deleted';
     if (state?.active) return 'project_suspended';
     return undefined;
+  }
+
+  /** The standing of the token's project (an older token's: its email's), undefined when the project is unknown. */
+  private async standingOf(emailId: string, projectId: string | undefined) {
+    const project = projectId ?? (isUuid(emailId) ? await this.emails.projectOf(emailId) : null);
+    return project ? this.guard.standing.state(project) : undefined;
   }
 
   /** Reads (subscribed undefined) or sets the recipient's subscription; contacts emits the flip event. */
