@@ -45,7 +45,7 @@ import { SenderDomains } from './domain/sender-domains.js';
 import { SendRecords } from './domain/send-records.js';
 import { Sending } from './domain/sending.js';
 import { Templates } from './domain/templates.js';
-import { Tracking } from './domain/tracking.js';
+import { standingWaitMs, Tracking } from './domain/tracking.js';
 import { TrackingTokens } from './domain/tracking-tokens.js';
 import { messagingRoutes } from './rpc.js';
 import { sendThrottle } from './send-throttle.js';
@@ -171,6 +171,7 @@ export async function startMessaging(
   const tracking = new Tracking(db.pool, emailsStore, tokens, contacts, hits, automatedHits(config, redis), {
     standing: suspensions,
     blocked: new BlockedDomains(config.trackingBlockedDomains),
+    waitMs: standingWaitMs(config.rpcTimeoutMs),
   });
   const reputation = new Reputation(new ReputationStore(db.pool), suspensions, authority, config.reputationMinVolume);
 

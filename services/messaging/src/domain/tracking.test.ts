@@ -5,7 +5,7 @@ import type { AutomatedHits } from './automated-hits.js';
 import type { ContactDirectory } from './contact-directory.js';
 import { BlockedDomains } from './link-safety.js';
 import type { SuspensionState } from './sending-suspension.js';
-import { Tracking, type ProjectStanding } from './tracking.js';
+import { STANDING_WAIT_MS, standingWaitMs, Tracking, type ProjectStanding } from './tracking.js';
 import { TrackingHits } from './tracking-hits.js';
 import { TrackingTokens } from './tracking-tokens.js';
 
@@ -84,6 +84,12 @@ describe('tracked links that do not redirect', () => {
 });
 
 describe('a click waits for nothing it does not need', () => {
+  test('the wait for the standing ends within the RPC deadline the gateway also has: half of it when shorter', () => {
+    expect(standingWaitMs(30_000)).toBe(STANDING_WAIT_MS);
+    expect(standingWaitMs(4000)).toBe(2000);
+    expect(standingWaitMs(1000)).toBe(500);
+  });
+
   test("a hung identity does not hold the link: it redirects without the project's standing (fail-open)", async () => {
     // Never answers: the RPC's deadline is the gateway's too, so waiting for it would answer the person 503.
     const hung = () => new Promise<never>(() => undefined);

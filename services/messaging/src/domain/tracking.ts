@@ -30,6 +30,8 @@ export interface ProjectStanding {
 export interface LinkGuard {
   standing: ProjectStanding;
   blocked: BlockedDomains;
+  /** How long a click waits for the standing (standingWaitMs); STANDING_WAIT_MS unless given. */
+  waitMs?: number;
 }
 
 /**
@@ -38,6 +40,9 @@ export interface LinkGuard {
  * the person 503 after 30 s, not fail open.
  */
 export const STANDING_WAIT_MS = 3000;
+
+/** STANDING_WAIT_MS, or half the RPC deadline when that is shorter: the gateway's call must outlast the wait. */
+export const standingWaitMs = (rpcTimeoutMs: number) => Math.min(STANDING_WAIT_MS, Math.floor(rpcTimeoutMs / 2));
 
 /** `work`'s answer, or undefined when it fails or has none within `ms` (`work` goes on; a cache keeps its answer). */
 async function answerWithin<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
@@ -143,7 +148,7 @@ export class Tracking {
     if (!destination) return 'unsafe_url';
     if (this.guard.blocked.blocks(destination.hostname)) return 'blocked_domain';
     // Fail-open, and no log line per click (README "Failure behaviour": one line per dependency state change).
-    const state = await answerWithin(this.standingOf(emailId, projectId), STANDING_WAIT_MS);
+    const state = await answerWithin(this.standingOf(emailId, projectId), this.guard.waitMs ?? STANDING_WAIT_MS);
     if (state?.deleted) return 'project_deleted';
     if (state?.active) return 'project_suspended';
     return undefined;
