@@ -3,10 +3,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
-import { TrackingTokens } from '../services/messaging/src/domain/tracking-tokens.js';
 import { call, eventually, expectEnvelope, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
-import { verifiedDomain, waitForMail } from './support/messaging.js';
+import { messagingTokens, verifiedDomain, waitForMail } from './support/messaging.js';
 import { ROOT } from './support/processes.js';
 
 // The platform as an attacker on the web sees it, without an API key: the links in mail (tracking, subscription
@@ -48,18 +46,6 @@ async function sentMail() {
     click: /href="([^"]+\/t\/c\/[^"]+)"/.exec(html)![1],
     unsubscribe: /href="([^"]+\/unsubscribe\/[^"]+)"/.exec(html)![1],
   };
-}
-
-/** Messaging's token signer with the run's tracking secret (from its database, as the service reads it). */
-async function messagingTokens(): Promise<TrackingTokens> {
-  const db = new pg.Client({ connectionString: `${platform.env.DATABASE_URL}_messaging` });
-  await db.connect();
-  try {
-    const { rows } = await db.query<{ value: string }>("SELECT value FROM settings WHERE key = 'tracking_secret'");
-    return new TrackingTokens(rows[0].value);
-  } finally {
-    await db.end();
-  }
 }
 
 /**

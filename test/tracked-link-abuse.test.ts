@@ -1,7 +1,5 @@
-import pg from 'pg';
-import { TrackingTokens } from '../services/messaging/src/domain/tracking-tokens.js';
 import { call, eventually, newTenant, platform, uniqueEmail, type Tenant } from './support/client.js';
-import { verifiedDomain, waitForMail } from './support/messaging.js';
+import { messagingTokens, verifiedDomain, waitForMail } from './support/messaging.js';
 
 // The platform's public host is no open redirector for a sender's phishing: the tracked links of a suspended or
 // deleted project, to a blocked domain, or to no plain web address answer a warning page instead of a redirect.
@@ -49,18 +47,6 @@ async function expectWarning(url: string, status: number, destination: string, w
 
 const clicks = async (t: Tenant, emailId: string) =>
   (await call('GET', `/emails/${emailId}`, undefined, { key: t.secretKey })).body.clicks as number;
-
-/** Messaging's token signer with the run's tracking secret (tokens as older mail carries them). */
-async function messagingTokens(): Promise<TrackingTokens> {
-  const db = new pg.Client({ connectionString: `${platform.env.DATABASE_URL}_messaging` });
-  await db.connect();
-  try {
-    const { rows } = await db.query<{ value: string }>("SELECT value FROM settings WHERE key = 'tracking_secret'");
-    return new TrackingTokens(rows[0].value);
-  } finally {
-    await db.end();
-  }
-}
 
 describe('tracked links that do not redirect', () => {
   test("a suspended project's links show a warning page until reinstated; its pixel keeps answering", async () => {

@@ -1,4 +1,6 @@
 import { simpleParser, type ParsedMail } from 'mailparser';
+import pg from 'pg';
+import { TrackingTokens } from '../../services/messaging/src/domain/tracking-tokens.js';
 import { call, eventually, platform, signUp, type Tenant } from './client.js';
 
 // Client-side helpers of the messaging tests: the test SMTP sink and DNS server are reached
@@ -89,4 +91,16 @@ export async function verifiedDomain(
   const verified = await call('GET', `/domains/${created.body.id}/verify`, undefined, { key: t.secretKey });
   if (verified.body.status !== 'verified') throw new Error(`domain not verified: ${JSON.stringify(verified.body)}`);
   return created.body;
+}
+
+/** Messaging's token signer with the run's tracking secret (from its database, as the service reads it). */
+export async function messagingTokens(): Promise<TrackingTokens> {
+  const db = new pg.Client({ connectionString: `${platform.env.DATABASE_URL}_messaging` });
+  await db.connect();
+  try {
+    const { rows } = await db.query<{ value: string }>("SELECT value FROM settings WHERE key = 'tracking_secret'");
+    return new TrackingTokens(rows[0].value);
+  } finally {
+    await db.end();
+  }
 }
