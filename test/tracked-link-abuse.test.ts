@@ -98,7 +98,14 @@ describe('tracked links that do not redirect', () => {
     );
     await eventually(async () => ((await follow(m.links[0])).status === 410 ? true : undefined), 15_000, 'link gone');
     await expectWarning(m.links[0], 410, 'https://example.org/deleted', /account is closed/);
+    // Once every service has wiped the project (its emails included), the pixel still answers: a mail client shows
+    // no broken image for mail its sender deleted.
+    await eventually(async () => {
+      const wipe = await call('GET', `/users/@me/projects/${t.projectId}/reset`, undefined, { cookie: t.cookie });
+      return wipe.status === 404 ? true : undefined;
+    }, 30_000);
     expect((await fetch(m.pixel)).status).toBe(200);
+    await expectWarning(m.links[0], 410, 'https://example.org/deleted', /account is closed/);
   }, 60_000);
 
   test('links to a blocked domain or its subdomains show a warning page; other links redirect', async () => {

@@ -257,6 +257,7 @@ export async function startMessaging(
     sandbox,
     dkimWorkers: config.dkimWorkers,
     dkimThreadNice: config.dkimThreadNice,
+    wiped,
   });
   await worker.start();
   watchSendQueue(db.pool);

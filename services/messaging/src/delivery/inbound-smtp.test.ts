@@ -76,7 +76,8 @@ describe('inbound SMTP listener', () => {
     expect(await answer).toMatch(/^552 /);
     c.close();
     expect(received).toHaveLength(0);
-    expect(held).toBeLessThan(32 * 1024 * 1024);
+    // Kept, the 96 MB would all be held; the sockets' own buffers and what the last gc left came to 34 MB once in CI.
+    expect(held).toBeLessThan(48 * 1024 * 1024);
   });
 
   test('at most 100 recipients per message (452 after), and a message within the limits is received', async () => {

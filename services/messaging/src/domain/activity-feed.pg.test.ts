@@ -76,6 +76,28 @@ test('lifecycle messages published through the outbox land in the feed; a malfor
   );
 });
 
+test("sent mail of a project deleted while its delivery batch was out gets no feed row; another's does", async () => {
+  const store = new ActivityStore(db.pool);
+  const feed = new ActivityFeed(store, new EmailsStore(db.pool));
+  const [gone, kept] = [randomUUID(), randomUUID()];
+  const at = new Date('2026-01-01T00:00:00Z');
+  const email = (projectId: string) => ({
+    id: randomUUID(),
+    project_id: projectId,
+    contact_id: randomUUID(),
+    to_email: 'a@b.co',
+    subject: 'Hi',
+    template_id: null,
+  });
+  const batch = [gone, kept].flatMap((p) =>
+    emailsSentMessages([lifecyclePayload(email(p), 'sent', { messageId: `<${p}@x>` }, at)]),
+  );
+  const wiped = { drops: (projectId: string) => projectId === gone };
+  await withTransaction(db.pool, (tx) => enqueueLifecycle(tx, store, batch, wiped));
+  expect((await feed.list(gone, {})).total).toBe(0);
+  expect((await feed.list(kept, {})).total).toBe(1);
+});
+
 test("a deliveries.emails_sent message's emails get their feed rows in the transaction that enqueues it", async () => {
   const store = new ActivityStore(db.pool);
   const feed = new ActivityFeed(store, new EmailsStore(db.pool));

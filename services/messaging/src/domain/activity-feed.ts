@@ -186,8 +186,16 @@ export function sentActivity(message: OutboxMessage, outboxId: string): Activity
   });
 }
 
-/** Enqueues messages in one statement in `tx`; the `emails.sent` ones get their feed row (sentActivity) in it too. */
-export async function enqueueLifecycle(tx: Queryable, store: ActivityStore, messages: OutboxMessage[]): Promise<void> {
+/**
+ * Enqueues messages in one statement in `tx`; the `emails.sent` ones get their feed row (sentActivity) in it too,
+ * but for a project `wiped` drops (mail a delivery batch held while its project was deleted; project-tombstones.ts).
+ */
+export async function enqueueLifecycle(
+  tx: Queryable,
+  store: ActivityStore,
+  messages: OutboxMessage[],
+  wiped: Pick<WipedProjects, 'drops'> = { drops: () => false },
+): Promise<void> {
   const outboxIds = await enqueueMany(tx, messages);
   const rows: ActivityRow[] = [];
   messages.forEach((m, i) => {
@@ -198,7 +206,10 @@ export async function enqueueLifecycle(tx: Queryable, store: ActivityStore, mess
       for (const row of emailsSentActivity(m, outboxIds[i])) rows.push(row);
     }
   });
-  await store.insertMany(tx, rows);
+  await store.insertMany(
+    tx,
+    rows.filter((r) => !wiped.drops(r.project_id, r.occurred_at)),
+  );
 }
 
 /**

@@ -95,7 +95,7 @@ export class Tracking {
     if (!(await this.hits.recordOpen(t.emailId, client.ip, t.iat))) return;
     await withTransaction(this.pool, async (tx) => {
       const email = await this.emails.recordOpen(tx, t.emailId);
-      if (!email) throw invalidLink(token);
+      if (!email) return; // the email record is gone (its project wiped): the pixel still answers, as a link does
       const m = lifecycleMessage(email, 'open', { isFirstOpen: email.is_first, ...clientData(client) });
       await enqueueMessage(tx, m);
     });

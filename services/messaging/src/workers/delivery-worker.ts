@@ -1,3 +1,4 @@
+import type { WipedProjects } from '@svc/lib/project-tombstones';
 import { releaseAfterFailure, type Pool, type PoolClient } from '@svc/lib/db';
 import { DueWorkLoop } from '@svc/lib/due-work';
 import { smtpResults } from '@svc/lib/metrics';
@@ -41,6 +42,8 @@ export interface DeliveryWorkerOptions {
   dkimThreadNice?: number;
   /** Embedded mode with the local sink only; without it, sandbox mail is failed, never relayed. */
   sandbox?: SandboxSender;
+  /** Wiped projects: a batch's feed rows of a project deleted while its mail was out are not written. */
+  wiped?: Pick<WipedProjects, 'drops'>;
 }
 
 interface DkimKey {
@@ -208,11 +211,12 @@ export class DeliveryWorker {
     // Sent mail goes out as one `deliveries.emails_sent` per project of the batch (no `emails.sent` per email), and the
     // feed's `email.sent` rows are written with the outcomes: the feed does not read them back from the bus.
     // Campaigns count their sent mail from one message per campaign of the batch. All in the same INSERT.
-    await enqueueLifecycle(tx, this.activity, [
-      ...messages,
-      ...emailsSentMessages(sentPayloads),
-      ...campaignSentMessages(sent),
-    ]);
+    await enqueueLifecycle(
+      tx,
+      this.activity,
+      [...messages, ...emailsSentMessages(sentPayloads), ...campaignSentMessages(sent)],
+      this.opts.wiped,
+    );
     for (const result of ['sent', 'retry', 'bounced', 'failed'] as const)
       if (outcomes[result].length) smtpResults.inc({ result }, outcomes[result].length);
     if (outcomes.retry.length)
