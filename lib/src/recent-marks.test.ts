@@ -1,24 +1,17 @@
-import { createLogger } from './logger.js';
+import { closeTestRedis, openTestRedis, testKeyPrefix } from './test-redis.js';
 import { FailOpenRecentMarks, MemoryRecentMarks, RedisRecentMarks } from './recent-marks.js';
-import { RedisLink } from './redis.js';
+import type { RedisLink } from './redis.js';
 
-/** The test Redis (127.0.0.1:6379); every test uses its own key prefix. */
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const prefix = (name: string) => `test-rm-${name}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e6)}`;
+const prefix = (name: string) => testKeyPrefix(`rm-${name}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let link: RedisLink;
 
 beforeAll(async () => {
-  link = new RedisLink(REDIS_URL, { commandTimeoutMs: 2000, logger: createLogger('silent') });
-  for (let i = 0; i < 250 && !link.available; i++) await sleep(20);
+  link = await openTestRedis();
 });
 
-afterAll(async () => {
-  const ended = new Promise((resolve) => link.client.once('end', resolve));
-  link.disconnect();
-  await ended;
-});
+afterAll(() => closeTestRedis(link));
 
 describe('short-lived marks', () => {
   test('a swap answers the previous value while it lives; every swap restarts the time', async () => {

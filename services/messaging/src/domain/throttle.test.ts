@@ -1,25 +1,19 @@
+import { closeTestRedis, openTestRedis, testKeyPrefix } from '@svc/lib/test-redis';
 import { createLogger } from '@svc/lib/logger';
 import { RedisLink } from '@svc/lib/redis';
 import { RedisTokenBuckets, type TokenBuckets } from '@svc/lib/token-bucket';
 import { ProjectThrottle, SharedProjectThrottle } from './throttle.js';
 
-/** The test Redis (127.0.0.1:6379); every test uses its own key prefix. */
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const prefix = (name: string) => `test-send-${name}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e6)}`;
+const prefix = (name: string) => testKeyPrefix(`send-${name}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let link: RedisLink;
 
 beforeAll(async () => {
-  link = new RedisLink(REDIS_URL, { commandTimeoutMs: 2000, logger: createLogger('silent') });
-  for (let i = 0; i < 250 && !link.available; i++) await sleep(20);
+  link = await openTestRedis();
 });
 
-afterAll(async () => {
-  const ended = new Promise((resolve) => link.client.once('end', resolve));
-  link.disconnect();
-  await ended;
-});
+afterAll(() => closeTestRedis(link));
 
 describe('per-project throttle', () => {
   test('allows the rate per second, then asks to wait; projects do not share a bucket', async () => {

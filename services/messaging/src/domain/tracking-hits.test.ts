@@ -1,12 +1,10 @@
+import { closeTestRedis, openTestRedis, testKeyPrefix } from '@svc/lib/test-redis';
 import { createLogger } from '@svc/lib/logger';
 import { FailOpenRateLimiter, MemoryRateLimiter, RedisRateLimiter } from '@svc/lib/rate-limit';
 import { RedisLink } from '@svc/lib/redis';
 import { TrackingHits, type TrackingHitPolicy } from './tracking-hits.js';
 
-/** The test Redis (127.0.0.1:6379); every test uses its own key prefix. */
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const prefix = (name: string) => `test-th-${name}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e6)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const prefix = (name: string) => testKeyPrefix(`th-${name}`);
 const POLICY: TrackingHitPolicy = {
   recordForMs: 0,
   openWindowMs: 60_000,
@@ -17,15 +15,10 @@ const POLICY: TrackingHitPolicy = {
 let link: RedisLink;
 
 beforeAll(async () => {
-  link = new RedisLink(REDIS_URL, { commandTimeoutMs: 2000, logger: createLogger('silent') });
-  for (let i = 0; i < 250 && !link.available; i++) await sleep(20);
+  link = await openTestRedis();
 });
 
-afterAll(async () => {
-  const ended = new Promise((resolve) => link.client.once('end', resolve));
-  link.disconnect();
-  await ended;
-});
+afterAll(() => closeTestRedis(link));
 
 const local = (policy: Partial<TrackingHitPolicy> = {}) =>
   new TrackingHits(new MemoryRateLimiter(), { ...POLICY, ...policy });
